@@ -1,0 +1,72 @@
+//! The TpuGraphs graph format in memory: what the featurizer produces, what
+//! npz files hold, what models consume. Field meanings follow the published
+//! dataset (tpu_graphs README, "Features").
+//!
+//! Invariants: `node_feat.len() == num_nodes * NODE_FEAT_DIM`,
+//! `node_opcode.len() == num_nodes`, every edge endpoint `< num_nodes`,
+//! `node_config_ids` strictly increasing and `< num_nodes`.
+
+/// Number of features per node.
+pub const NODE_FEAT_DIM: usize = 140;
+/// Layout config features per configurable node (output, input, kernel minor-to-major, 6 each).
+pub const LAYOUT_CONFIG_DIM: usize = 18;
+/// Tile config features per kernel (kernel, output, input bounds with sum and product).
+pub const TILE_CONFIG_DIM: usize = 24;
+
+/// The two TpuGraphs tasks.
+#[derive(Copy, Clone, PartialEq, Eq, Debug, Hash)]
+pub enum Task {
+    Layout,
+    Tile,
+}
+
+impl Task {
+    pub fn name(self) -> &'static str {
+        match self {
+            Task::Layout => "layout",
+            Task::Tile => "tile",
+        }
+    }
+    pub fn config_dim(self) -> usize {
+        match self {
+            Task::Layout => LAYOUT_CONFIG_DIM,
+            Task::Tile => TILE_CONFIG_DIM,
+        }
+    }
+}
+
+/// A graph in the TpuGraphs format, without its configurations.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Graph {
+    /// `num_nodes x 140`, row-major.
+    pub node_feat: Vec<f32>,
+    /// TpuGraphs opcode id of each node.
+    pub node_opcode: Vec<u8>,
+    /// `[consumer, producer]` pairs.
+    pub edge_index: Vec<[i64; 2]>,
+    /// Layout task: the configurable nodes (node indices). Empty for tile.
+    pub node_config_ids: Vec<i64>,
+    /// Node index ranges of the graph's segments, as published (`node_splits`).
+    pub node_splits: Vec<i64>,
+}
+
+impl Graph {
+    pub fn num_nodes(&self) -> usize {
+        self.node_opcode.len()
+    }
+    pub fn num_config_nodes(&self) -> usize {
+        self.node_config_ids.len()
+    }
+}
+
+/// A batch of configurations of one graph.
+///
+/// Layout: `num_configs x num_config_nodes x 18`; tile: `num_configs x 24`; row-major.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ConfigBatch {
+    pub task: Task,
+    pub num_configs: usize,
+    /// Layout: configurable nodes per config; tile: 1.
+    pub nodes_per_config: usize,
+    pub feat: Vec<f32>,
+}

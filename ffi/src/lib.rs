@@ -1,0 +1,1 @@
+//! The C ABI of hlo-opt (see `include/hlo_opt.h`).

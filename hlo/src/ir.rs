@@ -1,0 +1,665 @@
+//! The HLO intermediate representation: one [`Module`] owning typed arenas of
+//! computations and instructions, plus interned shapes.
+//!
+//! Invariants (checked by the parser and the verifier, relied on everywhere else):
+//! - every [`InstId`] / [`CompId`] stored in the module indexes its arena;
+//! - an instruction belongs to exactly one computation ([`Instruction::parent`]),
+//!   and appears exactly once in that computation's `order` (the schedule /
+//!   text order), unless it was removed (tombstoned) by a rewrite;
+//! - operands of an instruction live in the same computation;
+//! - shapes are interned: two equal shapes have the same [`ShapeId`], so shape
+//!   comparison is an integer comparison;
+//! - "layout" always means the minor-to-major physical order of an array (plus
+//!   XLA's tiling mini-language); instruction order is the *schedule*.
+
+use std::fmt;
+use std::num::NonZeroU32;
+
+use indexmap::IndexSet;
+use smallvec::SmallVec;
+
+use crate::opcode::Opcode;
+
+macro_rules! arena_id {
+    ($(#[$m:meta])* $name:ident) => {
+        $(#[$m])*
+        #[derive(Copy, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub struct $name(NonZeroU32);
+
+        impl $name {
+            /// The id of the `index`-th element of its arena.
+            #[inline]
+            pub fn from_index(index: usize) -> Self {
+                let raw = u32::try_from(index + 1).expect("arena overflow (more than u32::MAX entries)");
+                // SAFETY-free: index + 1 >= 1.
+                Self(NonZeroU32::new(raw).expect("index + 1 is non-zero"))
+            }
+            /// Position in its arena.
+            #[inline]
+            pub fn index(self) -> usize {
+                (self.0.get() - 1) as usize
+            }
+        }
+
+        impl fmt::Debug for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, concat!(stringify!($name), "({})"), self.index())
+            }
+        }
+    };
+}
+
+arena_id!(
+    /// An instruction of a [`Module`]. 4 bytes; `Option<InstId>` is 4 bytes too.
+    InstId
+);
+arena_id!(
+    /// A computation of a [`Module`].
+    CompId
+);
+
+/// An interned [`Shape`] of a [`Module`].
+#[derive(Copy, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
+pub struct ShapeId(pub(crate) u32);
+
+impl ShapeId {
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// XLA primitive (element) types. `Display` prints XLA's spelling (`f32`, `bf16`, `f8e4m3fn`, ...).
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
+pub enum PrimType {
+    Pred,
+    S1,
+    S2,
+    S4,
+    S8,
+    S16,
+    S32,
+    S64,
+    U1,
+    U2,
+    U4,
+    U8,
+    U16,
+    U32,
+    U64,
+    F16,
+    Bf16,
+    F32,
+    F64,
+    F8E5M2,
+    F8E4M3,
+    F8E4M3FN,
+    F8E4M3B11FNUZ,
+    F8E5M2FNUZ,
+    F8E4M3FNUZ,
+    F8E3M4,
+    F8E8M0FNU,
+    F4E2M1FN,
+    C64,
+    C128,
+    Token,
+    Opaque,
+}
+
+impl PrimType {
+    /// XLA's text spelling of the type.
+    pub fn name(self) -> &'static str {
+        use PrimType::*;
+        match self {
+            Pred => "pred",
+            S1 => "s1",
+            S2 => "s2",
+            S4 => "s4",
+            S8 => "s8",
+            S16 => "s16",
+            S32 => "s32",
+            S64 => "s64",
+            U1 => "u1",
+            U2 => "u2",
+            U4 => "u4",
+            U8 => "u8",
+            U16 => "u16",
+            U32 => "u32",
+            U64 => "u64",
+            F16 => "f16",
+            Bf16 => "bf16",
+            F32 => "f32",
+            F64 => "f64",
+            F8E5M2 => "f8e5m2",
+            F8E4M3 => "f8e4m3",
+            F8E4M3FN => "f8e4m3fn",
+            F8E4M3B11FNUZ => "f8e4m3b11fnuz",
+            F8E5M2FNUZ => "f8e5m2fnuz",
+            F8E4M3FNUZ => "f8e4m3fnuz",
+            F8E3M4 => "f8e3m4",
+            F8E8M0FNU => "f8e8m0fnu",
+            F4E2M1FN => "f4e2m1fn",
+            C64 => "c64",
+            C128 => "c128",
+            Token => "token",
+            Opaque => "opaque",
+        }
+    }
+
+    /// Parses XLA's spelling; `None` for an unknown name.
+    pub fn from_name(s: &str) -> Option<Self> {
+        use PrimType::*;
+        Some(match s {
+            "pred" => Pred,
+            "s1" => S1,
+            "s2" => S2,
+            "s4" => S4,
+            "s8" => S8,
+            "s16" => S16,
+            "s32" => S32,
+            "s64" => S64,
+            "u1" => U1,
+            "u2" => U2,
+            "u4" => U4,
+            "u8" => U8,
+            "u16" => U16,
+            "u32" => U32,
+            "u64" => U64,
+            "f16" => F16,
+            "bf16" => Bf16,
+            "f32" => F32,
+            "f64" => F64,
+            "f8e5m2" => F8E5M2,
+            "f8e4m3" => F8E4M3,
+            "f8e4m3fn" => F8E4M3FN,
+            "f8e4m3b11fnuz" => F8E4M3B11FNUZ,
+            "f8e5m2fnuz" => F8E5M2FNUZ,
+            "f8e4m3fnuz" => F8E4M3FNUZ,
+            "f8e3m4" => F8E3M4,
+            "f8e8m0fnu" => F8E8M0FNU,
+            "f4e2m1fn" => F4E2M1FN,
+            "c64" => C64,
+            "c128" => C128,
+            "token" => Token,
+            "opaque" => Opaque,
+            _ => return None,
+        })
+    }
+
+    /// Size of one element in bits (sub-byte types report their true width).
+    pub fn bit_width(self) -> u32 {
+        use PrimType::*;
+        match self {
+            Pred | S8 | U8 => 8,
+            S1 | U1 => 1,
+            S2 | U2 => 2,
+            S4 | U4 | F4E2M1FN => 4,
+            S16 | U16 | F16 | Bf16 => 16,
+            S32 | U32 | F32 => 32,
+            S64 | U64 | F64 | C64 => 64,
+            C128 => 128,
+            F8E5M2 | F8E4M3 | F8E4M3FN | F8E4M3B11FNUZ | F8E5M2FNUZ | F8E4M3FNUZ | F8E3M4 | F8E8M0FNU => 8,
+            Token | Opaque => 0,
+        }
+    }
+
+    /// Size in bytes as XLA's `ShapeUtil::ByteSizeOfPrimitiveType` reports it (sub-byte types take one byte).
+    pub fn byte_size(self) -> u32 {
+        match self {
+            PrimType::Token | PrimType::Opaque => 0,
+            t => t.bit_width().div_ceil(8),
+        }
+    }
+
+    pub fn is_float(self) -> bool {
+        use PrimType::*;
+        matches!(
+            self,
+            F16 | Bf16
+                | F32
+                | F64
+                | F8E5M2
+                | F8E4M3
+                | F8E4M3FN
+                | F8E4M3B11FNUZ
+                | F8E5M2FNUZ
+                | F8E4M3FNUZ
+                | F8E3M4
+                | F8E8M0FNU
+                | F4E2M1FN
+        )
+    }
+
+    pub fn is_complex(self) -> bool {
+        matches!(self, PrimType::C64 | PrimType::C128)
+    }
+}
+
+impl fmt::Display for PrimType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Size of an unbounded dynamic dimension (`?` in text), as in XLA (`Shape::kUnboundedSize`).
+pub const UNBOUNDED_DIM: i64 = i64::MIN;
+
+/// One tile of a tiled layout, e.g. `(8,128)`. A dimension of
+/// [`Tile::COMBINE_DIM`] prints as `*` (XLA's `kCombineDimension`).
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub struct Tile(pub SmallVec<[i64; 2]>);
+
+impl Tile {
+    pub const COMBINE_DIM: i64 = i64::MIN;
+}
+
+/// A split config of a layout, `SC(dim:idx,idx,...)`.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub struct SplitConfig {
+    pub dimension: i64,
+    pub split_indices: SmallVec<[i64; 2]>,
+}
+
+/// Level type of a dimension in a layout's `D(...)` section (sparse layouts).
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
+pub enum DimLevelType {
+    Dense,
+    Compressed,
+    Singleton,
+    LooseCompressed,
+}
+
+/// Per-dimension attributes of the `D(...)` section: the level type and the
+/// `+` (not unique) and `~` (not ordered) markers.
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
+pub struct DimLevel {
+    pub kind: DimLevelType,
+    pub unique: bool,
+    pub ordered: bool,
+}
+
+/// XLA's layout of an array shape: `{minor_to_major:D(..)T(..)(..)L(n)#(type)*(type)E(n)S(n)SC(..)P(shape)M(n)}`.
+/// Fields at their default value are not printed.
+#[derive(Clone, PartialEq, Eq, Hash, Debug, Default)]
+pub struct Layout {
+    /// Dimension numbers from most minor to most major. Empty for scalars.
+    pub minor_to_major: SmallVec<[i64; 6]>,
+    pub dim_levels: Vec<DimLevel>,
+    pub tiles: SmallVec<[Tile; 2]>,
+    /// `L(n)`; 1 (the default) is not printed.
+    pub tail_padding_alignment_in_elements: i64,
+    /// `#(type)`.
+    pub index_primitive_type: Option<PrimType>,
+    /// `*(type)`.
+    pub pointer_primitive_type: Option<PrimType>,
+    /// `E(n)`; 0 = the element type's natural size.
+    pub element_size_in_bits: i64,
+    /// `S(n)`; 0 = default memory space.
+    pub memory_space: i64,
+    /// `SC(...)`.
+    pub split_configs: Vec<SplitConfig>,
+    /// `P(shape)`.
+    pub physical_shape: Option<ShapeId>,
+    /// `M(n)`.
+    pub dynamic_shape_metadata_prefix_bytes: i64,
+}
+
+impl Layout {
+    /// A plain (untiled) layout with the given minor-to-major order.
+    pub fn from_minor_to_major(m2m: impl IntoIterator<Item = i64>) -> Self {
+        Layout {
+            minor_to_major: m2m.into_iter().collect(),
+            tail_padding_alignment_in_elements: 1,
+            ..Default::default()
+        }
+    }
+
+    /// The default (descending, row-major) layout of a rank-`rank` array: `{rank-1,...,1,0}`.
+    pub fn default_for_rank(rank: usize) -> Self {
+        Self::from_minor_to_major((0..rank as i64).rev())
+    }
+}
+
+/// An array shape `f32[2,<=3,?]{...}`.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub struct ArrayShape {
+    pub elem: PrimType,
+    /// Dimension sizes; the bound for `<=N` dims, [`UNBOUNDED_DIM`] for `?`.
+    pub dims: SmallVec<[i64; 6]>,
+    /// Empty when no dimension is dynamic, otherwise one flag per dimension.
+    pub dynamic: SmallVec<[bool; 6]>,
+    /// `None` when the text had no layout.
+    pub layout: Option<Layout>,
+}
+
+impl ArrayShape {
+    pub fn rank(&self) -> usize {
+        self.dims.len()
+    }
+    pub fn is_dynamic_dim(&self, d: usize) -> bool {
+        self.dynamic.get(d).copied().unwrap_or(false)
+    }
+    /// Number of elements (bounds of dynamic dims); `None` if unbounded or overflowing.
+    pub fn element_count(&self) -> Option<i64> {
+        self.dims.iter().try_fold(1i64, |acc, &d| if d < 0 { None } else { acc.checked_mul(d) })
+    }
+}
+
+/// A shape: an array, a tuple of shapes, a token, or opaque.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub enum Shape {
+    Array(ArrayShape),
+    Tuple(SmallVec<[ShapeId; 4]>),
+    Token,
+    Opaque,
+}
+
+impl Shape {
+    pub fn as_array(&self) -> Option<&ArrayShape> {
+        match self {
+            Shape::Array(a) => Some(a),
+            _ => None,
+        }
+    }
+    pub fn is_tuple(&self) -> bool {
+        matches!(self, Shape::Tuple(_))
+    }
+}
+
+/// The value of an instruction attribute (`key=value` after the operands).
+///
+/// Attributes the IR models structurally are decoded into typed variants;
+/// everything else is kept as the exact source text and printed back verbatim,
+/// so attributes of a newer XLA survive a round trip. Typed accessors for
+/// rarely used attributes decode the raw text on demand (see `attrs.rs`).
+#[derive(Clone, PartialEq, Debug)]
+pub enum AttrValue {
+    /// Verbatim text of the value, e.g. `{1,0}`, `"{...json...}"`, `kLoop`.
+    Raw(Box<str>),
+    /// A single called computation (`to_apply=`, `calls=` with one callee, `body=`, `condition=`, ...).
+    Comp(CompId),
+    /// A list of called computations (`branch_computations={%a, %b}`, `called_computations={...}`, `calls={...}`).
+    Comps(SmallVec<[CompId; 2]>),
+    /// A list of instructions (`control-predecessors={%a, %b}`).
+    Insts(SmallVec<[InstId; 2]>),
+}
+
+/// A `key=value` attribute, in source order.
+#[derive(Clone, PartialEq, Debug)]
+pub struct Attr {
+    pub key: Box<str>,
+    pub value: AttrValue,
+}
+
+/// One HLO instruction.
+#[derive(Clone, Debug)]
+pub struct Instruction {
+    /// Name without the leading `%`.
+    pub name: Box<str>,
+    pub opcode: Opcode,
+    pub shape: ShapeId,
+    pub operands: SmallVec<[InstId; 3]>,
+    /// The operation's payload in parentheses that is not an operand list:
+    /// `parameter(3)` -> `3`, `constant({1,2})` -> the literal text verbatim,
+    /// `iota()` -> empty. `None` for ordinary instructions.
+    pub payload: Option<Box<str>>,
+    /// `key=value` attributes in source order (including `control-predecessors`,
+    /// calls, metadata, backend_config, sharding, ...).
+    pub attrs: Vec<Attr>,
+    /// The computation this instruction belongs to.
+    pub parent: CompId,
+}
+
+impl Instruction {
+    pub fn attr(&self, key: &str) -> Option<&AttrValue> {
+        self.attrs.iter().find(|a| &*a.key == key).map(|a| &a.value)
+    }
+    /// The raw text of an attribute kept verbatim.
+    pub fn raw_attr(&self, key: &str) -> Option<&str> {
+        match self.attr(key)? {
+            AttrValue::Raw(s) => Some(s),
+            _ => None,
+        }
+    }
+    /// Sets (replacing) or appends an attribute.
+    pub fn set_attr(&mut self, key: &str, value: AttrValue) {
+        match self.attrs.iter_mut().find(|a| &*a.key == key) {
+            Some(a) => a.value = value,
+            None => self.attrs.push(Attr { key: key.into(), value }),
+        }
+    }
+    pub fn remove_attr(&mut self, key: &str) -> Option<AttrValue> {
+        let pos = self.attrs.iter().position(|a| &*a.key == key)?;
+        Some(self.attrs.remove(pos).value)
+    }
+    /// Every computation this instruction calls, in attribute order.
+    pub fn called_computations(&self) -> impl Iterator<Item = CompId> + '_ {
+        self.attrs.iter().flat_map(|a| {
+            let s: &[CompId] = match &a.value {
+                AttrValue::Comp(c) => std::slice::from_ref(c),
+                AttrValue::Comps(cs) => cs,
+                _ => &[],
+            };
+            s.iter().copied()
+        })
+    }
+    /// Control predecessors (`control-predecessors={...}`).
+    pub fn control_predecessors(&self) -> &[InstId] {
+        match self.attr("control-predecessors") {
+            Some(AttrValue::Insts(v)) => v,
+            _ => &[],
+        }
+    }
+    /// `parameter(N)`'s number.
+    pub fn parameter_number(&self) -> Option<i64> {
+        if self.opcode != Opcode::Parameter {
+            return None;
+        }
+        self.payload.as_deref()?.trim().parse().ok()
+    }
+}
+
+/// A computation: a named list of instructions with a root.
+#[derive(Clone, Debug)]
+pub struct Computation {
+    /// Name without the leading `%`.
+    pub name: Box<str>,
+    /// Instructions in schedule (text) order. Removed instructions are absent.
+    pub order: Vec<InstId>,
+    /// Parameters by parameter number.
+    pub params: Vec<InstId>,
+    pub root: InstId,
+    pub is_entry: bool,
+    /// Trailing attributes after the body, e.g. `, execution_thread="foo"`, verbatim.
+    pub attrs: Vec<Attr>,
+}
+
+/// An HLO module.
+#[derive(Clone, Debug)]
+pub struct Module {
+    pub name: Box<str>,
+    /// Header attributes (`is_scheduled=true`, `entry_computation_layout={...}`, ...) in source order.
+    pub attrs: Vec<Attr>,
+    /// The FileNames/FunctionNames/FileLocations/StackFrames sections, verbatim.
+    pub debug_sections: Option<Box<str>>,
+    pub entry: CompId,
+    insts: Vec<Instruction>,
+    comps: Vec<Computation>,
+    /// Computations in print order (the source order).
+    comp_order: Vec<CompId>,
+    shapes: IndexSet<Shape>,
+}
+
+impl Module {
+    /// An empty module. The entry computation must be added before use; `entry`
+    /// is a placeholder until then.
+    pub fn new(name: impl Into<Box<str>>) -> Self {
+        Module {
+            name: name.into(),
+            attrs: Vec::new(),
+            debug_sections: None,
+            entry: CompId::from_index(0),
+            insts: Vec::new(),
+            comps: Vec::new(),
+            comp_order: Vec::new(),
+            shapes: IndexSet::new(),
+        }
+    }
+
+    // ---- shapes ----
+    pub fn intern_shape(&mut self, s: Shape) -> ShapeId {
+        let (i, _) = self.shapes.insert_full(s);
+        ShapeId(i as u32)
+    }
+    pub fn shape(&self, id: ShapeId) -> &Shape {
+        &self.shapes[id.index()]
+    }
+    /// The id of a shape already interned, if any.
+    pub fn find_shape(&self, s: &Shape) -> Option<ShapeId> {
+        self.shapes.get_index_of(s).map(|i| ShapeId(i as u32))
+    }
+    pub fn num_shapes(&self) -> usize {
+        self.shapes.len()
+    }
+
+    // ---- computations ----
+    /// Adds a computation at the end of the print order.
+    pub fn add_computation(&mut self, c: Computation) -> CompId {
+        let id = CompId::from_index(self.comps.len());
+        if c.is_entry {
+            self.entry = id;
+        }
+        self.comps.push(c);
+        self.comp_order.push(id);
+        id
+    }
+    /// Reserves a computation id before its body is known (for forward references
+    /// while parsing); fill it with [`Module::comp_mut`]. Not in the print order
+    /// until [`Module::place_computation`].
+    pub fn reserve_computation(&mut self, name: impl Into<Box<str>>) -> CompId {
+        let id = CompId::from_index(self.comps.len());
+        self.comps.push(Computation {
+            name: name.into(),
+            order: Vec::new(),
+            params: Vec::new(),
+            root: InstId::from_index(0),
+            is_entry: false,
+            attrs: Vec::new(),
+        });
+        id
+    }
+    /// Appends a reserved computation to the print order.
+    pub fn place_computation(&mut self, id: CompId) {
+        if self.comps[id.index()].is_entry {
+            self.entry = id;
+        }
+        self.comp_order.push(id);
+    }
+    /// Moves `id` in the print order to just before `before` (a new callee must print before its caller).
+    pub fn move_computation_before(&mut self, id: CompId, before: CompId) {
+        if let Some(p) = self.comp_order.iter().position(|&c| c == id) {
+            self.comp_order.remove(p);
+        }
+        let at = self.comp_order.iter().position(|&c| c == before).unwrap_or(self.comp_order.len());
+        self.comp_order.insert(at, id);
+    }
+    pub fn comp(&self, id: CompId) -> &Computation {
+        &self.comps[id.index()]
+    }
+    pub fn comp_mut(&mut self, id: CompId) -> &mut Computation {
+        &mut self.comps[id.index()]
+    }
+    /// Computations in print order.
+    pub fn computations(&self) -> impl ExactSizeIterator<Item = CompId> + '_ {
+        self.comp_order.iter().copied()
+    }
+    pub fn num_computations(&self) -> usize {
+        self.comp_order.len()
+    }
+    pub fn entry_computation(&self) -> &Computation {
+        self.comp(self.entry)
+    }
+    pub fn find_computation(&self, name: &str) -> Option<CompId> {
+        self.comp_order.iter().copied().find(|&c| &*self.comps[c.index()].name == name)
+    }
+
+    // ---- instructions ----
+    /// Adds an instruction to the arena (not to any schedule; see [`Module::append_inst`]).
+    pub fn add_inst(&mut self, inst: Instruction) -> InstId {
+        let id = InstId::from_index(self.insts.len());
+        self.insts.push(inst);
+        id
+    }
+    /// Adds an instruction at the end of its parent computation's order.
+    pub fn append_inst(&mut self, inst: Instruction) -> InstId {
+        let parent = inst.parent;
+        let id = self.add_inst(inst);
+        self.comps[parent.index()].order.push(id);
+        id
+    }
+    /// Adds an instruction just before `before` in its parent computation's order.
+    pub fn insert_inst_before(&mut self, before: InstId, inst: Instruction) -> InstId {
+        let parent = inst.parent;
+        let id = self.add_inst(inst);
+        let order = &mut self.comps[parent.index()].order;
+        let at = order.iter().position(|&i| i == before).unwrap_or(order.len());
+        order.insert(at, id);
+        id
+    }
+    pub fn inst(&self, id: InstId) -> &Instruction {
+        &self.insts[id.index()]
+    }
+    pub fn inst_mut(&mut self, id: InstId) -> &mut Instruction {
+        &mut self.insts[id.index()]
+    }
+    /// Arena size (including instructions no longer scheduled).
+    pub fn num_insts(&self) -> usize {
+        self.insts.len()
+    }
+    /// Number of scheduled instructions over all computations.
+    pub fn instruction_count(&self) -> usize {
+        self.comp_order.iter().map(|c| self.comps[c.index()].order.len()).sum()
+    }
+    /// Every scheduled instruction: computations in print order, instructions in schedule order.
+    pub fn all_instructions(&self) -> impl Iterator<Item = InstId> + '_ {
+        self.comp_order.iter().flat_map(move |c| self.comps[c.index()].order.iter().copied())
+    }
+    /// Shape of an instruction.
+    pub fn inst_shape(&self, id: InstId) -> &Shape {
+        self.shape(self.insts[id.index()].shape)
+    }
+    /// Replaces every use of `old` by `new` among the operands of `users`.
+    pub fn replace_operand(&mut self, user: InstId, old: InstId, new: InstId) {
+        for op in self.insts[user.index()].operands.iter_mut() {
+            if *op == old {
+                *op = new;
+            }
+        }
+    }
+    /// Users of each instruction of `comp` (by operand edges), indexed by arena
+    /// position; deterministic (schedule order, deduplicated).
+    pub fn users(&self, comp: CompId) -> Vec<SmallVec<[InstId; 4]>> {
+        let mut users: Vec<SmallVec<[InstId; 4]>> = vec![SmallVec::new(); self.insts.len()];
+        for &u in &self.comps[comp.index()].order {
+            for &op in &self.insts[u.index()].operands {
+                let list = &mut users[op.index()];
+                if list.last() != Some(&u) {
+                    list.push(u);
+                }
+            }
+        }
+        users
+    }
+    /// A name not used by any instruction of the module, built from `base`.
+    pub fn unique_inst_name(&self, base: &str) -> String {
+        let stem = base.split('.').next().unwrap_or(base);
+        let mut max = 0u64;
+        for i in &self.insts {
+            if let Some(rest) = i.name.strip_prefix(stem).and_then(|r| r.strip_prefix('.')) {
+                if let Ok(n) = rest.parse::<u64>() {
+                    max = max.max(n);
+                }
+            }
+        }
+        format!("{stem}.{}", max + 1)
+    }
+}

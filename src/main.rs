@@ -1,0 +1,5 @@
+//! `hlo-opt`: parse, verify, rewrite and print HLO modules.
+
+fn main() {
+    println!("hlo-opt: under construction");
+}
