@@ -7,6 +7,30 @@
 //! "lower = predicted faster"; compare them with `f32::total_cmp` and break ties
 //! by index.
 
+pub mod error;
 pub mod graph;
 
+pub use error::{CostModelError, Result};
 pub use graph::{ConfigBatch, Graph, Task};
+
+/// The configuration-independent work a model did for one graph (for the GNN:
+/// the encoder's embeddings of the configurable nodes), reused for every batch
+/// of configurations of that graph.
+#[derive(Clone, Debug)]
+pub struct Prepared {
+    /// The graph, for models that need it at scoring time (tile: early join).
+    pub graph: Graph,
+    /// Model-specific state, row-major, of shape `state_shape`.
+    pub state: Vec<f32>,
+    pub state_shape: Vec<usize>,
+}
+
+/// A learned (or reference) cost model: ranks configurations of a graph.
+pub trait CostModel: Send + Sync {
+    /// The task this model scores.
+    fn task(&self) -> Task;
+    /// Runs the configuration-independent part once per graph.
+    fn prepare(&self, graph: &Graph) -> Result<Prepared>;
+    /// One score per configuration of `configs`; lower = predicted faster.
+    fn score(&self, prepared: &Prepared, configs: &ConfigBatch) -> Result<Vec<f32>>;
+}
