@@ -1,2 +1,84 @@
 //! `passes`: the pass manager and the cost-model-guided passes (layout
 //! assignment, tile selection).
+//!
+//! A pass is a name plus `run(module) -> changed` ([`Pass`]); the registry maps
+//! `--pass` names to passes; [`run_pipeline`] runs a comma-separated list of
+//! them, with the verifier after each pass when asked (always in tests).
+
+use std::path::PathBuf;
+
+use hlo::Module;
+
+/// Errors of passes and of the pass manager.
+#[derive(Debug, thiserror::Error)]
+pub enum PassError {
+    #[error("unknown pass `{name}` (known passes: {known})")]
+    UnknownPass { name: String, known: String },
+    #[error("pass {pass}: {message}")]
+    Failed { pass: &'static str, message: String },
+    #[error("after pass {pass}: {source}")]
+    Verify { pass: &'static str, source: hlo::Error },
+    #[error(transparent)]
+    CostModel(#[from] costmodel::CostModelError),
+    #[error(transparent)]
+    Hlo(#[from] hlo::Error),
+}
+
+/// Whether a pass changed the module.
+pub type Changed = bool;
+
+/// Measures a candidate module on real hardware: HLO text in, runtime out
+/// (any unit, lower is faster); `None` when the measurement failed.
+pub type MeasureFn = dyn FnMut(&str) -> Option<f64> + Send;
+
+/// Options shared by all passes (CLI flags, C ABI options).
+pub struct PassOptions {
+    /// Layout cost model file; `None` = the embedded default.
+    pub layout_model: Option<PathBuf>,
+    /// Tile cost model file; `None` = the embedded default.
+    pub tile_model: Option<PathBuf>,
+    /// Seed of every randomized search.
+    pub seed: u64,
+    /// Maximum number of configurations scored per module by a search.
+    pub budget: usize,
+    /// How many of the best candidates to record / measure.
+    pub top_k: usize,
+    /// ONNX Runtime intra-op threads (0 = ORT's default).
+    pub threads: usize,
+    /// Run the verifier after each pass.
+    pub verify_each: bool,
+    /// Show progress bars on stderr for long searches.
+    pub progress: bool,
+    /// Optional hardware measurement callback (model-guided autotuning).
+    pub measure: Option<Box<MeasureFn>>,
+}
+
+impl Default for PassOptions {
+    fn default() -> Self {
+        PassOptions {
+            layout_model: None,
+            tile_model: None,
+            seed: 0,
+            budget: 10_000,
+            top_k: 1,
+            threads: 0,
+            verify_each: false,
+            progress: false,
+            measure: None,
+        }
+    }
+}
+
+/// State shared by the passes of one pipeline run.
+pub struct PassContext {
+    pub options: PassOptions,
+    /// Human-readable report lines (`--explain`), appended by each pass.
+    pub explain: String,
+}
+
+/// A module-to-module transformation.
+pub trait Pass {
+    /// The `--pass` name.
+    fn name(&self) -> &'static str;
+    fn run(&mut self, m: &mut Module, cx: &mut PassContext) -> Result<Changed, PassError>;
+}
