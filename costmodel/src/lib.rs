@@ -1,6 +1,12 @@
 //! `costmodel`: the learned cost model of hlo-opt.
 //!
 //! - [`graph`]: the TpuGraphs graph format in memory.
+//! - [`npz`]: npz files of the published format, read streaming and written.
+//! - [`metrics`]: the ranking metrics of the TpuGraphs paper and Kaggle.
+//! - [`reference`]: a hand-written, non-learned reference [`CostModel`].
+//! - [`onnx`]: the learned GNN models run with ONNX Runtime; [`load_model`], embedded defaults.
+//! - [`prune`]: k-hop pruning of layout graphs for the encoder.
+//! - [`features`]: TpuGraphs-exact featurization of an HLO module and of layout / tile choices.
 //!
 //! A cost model sits behind the [`CostModel`] trait so the ONNX model, a
 //! reference model for tests and future models plug in the same way. Scores are
@@ -8,10 +14,17 @@
 //! by index.
 
 pub mod error;
+pub mod features;
 pub mod graph;
+pub mod metrics;
+pub mod npz;
+pub mod onnx;
+pub mod prune;
+pub mod reference;
 
 pub use error::{CostModelError, Result};
 pub use graph::{ConfigBatch, Graph, Task};
+pub use onnx::{load_model, OnnxModel};
 
 /// The configuration-independent work a model did for one graph (for the GNN:
 /// the encoder's embeddings of the configurable nodes), reused for every batch

@@ -22,10 +22,18 @@ impl fmt::Display for Pos {
 pub enum Error {
     /// The text is not valid HLO. `snippet` is the offending source line.
     #[error("{pos}: {message}")]
-    Parse { pos: Pos, message: String, snippet: String },
+    Parse {
+        pos: Pos,
+        message: String,
+        snippet: String,
+    },
     /// The module parsed but is not well formed.
     #[error("in computation {computation}, instruction %{instruction}: {message}")]
-    Verify { computation: String, instruction: String, message: String },
+    Verify {
+        computation: String,
+        instruction: String,
+        message: String,
+    },
     /// A module-level problem not tied to one instruction.
     #[error("invalid module: {0}")]
     Module(String),

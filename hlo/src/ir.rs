@@ -197,7 +197,8 @@ impl PrimType {
             S32 | U32 | F32 => 32,
             S64 | U64 | F64 | C64 => 64,
             C128 => 128,
-            F8E5M2 | F8E4M3 | F8E4M3FN | F8E4M3B11FNUZ | F8E5M2FNUZ | F8E4M3FNUZ | F8E3M4 | F8E8M0FNU => 8,
+            F8E5M2 | F8E4M3 | F8E4M3FN | F8E4M3B11FNUZ | F8E5M2FNUZ | F8E4M3FNUZ | F8E3M4
+            | F8E8M0FNU => 8,
             Token | Opaque => 0,
         }
     }
@@ -340,7 +341,10 @@ impl ArrayShape {
     }
     /// Number of elements (bounds of dynamic dims); `None` if unbounded or overflowing.
     pub fn element_count(&self) -> Option<i64> {
-        self.dims.iter().try_fold(1i64, |acc, &d| if d < 0 { None } else { acc.checked_mul(d) })
+        self.dims.iter().try_fold(
+            1i64,
+            |acc, &d| if d < 0 { None } else { acc.checked_mul(d) },
+        )
     }
 }
 
@@ -383,6 +387,13 @@ pub enum AttrValue {
     Insts(SmallVec<[InstId; 2]>),
 }
 
+/// Key of the attribute that records the wrapped opcode of XLA's async
+/// shorthand: `custom-call-start(...)` is kept as [`Opcode::AsyncStart`] with
+/// this attribute (first, value `custom-call`); likewise `-update` / `-done`.
+/// The key cannot occur in text (`#` is not an attribute-name character);
+/// the printer turns it back into the shorthand.
+pub const ASYNC_WRAPPED_OPCODE: &str = "#wrapped_opcode";
+
 /// A `key=value` attribute, in source order.
 #[derive(Clone, PartialEq, Debug)]
 pub struct Attr {
@@ -424,7 +435,10 @@ impl Instruction {
     pub fn set_attr(&mut self, key: &str, value: AttrValue) {
         match self.attrs.iter_mut().find(|a| &*a.key == key) {
             Some(a) => a.value = value,
-            None => self.attrs.push(Attr { key: key.into(), value }),
+            None => self.attrs.push(Attr {
+                key: key.into(),
+                value,
+            }),
         }
     }
     pub fn remove_attr(&mut self, key: &str) -> Option<AttrValue> {
@@ -559,7 +573,11 @@ impl Module {
         if let Some(p) = self.comp_order.iter().position(|&c| c == id) {
             self.comp_order.remove(p);
         }
-        let at = self.comp_order.iter().position(|&c| c == before).unwrap_or(self.comp_order.len());
+        let at = self
+            .comp_order
+            .iter()
+            .position(|&c| c == before)
+            .unwrap_or(self.comp_order.len());
         self.comp_order.insert(at, id);
     }
     pub fn comp(&self, id: CompId) -> &Computation {
@@ -579,7 +597,10 @@ impl Module {
         self.comp(self.entry)
     }
     pub fn find_computation(&self, name: &str) -> Option<CompId> {
-        self.comp_order.iter().copied().find(|&c| &*self.comps[c.index()].name == name)
+        self.comp_order
+            .iter()
+            .copied()
+            .find(|&c| &*self.comps[c.index()].name == name)
     }
 
     // ---- instructions ----
@@ -601,7 +622,10 @@ impl Module {
         let parent = inst.parent;
         let id = self.add_inst(inst);
         let order = &mut self.comps[parent.index()].order;
-        let at = order.iter().position(|&i| i == before).unwrap_or(order.len());
+        let at = order
+            .iter()
+            .position(|&i| i == before)
+            .unwrap_or(order.len());
         order.insert(at, id);
         id
     }
@@ -617,11 +641,16 @@ impl Module {
     }
     /// Number of scheduled instructions over all computations.
     pub fn instruction_count(&self) -> usize {
-        self.comp_order.iter().map(|c| self.comps[c.index()].order.len()).sum()
+        self.comp_order
+            .iter()
+            .map(|c| self.comps[c.index()].order.len())
+            .sum()
     }
     /// Every scheduled instruction: computations in print order, instructions in schedule order.
     pub fn all_instructions(&self) -> impl Iterator<Item = InstId> + '_ {
-        self.comp_order.iter().flat_map(move |c| self.comps[c.index()].order.iter().copied())
+        self.comp_order
+            .iter()
+            .flat_map(move |c| self.comps[c.index()].order.iter().copied())
     }
     /// Shape of an instruction.
     pub fn inst_shape(&self, id: InstId) -> &Shape {

@@ -5,14 +5,27 @@
 //! - [`print_module`] writes the IR back as HLO text that XLA's parser reads as
 //!   the same module.
 //! - [`verify`] checks operand counts, shapes and layouts of a module.
+//! - [`attrs`] decodes attribute values (dimensions, window, dot and
+//!   convolution dimension numbers, slices, ...) on demand.
 //!
 //! Everything that came from input is validated here; code downstream of a
-//! successful parse + verify may index arenas without re-checking.
+//! successful parse may index arenas without re-checking.
 
+pub mod attrs;
 pub mod error;
 pub mod ir;
 pub mod opcode;
+pub mod parse;
+pub mod print;
+pub mod shape_infer;
+pub mod verify;
 
 pub use error::{Error, Result};
 pub use ir::*;
 pub use opcode::Opcode;
+pub use parse::{parse_module, parse_module_named};
+pub use print::{
+    print_computation, print_instruction, print_layout, print_layout_in, print_module, print_shape,
+    print_shape_no_layout,
+};
+pub use verify::verify;

@@ -1,7 +1,7 @@
 //! XLA opcodes: the closed set of operations HLO text may name.
 //!
-//! Names follow XLA's `HloOpcodeString` spelling (`count-leading-zeros` prints as
-//! `clz`, `optimization-barrier` as `opt-barrier`). This numbering is ours;
+//! Names follow XLA's `HloOpcodeString` spelling (`Clz` is `count-leading-zeros`,
+//! `OptBarrier` is `opt-barrier`). This numbering is ours;
 //! the TpuGraphs opcode ids live in the cost model's featurizer.
 
 macro_rules! opcodes {
@@ -36,6 +36,8 @@ macro_rules! opcodes {
 
 opcodes! {
     Abs => "abs",
+    Acos => "acos",
+    Acosh => "acosh",
     Add => "add",
     AddDependency => "add-dependency",
     AfterAll => "after-all",
@@ -46,11 +48,14 @@ opcodes! {
     AllReduceDone => "all-reduce-done",
     AllReduceStart => "all-reduce-start",
     AllToAll => "all-to-all",
+    Asin => "asin",
+    Asinh => "asinh",
     And => "and",
     AsyncDone => "async-done",
     AsyncStart => "async-start",
     AsyncUpdate => "async-update",
     Atan2 => "atan2",
+    Atanh => "atanh",
     BatchNormGrad => "batch-norm-grad",
     BatchNormInference => "batch-norm-inference",
     BatchNormTraining => "batch-norm-training",
@@ -62,7 +67,7 @@ opcodes! {
     Ceil => "ceil",
     Cholesky => "cholesky",
     Clamp => "clamp",
-    Clz => "clz",
+    Clz => "count-leading-zeros",
     CollectiveBroadcast => "collective-broadcast",
     CollectivePermute => "collective-permute",
     CollectivePermuteDone => "collective-permute-done",
@@ -78,6 +83,7 @@ opcodes! {
     CopyDone => "copy-done",
     CopyStart => "copy-start",
     Cosine => "cosine",
+    Cosh => "cosh",
     CustomCall => "custom-call",
     Divide => "divide",
     Domain => "domain",
@@ -133,6 +139,7 @@ opcodes! {
     RngGetAndUpdateState => "rng-get-and-update-state",
     RoundNearestAfz => "round-nearest-afz",
     RoundNearestEven => "round-nearest-even",
+    Scan => "scan",
     Rsqrt => "rsqrt",
     ScaledDot => "scaled-dot",
     Scatter => "scatter",
@@ -146,6 +153,7 @@ opcodes! {
     ShiftRightLogical => "shift-right-logical",
     Sign => "sign",
     Sine => "sine",
+    Sinh => "sinh",
     Slice => "slice",
     Sort => "sort",
     Sqrt => "sqrt",
@@ -174,12 +182,55 @@ impl Opcode {
         use Opcode::*;
         matches!(
             self,
-            Abs | Add | And | Atan2 | BitcastConvert | Cbrt | Ceil | Clamp | Clz | Compare | Complex | Convert
-                | Copy | Cosine | Divide | Erf | Exponential | ExponentialMinusOne | Floor | Imag | IsFinite
-                | Log | LogPlusOne | Logistic | Maximum | Minimum | Multiply | Negate | Not | Or | Popcnt
-                | Power | Real | ReducePrecision | Remainder | RoundNearestAfz | RoundNearestEven | Rsqrt
-                | Select | ShiftLeft | ShiftRightArithmetic | ShiftRightLogical | Sign | Sine | Sqrt
-                | StochasticConvert | Subtract | Tan | Tanh | Xor
+            Abs | Add
+                | And
+                | Atan2
+                | BitcastConvert
+                | Cbrt
+                | Ceil
+                | Clamp
+                | Clz
+                | Compare
+                | Complex
+                | Convert
+                | Copy
+                | Cosine
+                | Divide
+                | Erf
+                | Exponential
+                | ExponentialMinusOne
+                | Floor
+                | Imag
+                | IsFinite
+                | Log
+                | LogPlusOne
+                | Logistic
+                | Maximum
+                | Minimum
+                | Multiply
+                | Negate
+                | Not
+                | Or
+                | Popcnt
+                | Power
+                | Real
+                | ReducePrecision
+                | Remainder
+                | RoundNearestAfz
+                | RoundNearestEven
+                | Rsqrt
+                | Select
+                | ShiftLeft
+                | ShiftRightArithmetic
+                | ShiftRightLogical
+                | Sign
+                | Sine
+                | Sqrt
+                | StochasticConvert
+                | Subtract
+                | Tan
+                | Tanh
+                | Xor
         )
     }
 }

@@ -1,13 +1,24 @@
 //! `passes`: the pass manager and the cost-model-guided passes (layout
 //! assignment, tile selection).
 //!
-//! A pass is a name plus `run(module) -> changed` ([`Pass`]); the registry maps
-//! `--pass` names to passes; [`run_pipeline`] runs a comma-separated list of
-//! them, with the verifier after each pass when asked (always in tests).
+//! A pass is a name plus `run(module) -> changed` ([`Pass`]); the registry
+//! ([`create_pass`], [`list_passes`]) maps `--pass` names to passes;
+//! [`run_pipeline`] runs a comma-separated list of them, with the verifier
+//! after each pass when asked (always in tests).
+//!
+//! - [`layout`]: layout assignment guided by the layout cost model.
+//! - [`manager`]: the registry and the pipeline runner.
 
 use std::path::PathBuf;
 
 use hlo::Module;
+
+pub mod layout;
+pub mod manager;
+
+pub use manager::{create_pass, list_passes, pass_names, run_pipeline, verify_module};
+
+pub mod tile;
 
 /// Errors of passes and of the pass manager.
 #[derive(Debug, thiserror::Error)]
@@ -51,6 +62,9 @@ pub struct PassOptions {
     pub progress: bool,
     /// Optional hardware measurement callback (model-guided autotuning).
     pub measure: Option<Box<MeasureFn>>,
+    /// Write a detailed report (`--explain`) into [`PassContext::explain`];
+    /// costs a few extra model calls.
+    pub explain: bool,
 }
 
 impl Default for PassOptions {
@@ -65,6 +79,7 @@ impl Default for PassOptions {
             verify_each: false,
             progress: false,
             measure: None,
+            explain: false,
         }
     }
 }
@@ -74,6 +89,12 @@ pub struct PassContext {
     pub options: PassOptions,
     /// Human-readable report lines (`--explain`), appended by each pass.
     pub explain: String,
+}
+
+impl PassContext {
+    pub fn new(options: PassOptions) -> Self {
+        PassContext { options, explain: String::new() }
+    }
 }
 
 /// A module-to-module transformation.

@@ -1,5 +1,711 @@
-//! `hlo-cost`: featurize modules and evaluate cost models on TpuGraphs npz files.
+//! `hlo-cost`: featurize HLO modules into TpuGraphs npz files and evaluate cost
+//! models on npz files of the published format.
+//!
+//! - `hlo-cost featurize --task layout|tile FILE.hlo -o OUT.npz [--runs RUNS.json]`
+//!   writes the module's TpuGraphs features. The configurations come from a
+//!   `.runs.json` (successful runs, with their measured runtimes), or else are
+//!   the compiler's default layout alone (layout) or none (tile).
+//! - `hlo-cost eval [--model MODEL] NPZ...` scores every configuration of every
+//!   file and reports the ranking metrics per graph and overall (files without
+//!   runtimes, like the published test split, get predictions only). `MODEL`
+//!   is a model file, `reference` (the hand-written
+//!   [`costmodel::reference::ReferenceModel`]) or, when absent, the embedded
+//!   default ONNX model of each file's task.
+//!
+//! Output is deterministic for the same input and model. Errors are rendered
+//! for people on stderr with exit status 1 (2 for bad flags); an error in one
+//! file of `eval` is reported and the other files are still evaluated.
 
-fn main() {
-    println!("hlo-cost: under construction");
+use std::collections::BTreeMap;
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use costmodel::metrics::{self, RankingMetrics};
+use costmodel::npz::{write_npz_with, NpzGraphFile, WriteOptions};
+use costmodel::reference::ReferenceModel;
+use costmodel::{ConfigBatch, CostModel, Task};
+use serde_json::{json, Value};
+
+/// Featurize HLO modules and evaluate learned cost models on TpuGraphs npz files.
+#[derive(Parser, Debug)]
+#[command(name = "hlo-cost", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Write an HLO module's TpuGraphs features as a published-format npz file.
+    Featurize(FeaturizeArgs),
+    /// Score every configuration of npz files with a model and report ranking metrics.
+    Eval(EvalArgs),
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+enum TaskArg {
+    Layout,
+    Tile,
+}
+
+impl TaskArg {
+    fn task(self) -> Task {
+        match self {
+            TaskArg::Layout => Task::Layout,
+            TaskArg::Tile => Task::Tile,
+        }
+    }
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+enum EvalTask {
+    /// Each file's task, told by its keys.
+    Auto,
+    Layout,
+    Tile,
+}
+
+#[derive(clap::Args, Debug)]
+struct FeaturizeArgs {
+    /// The TpuGraphs task: layout (configurable convolution/dot/reshape nodes) or tile (a fused kernel).
+    #[arg(long, value_enum)]
+    task: TaskArg,
+    /// HLO text module.
+    input: PathBuf,
+    /// Output npz file.
+    #[arg(short = 'o', long = "output")]
+    output: PathBuf,
+    /// Configurations and runtimes from a `.runs.json` autotuner record (successful runs only).
+    #[arg(long)]
+    runs: Option<PathBuf>,
+    /// Store the arrays uncompressed (np.savez) instead of deflated (np.savez_compressed).
+    #[arg(long)]
+    stored: bool,
+}
+
+#[derive(clap::Args, Debug)]
+struct EvalArgs {
+    /// Model file (.hlocm or .onnx), `reference` for the hand-written reference
+    /// model, or nothing for the embedded default model of each file's task.
+    #[arg(long)]
+    model: Option<String>,
+    /// Task of the files; `auto` takes each file's task from its keys.
+    #[arg(long, value_enum, default_value = "auto")]
+    task: EvalTask,
+    /// Machine-readable JSON on stdout instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// Also output each configuration's predicted score (lower = faster), in the file's config order.
+    #[arg(long)]
+    predictions: bool,
+    /// Configurations scored per model call.
+    #[arg(long, default_value_t = 512, value_parser = clap::value_parser!(u64).range(1..))]
+    batch: u64,
+    /// Threads per model session (0 = ONNX Runtime's default).
+    #[arg(long, default_value_t = 0)]
+    threads: usize,
+    /// npz files of the published TpuGraphs format.
+    #[arg(required = true)]
+    files: Vec<PathBuf>,
+}
+
+/// A failure rendered for people.
+#[derive(Debug)]
+struct CliError(String);
+
+impl From<costmodel::CostModelError> for CliError {
+    fn from(e: costmodel::CostModelError) -> Self {
+        CliError(e.to_string())
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Featurize(args) => featurize(&args),
+        Command::Eval(args) => eval(&args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(CliError(message)) => {
+            eprintln!("hlo-cost: error: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// featurize
+
+/// Renders an `hlo::Error` with the source line and a caret under the column.
+fn render_hlo(e: &hlo::Error) -> String {
+    match e {
+        hlo::Error::Parse {
+            pos,
+            message,
+            snippet,
+        } => {
+            let pad: String = snippet
+                .chars()
+                .take(pos.col.saturating_sub(1))
+                .map(|c| if c == '\t' { '\t' } else { ' ' })
+                .collect();
+            format!("{pos}: {message}\n{snippet}\n{pad}^")
+        }
+        other => other.to_string(),
+    }
+}
+
+fn featurize(args: &FeaturizeArgs) -> Result<ExitCode, CliError> {
+    let task = args.task.task();
+    let name = args.input.display().to_string();
+    let text =
+        std::fs::read_to_string(&args.input).map_err(|e| CliError(format!("{name}: {e}")))?;
+    let module = hlo::parse_module_named(&text, &name).map_err(|e| CliError(render_hlo(&e)))?;
+    let f = costmodel::features::featurize(&module, task)
+        .map_err(|e| CliError(format!("{name}: {e}")))?;
+    let graph = &f.graph;
+    let (configs, runtimes, normalizers) = match &args.runs {
+        Some(runs) => configs_from_runs(runs, task, &graph.node_config_ids)?,
+        None => match task {
+            // One configuration: the compiler's default layout everywhere (all -1).
+            Task::Layout => (
+                ConfigBatch {
+                    task,
+                    num_configs: 1,
+                    nodes_per_config: graph.num_config_nodes(),
+                    feat: vec![-1.0; graph.num_config_nodes() * task.config_dim()],
+                },
+                vec![0],
+                None,
+            ),
+            Task::Tile => (
+                ConfigBatch {
+                    task,
+                    num_configs: 0,
+                    nodes_per_config: 1,
+                    feat: Vec::new(),
+                },
+                vec![],
+                None,
+            ),
+        },
+    };
+    let options = WriteOptions {
+        stored: args.stored,
+        runtime_normalizers: normalizers.as_deref(),
+    };
+    write_npz_with(
+        &args.output,
+        graph,
+        Some(&configs),
+        Some(&runtimes),
+        task,
+        &options,
+    )?;
+    println!(
+        "{}: {} task, {} nodes, {} edges, {} configurable nodes, {} configurations",
+        args.output.display(),
+        task.name(),
+        graph.num_nodes(),
+        graph.edge_index.len(),
+        graph.num_config_nodes(),
+        configs.num_configs
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn ints(v: &Value) -> Option<Vec<i64>> {
+    v.as_array()?.iter().map(Value::as_i64).collect()
+}
+
+/// Configurations, runtimes (`compute_time_ns`) and, for tile, normalizers (the
+/// default run's runtime) of the successful runs of a `.runs.json`.
+#[allow(clippy::type_complexity)]
+fn configs_from_runs(
+    path: &Path,
+    task: Task,
+    node_config_ids: &[i64],
+) -> Result<(ConfigBatch, Vec<i64>, Option<Vec<i64>>), CliError> {
+    let num_config_nodes = node_config_ids.len();
+    let name = path.display().to_string();
+    let bad = |m: String| CliError(format!("{name}: {m}"));
+    let text = std::fs::read_to_string(path).map_err(|e| bad(e.to_string()))?;
+    let doc: Value = serde_json::from_str(&text).map_err(|e| bad(format!("not JSON: {e}")))?;
+    let runs = doc
+        .get("runs")
+        .and_then(Value::as_array)
+        .ok_or_else(|| bad("no `runs` list".into()))?;
+    let per_config = match task {
+        Task::Layout => num_config_nodes,
+        Task::Tile => 1,
+    };
+    // `layout[i]` is for node `config_index_to_node[i]`; rows go in `node_config_ids` order.
+    let mut slot_of: Vec<usize> = (0..num_config_nodes).collect();
+    if let (Task::Layout, Some(map)) = (task, doc.get("config_index_to_node")) {
+        let map = ints(map)
+            .ok_or_else(|| bad("`config_index_to_node` is not a list of node ids".into()))?;
+        let mut sorted = map.clone();
+        sorted.sort_unstable();
+        if sorted != node_config_ids {
+            return Err(bad(format!(
+                "`config_index_to_node` names {} nodes that are not the module's {} configurable nodes",
+                map.len(),
+                num_config_nodes
+            )));
+        }
+        slot_of = map
+            .iter()
+            .map(|id| node_config_ids.partition_point(|x| x < id))
+            .collect();
+    }
+    let mut feat = Vec::new();
+    let mut runtimes = Vec::new();
+    let mut default_runtime = None;
+    for (i, run) in runs.iter().enumerate() {
+        if run.get("error").and_then(Value::as_bool).unwrap_or(false) {
+            continue;
+        }
+        let runtime = run
+            .get("compute_time_ns")
+            .and_then(Value::as_i64)
+            .ok_or_else(|| bad(format!("run {i} has no integer `compute_time_ns`")))?;
+        match task {
+            Task::Layout => {
+                let layout = run
+                    .get("layout")
+                    .and_then(Value::as_array)
+                    .ok_or_else(|| bad(format!("run {i} has no `layout`")))?;
+                if layout.len() != num_config_nodes {
+                    return Err(bad(format!(
+                        "run {i} has layouts for {} nodes, the module has {num_config_nodes} configurable nodes",
+                        layout.len()
+                    )));
+                }
+                let mut rows =
+                    vec![[0.0f32; costmodel::graph::LAYOUT_CONFIG_DIM]; num_config_nodes];
+                for (j, node) in layout.iter().enumerate() {
+                    let tensors = node
+                        .as_array()
+                        .ok_or_else(|| bad(format!("run {i} node {j}: not a list")))?;
+                    let mut slots: [Option<Vec<i64>>; 3] = [None, None, None];
+                    for (t, tensor) in tensors.iter().take(3).enumerate() {
+                        let dims = ints(tensor)
+                            .ok_or_else(|| bad(format!("run {i} node {j}: bad layout")))?;
+                        slots[t] = (!dims.is_empty()).then_some(dims);
+                    }
+                    rows[slot_of[j]] = costmodel::features::layout_config_row(
+                        slots[0].as_deref(),
+                        slots[1].as_deref(),
+                        slots[2].as_deref(),
+                    );
+                }
+                feat.extend(rows.iter().flatten());
+            }
+            Task::Tile => {
+                let tile = run
+                    .get("tile")
+                    .ok_or_else(|| bad(format!("run {i} has no `tile`")))?;
+                let bounds = |key: &str| {
+                    tile.get(key)
+                        .map_or(Some(Vec::new()), ints)
+                        .ok_or_else(|| bad(format!("run {i}: bad `{key}`")))
+                };
+                let row = costmodel::features::tile_config_row(
+                    &bounds("kernel_bounds")?,
+                    &bounds("output_bounds")?,
+                    &bounds("input_bounds")?,
+                );
+                feat.extend_from_slice(&row);
+                if run
+                    .get("is_default")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false)
+                {
+                    default_runtime.get_or_insert(runtime);
+                }
+            }
+        }
+        runtimes.push(runtime);
+    }
+    let num_configs = runtimes.len();
+    let normalizers = match task {
+        Task::Tile => Some(vec![default_runtime.unwrap_or(1); num_configs]),
+        Task::Layout => None,
+    };
+    Ok((
+        ConfigBatch {
+            task,
+            num_configs,
+            nodes_per_config: per_config,
+            feat,
+        },
+        runtimes,
+        normalizers,
+    ))
+}
+
+// ---------------------------------------------------------------------------
+// eval
+
+/// The model choice, with models loaded once per task on first use.
+struct Models {
+    spec: Option<String>,
+    threads: usize,
+    layout: Option<Box<dyn CostModel>>,
+    tile: Option<Box<dyn CostModel>>,
+}
+
+impl Models {
+    fn describe(&self) -> String {
+        match self.spec.as_deref() {
+            None => "default (embedded ONNX model)".to_string(),
+            Some("reference") => "reference (hand-written heuristic)".to_string(),
+            Some(p) => p.to_string(),
+        }
+    }
+
+    fn get(&mut self, task: Task) -> Result<&dyn CostModel, CliError> {
+        let description = self.describe();
+        let slot = match task {
+            Task::Layout => &mut self.layout,
+            Task::Tile => &mut self.tile,
+        };
+        if slot.is_none() {
+            let model: Box<dyn CostModel> = match self.spec.as_deref() {
+                Some("reference") => Box::new(ReferenceModel::new(task)),
+                Some(path) => costmodel::load_model(Some(Path::new(path)), task, self.threads)?,
+                None => costmodel::load_model(None, task, self.threads)?,
+            };
+            if model.task() != task {
+                return Err(CliError(format!(
+                    "model {} is for the {} task, not {}",
+                    description,
+                    model.task().name(),
+                    task.name()
+                )));
+            }
+            *slot = Some(model);
+        }
+        slot.as_deref()
+            .ok_or_else(|| CliError("model slot empty".into()))
+    }
+}
+
+/// What eval found for one file.
+struct FileReport {
+    path: String,
+    task: Task,
+    num_nodes: usize,
+    num_config_nodes: usize,
+    predictions: Vec<f32>,
+    /// `None` for files without runtimes.
+    metrics: Option<RankingMetrics>,
+}
+
+fn eval_file(
+    path: &Path,
+    args: &EvalArgs,
+    models: &mut Models,
+    progress: &indicatif::ProgressBar,
+) -> Result<FileReport, CliError> {
+    let file = NpzGraphFile::open(path)?;
+    let task = file.task();
+    match args.task {
+        EvalTask::Layout if task != Task::Layout => {
+            return Err(CliError(format!(
+                "{}: a {} file, but --task layout",
+                path.display(),
+                task.name()
+            )))
+        }
+        EvalTask::Tile if task != Task::Tile => {
+            return Err(CliError(format!(
+                "{}: a {} file, but --task tile",
+                path.display(),
+                task.name()
+            )))
+        }
+        _ => {}
+    }
+    let in_file = |e: costmodel::CostModelError| CliError(format!("{}: {e}", path.display()));
+    let model = models.get(task)?;
+    let prepared = model.prepare(file.graph()).map_err(in_file)?;
+    let total = file.num_configs();
+    let mut predictions = Vec::with_capacity(total);
+    let batch = usize::try_from(args.batch).unwrap_or(usize::MAX);
+    for configs in file.config_batches(batch)? {
+        let configs = configs?;
+        let scores = model.score(&prepared, &configs).map_err(in_file)?;
+        if scores.len() != configs.num_configs {
+            return Err(CliError(format!(
+                "{}: the model returned {} scores for {} configurations",
+                path.display(),
+                scores.len(),
+                configs.num_configs
+            )));
+        }
+        if let Some(i) = scores.iter().position(|s| !s.is_finite()) {
+            return Err(CliError(format!(
+                "{}: the model returned a non-finite score for configuration {}",
+                path.display(),
+                predictions.len() + i
+            )));
+        }
+        predictions.extend(scores);
+        progress.set_message(format!(
+            "{}: {}/{total} configs",
+            short_name(path),
+            predictions.len()
+        ));
+    }
+    let metrics = file.has_runtimes().then(|| {
+        let pred: Vec<f64> = predictions.iter().map(|&p| f64::from(p)).collect();
+        RankingMetrics::compute(&pred, &file.normalized_runtimes())
+    });
+    Ok(FileReport {
+        path: path.display().to_string(),
+        task,
+        num_nodes: file.graph().num_nodes(),
+        num_config_nodes: file.graph().num_config_nodes(),
+        predictions,
+        metrics,
+    })
+}
+
+fn short_name(path: &Path) -> String {
+    path.file_name().map_or_else(
+        || path.display().to_string(),
+        |n| n.to_string_lossy().to_string(),
+    )
+}
+
+/// Means over the graphs of one task that have runtimes.
+struct Overall {
+    graphs: usize,
+    kendall_tau: Option<f64>,
+    ordered_pair_accuracy: Option<f64>,
+    top1_slowdown: Option<f64>,
+    top5_slowdown: Option<f64>,
+    top10_slowdown: Option<f64>,
+    kaggle_tile_score: Option<f64>,
+}
+
+fn overall(reports: &[&FileReport]) -> Overall {
+    let ms: Vec<&RankingMetrics> = reports.iter().filter_map(|r| r.metrics.as_ref()).collect();
+    let m = |f: fn(&RankingMetrics) -> Option<f64>| metrics::mean(ms.iter().map(|x| f(x)));
+    Overall {
+        graphs: ms.len(),
+        kendall_tau: m(|x| x.kendall_tau),
+        ordered_pair_accuracy: m(|x| x.ordered_pair_accuracy),
+        top1_slowdown: m(|x| x.top1_slowdown),
+        top5_slowdown: m(|x| x.top5_slowdown),
+        top10_slowdown: m(|x| x.top10_slowdown),
+        kaggle_tile_score: m(|x| x.kaggle_tile_score),
+    }
+}
+
+fn eval(args: &EvalArgs) -> Result<ExitCode, CliError> {
+    let mut models = Models {
+        spec: args.model.clone(),
+        threads: args.threads,
+        layout: None,
+        tile: None,
+    };
+    let progress = if std::io::stderr().is_terminal() {
+        let bar = indicatif::ProgressBar::new(args.files.len() as u64);
+        let style = indicatif::ProgressStyle::with_template(
+            "{bar:30} {pos}/{len} files {elapsed} {wide_msg}",
+        )
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar());
+        bar.set_style(style);
+        bar
+    } else {
+        indicatif::ProgressBar::hidden()
+    };
+    let mut results: Vec<Result<FileReport, CliError>> = Vec::with_capacity(args.files.len());
+    for path in &args.files {
+        let r = eval_file(path, args, &mut models, &progress);
+        if let Err(CliError(m)) = &r {
+            progress.suspend(|| eprintln!("hlo-cost: error: {m}"));
+        }
+        results.push(r);
+        progress.inc(1);
+    }
+    progress.finish_and_clear();
+    let failed = results.iter().filter(|r| r.is_err()).count();
+    let ok: Vec<&FileReport> = results.iter().filter_map(|r| r.as_ref().ok()).collect();
+    let mut by_task: BTreeMap<&str, Vec<&FileReport>> = BTreeMap::new();
+    for r in &ok {
+        by_task.entry(r.task.name()).or_default().push(r);
+    }
+
+    let mut out = std::io::stdout().lock();
+    let written = if args.json {
+        let files: Vec<Value> = args
+            .files
+            .iter()
+            .zip(&results)
+            .map(|(path, r)| match r {
+                Ok(r) => {
+                    let mut v = json!({
+                        "path": r.path,
+                        "task": r.task.name(),
+                        "num_nodes": r.num_nodes,
+                        "num_config_nodes": r.num_config_nodes,
+                        "num_configs": r.predictions.len(),
+                        "has_runtimes": r.metrics.is_some(),
+                        "metrics": r.metrics,
+                    });
+                    if args.predictions {
+                        v["predictions"] = json!(r.predictions);
+                    }
+                    v
+                }
+                Err(CliError(m)) => json!({ "path": path.display().to_string(), "error": m }),
+            })
+            .collect();
+        let mut overall_json = serde_json::Map::new();
+        for (task, reports) in &by_task {
+            let o = overall(reports);
+            let mut v = json!({
+                "graphs": reports.len(),
+                "graphs_with_runtimes": o.graphs,
+                "mean_kendall_tau": o.kendall_tau,
+                "mean_ordered_pair_accuracy": o.ordered_pair_accuracy,
+                "mean_top1_slowdown": o.top1_slowdown,
+                "mean_top5_slowdown": o.top5_slowdown,
+                "mean_top10_slowdown": o.top10_slowdown,
+            });
+            match *task {
+                "layout" => v["kaggle_layout_score"] = json!(o.kendall_tau),
+                _ => v["kaggle_tile_score"] = json!(o.kaggle_tile_score),
+            }
+            overall_json.insert((*task).to_string(), v);
+        }
+        let doc = json!({
+            "model": models.describe(),
+            "files": files,
+            "overall": overall_json,
+            "errors": failed,
+        });
+        serde_json::to_writer_pretty(&mut out, &doc)
+            .map_err(std::io::Error::other)
+            .and_then(|()| writeln!(out))
+    } else {
+        write_table(&mut out, args, &models, &results, &by_task)
+    };
+    // A closed pipe (`| head`) is not an error worth reporting.
+    if let Err(e) = written {
+        if e.kind() != std::io::ErrorKind::BrokenPipe {
+            return Err(CliError(format!("cannot write output: {e}")));
+        }
+    }
+    Ok(if failed > 0 {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+fn fmt_opt(v: Option<f64>, width: usize, prec: usize) -> String {
+    match v {
+        Some(x) => format!("{x:>width$.prec$}"),
+        None => format!("{:>width$}", "-"),
+    }
+}
+
+fn write_table(
+    out: &mut impl Write,
+    args: &EvalArgs,
+    models: &Models,
+    results: &[Result<FileReport, CliError>],
+    by_task: &BTreeMap<&str, Vec<&FileReport>>,
+) -> std::io::Result<()> {
+    writeln!(out, "model: {}", models.describe())?;
+    let width = args
+        .files
+        .iter()
+        .map(|p| short_name(p).len())
+        .max()
+        .unwrap_or(4)
+        .clamp(4, 64);
+    writeln!(
+        out,
+        "{:<width$}  {:<6} {:>7} {:>7} {:>8} {:>6} {:>7} {:>7} {:>7}",
+        "file", "task", "nodes", "configs", "kendall", "opa", "top1", "top5", "top10"
+    )?;
+    for (path, r) in args.files.iter().zip(results) {
+        let name = short_name(path);
+        match r {
+            Err(_) => writeln!(out, "{name:<width$}  error (see above)")?,
+            Ok(r) => match &r.metrics {
+                Some(m) => writeln!(
+                    out,
+                    "{name:<width$}  {:<6} {:>7} {:>7} {} {} {} {} {}",
+                    r.task.name(),
+                    r.num_nodes,
+                    r.predictions.len(),
+                    fmt_opt(m.kendall_tau, 8, 4),
+                    fmt_opt(m.ordered_pair_accuracy, 6, 3),
+                    fmt_opt(m.top1_slowdown, 7, 4),
+                    fmt_opt(m.top5_slowdown, 7, 4),
+                    fmt_opt(m.top10_slowdown, 7, 4),
+                )?,
+                None => writeln!(
+                    out,
+                    "{name:<width$}  {:<6} {:>7} {:>7}  no runtimes: predictions only",
+                    r.task.name(),
+                    r.num_nodes,
+                    r.predictions.len()
+                )?,
+            },
+        }
+    }
+    for (task, reports) in by_task {
+        let o = overall(reports);
+        if o.graphs == 0 {
+            writeln!(
+                out,
+                "overall {task}: {} graphs, none with runtimes",
+                reports.len()
+            )?;
+            continue;
+        }
+        let score = match *task {
+            "layout" => format!(
+                "kaggle layout score (mean Kendall tau) {}",
+                fmt_opt(o.kendall_tau, 0, 4)
+            ),
+            _ => format!(
+                "kaggle tile score (mean 2 - top-5 ratio) {}",
+                fmt_opt(o.kaggle_tile_score, 0, 4)
+            ),
+        };
+        writeln!(
+            out,
+            "overall {task} ({} of {} graphs with runtimes): {score}; mean OPA {}; mean top-1/5/10 slowdown {} / {} / {}",
+            o.graphs,
+            reports.len(),
+            fmt_opt(o.ordered_pair_accuracy, 0, 3),
+            fmt_opt(o.top1_slowdown, 0, 4),
+            fmt_opt(o.top5_slowdown, 0, 4),
+            fmt_opt(o.top10_slowdown, 0, 4),
+        )?;
+    }
+    if args.predictions {
+        for r in results.iter().flatten() {
+            writeln!(
+                out,
+                "\npredictions for {} (config index, score; lower = faster):",
+                r.path
+            )?;
+            for (i, p) in r.predictions.iter().enumerate() {
+                writeln!(out, "{i:>6} {p}")?;
+            }
+        }
+    }
+    Ok(())
 }

@@ -1,0 +1,264 @@
+//! The 140 TpuGraphs node features of one instruction: `FeaturizeHloInstruction`
+//! of `tpu_graphs/process_data/xla/featurizers.h` with the layout task's
+//! feature set (`FEATURE_OP_NON_ZERO`), read from our IR instead of an
+//! `HloInstructionProto`.
+//!
+//! Invariants:
+//! - the layout of the vector is the README's "Node Features" table; [`idx`]
+//!   names each position;
+//! - a field an instruction does not carry takes its proto default (0; so the
+//!   `_product` of an empty list is 1, the dataset's convention);
+//! - lists longer than 6 (rank > 6) are truncated to 6 leading values while
+//!   `_sum` / `_product` cover every element, as the dataset does; sums and
+//!   products are 64-bit integers with wrap-around, then rounded to `f32`.
+
+use hlo::{InstId, Instruction, Module, Opcode, PrimType, Shape};
+
+use super::text;
+use crate::error::{CostModelError, Result};
+use crate::graph::NODE_FEAT_DIM;
+
+/// Start index of each feature group (and single features) in the node feature vector.
+pub mod idx {
+    pub const IS_ROOT: usize = 0;
+    pub const ELEMENT_SIZE_IN_BITS: usize = 1;
+    /// 19 one-hot entries: invalid, pred, s8, s16, s32, s64, u8, u16, u32, u64,
+    /// f16, f32, f64, bf16, c64, c128, tuple, opaque, token.
+    pub const ELEMENT_TYPE: usize = 2;
+    /// 6 leading sizes, sum, product.
+    pub const SHAPE_DIMS: usize = 21;
+    pub const TUPLE_SHAPES_SIZE: usize = 29;
+    pub const PARAMETER_NUMBER: usize = 30;
+    /// 6 leading values, no aggregates.
+    pub const DIMENSIONS: usize = 31;
+    /// 7 groups of 8: size, stride, padding_low, padding_high, window_dilation,
+    /// base_dilation (6 leading, sum, product), window_reversal (6 leading, true count, false count).
+    pub const WINDOW: usize = 37;
+    /// input batch, input feature, 4 input spatial, kernel input feature,
+    /// kernel output feature, 4 kernel spatial, output batch, output feature.
+    pub const CONV_DIMS: usize = 93;
+    pub const FEATURE_GROUP_COUNT: usize = 107;
+    pub const BATCH_GROUP_COUNT: usize = 108;
+    /// start, stride, limit: 2 leading, sum, product each.
+    pub const SLICE_DIMS: usize = 109;
+    /// 2 leading, sum, product.
+    pub const DYNAMIC_SLICE_SIZES: usize = 121;
+    /// edge_padding_low, edge_padding_high: 2 leading, sum, product each.
+    pub const PADDING: usize = 125;
+    pub const IS_STABLE: usize = 133;
+    /// 6 leading minor-to-major entries, no aggregates.
+    pub const LAYOUT_MINOR_TO_MAJOR: usize = 134;
+}
+
+/// Writes features left to right, like the dataset's builder.
+struct Writer<'a> {
+    out: &'a mut [f32; NODE_FEAT_DIM],
+    at: usize,
+}
+
+impl Writer<'_> {
+    fn push(&mut self, v: f32) {
+        self.out[self.at] = v;
+        self.at += 1;
+    }
+    fn push_i(&mut self, v: i64) {
+        self.push(v as f32);
+    }
+    fn push_bool(&mut self, b: bool) {
+        self.push(if b { 1.0 } else { 0.0 });
+    }
+    /// `FixedNumericSequenceFeatures<N>`: N leading values (0-padded), sum, product.
+    fn seq<const N: usize>(&mut self, vals: impl IntoIterator<Item = i64>) {
+        let (mut sum, mut product, mut n) = (0i64, 1i64, 0usize);
+        for v in vals {
+            sum = sum.wrapping_add(v);
+            product = product.wrapping_mul(v);
+            if n < N {
+                self.push_i(v);
+            }
+            n += 1;
+        }
+        for _ in n.min(N)..N {
+            self.push(0.0);
+        }
+        self.push_i(sum);
+        self.push_i(product);
+    }
+    /// `FixedNumericSequenceFeaturesNoAggregate<N>`.
+    fn seq_no_agg<const N: usize>(&mut self, vals: impl IntoIterator<Item = i64>) {
+        let mut n = 0usize;
+        for v in vals.into_iter().take(N) {
+            self.push_i(v);
+            n += 1;
+        }
+        for _ in n..N {
+            self.push(0.0);
+        }
+    }
+    /// `FeaturizeVariableLengthBools<N>`: N leading flags, true count, false count.
+    fn bools<const N: usize>(&mut self, vals: impl IntoIterator<Item = bool>) {
+        let (mut t, mut f, mut n) = (0i64, 0i64, 0usize);
+        for b in vals {
+            if n < N {
+                self.push_bool(b);
+            }
+            n += 1;
+            if b {
+                t += 1
+            } else {
+                f += 1
+            }
+        }
+        for _ in n.min(N)..N {
+            self.push(0.0);
+        }
+        self.push_i(t);
+        self.push_i(f);
+    }
+}
+
+/// Position of an element type in the one-hot group, as `PRIMITIVE_TYPE_FEATURES` orders it;
+/// `None` for types the dataset has no slot for (sub-byte ints, fp8, ...): all zeros.
+fn element_type_slot(t: PrimType) -> Option<usize> {
+    use PrimType::*;
+    Some(match t {
+        Pred => 1,
+        S8 => 2,
+        S16 => 3,
+        S32 => 4,
+        S64 => 5,
+        U8 => 6,
+        U16 => 7,
+        U32 => 8,
+        U64 => 9,
+        F16 => 10,
+        F32 => 11,
+        F64 => 12,
+        Bf16 => 13,
+        C64 => 14,
+        C128 => 15,
+        Opaque => 17,
+        Token => 18,
+        _ => return None,
+    })
+}
+const TUPLE_SLOT: usize = 16;
+
+fn attr_err(inst: &Instruction, key: &str, e: String) -> CostModelError {
+    CostModelError::Featurize(format!("%{}: attribute `{key}`: {e}", inst.name))
+}
+
+/// Decodes a raw attribute with `f`, `None` when the instruction lacks it.
+fn decode<T>(
+    inst: &Instruction,
+    key: &str,
+    f: impl FnOnce(&str) -> Result<T, String>,
+) -> Result<Option<T>> {
+    match inst.raw_attr(key) {
+        None => Ok(None),
+        Some(s) => f(s).map(Some).map_err(|e| attr_err(inst, key, e)),
+    }
+}
+
+/// The 140 features of instruction `id` of `m`.
+pub fn node_features(m: &Module, id: InstId, out: &mut [f32; NODE_FEAT_DIM]) -> Result<()> {
+    let inst = m.inst(id);
+    let shape = m.shape(inst.shape);
+    let mut w = Writer { out, at: 0 };
+
+    w.push_bool(m.comp(inst.parent).root == id);
+    w.push(0.0); // element_size_in_bits: deprecated, always 0.
+
+    // Shape: element type one-hot, dimensions, tuple size.
+    let slot = match shape {
+        Shape::Array(a) => element_type_slot(a.elem),
+        Shape::Tuple(_) => Some(TUPLE_SLOT),
+        Shape::Token => element_type_slot(PrimType::Token),
+        Shape::Opaque => element_type_slot(PrimType::Opaque),
+    };
+    for k in 0..19 {
+        w.push_bool(slot == Some(k));
+    }
+    let dims: &[i64] = match shape {
+        Shape::Array(a) => &a.dims,
+        _ => &[],
+    };
+    w.seq::<6>(dims.iter().copied());
+    w.push_i(match shape {
+        Shape::Tuple(t) => t.len() as i64,
+        _ => 0,
+    });
+
+    w.push_i(if inst.opcode == Opcode::Parameter {
+        inst.parameter_number().ok_or_else(|| {
+            CostModelError::Featurize(format!("%{}: parameter without a number", inst.name))
+        })?
+    } else {
+        0
+    });
+
+    // `dimensions` of the proto: `dimensions={...}`, or iota's `iota_dimension=`.
+    let dimensions = match decode(inst, "dimensions", text::int_list)? {
+        Some(d) => d,
+        None => match decode(inst, "iota_dimension", text::int)? {
+            Some(d) => std::iter::once(d).collect(),
+            None => text::Ints::new(),
+        },
+    };
+    w.seq_no_agg::<6>(dimensions.iter().copied());
+
+    let window = decode(inst, "window", text::window)?.unwrap_or_default();
+    w.seq::<6>(window.iter().map(|d| d.size));
+    w.seq::<6>(window.iter().map(|d| d.stride));
+    w.seq::<6>(window.iter().map(|d| d.padding_low));
+    w.seq::<6>(window.iter().map(|d| d.padding_high));
+    w.seq::<6>(window.iter().map(|d| d.window_dilation));
+    w.seq::<6>(window.iter().map(|d| d.base_dilation));
+    w.bools::<6>(window.iter().map(|d| d.window_reversal));
+
+    let conv = decode(inst, "dim_labels", text::dim_labels)?.unwrap_or_default();
+    w.push_i(conv.input_batch);
+    w.push_i(conv.input_feature);
+    w.seq_no_agg::<4>(conv.input_spatial.iter().copied());
+    w.push_i(conv.kernel_input_feature);
+    w.push_i(conv.kernel_output_feature);
+    w.seq_no_agg::<4>(conv.kernel_spatial.iter().copied());
+    w.push_i(conv.output_batch);
+    w.push_i(conv.output_feature);
+
+    // Group counts live on convolutions and custom-calls (default 1); other protos leave them 0.
+    let has_groups = matches!(inst.opcode, Opcode::Convolution | Opcode::CustomCall);
+    let group_default = if has_groups { 1 } else { 0 };
+    w.push_i(decode(inst, "feature_group_count", text::int)?.unwrap_or(group_default));
+    w.push_i(decode(inst, "batch_group_count", text::int)?.unwrap_or(group_default));
+
+    let slice = decode(inst, "slice", text::slice)?.unwrap_or_default();
+    w.seq::<2>(slice.iter().map(|d| d.start));
+    w.seq::<2>(slice.iter().map(|d| d.stride));
+    w.seq::<2>(slice.iter().map(|d| d.limit));
+
+    let ds = decode(inst, "dynamic_slice_sizes", text::int_list)?.unwrap_or_default();
+    w.seq::<2>(ds.iter().copied());
+
+    let pad = if inst.opcode == Opcode::Pad {
+        decode(inst, "padding", text::padding)?.unwrap_or_default()
+    } else {
+        Vec::new()
+    };
+    w.seq::<2>(pad.iter().map(|d| d.low));
+    w.seq::<2>(pad.iter().map(|d| d.high));
+
+    w.push_bool(decode(inst, "is_stable", text::boolean)?.unwrap_or(false));
+
+    // Layout: the shape's minor-to-major; an array printed without a layout
+    // gets XLA's default (descending) layout, as XLA's parser assigns it.
+    match shape {
+        Shape::Array(a) => match &a.layout {
+            Some(l) => w.seq_no_agg::<6>(l.minor_to_major.iter().copied()),
+            None => w.seq_no_agg::<6>((0..a.rank() as i64).rev()),
+        },
+        _ => w.seq_no_agg::<6>(std::iter::empty()),
+    }
+    debug_assert_eq!(w.at, NODE_FEAT_DIM);
+    Ok(())
+}

@@ -1,0 +1,959 @@
+//! The learned GNN cost models, run with ONNX Runtime (`ort`, `load-dynamic`).
+//!
+//! Owns: loading and validating model files against the contract in
+//! `costmodel/MODEL.md` (a `.hlocm` zip with `model.json` and ONNX stages, or
+//! a plain single-stage `.onnx` whose metadata names task and feature
+//! version), locating the ONNX Runtime shared library, and [`OnnxModel`], the
+//! [`CostModel`] behind the `layout` and `tile` passes. The default models are
+//! embedded in the binary (`include_bytes!`).
+//!
+//! Invariants:
+//! - The ONNX Runtime environment is created once per process (global,
+//!   thread-safe); each model creates its sessions once and reuses them
+//!   (a `Mutex` per session, since a run needs exclusive access).
+//! - A model that does not match the contract is refused at load time with
+//!   [`CostModelError::Model`]; bad inputs (empty graph, no configurable
+//!   nodes, NaN/inf, wrong sizes) give [`CostModelError::Input`], never a panic.
+//! - Layout graphs are pruned to the `khop` neighbourhood of their
+//!   configurable nodes before the encoder ([`crate::prune`]); this does not
+//!   change the scores (MODEL.md).
+//! - Scores are "lower = predicted faster" and finite.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, OnceLock};
+
+use ort::environment::Environment;
+use ort::session::builder::GraphOptimizationLevel;
+use ort::session::Session;
+use ort::value::{TensorElementType, TensorRef, ValueType};
+
+use crate::graph::{ConfigBatch, Graph, Task, LAYOUT_CONFIG_DIM, NODE_FEAT_DIM, TILE_CONFIG_DIM};
+use crate::prune::prune_khop;
+use crate::{CostModel, CostModelError, Prepared, Result};
+
+/// The `format` field of `model.json`.
+pub const FORMAT: &str = "hlo-opt-costmodel";
+/// The feature version this build produces (node features, opcodes, config
+/// features as in TpuGraphs). Models for another version are refused.
+pub const FEATURE_VERSION: u64 = 1;
+/// The ONNX Runtime version the install instructions name.
+pub const ORT_VERSION: &str = "1.31.1";
+
+/// The default layout model (see MODEL.md for what it was trained on).
+pub static DEFAULT_LAYOUT_MODEL: &[u8] = include_bytes!("../models/layout.hlocm");
+/// The default tile model.
+pub static DEFAULT_TILE_MODEL: &[u8] = include_bytes!("../models/tile.hlocm");
+
+/// Loads a model for `task`: the file at `path` (`.hlocm` or plain `.onnx`),
+/// or the embedded default when `path` is `None`. `threads` is the number of
+/// intra-op threads per session (0 = ONNX Runtime's default: all cores).
+pub fn load_model(path: Option<&Path>, task: Task, threads: usize) -> Result<Box<dyn CostModel>> {
+    Ok(Box::new(OnnxModel::load(path, task, threads)?))
+}
+
+/// What a model file says about itself (`model.json`, or the metadata of a
+/// plain `.onnx`).
+#[derive(Clone, Debug)]
+pub struct ModelInfo {
+    pub task: Task,
+    pub feature_version: u64,
+    /// Message-passing depth of the layout encoder: the graph is pruned to the
+    /// configurable nodes' `khop` neighbourhood. `None`: no pruning.
+    pub khop: Option<usize>,
+    /// ONNX stage names, in run order.
+    pub stages: Vec<String>,
+    /// The whole `model.json` (training data, hyper-parameters, metrics), or
+    /// the metadata of a plain `.onnx` as an object of strings.
+    pub json: serde_json::Value,
+}
+
+enum Stages {
+    /// Layout: `encoder.onnx` once per graph, `head.onnx` per batch.
+    Split {
+        encoder: Mutex<Session>,
+        head: Mutex<Session>,
+        emb_dim: usize,
+    },
+    /// One graph from graph + configs to scores (tile; or a plain layout `.onnx`).
+    Single { model: Mutex<Session> },
+}
+
+/// A GNN cost model run with ONNX Runtime. Create with [`OnnxModel::load`] or
+/// [`load_model`].
+pub struct OnnxModel {
+    info: ModelInfo,
+    origin: String,
+    stages: Stages,
+}
+
+impl std::fmt::Debug for OnnxModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OnnxModel")
+            .field("origin", &self.origin)
+            .field("task", &self.info.task)
+            .field("stages", &self.info.stages)
+            .finish()
+    }
+}
+
+fn model_err(origin: &str, message: impl Into<String>) -> CostModelError {
+    CostModelError::Model {
+        path: origin.to_string(),
+        message: message.into(),
+    }
+}
+
+fn input_err(message: impl Into<String>) -> CostModelError {
+    CostModelError::Input(message.into())
+}
+
+fn runtime_err(context: &str, e: impl std::fmt::Display) -> CostModelError {
+    CostModelError::Runtime(format!("{context}: {e}"))
+}
+
+impl OnnxModel {
+    /// Loads the model at `path`, or the embedded default for `task`.
+    pub fn load(path: Option<&Path>, task: Task, threads: usize) -> Result<Self> {
+        match path {
+            None => {
+                let bytes = match task {
+                    Task::Layout => DEFAULT_LAYOUT_MODEL,
+                    Task::Tile => DEFAULT_TILE_MODEL,
+                };
+                Self::from_bytes(
+                    bytes,
+                    &format!("<embedded {}.hlocm>", task.name()),
+                    task,
+                    threads,
+                )
+            }
+            Some(p) => {
+                let origin = p.display().to_string();
+                let bytes = std::fs::read(p)
+                    .map_err(|e| model_err(&origin, format!("cannot read: {e}")))?;
+                Self::from_bytes(&bytes, &origin, task, threads)
+            }
+        }
+    }
+
+    /// Loads a model from the bytes of a `.hlocm` (zip) or a plain `.onnx` file;
+    /// `origin` names it in errors.
+    pub fn from_bytes(bytes: &[u8], origin: &str, task: Task, threads: usize) -> Result<Self> {
+        if bytes.starts_with(b"PK\x03\x04") {
+            Self::from_hlocm(bytes, origin, task, threads)
+        } else {
+            Self::from_onnx(bytes, origin, task, threads)
+        }
+    }
+
+    fn from_hlocm(bytes: &[u8], origin: &str, task: Task, threads: usize) -> Result<Self> {
+        let mut zip = zip::ZipArchive::new(std::io::Cursor::new(bytes))
+            .map_err(|e| model_err(origin, format!("not a valid .hlocm zip archive: {e}")))?;
+        let read_entry =
+            |zip: &mut zip::ZipArchive<std::io::Cursor<&[u8]>>, name: &str| -> Result<Vec<u8>> {
+                let mut f = zip.by_name(name).map_err(|e| {
+                    model_err(origin, format!("missing `{name}` in the archive: {e}"))
+                })?;
+                let mut buf = Vec::new();
+                f.read_to_end(&mut buf)
+                    .map_err(|e| model_err(origin, format!("cannot read `{name}`: {e}")))?;
+                Ok(buf)
+            };
+        let json_bytes = read_entry(&mut zip, "model.json")?;
+        let json: serde_json::Value = serde_json::from_slice(&json_bytes)
+            .map_err(|e| model_err(origin, format!("model.json is not valid JSON: {e}")))?;
+        let info = parse_model_json(&json, origin)?;
+        check_task_version(&info, task, origin)?;
+        let expected: &[&str] = match task {
+            Task::Layout => &["encoder.onnx", "head.onnx"],
+            Task::Tile => &["model.onnx"],
+        };
+        if info.stages != expected {
+            return Err(model_err(
+                origin,
+                format!(
+                    "stages {:?}, the {} contract wants {:?}",
+                    info.stages,
+                    task.name(),
+                    expected
+                ),
+            ));
+        }
+        let env = environment()?;
+        let mut sessions = Vec::new();
+        for name in expected {
+            let onnx = read_entry(&mut zip, name)?;
+            sessions.push(new_session(env, &onnx, origin, name, threads)?);
+        }
+        let stages = match task {
+            Task::Layout => {
+                let head = sessions.pop();
+                let encoder = sessions.pop();
+                let (Some(encoder), Some(head)) = (encoder, head) else {
+                    return Err(model_err(origin, "missing stages"));
+                };
+                let emb_dim = check_layout_split(&encoder, &head, origin)?;
+                Stages::Split {
+                    encoder: Mutex::new(encoder),
+                    head: Mutex::new(head),
+                    emb_dim,
+                }
+            }
+            Task::Tile => {
+                let Some(model) = sessions.pop() else {
+                    return Err(model_err(origin, "missing stage model.onnx"));
+                };
+                check_single(&model, task, origin)?;
+                Stages::Single {
+                    model: Mutex::new(model),
+                }
+            }
+        };
+        Ok(Self {
+            info,
+            origin: origin.to_string(),
+            stages,
+        })
+    }
+
+    fn from_onnx(bytes: &[u8], origin: &str, task: Task, threads: usize) -> Result<Self> {
+        let env = environment()?;
+        let session = new_session(env, bytes, origin, "model", threads)?;
+        let meta = session
+            .metadata()
+            .map_err(|e| model_err(origin, format!("cannot read ONNX metadata: {e}")))?;
+        let mut props = serde_json::Map::new();
+        for key in meta.custom_keys().unwrap_or_default() {
+            if let Some(value) = meta.custom(&key) {
+                props.insert(key, serde_json::Value::String(value));
+            }
+        }
+        drop(meta);
+        let get = |k: &str| props.get(k).and_then(|v| v.as_str()).map(str::to_string);
+        let task_name = get("task").ok_or_else(|| {
+            model_err(
+                origin,
+                "a plain .onnx model needs metadata_props `task` and `feature_version` (MODEL.md)",
+            )
+        })?;
+        let model_task = parse_task(&task_name, origin)?;
+        let feature_version = get("feature_version")
+            .ok_or_else(|| model_err(origin, "metadata_props lacks `feature_version` (MODEL.md)"))?
+            .parse::<u64>()
+            .map_err(|e| {
+                model_err(
+                    origin,
+                    format!("metadata `feature_version` is not an integer: {e}"),
+                )
+            })?;
+        let khop = match get("khop") {
+            Some(k) => Some(k.parse::<usize>().map_err(|e| {
+                model_err(origin, format!("metadata `khop` is not an integer: {e}"))
+            })?),
+            None => None,
+        };
+        let info = ModelInfo {
+            task: model_task,
+            feature_version,
+            khop,
+            stages: vec!["model.onnx".to_string()],
+            json: serde_json::Value::Object(props),
+        };
+        check_task_version(&info, task, origin)?;
+        check_single(&session, task, origin)?;
+        Ok(Self {
+            info,
+            origin: origin.to_string(),
+            stages: Stages::Single {
+                model: Mutex::new(session),
+            },
+        })
+    }
+
+    /// What the model file says about itself.
+    pub fn info(&self) -> &ModelInfo {
+        &self.info
+    }
+
+    /// The file the model came from (or `<embedded ...>`).
+    pub fn origin(&self) -> &str {
+        &self.origin
+    }
+
+    fn validated_graph(&self, graph: &Graph) -> Result<()> {
+        validate_graph(graph, self.info.task)
+    }
+}
+
+fn parse_task(name: &str, origin: &str) -> Result<Task> {
+    match name {
+        "layout" => Ok(Task::Layout),
+        "tile" => Ok(Task::Tile),
+        other => Err(model_err(
+            origin,
+            format!("unknown task `{other}` (want layout or tile)"),
+        )),
+    }
+}
+
+fn parse_model_json(json: &serde_json::Value, origin: &str) -> Result<ModelInfo> {
+    let format = json.get("format").and_then(|v| v.as_str()).unwrap_or("");
+    if format != FORMAT {
+        return Err(model_err(
+            origin,
+            format!("model.json format is `{format}`, want `{FORMAT}`"),
+        ));
+    }
+    let task_name = json
+        .get("task")
+        .and_then(|v| v.as_str())
+        .ok_or_else(|| model_err(origin, "model.json lacks `task`"))?;
+    let task = parse_task(task_name, origin)?;
+    let feature_version = json
+        .get("feature_version")
+        .and_then(|v| v.as_u64())
+        .ok_or_else(|| model_err(origin, "model.json lacks an integer `feature_version`"))?;
+    let stages = json
+        .get("stages")
+        .and_then(|v| v.as_array())
+        .ok_or_else(|| model_err(origin, "model.json lacks `stages`"))?
+        .iter()
+        .map(|s| {
+            s.as_str()
+                .map(str::to_string)
+                .ok_or_else(|| model_err(origin, "model.json `stages` must be strings"))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let khop = match json.get("khop") {
+        None | Some(serde_json::Value::Null) => None,
+        Some(v) => Some(v.as_u64().ok_or_else(|| {
+            model_err(
+                origin,
+                "model.json `khop` must be a non-negative integer or null",
+            )
+        })? as usize),
+    };
+    Ok(ModelInfo {
+        task,
+        feature_version,
+        khop,
+        stages,
+        json: json.clone(),
+    })
+}
+
+fn check_task_version(info: &ModelInfo, task: Task, origin: &str) -> Result<()> {
+    if info.task != task {
+        return Err(model_err(
+            origin,
+            format!(
+                "this is a {} model, a {} model is needed",
+                info.task.name(),
+                task.name()
+            ),
+        ));
+    }
+    if info.feature_version != FEATURE_VERSION {
+        return Err(model_err(
+            origin,
+            format!(
+                "feature_version {} does not match this build's feature version {FEATURE_VERSION}; retrain or export the model for version {FEATURE_VERSION}",
+                info.feature_version
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// An expected input or output: name, element type, dims (`None` = dynamic).
+struct Port(&'static str, TensorElementType, &'static [Option<i64>]);
+
+const F32: TensorElementType = TensorElementType::Float32;
+const I64: TensorElementType = TensorElementType::Int64;
+const NODE_PORTS: [Port; 3] = [
+    Port("node_feat", F32, &[None, Some(NODE_FEAT_DIM as i64)]),
+    Port("node_opcode", I64, &[None]),
+    Port("edge_index", I64, &[None, Some(2)]),
+];
+
+fn check_ports(
+    session: &Session,
+    stage: &str,
+    origin: &str,
+    inputs: &[&Port],
+    outputs: &[&Port],
+) -> Result<()> {
+    let describe = |outlets: &[ort::value::Outlet]| {
+        outlets
+            .iter()
+            .map(|o| format!("{}: {:?}", o.name(), o.dtype()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    for (kind, outlets, ports) in [
+        ("input", session.inputs(), inputs),
+        ("output", session.outputs(), outputs),
+    ] {
+        if outlets.len() != ports.len() {
+            return Err(model_err(
+                origin,
+                format!(
+                    "{stage}: has {} {kind}s ({}), the contract wants {}",
+                    outlets.len(),
+                    describe(outlets),
+                    ports.iter().map(|p| p.0).collect::<Vec<_>>().join(", ")
+                ),
+            ));
+        }
+        for port in ports.iter() {
+            let Some(outlet) = outlets.iter().find(|o| o.name() == port.0) else {
+                return Err(model_err(
+                    origin,
+                    format!(
+                        "{stage}: missing {kind} `{}` (has {})",
+                        port.0,
+                        describe(outlets)
+                    ),
+                ));
+            };
+            let ValueType::Tensor { ty, shape, .. } = outlet.dtype() else {
+                return Err(model_err(
+                    origin,
+                    format!("{stage}: {kind} `{}` is not a tensor", port.0),
+                ));
+            };
+            if *ty != port.1 {
+                return Err(model_err(
+                    origin,
+                    format!(
+                        "{stage}: {kind} `{}` has element type {ty:?}, want {:?}",
+                        port.0, port.1
+                    ),
+                ));
+            }
+            let dims: &[i64] = shape;
+            let ok = dims.len() == port.2.len()
+                && dims.iter().zip(port.2).all(|(&d, want)| match want {
+                    Some(w) => d == *w,
+                    None => true,
+                });
+            if !ok {
+                return Err(model_err(
+                    origin,
+                    format!(
+                        "{stage}: {kind} `{}` has dims {dims:?}, want {:?} (None = any)",
+                        port.0, port.2
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Checks the encoder/head pair; returns the embedding width D.
+fn check_layout_split(encoder: &Session, head: &Session, origin: &str) -> Result<usize> {
+    let ids = Port("node_config_ids", I64, &[None]);
+    let emb_out = Port("config_node_emb", F32, &[None, None]);
+    let enc_inputs = [&NODE_PORTS[0], &NODE_PORTS[1], &NODE_PORTS[2], &ids];
+    check_ports(encoder, "encoder.onnx", origin, &enc_inputs, &[&emb_out])?;
+    let cfg = Port(
+        "config_feat",
+        F32,
+        &[None, None, Some(LAYOUT_CONFIG_DIM as i64)],
+    );
+    let score = Port("score", F32, &[None]);
+    check_ports(head, "head.onnx", origin, &[&emb_out, &cfg], &[&score])?;
+    let dim_of = |s: &Session, outputs: bool| -> Option<i64> {
+        let outlets = if outputs { s.outputs() } else { s.inputs() };
+        outlets
+            .iter()
+            .find(|o| o.name() == "config_node_emb")
+            .and_then(|o| o.dtype().tensor_shape())
+            .and_then(|sh| sh.get(1).copied())
+    };
+    let (enc_d, head_d) = (dim_of(encoder, true), dim_of(head, false));
+    match (enc_d, head_d) {
+        (Some(a), Some(b)) if a > 0 && a == b => Ok(a as usize),
+        _ => Err(model_err(
+            origin,
+            format!("config_node_emb width must be fixed and equal in both stages (encoder {enc_d:?}, head {head_d:?})"),
+        )),
+    }
+}
+
+fn check_single(session: &Session, task: Task, origin: &str) -> Result<()> {
+    let score = Port("score", F32, &[None]);
+    match task {
+        Task::Tile => {
+            let cfg = Port("config_feat", F32, &[None, Some(TILE_CONFIG_DIM as i64)]);
+            let inputs = [&NODE_PORTS[0], &NODE_PORTS[1], &NODE_PORTS[2], &cfg];
+            check_ports(session, "model.onnx", origin, &inputs, &[&score])
+        }
+        Task::Layout => {
+            let ids = Port("node_config_ids", I64, &[None]);
+            let cfg = Port(
+                "config_feat",
+                F32,
+                &[None, None, Some(LAYOUT_CONFIG_DIM as i64)],
+            );
+            let inputs = [&NODE_PORTS[0], &NODE_PORTS[1], &NODE_PORTS[2], &ids, &cfg];
+            check_ports(session, "model.onnx", origin, &inputs, &[&score])
+        }
+    }
+}
+
+// ---------------------------------------------------------------- runtime --
+
+static ENVIRONMENT: OnceLock<std::result::Result<Environment, String>> = OnceLock::new();
+
+/// The process-wide ONNX Runtime environment, created on first use.
+pub fn environment() -> Result<&'static Environment> {
+    let env = ENVIRONMENT.get_or_init(|| {
+        let lib = find_onnxruntime()?;
+        let builder = ort::init_from(&lib)
+            .map_err(|e| format!("cannot load {}: {e}. {}", lib.display(), install_hint()))?;
+        builder
+            .with_name("hlo-opt")
+            .with_telemetry(false)
+            .build()
+            .map_err(|e| format!("cannot create the environment from {}: {e}", lib.display()))
+    });
+    env.as_ref().map_err(|e| CostModelError::Runtime(e.clone()))
+}
+
+fn install_hint() -> String {
+    format!(
+        "Install ONNX Runtime with `pip install onnxruntime=={ORT_VERSION}` (e.g. into the repository's .venv: \
+         `python3 -m venv .venv && .venv/bin/pip install onnxruntime=={ORT_VERSION}`), then set \
+         ORT_DYLIB_PATH=<site-packages>/onnxruntime/capi/libonnxruntime.so.{ORT_VERSION} \
+         (print the folder with `python3 -c \"import onnxruntime,os;print(os.path.dirname(onnxruntime.__file__))\"`), \
+         or copy that library next to the executable"
+    )
+}
+
+fn lib_names() -> Vec<String> {
+    if cfg!(target_os = "windows") {
+        vec!["onnxruntime.dll".into()]
+    } else if cfg!(target_os = "macos") {
+        vec![
+            format!("libonnxruntime.{ORT_VERSION}.dylib"),
+            "libonnxruntime.dylib".into(),
+        ]
+    } else {
+        vec![
+            format!("libonnxruntime.so.{ORT_VERSION}"),
+            "libonnxruntime.so".into(),
+        ]
+    }
+}
+
+/// `dir` itself, or the first versioned `libonnxruntime.so.*` in it.
+fn lib_in(dir: &Path) -> Option<PathBuf> {
+    for name in lib_names() {
+        let p = dir.join(name);
+        if p.is_file() {
+            return Some(p);
+        }
+    }
+    let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
+        .ok()?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name().and_then(|n| n.to_str()).is_some_and(|n| {
+                n.starts_with("libonnxruntime.so.") || n.starts_with("libonnxruntime.")
+            }) && p
+                .file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| !n.contains("providers"))
+        })
+        .collect();
+    found.sort();
+    found.pop()
+}
+
+/// `<root>/.venv/lib/python3.*/site-packages/onnxruntime/capi`.
+fn venv_capi(root: &Path) -> Option<PathBuf> {
+    let lib = root.join(".venv").join("lib");
+    let mut pys: Vec<PathBuf> = std::fs::read_dir(&lib)
+        .ok()?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("python"))
+        })
+        .collect();
+    pys.sort();
+    pys.into_iter()
+        .map(|p| p.join("site-packages").join("onnxruntime").join("capi"))
+        .find(|p| p.is_dir())
+}
+
+/// Finds the ONNX Runtime shared library: `ORT_DYLIB_PATH`, next to the
+/// executable (or its parent folder, for `target/*/deps`), a `.venv` in the
+/// current folder or an ancestor of it or of the executable, then the
+/// `onnxruntime` package of `$HLO_OPT_PYTHON` or `python3`.
+pub fn find_onnxruntime() -> std::result::Result<PathBuf, String> {
+    if let Some(p) = std::env::var_os("ORT_DYLIB_PATH") {
+        let p = PathBuf::from(p);
+        if p.is_file() {
+            return Ok(p);
+        }
+        return Err(format!(
+            "ORT_DYLIB_PATH={} does not name a file. {}",
+            p.display(),
+            install_hint()
+        ));
+    }
+    let mut looked = Vec::new();
+    let exe_dir = std::env::current_exe()
+        .ok()
+        .and_then(|e| e.parent().map(Path::to_path_buf));
+    if let Some(dir) = &exe_dir {
+        for d in [Some(dir.as_path()), dir.parent()].into_iter().flatten() {
+            if let Some(p) = lib_in(d) {
+                return Ok(p);
+            }
+            looked.push(d.display().to_string());
+        }
+    }
+    let mut roots: Vec<PathBuf> = Vec::new();
+    if let Ok(cwd) = std::env::current_dir() {
+        roots.extend(cwd.ancestors().map(Path::to_path_buf));
+    }
+    if let Some(dir) = &exe_dir {
+        roots.extend(dir.ancestors().map(Path::to_path_buf));
+    }
+    for root in &roots {
+        if let Some(capi) = venv_capi(root) {
+            if let Some(p) = lib_in(&capi) {
+                return Ok(p);
+            }
+        }
+    }
+    looked.push(".venv in the current folder and its ancestors".into());
+    let pythons: Vec<String> = std::env::var("HLO_OPT_PYTHON")
+        .ok()
+        .into_iter()
+        .chain(["python3".to_string()])
+        .collect();
+    for py in pythons {
+        let out = std::process::Command::new(&py)
+            .args([
+                "-c",
+                "import onnxruntime,os;print(os.path.join(os.path.dirname(onnxruntime.__file__),'capi'))",
+            ])
+            .stderr(std::process::Stdio::null())
+            .output();
+        if let Ok(out) = out {
+            if out.status.success() {
+                let dir = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+                if let Some(p) = lib_in(&dir) {
+                    return Ok(p);
+                }
+            }
+        }
+        looked.push(format!("the onnxruntime package of `{py}`"));
+    }
+    Err(format!(
+        "the ONNX Runtime shared library was not found (looked: ORT_DYLIB_PATH unset, {}). {}",
+        looked.join(", "),
+        install_hint()
+    ))
+}
+
+fn new_session(
+    env: &Environment,
+    onnx: &[u8],
+    origin: &str,
+    stage: &str,
+    threads: usize,
+) -> Result<Session> {
+    let err = |e: ort::Error| {
+        model_err(
+            origin,
+            format!("{stage}: ONNX Runtime refused the model: {e}"),
+        )
+    };
+    let mut builder = Session::builder(env)
+        .map_err(err)?
+        .with_optimization_level(GraphOptimizationLevel::Level3)
+        .map_err(|e| err(e.into()))?
+        .with_inter_threads(1)
+        .map_err(|e| err(e.into()))?;
+    if threads > 0 {
+        builder = builder
+            .with_intra_threads(threads)
+            .map_err(|e| err(e.into()))?;
+    }
+    builder.commit_from_memory(onnx).map_err(err)
+}
+
+// ------------------------------------------------------------- validation --
+
+/// True when every value is finite (vectorisable: no early exit).
+fn all_finite(values: &[f32]) -> bool {
+    values.iter().fold(false, |bad, x| {
+        bad | (x.to_bits() & 0x7f80_0000 == 0x7f80_0000)
+    }) == false
+}
+
+fn validate_graph(graph: &Graph, task: Task) -> Result<()> {
+    let n = graph.num_nodes();
+    if n == 0 {
+        return Err(input_err("the graph is empty (no nodes)"));
+    }
+    if graph.node_feat.len() != n * NODE_FEAT_DIM {
+        return Err(input_err(format!(
+            "node_feat has {} values, want {n} nodes x {NODE_FEAT_DIM}",
+            graph.node_feat.len()
+        )));
+    }
+    if !all_finite(&graph.node_feat) {
+        return Err(input_err("node_feat contains NaN or infinity"));
+    }
+    if let Some(e) = graph
+        .edge_index
+        .iter()
+        .find(|e| e.iter().any(|&v| v < 0 || v as usize >= n))
+    {
+        return Err(input_err(format!(
+            "edge {e:?} refers to a node outside 0..{n}"
+        )));
+    }
+    if task == Task::Layout {
+        if graph.node_config_ids.is_empty() {
+            return Err(input_err(
+                "the graph has no configurable nodes (node_config_ids is empty)",
+            ));
+        }
+        if let Some(id) = graph
+            .node_config_ids
+            .iter()
+            .find(|&&v| v < 0 || v as usize >= n)
+        {
+            return Err(input_err(format!(
+                "configurable node {id} is outside 0..{n}"
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn validate_configs(configs: &ConfigBatch, task: Task, nodes_per_config: usize) -> Result<()> {
+    if configs.task != task {
+        return Err(input_err(format!(
+            "a {} config batch given to a {} model",
+            configs.task.name(),
+            task.name()
+        )));
+    }
+    if configs.nodes_per_config != nodes_per_config {
+        return Err(input_err(format!(
+            "config batch has {} nodes per config, the graph has {nodes_per_config}",
+            configs.nodes_per_config
+        )));
+    }
+    let want = configs.num_configs * nodes_per_config * task.config_dim();
+    if configs.feat.len() != want {
+        return Err(input_err(format!(
+            "config batch has {} values, want {} configs x {nodes_per_config} x {}",
+            configs.feat.len(),
+            configs.num_configs,
+            task.config_dim()
+        )));
+    }
+    if !all_finite(&configs.feat) {
+        return Err(input_err("config features contain NaN or infinity"));
+    }
+    Ok(())
+}
+
+struct GraphTensors<'a> {
+    node_feat: &'a [f32],
+    node_opcode: Vec<i64>,
+    edge_index: Vec<i64>,
+    node_config_ids: Vec<i64>,
+    num_nodes: usize,
+    num_edges: usize,
+}
+
+fn graph_tensors(graph: &Graph) -> GraphTensors<'_> {
+    GraphTensors {
+        node_feat: &graph.node_feat,
+        node_opcode: graph.node_opcode.iter().map(|&o| i64::from(o)).collect(),
+        edge_index: graph.edge_index.iter().flatten().copied().collect(),
+        node_config_ids: graph.node_config_ids.clone(),
+        num_nodes: graph.num_nodes(),
+        num_edges: graph.edge_index.len(),
+    }
+}
+
+fn run_err(e: ort::Error) -> CostModelError {
+    runtime_err("inference failed", e)
+}
+
+/// Runs a session and returns its single f32 output as (shape, values).
+fn run_session(
+    session: &Mutex<Session>,
+    inputs: Vec<(&'static str, ort::session::SessionInputValue<'_>)>,
+) -> Result<(Vec<i64>, Vec<f32>)> {
+    let mut guard = session.lock().map_err(|_| {
+        CostModelError::Runtime("a previous inference panicked; the session is poisoned".into())
+    })?;
+    let inputs: Vec<(
+        std::borrow::Cow<'_, str>,
+        ort::session::SessionInputValue<'_>,
+    )> = inputs
+        .into_iter()
+        .map(|(k, v)| (std::borrow::Cow::Borrowed(k), v))
+        .collect();
+    let outputs = guard.run(inputs).map_err(run_err)?;
+    let (shape, values) = outputs[0].try_extract_tensor::<f32>().map_err(run_err)?;
+    if !all_finite(values) {
+        return Err(input_err(
+            "the model produced NaN or infinity for this input",
+        ));
+    }
+    Ok((shape.to_vec(), values.to_vec()))
+}
+
+fn tensor<'a, T: ort::value::PrimitiveTensorElementType + Clone + std::fmt::Debug + 'static>(
+    shape: Vec<usize>,
+    data: &'a [T],
+) -> Result<ort::session::SessionInputValue<'a>> {
+    Ok(TensorRef::from_array_view((shape, data))
+        .map_err(|e| runtime_err("cannot build an input tensor", e))?
+        .into())
+}
+
+fn graph_inputs<'a>(
+    t: &'a GraphTensors<'_>,
+) -> Result<Vec<(&'static str, ort::session::SessionInputValue<'a>)>> {
+    Ok(vec![
+        (
+            "node_feat",
+            tensor(vec![t.num_nodes, NODE_FEAT_DIM], t.node_feat)?,
+        ),
+        ("node_opcode", tensor(vec![t.num_nodes], &t.node_opcode)?),
+        ("edge_index", tensor(vec![t.num_edges, 2], &t.edge_index)?),
+    ])
+}
+
+impl CostModel for OnnxModel {
+    fn task(&self) -> Task {
+        self.info.task
+    }
+
+    fn prepare(&self, graph: &Graph) -> Result<Prepared> {
+        self.validated_graph(graph)?;
+        let task = self.info.task;
+        let pruned = match (task, self.info.khop) {
+            (Task::Layout, Some(k)) => prune_khop(graph, k),
+            _ => graph.clone(),
+        };
+        match &self.stages {
+            Stages::Split {
+                encoder, emb_dim, ..
+            } => {
+                let t = graph_tensors(&pruned);
+                let mut inputs = graph_inputs(&t)?;
+                inputs.push((
+                    "node_config_ids",
+                    tensor(vec![t.node_config_ids.len()], &t.node_config_ids)?,
+                ));
+                let (shape, emb) = run_session(encoder, inputs)?;
+                let nc = graph.num_config_nodes();
+                if shape != [nc as i64, *emb_dim as i64] {
+                    return Err(runtime_err(
+                        "encoder output",
+                        format!("shape {shape:?}, want [{nc}, {emb_dim}]"),
+                    ));
+                }
+                // The head needs only the embeddings; keep the configurable ids
+                // (and node count via opcodes) for callers, not the features.
+                let graph = Graph {
+                    node_config_ids: graph.node_config_ids.clone(),
+                    ..Graph::default()
+                };
+                Ok(Prepared {
+                    graph,
+                    state: emb,
+                    state_shape: vec![nc, *emb_dim],
+                })
+            }
+            Stages::Single { .. } => Ok(Prepared {
+                graph: pruned,
+                state: Vec::new(),
+                state_shape: Vec::new(),
+            }),
+        }
+    }
+
+    fn score(&self, prepared: &Prepared, configs: &ConfigBatch) -> Result<Vec<f32>> {
+        let task = self.info.task;
+        let nodes_per_config = match task {
+            Task::Layout => prepared.graph.num_config_nodes(),
+            Task::Tile => 1,
+        };
+        validate_configs(configs, task, nodes_per_config)?;
+        if configs.num_configs == 0 {
+            return Ok(Vec::new());
+        }
+        let c = configs.num_configs;
+        let (shape, scores) = match &self.stages {
+            Stages::Split { head, emb_dim, .. } => {
+                if prepared.state_shape != [nodes_per_config, *emb_dim]
+                    || prepared.state.len() != nodes_per_config * emb_dim
+                {
+                    return Err(input_err(format!(
+                        "prepared state has shape {:?}, this model wants [{nodes_per_config}, {emb_dim}]: prepare() with this model first",
+                        prepared.state_shape
+                    )));
+                }
+                let inputs = vec![
+                    (
+                        "config_node_emb",
+                        tensor(vec![nodes_per_config, *emb_dim], &prepared.state)?,
+                    ),
+                    (
+                        "config_feat",
+                        tensor(vec![c, nodes_per_config, LAYOUT_CONFIG_DIM], &configs.feat)?,
+                    ),
+                ];
+                run_session(head, inputs)?
+            }
+            Stages::Single { model } => {
+                validate_graph(&prepared.graph, task)?;
+                let t = graph_tensors(&prepared.graph);
+                let mut inputs = graph_inputs(&t)?;
+                match task {
+                    Task::Layout => {
+                        inputs.push((
+                            "node_config_ids",
+                            tensor(vec![t.node_config_ids.len()], &t.node_config_ids)?,
+                        ));
+                        inputs.push((
+                            "config_feat",
+                            tensor(vec![c, nodes_per_config, LAYOUT_CONFIG_DIM], &configs.feat)?,
+                        ));
+                    }
+                    Task::Tile => inputs.push((
+                        "config_feat",
+                        tensor(vec![c, TILE_CONFIG_DIM], &configs.feat)?,
+                    )),
+                }
+                run_session(model, inputs)?
+            }
+        };
+        if shape != [c as i64] {
+            return Err(runtime_err(
+                "score output",
+                format!("shape {shape:?}, want [{c}]"),
+            ));
+        }
+        Ok(scores)
+    }
+}

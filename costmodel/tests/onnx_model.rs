@@ -1,0 +1,314 @@
+//! The ONNX model loader and runtime against the model contract (MODEL.md):
+//! the embedded defaults load and score, models not matching the contract are
+//! refused with `CostModelError::Model`, bad inputs give
+//! `CostModelError::Input`, never a panic.
+//!
+//! Every test needs the ONNX Runtime shared library and prints
+//! "skipped: ..." and returns when it cannot be found.
+
+use std::io::{Read, Write};
+use std::path::PathBuf;
+
+use costmodel::npz::NpzGraphFile;
+use costmodel::onnx::{OnnxModel, DEFAULT_LAYOUT_MODEL, DEFAULT_TILE_MODEL};
+use costmodel::{load_model, ConfigBatch, CostModel, CostModelError, Graph, Task};
+
+fn ort_available() -> bool {
+    match costmodel::onnx::environment() {
+        Ok(_) => true,
+        Err(e) => {
+            eprintln!("skipped: ONNX Runtime unavailable: {e}");
+            false
+        }
+    }
+}
+
+fn testdata(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../testdata/costmodel/npz")
+        .join(name)
+}
+
+fn layout_file() -> NpzGraphFile {
+    NpzGraphFile::open(testdata("layout_xla_default_test_cd708819.npz")).expect("layout test npz")
+}
+
+fn tile_file() -> NpzGraphFile {
+    NpzGraphFile::open(testdata("tile_xla_test_0a8a2b24.npz")).expect("tile test npz")
+}
+
+/// The entries of a zip archive, in order.
+fn unzip(bytes: &[u8]) -> Vec<(String, Vec<u8>)> {
+    let mut z = zip::ZipArchive::new(std::io::Cursor::new(bytes)).expect("zip");
+    (0..z.len())
+        .map(|i| {
+            let mut f = z.by_index(i).expect("entry");
+            let mut data = Vec::new();
+            f.read_to_end(&mut data).expect("read entry");
+            (f.name().to_string(), data)
+        })
+        .collect()
+}
+
+fn rezip(entries: &[(String, Vec<u8>)]) -> Vec<u8> {
+    let mut out = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    for (name, data) in entries {
+        out.start_file(name.as_str(), zip::write::SimpleFileOptions::default())
+            .expect("start");
+        out.write_all(data).expect("write");
+    }
+    out.finish().expect("finish").into_inner()
+}
+
+/// The embedded layout model with `model.json` edited by `edit`.
+fn layout_with_json(edit: impl Fn(&mut serde_json::Value)) -> Vec<u8> {
+    let mut entries = unzip(DEFAULT_LAYOUT_MODEL);
+    for (name, data) in entries.iter_mut() {
+        if name == "model.json" {
+            let mut json: serde_json::Value = serde_json::from_slice(data).expect("json");
+            edit(&mut json);
+            *data = serde_json::to_vec(&json).expect("json");
+        }
+    }
+    rezip(&entries)
+}
+
+fn model_error(r: costmodel::Result<OnnxModel>) -> String {
+    match r {
+        Err(CostModelError::Model { message, .. }) => message,
+        Err(e) => panic!("expected a Model error, got {e}"),
+        Ok(_) => panic!("expected a Model error, the model loaded"),
+    }
+}
+
+fn input_error<T: std::fmt::Debug>(r: costmodel::Result<T>) -> String {
+    match r {
+        Err(CostModelError::Input(m)) => m,
+        other => panic!("expected an Input error, got {other:?}"),
+    }
+}
+
+#[test]
+fn embedded_defaults_load_and_describe_themselves() {
+    if !ort_available() {
+        return;
+    }
+    let layout = OnnxModel::load(None, Task::Layout, 1).expect("layout default");
+    assert_eq!(layout.task(), Task::Layout);
+    assert_eq!(layout.info().feature_version, 1);
+    assert_eq!(layout.info().stages, ["encoder.onnx", "head.onnx"]);
+    assert!(layout.info().khop.is_some());
+    assert!(layout.info().json["trained_on"]
+        .as_array()
+        .is_some_and(|a| !a.is_empty()));
+    let tile = OnnxModel::load(None, Task::Tile, 1).expect("tile default");
+    assert_eq!(tile.info().stages, ["model.onnx"]);
+    assert_eq!(tile.info().khop, None);
+}
+
+#[test]
+fn layout_scores_are_finite_deterministic_and_batch_sized() {
+    if !ort_available() {
+        return;
+    }
+    let model = load_model(None, Task::Layout, 1).expect("layout default");
+    let f = layout_file();
+    let prepared = model.prepare(f.graph()).expect("prepare");
+    assert_eq!(prepared.state_shape[0], f.graph().num_config_nodes());
+    let batch = f.configs(0..64).expect("configs");
+    let a = model.score(&prepared, &batch).expect("score");
+    let b = model.score(&prepared, &batch).expect("score again");
+    assert_eq!(a.len(), 64);
+    assert!(a.iter().all(|s| s.is_finite()));
+    assert_eq!(a, b, "same batch, same scores");
+    assert!(
+        a.iter().any(|&s| s != a[0]),
+        "the model distinguishes configurations"
+    );
+    let empty = ConfigBatch {
+        num_configs: 0,
+        feat: Vec::new(),
+        ..batch
+    };
+    assert_eq!(
+        model.score(&prepared, &empty).expect("empty batch"),
+        Vec::<f32>::new()
+    );
+}
+
+#[test]
+fn tile_scores_from_hlocm_and_plain_onnx_agree() {
+    if !ort_available() {
+        return;
+    }
+    let f = tile_file();
+    let batch = f.configs(0..100).expect("configs");
+    let hlocm = load_model(None, Task::Tile, 1).expect("tile default");
+    let s1 = hlocm
+        .score(&hlocm.prepare(f.graph()).expect("prepare"), &batch)
+        .expect("score");
+    // The plain single-stage form: model.onnx of the archive carries task and
+    // feature_version in its metadata_props.
+    let onnx = unzip(DEFAULT_TILE_MODEL)
+        .into_iter()
+        .find(|(n, _)| n == "model.onnx")
+        .expect("model.onnx")
+        .1;
+    let plain = OnnxModel::from_bytes(&onnx, "model.onnx", Task::Tile, 1).expect("plain onnx");
+    let s2 = plain
+        .score(&plain.prepare(f.graph()).expect("prepare"), &batch)
+        .expect("score");
+    assert_eq!(s1, s2);
+    assert_eq!(s1.len(), 100);
+}
+
+#[test]
+fn a_model_for_the_other_task_is_refused() {
+    if !ort_available() {
+        return;
+    }
+    let m = model_error(OnnxModel::from_bytes(
+        DEFAULT_TILE_MODEL,
+        "tile.hlocm",
+        Task::Layout,
+        1,
+    ));
+    assert!(
+        m.contains("tile model") && m.contains("layout model is needed"),
+        "{m}"
+    );
+    let m = model_error(OnnxModel::from_bytes(
+        DEFAULT_LAYOUT_MODEL,
+        "layout.hlocm",
+        Task::Tile,
+        1,
+    ));
+    assert!(m.contains("layout model"), "{m}");
+}
+
+#[test]
+fn a_model_for_another_feature_version_is_refused() {
+    if !ort_available() {
+        return;
+    }
+    let bytes = layout_with_json(|j| j["feature_version"] = 2.into());
+    let m = model_error(OnnxModel::from_bytes(&bytes, "v2.hlocm", Task::Layout, 1));
+    assert!(m.contains("feature_version 2"), "{m}");
+}
+
+#[test]
+fn a_model_json_of_another_format_or_with_wrong_stages_is_refused() {
+    if !ort_available() {
+        return;
+    }
+    let bytes = layout_with_json(|j| j["format"] = "something-else".into());
+    let m = model_error(OnnxModel::from_bytes(&bytes, "x.hlocm", Task::Layout, 1));
+    assert!(m.contains("format"), "{m}");
+    let bytes = layout_with_json(|j| j["stages"] = serde_json::json!(["model.onnx"]));
+    let m = model_error(OnnxModel::from_bytes(&bytes, "x.hlocm", Task::Layout, 1));
+    assert!(m.contains("stages"), "{m}");
+}
+
+#[test]
+fn a_stage_with_the_wrong_inputs_is_refused() {
+    if !ort_available() {
+        return;
+    }
+    // Swap the stages: encoder.onnx now holds the head graph.
+    let entries: Vec<(String, Vec<u8>)> = unzip(DEFAULT_LAYOUT_MODEL);
+    let head = entries
+        .iter()
+        .find(|(n, _)| n == "head.onnx")
+        .expect("head")
+        .1
+        .clone();
+    let swapped: Vec<(String, Vec<u8>)> = entries
+        .into_iter()
+        .map(|(n, d)| {
+            if n == "encoder.onnx" {
+                (n, head.clone())
+            } else {
+                (n, d)
+            }
+        })
+        .collect();
+    let m = model_error(OnnxModel::from_bytes(
+        &rezip(&swapped),
+        "swapped.hlocm",
+        Task::Layout,
+        1,
+    ));
+    assert!(m.contains("encoder.onnx") && m.contains("node_feat"), "{m}");
+    // A plain .onnx that is only the head (metadata says layout) lacks the graph inputs.
+    let m = model_error(OnnxModel::from_bytes(&head, "head.onnx", Task::Layout, 1));
+    assert!(m.contains("node_feat") || m.contains("inputs"), "{m}");
+}
+
+#[test]
+fn missing_and_corrupt_model_files_are_refused() {
+    if !ort_available() {
+        return;
+    }
+    let m = model_error(OnnxModel::load(
+        Some("/nonexistent/model.hlocm".as_ref()),
+        Task::Layout,
+        1,
+    ));
+    assert!(m.contains("cannot read"), "{m}");
+    let m = model_error(OnnxModel::from_bytes(
+        b"not a model at all",
+        "junk.onnx",
+        Task::Layout,
+        1,
+    ));
+    assert!(!m.is_empty());
+    let truncated = &DEFAULT_LAYOUT_MODEL[..DEFAULT_LAYOUT_MODEL.len() / 2];
+    let m = model_error(OnnxModel::from_bytes(
+        truncated,
+        "cut.hlocm",
+        Task::Layout,
+        1,
+    ));
+    assert!(!m.is_empty());
+}
+
+#[test]
+fn bad_graphs_are_input_errors() {
+    if !ort_available() {
+        return;
+    }
+    let model = load_model(None, Task::Layout, 1).expect("layout default");
+    let m = input_error(model.prepare(&Graph::default()));
+    assert!(m.contains("empty"), "{m}");
+    let mut g = layout_file().into_graph();
+    let mut no_config = g.clone();
+    no_config.node_config_ids.clear();
+    let m = input_error(model.prepare(&no_config));
+    assert!(m.contains("no configurable nodes"), "{m}");
+    let mut bad_edge = g.clone();
+    bad_edge.edge_index.push([0, 1_000_000]);
+    input_error(model.prepare(&bad_edge));
+    g.node_feat[7] = f32::NAN;
+    let m = input_error(model.prepare(&g));
+    assert!(m.contains("NaN"), "{m}");
+}
+
+#[test]
+fn bad_config_batches_are_input_errors() {
+    if !ort_available() {
+        return;
+    }
+    let model = load_model(None, Task::Layout, 1).expect("layout default");
+    let f = layout_file();
+    let prepared = model.prepare(f.graph()).expect("prepare");
+    let mut batch = f.configs(0..4).expect("configs");
+    batch.feat[3] = f32::INFINITY;
+    let m = input_error(model.score(&prepared, &batch));
+    assert!(m.contains("NaN or infinity"), "{m}");
+    let mut short = f.configs(0..4).expect("configs");
+    short.feat.pop();
+    input_error(model.score(&prepared, &short));
+    let tile_batch = tile_file().configs(0..4).expect("tile configs");
+    let m = input_error(model.score(&prepared, &tile_batch));
+    assert!(m.contains("tile config batch"), "{m}");
+}

@@ -1,0 +1,123 @@
+//! Python/Rust parity of the cost models: the JAX forward pass of
+//! `costmodel/training/model.py` (parameters read back from the model file,
+//! full unpruned graph; `training/forward.py`) and ONNX Runtime from Rust
+//! (`OnnxModel`, k-hop pruned graph) agree within 1e-4 on the same graph and
+//! configurations, for the embedded layout and tile models.
+//!
+//! Needs `HLO_OPT_PYTHON` (a Python with the training requirements, set by
+//! `scripts/test`) and the ONNX Runtime library; prints "skipped: ..." and
+//! returns when either is missing.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use costmodel::npz::NpzGraphFile;
+use costmodel::{load_model, Task};
+
+const TOLERANCE: f32 = 1e-4;
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn python() -> Option<String> {
+    match std::env::var("HLO_OPT_PYTHON") {
+        Ok(p) if !p.is_empty() => Some(p),
+        _ => {
+            eprintln!("skipped: HLO_OPT_PYTHON is not set (scripts/test sets it)");
+            None
+        }
+    }
+}
+
+/// Writes the embedded model of `task` to a temporary file for the Python side.
+fn embedded_model_file(task: Task) -> PathBuf {
+    let bytes = match task {
+        Task::Layout => costmodel::onnx::DEFAULT_LAYOUT_MODEL,
+        Task::Tile => costmodel::onnx::DEFAULT_TILE_MODEL,
+    };
+    let path = std::env::temp_dir().join(format!(
+        "hlo-opt-parity-{}-{}.hlocm",
+        task.name(),
+        std::process::id()
+    ));
+    std::fs::write(&path, bytes).expect("write temporary model");
+    path
+}
+
+fn python_scores(py: &str, model: &Path, npz: &Path, first: usize) -> Vec<f32> {
+    let script = repo().join("costmodel/training/forward.py");
+    let out = Command::new(py)
+        .arg(&script)
+        .arg("--model")
+        .arg(model)
+        .arg("--npz")
+        .arg(npz)
+        .arg("--first")
+        .arg(first.to_string())
+        .output()
+        .expect("run forward.py");
+    assert!(
+        out.status.success(),
+        "forward.py failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| l.trim().parse::<f32>().expect("a score per line"))
+        .collect()
+}
+
+fn check_parity(task: Task, npz_name: &str, first: usize) {
+    let Some(py) = python() else { return };
+    if let Err(e) = costmodel::onnx::environment() {
+        eprintln!("skipped: ONNX Runtime unavailable: {e}");
+        return;
+    }
+    let npz = repo().join("testdata/costmodel/npz").join(npz_name);
+    let file = NpzGraphFile::open(&npz).expect("open npz");
+    let model = load_model(None, task, 1).expect("embedded model");
+    let prepared = model.prepare(file.graph()).expect("prepare");
+    let rust = model
+        .score(&prepared, &file.configs(0..first).expect("configs"))
+        .expect("score");
+
+    let model_path = embedded_model_file(task);
+    let py_scores = python_scores(&py, &model_path, &npz, first);
+    let _ = std::fs::remove_file(&model_path);
+
+    assert_eq!(rust.len(), first);
+    assert_eq!(py_scores.len(), first);
+    let max_diff = rust
+        .iter()
+        .zip(&py_scores)
+        .map(|(a, b)| (a - b).abs())
+        .fold(0.0f32, f32::max);
+    eprintln!(
+        "{} parity on {npz_name}: max |rust - python| = {max_diff:e} over {first} configs",
+        task.name()
+    );
+    assert!(
+        max_diff <= TOLERANCE,
+        "max |rust - python| = {max_diff} > {TOLERANCE}"
+    );
+    // The scores must actually vary, or agreement would prove little.
+    let spread = rust.iter().copied().fold(f32::NEG_INFINITY, f32::max)
+        - rust.iter().copied().fold(f32::INFINITY, f32::min);
+    assert!(
+        spread > 10.0 * TOLERANCE,
+        "scores barely vary (spread {spread})"
+    );
+}
+
+#[test]
+fn layout_python_and_rust_agree_on_a_pruned_graph() {
+    // 490 nodes, 38 configurable: k-hop pruning drops nodes on the Rust side
+    // only, so this also checks that pruning is exact.
+    check_parity(Task::Layout, "layout_xla_default_test_cd708819.npz", 200);
+}
+
+#[test]
+fn tile_python_and_rust_agree() {
+    check_parity(Task::Tile, "tile_xla_test_0a8a2b24.npz", 300);
+}

@@ -1,0 +1,145 @@
+"""Reading the published TpuGraphs npz files, one graph at a time.
+
+`np.load` on an npz is lazy per key, so a graph's arrays are read only when
+its turn comes; nothing holds more than one graph (plus its sampled configs)
+in memory, which is what lets training scale to the full dataset.
+
+Invariants of a `GraphData`:
+- configurations are deduplicated (identical config features -> one entry
+  with the minimum runtime);
+- for layout, the graph is pruned to the configurable nodes and their
+  `khop`-hop undirected neighbourhood (`prune_khop`), which leaves the
+  encoder's output unchanged when `khop` >= its number of layers.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import glob
+import os
+
+import numpy as np
+
+
+@dataclasses.dataclass
+class GraphData:
+    name: str
+    node_feat: np.ndarray  # [N, 140] f32
+    node_opcode: np.ndarray  # [N] i32
+    edge_index: np.ndarray  # [E, 2] i32, [consumer, producer]
+    node_config_ids: np.ndarray | None  # [NC] i32 (layout)
+    config_feat: np.ndarray  # [C, NC, 18] or [C, 24] f32
+    runtime: np.ndarray  # [C] f64 (normalised for tile)
+
+
+def list_npz(paths: list[str]) -> list[str]:
+    """Files from a list of files, directories and globs, sorted (determinism)."""
+    out = []
+    for p in paths:
+        if os.path.isdir(p):
+            out += glob.glob(os.path.join(p, "**", "*.npz"), recursive=True)
+        elif any(ch in p for ch in "*?["):
+            out += glob.glob(p, recursive=True)
+        elif os.path.exists(p):
+            out.append(p)
+        else:
+            raise FileNotFoundError(p)
+    return sorted(set(out))
+
+
+def prune_khop(num_nodes: int, edge_index: np.ndarray, seeds: np.ndarray, k: int):
+    """Keeps the nodes within `k` undirected hops of `seeds` and the edges among them.
+
+    Returns (kept node ids ascending, remapped edges, remapped seeds). The same
+    algorithm as `costmodel/src/prune.rs`.
+    """
+    keep = np.zeros(num_nodes, bool)
+    keep[seeds] = True
+    frontier = keep.copy()
+    for _ in range(k):
+        cons, prod = edge_index[:, 0], edge_index[:, 1]
+        nxt = np.zeros(num_nodes, bool)
+        nxt[prod[frontier[cons]]] = True
+        nxt[cons[frontier[prod]]] = True
+        nxt &= ~keep
+        if not nxt.any():
+            break
+        keep |= nxt
+        frontier = nxt
+    kept = np.nonzero(keep)[0]
+    remap = np.full(num_nodes, -1, np.int64)
+    remap[kept] = np.arange(len(kept))
+    e = edge_index[keep[edge_index[:, 0]] & keep[edge_index[:, 1]]]
+    return kept, remap[e], remap[seeds]
+
+
+def dedup_configs(config_feat: np.ndarray, runtime: np.ndarray):
+    """Unique configurations (first occurrence order) with their minimum runtime."""
+    flat = np.ascontiguousarray(config_feat.reshape(config_feat.shape[0], -1))
+    _, first, inverse = np.unique(flat, axis=0, return_index=True, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    best = np.full(len(first), np.inf)
+    np.minimum.at(best, inverse, runtime.astype(np.float64))
+    order = np.argsort(first)
+    return config_feat[first[order]], best[order]
+
+
+def load_graph(path: str, task: str, khop: int | None = None, dedup: bool = True) -> GraphData:
+    d = np.load(path)
+    node_feat = d["node_feat"].astype(np.float32)
+    node_opcode = d["node_opcode"].astype(np.int32)
+    edge_index = d["edge_index"].astype(np.int64).reshape(-1, 2)
+    if task == "layout":
+        ids = d["node_config_ids"].astype(np.int64)
+        cfg = d["node_config_feat"].astype(np.float32)
+        rt = d["config_runtime"].astype(np.float64)
+        if khop is not None:
+            kept, edge_index, ids = prune_khop(len(node_opcode), edge_index, ids, khop)
+            node_feat, node_opcode = node_feat[kept], node_opcode[kept]
+    else:
+        ids = None
+        cfg = d["config_feat"].astype(np.float32)
+        rt = d["config_runtime"].astype(np.float64) / d["config_runtime_normalizers"].astype(np.float64)
+    if dedup:
+        cfg, rt = dedup_configs(cfg, rt)
+    return GraphData(
+        name=os.path.basename(path),
+        node_feat=node_feat,
+        node_opcode=node_opcode,
+        edge_index=edge_index.astype(np.int32),
+        node_config_ids=None if ids is None else ids.astype(np.int32),
+        config_feat=cfg,
+        runtime=rt,
+    )
+
+
+def feature_stats(paths: list[str], task: str):
+    """Per-feature mean and 1/std of signed_log(node_feat) (and tile config_feat) over files.
+
+    Streams the files; features constant over the data get 1/std = 1.
+    """
+    def signed_log(x):
+        return np.sign(x) * np.log(np.abs(x) + 1.0)
+
+    acc = {}
+
+    def add(key, x):
+        x = signed_log(x.astype(np.float64))
+        s = acc.setdefault(key, [0.0, 0.0, 0.0])
+        s[0] += x.shape[0]
+        s[1] = s[1] + x.sum(0)
+        s[2] = s[2] + (x * x).sum(0)
+
+    for p in paths:
+        d = np.load(p)
+        add("node", d["node_feat"])
+        if task == "tile":
+            add("cfg", d["config_feat"])
+    out = {}
+    for key, (n, s1, s2) in acc.items():
+        mu = s1 / n
+        var = np.maximum(s2 / n - mu * mu, 0.0)
+        sd = np.sqrt(var)
+        inv = np.where(sd > 1e-6, 1.0 / np.maximum(sd, 1e-6), 1.0)
+        out[key] = (mu.astype(np.float32), inv.astype(np.float32))
+    return out

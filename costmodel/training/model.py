@@ -1,0 +1,196 @@
+"""The GNN cost models of hlo-opt in JAX: parameters and forward passes.
+
+This module is the reference definition of the architecture; `export.py`
+writes the same computation as ONNX graphs, op for op, and the parity test
+(`costmodel/tests/onnx_parity.rs`) checks that the two agree within 1e-4.
+
+Invariants:
+- Raw TpuGraphs features go in; all normalisation happens here (and in the
+  exported graphs), from constants stored with the parameters.
+- The layout encoder has no graph-level pooling: a configurable node's
+  embedding depends only on its `num_layers`-hop neighbourhood, so pruning the
+  graph to that neighbourhood (`data.prune_khop`) is exact.
+- Scores are "lower = predicted faster".
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+NODE_FEAT_DIM = 140
+LAYOUT_CONFIG_DIM = 18
+TILE_CONFIG_DIM = 24
+NUM_OPCODES = 256  # node_opcode is a u8 in the published format
+RMS_EPS = 1e-5
+LOG_EPS = 1.0
+
+
+def signed_log(x):
+    """sign(x) * log(1 + |x|): squashes byte counts and shapes to a sane range."""
+    return jnp.sign(x) * jnp.log(jnp.abs(x) + LOG_EPS)
+
+
+def rms_norm(h):
+    return h / jnp.sqrt(jnp.mean(h * h, axis=-1, keepdims=True) + RMS_EPS)
+
+
+def default_hparams(task: str) -> dict:
+    if task == "layout":
+        return {
+            "hidden": 64,  # encoder width D
+            "opcode_dim": 16,
+            "num_layers": 3,  # message-passing layers = k of the k-hop pruning
+            "channels": 32,  # K: per-node linear maps of the config features into K channels
+            "config_expand": 2,  # F = 18 * config_expand (1: raw values, 2: values and squares)
+            "mlp_hidden": 64,
+            "attn_dim": 32,  # cross-configuration attention (0 = off)
+        }
+    return {
+        "hidden": 32,
+        "opcode_dim": 16,
+        "num_layers": 2,
+        "mlp_hidden": 64,
+    }
+
+
+def _dense(rng, fan_in, fan_out, scale=1.0):
+    w = rng.normal(0.0, scale * np.sqrt(2.0 / fan_in), size=(fan_in, fan_out))
+    return w.astype(np.float32)
+
+
+def init_params(task: str, hp: dict, seed: int, node_mu, node_inv_sigma, cfg_mu=None, cfg_inv_sigma=None):
+    """Initial parameters as a flat dict name -> float32 array.
+
+    Names are the ONNX initializer names (export.py), so a model file can be
+    turned back into parameters (forward.py) without a second format.
+    """
+    rng = np.random.default_rng(seed)
+    d, od = hp["hidden"], hp["opcode_dim"]
+    p = {
+        "node_mu": np.asarray(node_mu, np.float32),
+        "node_inv_sigma": np.asarray(node_inv_sigma, np.float32),
+        "opcode_emb": (rng.normal(0, 0.5, size=(NUM_OPCODES, od))).astype(np.float32),
+        "in_w": _dense(rng, NODE_FEAT_DIM + od, d),
+        "in_b": np.zeros(d, np.float32),
+    }
+    if task == "tile":
+        p["cfg_mu"] = np.asarray(cfg_mu, np.float32)
+        p["cfg_inv_sigma"] = np.asarray(cfg_inv_sigma, np.float32)
+        p["cfg_w"] = _dense(rng, TILE_CONFIG_DIM, d)
+        p["cfg_b"] = np.zeros(d, np.float32)
+    for layer in range(hp["num_layers"]):
+        p[f"l{layer}_self_w"] = _dense(rng, d, d, 0.5)
+        p[f"l{layer}_in_w"] = _dense(rng, d, d, 0.5)
+        p[f"l{layer}_out_w"] = _dense(rng, d, d, 0.5)
+        p[f"l{layer}_b"] = np.zeros(d, np.float32)
+    if task == "layout":
+        k, mh, ad = hp["channels"], hp["mlp_hidden"], hp["attn_dim"]
+        f = LAYOUT_CONFIG_DIM * hp["config_expand"]
+        p["node_w"] = _dense(rng, d, f * k, 0.1)
+        p["node_b"] = (rng.normal(0, 0.1, size=(f * k,))).astype(np.float32)
+        p["pool_w"] = (rng.normal(0, 0.01, size=(d, 1))).astype(np.float32)
+        p["mlp_w"] = _dense(rng, k, mh)
+        p["mlp_b"] = np.zeros(mh, np.float32)
+        if ad > 0:
+            p["att_q"] = _dense(rng, mh, ad, 0.5)
+            p["att_k"] = _dense(rng, mh, ad, 0.5)
+            p["att_v"] = _dense(rng, mh, mh, 0.5)
+        p["out_w"] = _dense(rng, mh, 1, 0.5)
+        p["out_b"] = np.zeros(1, np.float32)
+    else:
+        mh = hp["mlp_hidden"]
+        p["mlp_w"] = _dense(rng, 2 * d, mh)
+        p["mlp_b"] = np.zeros(mh, np.float32)
+        p["out_w"] = _dense(rng, mh, 1, 0.5)
+        p["out_b"] = np.zeros(1, np.float32)
+    return p
+
+
+def node_input(p, node_feat, node_opcode):
+    """Normalised node features joined with the opcode embedding, projected to D."""
+    x = (signed_log(node_feat) - p["node_mu"]) * p["node_inv_sigma"]
+    e = p["opcode_emb"][node_opcode]
+    return jax.nn.relu(jnp.concatenate([x, e], axis=-1) @ p["in_w"] + p["in_b"])
+
+
+def message_passing(p, h, edge_index, num_layers):
+    """SAGE-style layers: mean over producers, mean over consumers, residual, RMS norm.
+
+    `h` is [N, D] or [N, C, D] (tile early join: node axis first). Edges are
+    [consumer, producer] rows.
+    """
+    n = h.shape[0]
+    consumer, producer = edge_index[:, 0], edge_index[:, 1]
+    ones = jnp.ones((edge_index.shape[0],), jnp.float32)
+    deg_in = jax.ops.segment_sum(ones, consumer, num_segments=n)  # producers of each node
+    deg_out = jax.ops.segment_sum(ones, producer, num_segments=n)
+    extra = (1,) * (h.ndim - 1)
+    inv_in = (1.0 / jnp.maximum(deg_in, 1.0)).reshape((n,) + extra)
+    inv_out = (1.0 / jnp.maximum(deg_out, 1.0)).reshape((n,) + extra)
+    for layer in range(num_layers):
+        m_in = jax.ops.segment_sum(h[producer], consumer, num_segments=n) * inv_in
+        m_out = jax.ops.segment_sum(h[consumer], producer, num_segments=n) * inv_out
+        u = (
+            h @ p[f"l{layer}_self_w"]
+            + m_in @ p[f"l{layer}_in_w"]
+            + m_out @ p[f"l{layer}_out_w"]
+            + p[f"l{layer}_b"]
+        )
+        h = rms_norm(h + jax.nn.relu(u))
+    return h
+
+
+def layout_encoder(p, hp, node_feat, node_opcode, edge_index, node_config_ids):
+    """Stage 1 (once per graph): embeddings of the configurable nodes, [NC, D]."""
+    h = node_input(p, node_feat, node_opcode)
+    h = message_passing(p, h, edge_index, hp["num_layers"])
+    return h[node_config_ids]
+
+
+def layout_config_features(config_feat, expand):
+    """Per-(config, node) inputs of the head: the raw values, optionally their squares."""
+    if expand == 2:
+        return jnp.concatenate([config_feat, config_feat * config_feat], axis=-1)
+    return config_feat
+
+
+def layout_head(p, hp, config_node_emb, config_feat):
+    """Stage 2 (per batch): one score per configuration of the batch, [C].
+
+    Each configurable node turns its embedding into a weight matrix over its
+    config features (F x K, node-specific, scaled by an attention weight over
+    the nodes), so the whole batch reduces to one GEMM
+    [C, NC*F] @ [NC*F, K] with no [C, NC, H] intermediate; then an MLP and
+    attention across the configurations of the batch.
+    """
+    nc = config_node_emb.shape[0]
+    k = hp["channels"]
+    f = LAYOUT_CONFIG_DIM * hp["config_expand"]
+    logits = (config_node_emb @ p["pool_w"])[:, 0]  # [NC]
+    weights = jax.nn.softmax(logits)  # attention pooling over configurable nodes
+    u = (config_node_emb @ p["node_w"] + p["node_b"]) * weights[:, None]  # [NC, F*K]
+    u = u.reshape(nc * f, k)
+    x = layout_config_features(config_feat, hp["config_expand"]).reshape(config_feat.shape[0], nc * f)
+    pooled = x @ u  # [C, K]
+    z = jax.nn.relu(pooled @ p["mlp_w"] + p["mlp_b"])  # [C, M]
+    if hp["attn_dim"] > 0:
+        q = z @ p["att_q"]
+        kk = z @ p["att_k"]
+        v = z @ p["att_v"]
+        att = jax.nn.softmax(q @ kk.T * (1.0 / np.sqrt(hp["attn_dim"])), axis=-1)
+        z = z + att @ v
+    return (z @ p["out_w"] + p["out_b"])[:, 0]
+
+
+def tile_forward(p, hp, node_feat, node_opcode, edge_index, config_feat):
+    """The tile model: config features joined to every node before message passing."""
+    h = node_input(p, node_feat, node_opcode)  # [N, D]
+    c = (signed_log(config_feat) - p["cfg_mu"]) * p["cfg_inv_sigma"]
+    c = jax.nn.relu(c @ p["cfg_w"] + p["cfg_b"])  # [C, D]
+    h = jax.nn.relu(h[:, None, :] + c[None, :, :])  # [N, C, D]
+    h = message_passing(p, h, edge_index, hp["num_layers"])
+    pooled = jnp.concatenate([jnp.mean(h, axis=0), jnp.max(h, axis=0)], axis=-1)  # [C, 2D]
+    z = jax.nn.relu(pooled @ p["mlp_w"] + p["mlp_b"])
+    return (z @ p["out_w"] + p["out_b"])[:, 0]

@@ -1,0 +1,33 @@
+//! The calls into the hlo and passes crates that the C ABI wraps, in one place.
+
+/// Parses and verifies HLO text.
+pub(crate) fn parse(text: &str) -> hlo::Result<hlo::Module> {
+    let m = hlo::parse_module(text)?;
+    hlo::verify(&m)?;
+    Ok(m)
+}
+
+/// Prints a module as HLO text.
+pub(crate) fn print(m: &hlo::Module) -> String {
+    hlo::print_module(m)
+}
+
+/// Runs `passes` (comma-separated) on `m`: whether it changed, and the
+/// `--explain` report (empty unless `options.explain`).
+pub(crate) fn run_pipeline(
+    m: &mut hlo::Module,
+    passes: &str,
+    options: passes::PassOptions,
+) -> Result<(bool, String), passes::PassError> {
+    let mut cx = passes::PassContext::new(options);
+    let changed = passes::run_pipeline(m, passes, &mut cx)?;
+    Ok((changed, cx.explain))
+}
+
+/// Names of all registered passes, one per line.
+pub(crate) fn list_passes() -> String {
+    passes::list_passes()
+        .iter()
+        .map(|(name, _)| format!("{name}\n"))
+        .collect()
+}

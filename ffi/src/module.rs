@@ -1,0 +1,207 @@
+//! `hlo_opt_module_t`: a parsed HLO module behind a mutex, and the entry
+//! points that parse, print, free it and run passes on it.
+//!
+//! Invariant: the module inside a handle is always a whole, verified module. A
+//! pipeline runs on a copy that replaces the original only when every pass
+//! succeeded, so a failed (or panicking) run leaves the handle unchanged and a
+//! poisoned mutex still guards a consistent module.
+
+use std::ffi::{c_char, c_int, CStr};
+use std::sync::{Mutex, MutexGuard};
+
+use crate::backend;
+use crate::guard::{check_out, deref, guard, Failure};
+use crate::options::hlo_opt_options_t;
+use crate::status::hlo_opt_status_t;
+use crate::strings::into_c_string;
+
+/// A parsed HLO module (opaque).
+pub struct hlo_opt_module_t {
+    inner: Mutex<hlo::Module>,
+}
+
+impl hlo_opt_module_t {
+    fn lock(&self) -> MutexGuard<'_, hlo::Module> {
+        // See the module invariant: the data is consistent even after a panic.
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// The status of an `hlo` crate error.
+fn hlo_failure(e: &hlo::Error) -> Failure {
+    let status = match e {
+        hlo::Error::Parse { .. } => hlo_opt_status_t::HLO_OPT_ERROR_PARSE,
+        hlo::Error::Verify { .. } | hlo::Error::Module(_) => hlo_opt_status_t::HLO_OPT_ERROR_VERIFY,
+    };
+    Failure::new(status, e.to_string())
+}
+
+/// The status of a pass error.
+fn pass_failure(e: &passes::PassError) -> Failure {
+    use costmodel::CostModelError as C;
+    use hlo_opt_status_t as S;
+    use passes::PassError as P;
+    #[allow(unreachable_patterns)]
+    // new variants of the other crates' enums map to the generic status
+    let status = match e {
+        P::UnknownPass { .. } => S::HLO_OPT_ERROR_UNKNOWN_PASS,
+        P::Verify { .. } => S::HLO_OPT_ERROR_VERIFY,
+        P::Hlo(h) => hlo_failure(h).status,
+        P::CostModel(C::Model { .. } | C::Io(_)) => S::HLO_OPT_ERROR_MODEL,
+        P::CostModel(C::Runtime(_)) => S::HLO_OPT_ERROR_RUNTIME,
+        _ => S::HLO_OPT_ERROR_PASS,
+    };
+    Failure::new(status, e.to_string())
+}
+
+/// Parses (and verifies) `len` bytes of HLO text into a new module handle.
+///
+/// # Safety
+/// `text` must be NULL or valid for reading `len` bytes; `out` NULL or valid
+/// for writing a pointer.
+#[no_mangle]
+pub unsafe extern "C" fn hlo_opt_module_parse(
+    text: *const c_char,
+    len: usize,
+    out: *mut *mut hlo_opt_module_t,
+) -> hlo_opt_status_t {
+    guard(|| {
+        check_out(out, "out")?;
+        // SAFETY: `out` is non-NULL and writable (caller's guarantee).
+        unsafe { *out = std::ptr::null_mut() };
+        if text.is_null() {
+            return Err(Failure::null("text"));
+        }
+        // SAFETY: non-NULL, and readable for `len` bytes (caller's guarantee).
+        let bytes = unsafe { std::slice::from_raw_parts(text.cast::<u8>(), len) };
+        let text = std::str::from_utf8(bytes).map_err(|e| {
+            Failure::new(
+                hlo_opt_status_t::HLO_OPT_ERROR_PARSE,
+                format!(
+                    "HLO text is not UTF-8 (invalid byte at offset {})",
+                    e.valid_up_to()
+                ),
+            )
+        })?;
+        let module = backend::parse(text).map_err(|e| hlo_failure(&e))?;
+        let handle = Box::new(hlo_opt_module_t {
+            inner: Mutex::new(module),
+        });
+        // SAFETY: as above.
+        unsafe { *out = Box::into_raw(handle) };
+        Ok(())
+    })
+}
+
+/// Frees a module. NULL is a no-op.
+///
+/// # Safety
+/// `module` must be NULL or a live handle not in use by another thread.
+#[no_mangle]
+pub unsafe extern "C" fn hlo_opt_module_free(module: *mut hlo_opt_module_t) {
+    if !module.is_null() {
+        // SAFETY: the handle came from `Box::into_raw` in `hlo_opt_module_parse`.
+        drop(unsafe { Box::from_raw(module) });
+    }
+}
+
+/// Prints a module as HLO text into a new string (free it with
+/// `hlo_opt_string_free`); stores its length in `*len_out` unless NULL.
+///
+/// # Safety
+/// `module` must be NULL or a live handle; `text_out` NULL or writable;
+/// `len_out` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn hlo_opt_module_print(
+    module: *const hlo_opt_module_t,
+    text_out: *mut *mut c_char,
+    len_out: *mut usize,
+) -> hlo_opt_status_t {
+    guard(|| {
+        check_out(text_out, "text_out")?;
+        // SAFETY: non-NULL and writable (caller's guarantee).
+        unsafe { *text_out = std::ptr::null_mut() };
+        // SAFETY: NULL or a live handle (caller's guarantee).
+        let m = unsafe { deref(module, "module") }?;
+        let text = backend::print(&m.lock());
+        let (ptr, len) = into_c_string(text, "printed module")?;
+        // SAFETY: both out-pointers are writable when non-NULL.
+        unsafe {
+            *text_out = ptr;
+            if !len_out.is_null() {
+                *len_out = len;
+            }
+        }
+        Ok(())
+    })
+}
+
+/// Runs a comma-separated pipeline of passes on a module.
+///
+/// # Safety
+/// `module` must be NULL or a live handle; `passes` NULL or NUL-terminated;
+/// `options` NULL (defaults) or a live handle; `changed_out` and `explain_out`
+/// NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn hlo_opt_module_run_passes(
+    module: *mut hlo_opt_module_t,
+    passes: *const c_char,
+    options: *const hlo_opt_options_t,
+    changed_out: *mut c_int,
+    explain_out: *mut *mut c_char,
+) -> hlo_opt_status_t {
+    guard(|| {
+        // SAFETY (all derefs and writes below): pointers are NULL or valid, as
+        // the caller guarantees; each is checked for NULL first.
+        if !explain_out.is_null() {
+            unsafe { *explain_out = std::ptr::null_mut() };
+        }
+        let m = unsafe { deref(module.cast_const(), "module") }?;
+        if passes.is_null() {
+            return Err(Failure::null("passes"));
+        }
+        let passes = unsafe { CStr::from_ptr(passes) }.to_str().map_err(|_| {
+            Failure::new(
+                hlo_opt_status_t::HLO_OPT_ERROR_INVALID_ARGUMENT,
+                "pass list is not UTF-8",
+            )
+        })?;
+        let mut pass_options = match unsafe { options.as_ref() } {
+            Some(o) => o.to_pass_options(),
+            None => crate::options::default_pass_options(),
+        };
+        pass_options.explain = !explain_out.is_null();
+        let mut guard = m.lock();
+        let mut work = guard.clone();
+        let (changed, explain) =
+            backend::run_pipeline(&mut work, passes, pass_options).map_err(|e| pass_failure(&e))?;
+        let explain = match explain_out.is_null() {
+            true => None,
+            false => Some(into_c_string(explain, "explain report")?),
+        };
+        *guard = work;
+        drop(guard);
+        if !changed_out.is_null() {
+            unsafe { *changed_out = c_int::from(changed) };
+        }
+        if let Some((ptr, _)) = explain {
+            unsafe { *explain_out = ptr };
+        }
+        Ok(())
+    })
+}
+
+/// The names of all passes, one per line, in a new string.
+///
+/// # Safety
+/// `out` must be NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn hlo_opt_list_passes(out: *mut *mut c_char) -> hlo_opt_status_t {
+    guard(|| {
+        check_out(out, "out")?;
+        let (ptr, _) = into_c_string(backend::list_passes(), "pass list")?;
+        // SAFETY: non-NULL and writable (caller's guarantee).
+        unsafe { *out = ptr };
+        Ok(())
+    })
+}

@@ -1,0 +1,493 @@
+/*
+ * The C ABI's specification, as a C program a compiler engineer could write.
+ * Built and run by ffi/tests/c_api.rs (also under valgrind):
+ *
+ *   test_hlo_opt MODULE_A MODULE_B EXPECTED_VERSION
+ *
+ * MODULE_A and MODULE_B are real HLO modules with configurable nodes. The
+ * environment variable HLO_OPT_TEST_PASSES=1 enables the parts that run the
+ * layout pass with its default model (they need ONNX Runtime); with 0 they are
+ * skipped with a message. Exit status 0 when every check passed.
+ */
+#include "hlo_opt.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int failures = 0;
+static pthread_mutex_t report_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void fail(const char *file, int line, const char *fmt, ...) {
+  va_list ap;
+  pthread_mutex_lock(&report_lock);
+  fprintf(stderr, "%s:%d: check failed: ", file, line);
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fprintf(stderr, "\n");
+  failures++;
+  pthread_mutex_unlock(&report_lock);
+}
+
+#define CHECK(cond, ...)                                  \
+  do {                                                    \
+    if (!(cond)) fail(__FILE__, __LINE__, __VA_ARGS__);   \
+  } while (0)
+
+/* The call returned `want`, and the last error says so (non-empty on error). */
+#define CHECK_STATUS(call, want)                                                        \
+  do {                                                                                  \
+    hlo_opt_status_t got_ = (call);                                                     \
+    const char *msg_ = hlo_opt_last_error();                                            \
+    CHECK(got_ == (want), "%s returned %d, want %d (last error: %s)", #call, (int)got_, \
+          (int)(want), msg_);                                                           \
+    CHECK(msg_ != NULL, "hlo_opt_last_error() returned NULL");                          \
+    if (msg_ != NULL) {                                                                 \
+      if ((want) == HLO_OPT_OK)                                                         \
+        CHECK(msg_[0] == '\0', "last error after success is \"%s\", want \"\"", msg_);  \
+      else                                                                              \
+        CHECK(msg_[0] != '\0', "%s failed with an empty last error", #call);            \
+    }                                                                                   \
+  } while (0)
+
+#define CHECK_ERROR_MENTIONS(needle)                                                \
+  CHECK(strstr(hlo_opt_last_error(), (needle)) != NULL,                             \
+        "last error \"%s\" does not mention \"%s\"", hlo_opt_last_error(), (needle))
+
+static char *read_file(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (f == NULL) {
+    fprintf(stderr, "cannot open %s\n", path);
+    exit(2);
+  }
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *buf = malloc((size_t)n + 1);
+  if (buf == NULL || fread(buf, 1, (size_t)n, f) != (size_t)n) {
+    fprintf(stderr, "cannot read %s\n", path);
+    exit(2);
+  }
+  buf[n] = '\0';
+  fclose(f);
+  *len = (size_t)n;
+  return buf;
+}
+
+static int count(const char *haystack, const char *needle) {
+  int n = 0;
+  for (const char *p = strstr(haystack, needle); p != NULL; p = strstr(p + 1, needle)) n++;
+  return n;
+}
+
+/* Parses `text` (must succeed). */
+static hlo_opt_module_t *parse_ok(const char *text, size_t len) {
+  hlo_opt_module_t *m = NULL;
+  CHECK_STATUS(hlo_opt_module_parse(text, len, &m), HLO_OPT_OK);
+  CHECK(m != NULL, "parse succeeded but returned NULL");
+  return m;
+}
+
+/* Prints `m` (must succeed); the caller frees the result with hlo_opt_string_free. */
+static char *print_ok(const hlo_opt_module_t *m) {
+  char *text = NULL;
+  size_t len = 0;
+  CHECK_STATUS(hlo_opt_module_print(m, &text, &len), HLO_OPT_OK);
+  CHECK(text != NULL, "print succeeded but returned NULL");
+  if (text != NULL) CHECK(strlen(text) == len, "printed length %zu, strlen %zu", len, strlen(text));
+  return text;
+}
+
+/* Parses `text`, prints it: the printed text (caller frees). */
+static char *reprint(const char *text) {
+  hlo_opt_module_t *m = parse_ok(text, strlen(text));
+  char *out = m != NULL ? print_ok(m) : NULL;
+  hlo_opt_module_free(m);
+  return out;
+}
+
+/* Runs `passes` on a fresh parse of `text` with `opts`: the printed result. */
+static char *optimize(const char *text, const char *passes, const hlo_opt_options_t *opts) {
+  hlo_opt_module_t *m = parse_ok(text, strlen(text));
+  char *out = NULL;
+  if (m == NULL) return NULL;
+  CHECK_STATUS(hlo_opt_module_run_passes(m, passes, opts, NULL, NULL), HLO_OPT_OK);
+  out = print_ok(m);
+  hlo_opt_module_free(m);
+  return out;
+}
+
+static int same(const char *a, const char *b) { return a != NULL && b != NULL && strcmp(a, b) == 0; }
+
+/* ------------------------------------------------------------------------ */
+
+static void test_version(const char *expected) {
+  const char *v = hlo_opt_version();
+  CHECK(v != NULL && strcmp(v, expected) == 0, "version \"%s\", want \"%s\"", v ? v : "(null)", expected);
+  CHECK(hlo_opt_version() == v, "the version string is static");
+  CHECK(hlo_opt_last_error() != NULL && hlo_opt_last_error()[0] == '\0',
+        "a fresh thread has an empty last error");
+}
+
+/* Parse a real module, print it, and the printed text parses to the same text. */
+static void test_parse_print(const char *text, size_t len) {
+  hlo_opt_module_t *m = parse_ok(text, len);
+  if (m == NULL) return;
+  char *printed = print_ok(m);
+  CHECK(printed != NULL && strncmp(printed, "HloModule ", 10) == 0, "printed text starts with HloModule");
+  CHECK(printed != NULL && strstr(printed, "ENTRY") != NULL, "printed text has an ENTRY computation");
+  CHECK(printed != NULL && count(printed, " dot(") == count(text, " dot("), "printing keeps every dot");
+  /* len_out is optional */
+  char *again = NULL;
+  CHECK_STATUS(hlo_opt_module_print(m, &again, NULL), HLO_OPT_OK);
+  CHECK(same(printed, again), "printing twice gives the same text");
+  hlo_opt_string_free(again);
+  char *round = reprint(printed);
+  CHECK(same(printed, round), "print(parse(print(m))) == print(m)");
+  hlo_opt_string_free(round);
+  hlo_opt_string_free(printed);
+  hlo_opt_module_free(m);
+
+  /* The text need not be NUL-terminated: only `len` bytes are read. */
+  char *copy = malloc(len + 16);
+  memcpy(copy, text, len);
+  memset(copy + len, '@', 16); /* garbage after the module */
+  m = parse_ok(copy, len);
+  hlo_opt_module_free(m);
+  free(copy);
+}
+
+static void test_error_paths(const char *text, size_t len) {
+  hlo_opt_module_t *m = (hlo_opt_module_t *)&m; /* non-NULL garbage: must be overwritten */
+  char *s = (char *)&s;
+
+  /* NULL arguments */
+  CHECK_STATUS(hlo_opt_module_parse(NULL, 10, &m), HLO_OPT_ERROR_NULL_ARGUMENT);
+  CHECK_ERROR_MENTIONS("text");
+  CHECK(m == NULL, "a failed parse sets *out to NULL");
+  CHECK_STATUS(hlo_opt_module_parse(text, len, NULL), HLO_OPT_ERROR_NULL_ARGUMENT);
+  CHECK_ERROR_MENTIONS("out");
+  CHECK_STATUS(hlo_opt_module_print(NULL, &s, NULL), HLO_OPT_ERROR_NULL_ARGUMENT);
+  CHECK(s == NULL, "a failed print sets *text_out to NULL");
+  CHECK_STATUS(hlo_opt_list_passes(NULL), HLO_OPT_ERROR_NULL_ARGUMENT);
+  CHECK_STATUS(hlo_opt_options_new(NULL), HLO_OPT_ERROR_NULL_ARGUMENT);
+  CHECK_STATUS(hlo_opt_options_set_seed(NULL, 1), HLO_OPT_ERROR_NULL_ARGUMENT);
+  CHECK_STATUS(hlo_opt_options_set_budget(NULL, 1), HLO_OPT_ERROR_NULL_ARGUMENT);
+  CHECK_STATUS(hlo_opt_options_set_top_k(NULL, 1), HLO_OPT_ERROR_NULL_ARGUMENT);
+  CHECK_STATUS(hlo_opt_options_set_threads(NULL, 1), HLO_OPT_ERROR_NULL_ARGUMENT);
+  CHECK_STATUS(hlo_opt_options_set_verify_each(NULL, 1), HLO_OPT_ERROR_NULL_ARGUMENT);
+  CHECK_STATUS(hlo_opt_options_set_layout_model(NULL, NULL), HLO_OPT_ERROR_NULL_ARGUMENT);
+  CHECK_STATUS(hlo_opt_options_set_tile_model(NULL, NULL), HLO_OPT_ERROR_NULL_ARGUMENT);
+  CHECK_STATUS(hlo_opt_options_set_measure(NULL, NULL, NULL), HLO_OPT_ERROR_NULL_ARGUMENT);
+  CHECK_STATUS(hlo_opt_module_run_passes(NULL, "layout", NULL, NULL, NULL), HLO_OPT_ERROR_NULL_ARGUMENT);
+  CHECK_ERROR_MENTIONS("module");
+  /* Freeing NULL is a no-op. */
+  hlo_opt_module_free(NULL);
+  hlo_opt_options_free(NULL);
+  hlo_opt_string_free(NULL);
+
+  /* Invalid HLO: status PARSE, message with line:col. */
+  m = (hlo_opt_module_t *)&m;
+  const char *bad = "HloModule m\n\nENTRY e {\n  p = f32[2] parameter(0)\n  ROOT r = f32[2] frobnicate(p)\n}\n";
+  CHECK_STATUS(hlo_opt_module_parse(bad, strlen(bad), &m), HLO_OPT_ERROR_PARSE);
+  CHECK_ERROR_MENTIONS(":5:");
+  CHECK(m == NULL, "a failed parse sets *out to NULL");
+  CHECK_STATUS(hlo_opt_module_parse("", 0, &m), HLO_OPT_ERROR_PARSE);
+  CHECK_STATUS(hlo_opt_module_parse("\xff\xfe", 2, &m), HLO_OPT_ERROR_PARSE);
+  CHECK_ERROR_MENTIONS("UTF-8");
+  /* a module cut short (len < the text) */
+  CHECK_STATUS(hlo_opt_module_parse(text, len / 2, &m), HLO_OPT_ERROR_PARSE);
+  CHECK(m == NULL, "a failed parse sets *out to NULL");
+
+  /* A success clears the last error. */
+  hlo_opt_module_t *good = parse_ok(text, len);
+  if (good == NULL) return;
+
+  /* Unknown pass: the module is unchanged, the message lists the known passes. */
+  char *before = print_ok(good);
+  int changed = 7;
+  char *explain = (char *)&explain;
+  CHECK_STATUS(hlo_opt_module_run_passes(good, "no-such-pass", NULL, &changed, &explain),
+               HLO_OPT_ERROR_UNKNOWN_PASS);
+  CHECK_ERROR_MENTIONS("no-such-pass");
+  CHECK_ERROR_MENTIONS("layout");
+  CHECK(explain == NULL, "a failed run sets *explain_out to NULL");
+  CHECK(changed == 7, "a failed run leaves *changed_out alone");
+  CHECK_STATUS(hlo_opt_module_run_passes(good, "layout,no-such-pass", NULL, NULL, NULL),
+               HLO_OPT_ERROR_UNKNOWN_PASS);
+  CHECK_STATUS(hlo_opt_module_run_passes(good, "", NULL, NULL, NULL), HLO_OPT_ERROR_UNKNOWN_PASS);
+  CHECK_STATUS(hlo_opt_module_run_passes(good, NULL, NULL, NULL, NULL), HLO_OPT_ERROR_NULL_ARGUMENT);
+  CHECK_ERROR_MENTIONS("passes");
+  char *after = print_ok(good);
+  CHECK(same(before, after), "a failed run leaves the module unchanged");
+  hlo_opt_string_free(before);
+  hlo_opt_string_free(after);
+
+  /* Invalid option values. */
+  hlo_opt_options_t *opts = NULL;
+  CHECK_STATUS(hlo_opt_options_new(&opts), HLO_OPT_OK);
+  CHECK_STATUS(hlo_opt_options_set_budget(opts, 0), HLO_OPT_ERROR_INVALID_ARGUMENT);
+  CHECK_STATUS(hlo_opt_options_set_top_k(opts, 0), HLO_OPT_ERROR_INVALID_ARGUMENT);
+  CHECK_STATUS(hlo_opt_options_set_layout_model(opts, ""), HLO_OPT_ERROR_INVALID_ARGUMENT);
+  CHECK_STATUS(hlo_opt_options_set_layout_model(opts, NULL), HLO_OPT_OK);
+  hlo_opt_options_free(opts);
+
+  /* The pass list names the layout pass. */
+  char *list = NULL;
+  CHECK_STATUS(hlo_opt_list_passes(&list), HLO_OPT_OK);
+  CHECK(list != NULL && strstr(list, "layout\n") != NULL, "pass list \"%s\" names layout", list ? list : "");
+  hlo_opt_string_free(list);
+
+  hlo_opt_module_free(good);
+}
+
+/* The last error belongs to the thread that made the failing call. */
+static void *fail_on_other_thread(void *arg) {
+  (void)arg;
+  hlo_opt_module_t *m = NULL;
+  hlo_opt_module_parse("not hlo", 7, &m);
+  return strdup(hlo_opt_last_error());
+}
+
+static void test_last_error_is_thread_local(void) {
+  char *list = NULL;
+  CHECK_STATUS(hlo_opt_list_passes(&list), HLO_OPT_OK); /* clears this thread's error */
+  hlo_opt_string_free(list);
+  pthread_t t;
+  char *other = NULL;
+  pthread_create(&t, NULL, fail_on_other_thread, NULL);
+  pthread_join(t, (void **)&other);
+  CHECK(other != NULL && other[0] != '\0', "the failing thread sees its error");
+  CHECK(hlo_opt_last_error()[0] == '\0', "another thread's failure does not show here: \"%s\"",
+        hlo_opt_last_error());
+  free(other);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Passes (need ONNX Runtime for the default model)                          */
+
+/* Runs the layout pass with the default model and checks the result. */
+static void test_layout(const char *text, size_t len) {
+  hlo_opt_module_t *m = parse_ok(text, len);
+  if (m == NULL) return;
+  int changed = -1;
+  char *explain = NULL;
+  CHECK_STATUS(hlo_opt_module_run_passes(m, "layout", NULL, &changed, &explain), HLO_OPT_OK);
+  CHECK(changed == 0 || changed == 1, "changed_out is 0 or 1, got %d", changed);
+  CHECK(explain != NULL && strncmp(explain, "layout", 6) == 0, "the report starts with the pass name: %s",
+        explain ? explain : "(null)");
+  char *out = print_ok(m);
+  printf("--- layout report ---\n%s--- module after layout ---\n%s\n", explain ? explain : "", out ? out : "");
+  if (out != NULL) {
+    CHECK(strncmp(out, text, 10) == 0 && strstr(out, "ENTRY") != NULL, "the result is an HLO module");
+    CHECK(count(out, " dot(") == count(text, " dot("), "layout assignment keeps every dot");
+    CHECK(changed == !same(out, text) || changed == 1, "changed_out=%d agrees with the text", changed);
+    char *round = reprint(out);
+    CHECK(same(out, round), "the result parses, verifies and prints back the same");
+    hlo_opt_string_free(round);
+  }
+  /* Deterministic: the same input, model and seed give the same module. */
+  char *again = optimize(text, "layout", NULL);
+  CHECK(same(out, again), "two runs with the same seed give the same module");
+  hlo_opt_string_free(again);
+  hlo_opt_string_free(out);
+  hlo_opt_string_free(explain);
+  hlo_opt_module_free(m);
+}
+
+static void test_missing_model(const char *text, size_t len) {
+  hlo_opt_module_t *m = parse_ok(text, len);
+  hlo_opt_options_t *opts = NULL;
+  CHECK_STATUS(hlo_opt_options_new(&opts), HLO_OPT_OK);
+  CHECK_STATUS(hlo_opt_options_set_layout_model(opts, "/nonexistent/hlo-opt/layout.hlocm"), HLO_OPT_OK);
+  char *before = print_ok(m);
+  CHECK_STATUS(hlo_opt_module_run_passes(m, "layout", opts, NULL, NULL), HLO_OPT_ERROR_MODEL);
+  CHECK_ERROR_MENTIONS("/nonexistent/hlo-opt/layout.hlocm");
+  char *after = print_ok(m);
+  CHECK(same(before, after), "a failed run leaves the module unchanged");
+  hlo_opt_string_free(before);
+  hlo_opt_string_free(after);
+  hlo_opt_options_free(opts);
+  hlo_opt_module_free(m);
+}
+
+typedef struct {
+  int calls;
+  int bad_text;
+  double result; /* < 0: fail every measurement */
+} measure_ctx;
+
+static double measure(void *ctx, const char *candidate, size_t len) {
+  measure_ctx *c = ctx;
+  c->calls++;
+  if (candidate == NULL || strlen(candidate) != len || strncmp(candidate, "HloModule ", 10) != 0) {
+    c->bad_text++;
+  } else {
+    /* The candidate is a whole module the library accepts. */
+    hlo_opt_module_t *m = NULL;
+    if (hlo_opt_module_parse(candidate, len, &m) != HLO_OPT_OK) c->bad_text++;
+    hlo_opt_module_free(m);
+  }
+  return c->result < 0 ? c->result : c->result + (double)c->calls; /* the first is the fastest */
+}
+
+static void test_measure(const char *text) {
+  const size_t top_k = 3;
+  hlo_opt_options_t *opts = NULL;
+  CHECK_STATUS(hlo_opt_options_new(&opts), HLO_OPT_OK);
+  CHECK_STATUS(hlo_opt_options_set_top_k(opts, top_k), HLO_OPT_OK);
+  char *model_only = optimize(text, "layout", opts);
+
+  /* A callback whose measurements all fail: the model's choice stands. */
+  measure_ctx failing = {0, 0, -1.0};
+  CHECK_STATUS(hlo_opt_options_set_measure(opts, measure, &failing), HLO_OPT_OK);
+  char *with_failing = optimize(text, "layout", opts);
+  CHECK(failing.calls >= 1 && (size_t)failing.calls <= top_k, "the pass measured %d candidates, want 1..%zu",
+        failing.calls, top_k);
+  CHECK(failing.bad_text == 0, "%d candidates were not valid NUL-terminated modules", failing.bad_text);
+  CHECK(same(model_only, with_failing), "failed measurements leave the model's choice");
+
+  /* A working callback: called for the top-k candidates, each a valid module. */
+  measure_ctx working = {0, 0, 1.0};
+  CHECK_STATUS(hlo_opt_options_set_measure(opts, measure, &working), HLO_OPT_OK);
+  char *with_working = optimize(text, "layout", opts);
+  CHECK(working.calls >= 1 && (size_t)working.calls <= top_k, "the pass measured %d candidates, want 1..%zu",
+        working.calls, top_k);
+  CHECK(working.bad_text == 0, "%d candidates were not valid NUL-terminated modules", working.bad_text);
+  CHECK(with_working != NULL, "the run with measurements succeeded");
+
+  /* Clearing the callback restores the model-only run. */
+  CHECK_STATUS(hlo_opt_options_set_measure(opts, NULL, NULL), HLO_OPT_OK);
+  char *cleared = optimize(text, "layout", opts);
+  CHECK(same(model_only, cleared), "without a callback the result is the model's choice again");
+
+  hlo_opt_string_free(model_only);
+  hlo_opt_string_free(with_failing);
+  hlo_opt_string_free(with_working);
+  hlo_opt_string_free(cleared);
+  hlo_opt_options_free(opts);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Threads                                                                   */
+
+#define THREADS 8
+
+typedef struct {
+  int index;
+  int run_passes;
+  hlo_opt_module_t *shared;        /* same-module test: the shared handle */
+  const hlo_opt_options_t *opts;   /* shared by all threads */
+  const char *text;                /* different-module test: this thread's input */
+  const char *expected;            /* different-module test: the single-threaded result */
+} thread_arg;
+
+/* Many threads on one module: runs and prints interleave, each sees a whole module. */
+static void *same_module_thread(void *p) {
+  thread_arg *a = p;
+  if (a->run_passes)
+    CHECK_STATUS(hlo_opt_module_run_passes(a->shared, "layout", a->opts, NULL, NULL), HLO_OPT_OK);
+  char *out = print_ok(a->shared);
+  char *round = out != NULL ? reprint(out) : NULL;
+  CHECK(same(out, round), "thread %d printed a whole module", a->index);
+  /* Errors stay on their thread while others succeed. */
+  CHECK_STATUS(hlo_opt_module_run_passes(a->shared, "nope", a->opts, NULL, NULL), HLO_OPT_ERROR_UNKNOWN_PASS);
+  hlo_opt_string_free(round);
+  hlo_opt_string_free(out);
+  return NULL;
+}
+
+/* Threads on their own modules: each gets the single-threaded result. */
+static void *own_module_thread(void *p) {
+  thread_arg *a = p;
+  for (int round = 0; round < 2; round++) {
+    char *out = a->run_passes ? optimize(a->text, "layout", a->opts) : reprint(a->text);
+    CHECK(same(out, a->expected), "thread %d round %d: result differs from the single-threaded one", a->index,
+          round);
+    hlo_opt_string_free(out);
+  }
+  return NULL;
+}
+
+static void test_threads(const char *text_a, const char *text_b, int run_passes) {
+  hlo_opt_options_t *opts = NULL;
+  CHECK_STATUS(hlo_opt_options_new(&opts), HLO_OPT_OK);
+  CHECK_STATUS(hlo_opt_options_set_threads(opts, 1), HLO_OPT_OK);
+  pthread_t threads[THREADS];
+  thread_arg args[THREADS];
+
+  /* Same module. The runs are serialized, each deterministic, so the final
+     module is THREADS sequential runs of the pass, whatever the order. */
+  char *expected_final = NULL;
+  {
+    hlo_opt_module_t *seq = parse_ok(text_a, strlen(text_a));
+    for (int i = 0; run_passes && i < THREADS; i++)
+      CHECK_STATUS(hlo_opt_module_run_passes(seq, "layout", opts, NULL, NULL), HLO_OPT_OK);
+    expected_final = print_ok(seq);
+    hlo_opt_module_free(seq);
+  }
+  hlo_opt_module_t *shared = parse_ok(text_a, strlen(text_a));
+  for (int i = 0; i < THREADS; i++) {
+    args[i] = (thread_arg){i, run_passes, shared, opts, NULL, NULL};
+    pthread_create(&threads[i], NULL, same_module_thread, &args[i]);
+  }
+  for (int i = 0; i < THREADS; i++) pthread_join(threads[i], NULL);
+  char *final = print_ok(shared);
+  CHECK(same(final, expected_final), "%d concurrent runs on one module equal %d sequential runs", THREADS,
+        THREADS);
+  hlo_opt_string_free(final);
+  hlo_opt_string_free(expected_final);
+  hlo_opt_module_free(shared);
+
+  /* Different modules. */
+  char *expected_a = run_passes ? optimize(text_a, "layout", opts) : reprint(text_a);
+  char *expected_b = run_passes ? optimize(text_b, "layout", opts) : reprint(text_b);
+  for (int i = 0; i < THREADS; i++) {
+    int use_a = i % 2 == 0;
+    args[i] = (thread_arg){i, run_passes, NULL, opts, use_a ? text_a : text_b, use_a ? expected_a : expected_b};
+    pthread_create(&threads[i], NULL, own_module_thread, &args[i]);
+  }
+  for (int i = 0; i < THREADS; i++) pthread_join(threads[i], NULL);
+  hlo_opt_string_free(expected_a);
+  hlo_opt_string_free(expected_b);
+  hlo_opt_options_free(opts);
+}
+
+int main(int argc, char **argv) {
+  if (argc != 4) {
+    fprintf(stderr, "usage: %s MODULE_A MODULE_B EXPECTED_VERSION\n", argv[0]);
+    return 2;
+  }
+  const char *env = getenv("HLO_OPT_TEST_PASSES");
+  int run_passes = env != NULL && strcmp(env, "1") == 0;
+  size_t len_a = 0, len_b = 0;
+  char *text_a = read_file(argv[1], &len_a);
+  char *text_b = read_file(argv[2], &len_b);
+
+  test_version(argv[3]);
+  test_parse_print(text_a, len_a);
+  test_parse_print(text_b, len_b);
+  test_error_paths(text_a, len_a);
+  test_last_error_is_thread_local();
+  if (run_passes) {
+    test_layout(text_a, len_a);
+    test_missing_model(text_a, len_a);
+    test_measure(text_a);
+  } else {
+    printf("skipped: layout pass, missing model, measure callback (HLO_OPT_TEST_PASSES != 1: no ONNX Runtime)\n");
+  }
+  test_threads(text_a, text_b, run_passes);
+
+  free(text_a);
+  free(text_b);
+  if (failures > 0) {
+    fprintf(stderr, "%d checks failed\n", failures);
+    return 1;
+  }
+  printf("all checks passed%s\n", run_passes ? "" : " (without passes)");
+  return 0;
+}

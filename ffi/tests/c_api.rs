@@ -1,0 +1,186 @@
+//! Specification of the C ABI from C: compiles `tests/c/test_hlo_opt.c`
+//! against `include/hlo_opt.h` with the system C compiler, links it with the
+//! library cargo built for this test run (`libhlo_opt.a`, and `libhlo_opt.so`
+//! with `-lhlo_opt`), and runs it on real modules from `testdata/ffi/`, once
+//! natively and once under valgrind's leak checker.
+//!
+//! The C program runs the layout pass (default model) only when ONNX Runtime
+//! is available (`ORT_DYLIB_PATH` set, as `scripts/test` does); otherwise it
+//! says "skipped: ..." for those parts and checks everything else.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("ffi/ has a parent")
+        .to_path_buf()
+}
+
+/// `target/<profile>/`, where cargo put `libhlo_opt.a` / `libhlo_opt.so` for
+/// this test run: the test executable is `target/<profile>/deps/c_api-<hash>`.
+fn lib_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("current_exe");
+    let deps = exe.parent().expect("the test executable is in deps/");
+    deps.parent()
+        .expect("deps/ is in target/<profile>/")
+        .to_path_buf()
+}
+
+fn have(tool: &str) -> bool {
+    Command::new(tool)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// Compiles the C test; `link` are the linker arguments naming the library.
+fn compile(out: &Path, link: &[String]) {
+    let root = repo_root();
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".to_string());
+    let status = Command::new(&cc)
+        .args([
+            "-std=gnu11",
+            "-g",
+            "-O1",
+            "-Wall",
+            "-Wextra",
+            "-Werror",
+            "-pedantic",
+        ])
+        .arg("-I")
+        .arg(root.join("ffi/include"))
+        .arg(root.join("ffi/tests/c/test_hlo_opt.c"))
+        .arg("-o")
+        .arg(out)
+        .args(link)
+        .args(["-lpthread", "-ldl", "-lm"])
+        .status()
+        .unwrap_or_else(|e| panic!("cannot run the C compiler `{cc}`: {e}"));
+    assert!(
+        status.success(),
+        "compiling ffi/tests/c/test_hlo_opt.c failed"
+    );
+}
+
+/// Whether the C program should run passes (needs ONNX Runtime).
+fn passes_enabled() -> bool {
+    let on = std::env::var_os("ORT_DYLIB_PATH").is_some_and(|p| Path::new(&p).exists());
+    if !on {
+        eprintln!("skipped: the C test's pass runs (layout pass, missing model, measure callback) need ONNX Runtime; set ORT_DYLIB_PATH");
+    }
+    on
+}
+
+/// Runs `program` (possibly under a wrapper such as valgrind) on the test
+/// modules; panics with its output when it fails.
+fn run_c_test(wrapper: &[&str], program: &Path) {
+    let root = repo_root();
+    let (first, rest) = match wrapper.split_first() {
+        Some((w, rest)) => (
+            PathBuf::from(w),
+            [
+                rest.iter().map(PathBuf::from).collect(),
+                vec![program.to_path_buf()],
+            ]
+            .concat(),
+        ),
+        None => (program.to_path_buf(), vec![]),
+    };
+    let out = Command::new(first)
+        .args(rest)
+        .arg(root.join("testdata/ffi/mlp.pre.hlo"))
+        .arg(root.join("testdata/ffi/mlp_train.pre.hlo"))
+        .arg(env!("CARGO_PKG_VERSION"))
+        .env(
+            "HLO_OPT_TEST_PASSES",
+            if passes_enabled() { "1" } else { "0" },
+        )
+        .output()
+        .expect("run the C test program");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "{} {} failed ({}):\n--- stdout ---\n{stdout}\n--- stderr ---\n{stderr}",
+        wrapper.join(" "),
+        program.display(),
+        out.status
+    );
+    assert!(
+        stdout.contains("all checks passed"),
+        "unexpected output:\n{stdout}"
+    );
+    for line in stdout
+        .lines()
+        .chain(stderr.lines())
+        .filter(|l| l.starts_with("skipped:"))
+    {
+        eprintln!("{line}");
+    }
+}
+
+fn build_dir() -> PathBuf {
+    let d = lib_dir().join("c_api_test");
+    std::fs::create_dir_all(&d).expect("create the C test's build directory");
+    d
+}
+
+#[test]
+fn c_program_passes_against_the_static_library() {
+    let lib = lib_dir().join("libhlo_opt.a");
+    assert!(
+        lib.exists(),
+        "{} not built (cargo builds it with the test)",
+        lib.display()
+    );
+    let exe = build_dir().join("test_hlo_opt_static");
+    compile(&exe, &[lib.display().to_string()]);
+    run_c_test(&[], &exe);
+}
+
+#[test]
+fn c_program_passes_against_the_shared_library_with_lhlo_opt() {
+    let dir = lib_dir();
+    assert!(
+        dir.join("libhlo_opt.so").exists(),
+        "libhlo_opt.so not built in {}",
+        dir.display()
+    );
+    let exe = build_dir().join("test_hlo_opt_shared");
+    compile(
+        &exe,
+        &[
+            format!("-L{}", dir.display()),
+            "-lhlo_opt".into(),
+            format!("-Wl,-rpath,{}", dir.display()),
+        ],
+    );
+    run_c_test(&[], &exe);
+}
+
+#[test]
+fn c_program_runs_clean_under_valgrind() {
+    if !have("valgrind") {
+        eprintln!("skipped: valgrind is not installed (.ci/run installs it)");
+        return;
+    }
+    let lib = lib_dir().join("libhlo_opt.a");
+    let exe = build_dir().join("test_hlo_opt_valgrind");
+    compile(&exe, &[lib.display().to_string()]);
+    let supp = repo_root().join("ffi/tests/c/valgrind.supp");
+    let supp_arg = format!("--suppressions={}", supp.display());
+    run_c_test(
+        &[
+            "valgrind",
+            "--leak-check=full",
+            "--show-leak-kinds=definite,indirect,possible",
+            "--errors-for-leak-kinds=definite,indirect,possible",
+            "--error-exitcode=1",
+            "--quiet",
+            &supp_arg,
+        ],
+        &exe,
+    );
+}

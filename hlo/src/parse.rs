@@ -1,0 +1,1256 @@
+//! HLO text -> [`Module`]: the pest grammar (`hlo.pest`) and its lowering into
+//! the arena IR.
+//!
+//! Invariants of a module returned by [`parse_module`]:
+//! - every operand, control predecessor and called computation resolved to an
+//!   id of the module (forward references inside a computation and to
+//!   computations defined later are allowed, as in XLA);
+//! - instruction names are unique within their computation, computation names
+//!   unique within the module;
+//! - each computation has a root (`ROOT`, or its last instruction) and
+//!   parameters numbered `0..n` without gaps;
+//! - exactly one entry computation (`ENTRY`, or the last computation).
+//!
+//! Attribute values are kept as their source text ([`AttrValue::Raw`]) except
+//! called computations and control predecessors, which become ids. Nesting of
+//! brackets is bounded by [`MAX_DEPTH`] before pest runs, so no input can
+//! overflow the stack.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+use pest::iterators::{Pair, Pairs};
+use pest::Parser;
+use smallvec::SmallVec;
+
+use crate::error::{Error, Pos, Result};
+use crate::ir::*;
+use crate::opcode::Opcode;
+
+#[derive(pest_derive::Parser)]
+#[grammar = "hlo.pest"]
+struct HloParser;
+
+/// Deepest bracket nesting (`{`, `(`, `[` outside strings) accepted.
+pub const MAX_DEPTH: usize = 128;
+
+/// Attribute keys whose value names called computations.
+pub const COMPUTATION_ATTRS: &[&str] = &[
+    "to_apply",
+    "calls",
+    "body",
+    "condition",
+    "true_computation",
+    "false_computation",
+    "branch_computations",
+    "called_computations",
+    "select",
+    "scatter",
+];
+
+/// Parses HLO text; errors name the file `<input>`.
+pub fn parse_module(text: &str) -> Result<Module> {
+    parse_module_named(text, "<input>")
+}
+
+/// Parses HLO text; errors carry `filename:line:col`.
+pub fn parse_module_named(text: &str, filename: &str) -> Result<Module> {
+    check_depth(text, filename)?;
+    let pairs = HloParser::parse(Rule::module, text).map_err(|e| pest_error(e, text, filename))?;
+    let scratch = bumpalo::Bump::new();
+    Lowerer::new(text, filename, &scratch).module(pairs)
+}
+
+// ---------------------------------------------------------------------------
+// errors
+
+/// 1-based line and column (in characters) of byte `offset`.
+pub(crate) fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let offset = offset.min(text.len());
+    let before = &text.as_bytes()[..offset];
+    let line = memchr_count(b'\n', before) + 1;
+    let line_start = before
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |p| p + 1);
+    let col = text
+        .get(line_start..offset)
+        .map_or(offset - line_start, |s| s.chars().count())
+        + 1;
+    (line, col)
+}
+
+fn memchr_count(needle: u8, hay: &[u8]) -> usize {
+    hay.iter().filter(|&&b| b == needle).count()
+}
+
+fn source_line(text: &str, offset: usize) -> String {
+    let offset = offset.min(text.len());
+    let start = text.as_bytes()[..offset]
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |p| p + 1);
+    let end = text.as_bytes()[offset..]
+        .iter()
+        .position(|&b| b == b'\n')
+        .map_or(text.len(), |p| offset + p);
+    text.get(start..end)
+        .unwrap_or("")
+        .trim_end_matches('\r')
+        .to_string()
+}
+
+/// A parse error at byte `offset` of `text`.
+pub(crate) fn error_at(
+    text: &str,
+    filename: &str,
+    offset: usize,
+    message: impl Into<String>,
+) -> Error {
+    let (line, col) = line_col(text, offset);
+    Error::Parse {
+        pos: Pos {
+            file: filename.to_string(),
+            line,
+            col,
+        },
+        message: message.into(),
+        snippet: source_line(text, offset),
+    }
+}
+
+fn describe(rule: &Rule) -> &'static str {
+    match rule {
+        Rule::EOI => "end of input",
+        Rule::name | Rule::operand_ref => "a name",
+        Rule::int | Rule::uint => "an integer",
+        Rule::string => "a string",
+        Rule::module => "an HLO module",
+        Rule::header => "`HloModule name`",
+        Rule::module_name => "a module name",
+        Rule::debug_sections => "a debug section",
+        Rule::computation => "a computation (`name {` or `ENTRY name {`)",
+        Rule::entry_kw => "`ENTRY`",
+        Rule::signature => "a computation signature `(params) -> shape`",
+        Rule::param_decl => "a parameter declaration `name: shape`",
+        Rule::instruction => "an instruction (`name = shape opcode(operands)`) or `}`",
+        Rule::root_kw => "`ROOT`",
+        Rule::parameter_call => "`parameter(N)`",
+        Rule::constant_call => "`constant(literal)`",
+        Rule::literal => "a literal",
+        Rule::generic_call => "an opcode with operands `opcode(...)`",
+        Rule::opcode => "an opcode",
+        Rule::operand => "an operand",
+        Rule::nested_inst => "a nested instruction",
+        Rule::attr => "an attribute `key=value`",
+        Rule::attr_key => "an attribute name",
+        Rule::attr_value => "an attribute value",
+        Rule::shape => "a shape (e.g. `f32[2,3]{1,0}` or a tuple `(...)`)",
+        Rule::tuple_shape => "a tuple shape",
+        Rule::array_shape => "an array shape",
+        Rule::prim_type => "an element type",
+        Rule::dim => "a dimension size",
+        Rule::layout => "a layout `{...}`",
+        Rule::m2m => "a minor-to-major list",
+        Rule::dim_levels => "`D(...)`",
+        Rule::dim_level => "a dimension level type",
+        Rule::tiles => "tiles `T(...)`",
+        Rule::tile => "a tile `(a,b)`",
+        Rule::tile_dim => "a tile dimension",
+        Rule::tail_pad => "`L(n)`",
+        Rule::index_type => "`#(type)`",
+        Rule::pointer_type => "`*(type)`",
+        Rule::elem_size => "`E(n)`",
+        Rule::split_config => "`SC(dim:indices)`",
+        Rule::mem_space => "`S(n)`",
+        Rule::phys_shape => "`P(shape)`",
+        Rule::dyn_meta => "`M(n)`",
+        _ => "valid HLO",
+    }
+}
+
+fn pest_error(e: pest::error::Error<Rule>, text: &str, filename: &str) -> Error {
+    let offset = match e.location {
+        pest::error::InputLocation::Pos(p) => p,
+        pest::error::InputLocation::Span((s, _)) => s,
+    };
+    let message = match &e.variant {
+        pest::error::ErrorVariant::ParsingError {
+            positives,
+            negatives,
+        } => {
+            let mut pos: Vec<&str> = positives.iter().map(describe).collect();
+            pos.dedup();
+            let found = found_token(text, offset);
+            if !pos.is_empty() {
+                let mut m = format!("expected {}", join_or(&pos));
+                m.push_str(&format!(", found {found}"));
+                m
+            } else if !negatives.is_empty() {
+                let neg: Vec<&str> = negatives.iter().map(describe).collect();
+                format!("unexpected {} ({found})", join_or(&neg))
+            } else {
+                format!("unexpected {found}")
+            }
+        }
+        pest::error::ErrorVariant::CustomError { message } => message.clone(),
+    };
+    error_at(text, filename, offset, message)
+}
+
+fn join_or(items: &[&str]) -> String {
+    match items {
+        [] => String::new(),
+        [a] => a.to_string(),
+        [rest @ .., last] => format!("{} or {}", rest.join(", "), last),
+    }
+}
+
+/// A short description of the text at `offset` for messages.
+fn found_token(text: &str, offset: usize) -> String {
+    let rest = text.get(offset..).unwrap_or("");
+    let tok: String = match rest.chars().next() {
+        None => return "end of input".to_string(),
+        Some(c) if c.is_ascii_alphanumeric() || c == '%' || c == '_' => rest
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '%' | '_' | '.' | '-'))
+            .take(40)
+            .collect(),
+        Some('\n') => return "end of line".to_string(),
+        Some(c) => c.to_string(),
+    };
+    format!("`{tok}`")
+}
+
+/// Rejects bracket nesting deeper than [`MAX_DEPTH`] (outside strings).
+fn check_depth(text: &str, filename: &str) -> Result<()> {
+    let bytes = text.as_bytes();
+    let mut depth = 0usize;
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'{' | b'(' | b'[' => {
+                depth += 1;
+                if depth > MAX_DEPTH {
+                    return Err(error_at(
+                        text,
+                        filename,
+                        i,
+                        format!("brackets nested deeper than {MAX_DEPTH} levels"),
+                    ));
+                }
+            }
+            b'}' | b')' | b']' => depth = depth.saturating_sub(1),
+            b'"' => {
+                // Skip the string; an unterminated one is reported by the grammar.
+                i += 1;
+                while i < bytes.len() && bytes[i] != b'"' {
+                    if bytes[i] == b'\\' {
+                        i += 1;
+                    }
+                    i += 1;
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// lowering
+
+/// FxHash: the maps below are keyed by short source slices and never iterated
+/// into output.
+#[derive(Default, Clone, Copy)]
+struct FxHasher(u64);
+
+impl Hasher for FxHasher {
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        const K: u64 = 0x517c_c1b7_2722_0a95;
+        let mut h = self.0;
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            let v = u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
+            h = (h.rotate_left(5) ^ v).wrapping_mul(K);
+        }
+        for &b in chunks.remainder() {
+            h = (h.rotate_left(5) ^ b as u64).wrapping_mul(K);
+        }
+        self.0 = h;
+    }
+    #[inline]
+    fn write_u8(&mut self, i: u8) {
+        self.0 = (self.0.rotate_left(5) ^ i as u64).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+    #[inline]
+    fn write_usize(&mut self, i: usize) {
+        self.0 = (self.0.rotate_left(5) ^ i as u64).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
+
+/// A reference by name still to be resolved: (user, operand slot or usize::MAX
+/// for a control predecessor, name, byte offset).
+struct PendingRef<'a> {
+    user: InstId,
+    slot: usize,
+    name: &'a str,
+    offset: usize,
+}
+
+struct CompRef {
+    id: CompId,
+    defined: bool,
+    /// Byte offset of the first reference (for "undefined computation" errors).
+    first_use: usize,
+}
+
+struct Lowerer<'a> {
+    text: &'a str,
+    file: &'a str,
+    m: Module,
+    shapes: FxMap<&'a str, ShapeId>,
+    comps: FxMap<&'a str, CompRef>,
+    // per computation
+    names: FxMap<&'a str, InstId>,
+    pending: Vec<PendingRef<'a>>,
+    /// Parse-time scratch for generated names (nested instructions).
+    scratch: &'a bumpalo::Bump,
+}
+
+fn strip_pct(s: &str) -> &str {
+    s.strip_prefix('%').unwrap_or(s)
+}
+
+impl<'a> Lowerer<'a> {
+    fn new(text: &'a str, file: &'a str, scratch: &'a bumpalo::Bump) -> Self {
+        Lowerer {
+            text,
+            file,
+            m: Module::new(""),
+            shapes: FxMap::default(),
+            comps: FxMap::default(),
+            names: FxMap::default(),
+            pending: Vec::new(),
+            scratch,
+        }
+    }
+
+    fn err(&self, offset: usize, msg: impl Into<String>) -> Error {
+        error_at(self.text, self.file, offset, msg)
+    }
+
+    fn module(mut self, mut pairs: Pairs<'a, Rule>) -> Result<Module> {
+        let module = pairs.next().ok_or_else(|| self.err(0, "empty input"))?;
+        let mut name: Option<&str> = None;
+        let mut entry: Option<CompId> = None;
+        let mut last: Option<CompId> = None;
+        for p in module.into_inner() {
+            match p.as_rule() {
+                Rule::header => {
+                    for h in p.into_inner() {
+                        match h.as_rule() {
+                            Rule::module_name => name = Some(h.as_str()),
+                            Rule::attr => {
+                                let a = self.raw_attr(h);
+                                self.m.attrs.push(a);
+                            }
+                            _ => {}
+                        }
+                    }
+                }
+                Rule::debug_sections => self.m.debug_sections = Some(p.as_str().trim_end().into()),
+                Rule::computation => {
+                    let start = p.as_span().start();
+                    let (id, is_entry) = self.computation(p)?;
+                    if is_entry {
+                        if entry.is_some() {
+                            return Err(self.err(start, "more than one ENTRY computation"));
+                        }
+                        entry = Some(id);
+                    }
+                    last = Some(id);
+                }
+                _ => {}
+            }
+        }
+        // Every referenced computation must be defined.
+        let mut undefined: Vec<(&str, usize)> = self
+            .comps
+            .iter()
+            .filter(|(_, c)| !c.defined)
+            .map(|(n, c)| (*n, c.first_use))
+            .collect();
+        undefined.sort_by_key(|&(_, o)| o);
+        if let Some(&(n, o)) = undefined.first() {
+            return Err(self.err(o, format!("computation %{n} is called but never defined")));
+        }
+        let entry = match entry.or(last) {
+            Some(e) => e,
+            None => return Err(self.err(self.text.len(), "module has no computations")),
+        };
+        self.m.comp_mut(entry).is_entry = true;
+        self.m.entry = entry;
+        let name = match name {
+            Some(n) => n.to_string(),
+            None => format!("module_{}", self.m.comp(entry).name),
+        };
+        self.m.name = name.into();
+        Ok(self.m)
+    }
+
+    /// Looks up or reserves a computation by name.
+    fn comp_ref(&mut self, name: &'a str, offset: usize) -> CompId {
+        if let Some(c) = self.comps.get(name) {
+            return c.id;
+        }
+        let id = self.m.reserve_computation(name);
+        self.comps.insert(
+            name,
+            CompRef {
+                id,
+                defined: false,
+                first_use: offset,
+            },
+        );
+        id
+    }
+
+    fn computation(&mut self, pair: Pair<'a, Rule>) -> Result<(CompId, bool)> {
+        let mut is_entry = false;
+        let mut id: Option<CompId> = None;
+        let mut sig_result: Option<(ShapeId, usize)> = None;
+        let mut attrs = Vec::new();
+        let mut insts = Vec::new();
+        let start = pair.as_span().start();
+        for p in pair.into_inner() {
+            match p.as_rule() {
+                Rule::entry_kw => is_entry = true,
+                Rule::name => {
+                    let name = strip_pct(p.as_str());
+                    id = Some(self.define_computation(name, p.as_span().start())?);
+                }
+                Rule::signature => {
+                    for s in p.into_inner() {
+                        if s.as_rule() == Rule::shape {
+                            let off = s.as_span().start();
+                            sig_result = Some((self.shape(s)?, off));
+                        }
+                    }
+                }
+                Rule::instruction => insts.push(p),
+                Rule::attr => attrs.push(self.raw_attr(p)),
+                _ => {}
+            }
+        }
+        let cid = id.ok_or_else(|| self.err(start, "computation without a name"))?;
+        let root = self.body(cid, insts, start)?;
+        if let Some((sig, off)) = sig_result {
+            let root_shape = self.m.inst(root).shape;
+            if !shapes_compatible(&self.m, sig, root_shape) {
+                return Err(self.err(
+                    off,
+                    format!(
+                        "computation %{} declares result shape {} but its root %{} has shape {}",
+                        self.m.comp(cid).name,
+                        crate::print::print_shape(&self.m, sig),
+                        self.m.inst(root).name,
+                        crate::print::print_shape(&self.m, root_shape)
+                    ),
+                ));
+            }
+        }
+        let c = self.m.comp_mut(cid);
+        c.is_entry = is_entry;
+        c.attrs = attrs;
+        self.m.place_computation(cid);
+        Ok((cid, is_entry))
+    }
+
+    /// Marks computation `name` defined (reserving its id if it was not
+    /// referenced before).
+    fn define_computation(&mut self, name: &'a str, off: usize) -> Result<CompId> {
+        let cid = match self.comps.get_mut(name) {
+            Some(c) if c.defined => {
+                return Err(self.err(off, format!("computation %{name} is defined twice")))
+            }
+            Some(c) => {
+                c.defined = true;
+                c.id
+            }
+            None => {
+                let cid = self.m.reserve_computation(name);
+                self.comps.insert(name, CompRef { id: cid, defined: true, first_use: off });
+                cid
+            }
+        };
+        self.m.comp_mut(cid).is_entry = false;
+        Ok(cid)
+    }
+
+    /// Lowers the instructions of computation `cid`, resolves references
+    /// among them and sets its root and parameters. Returns the root.
+    fn body(&mut self, cid: CompId, insts: Vec<Pair<'a, Rule>>, start: usize) -> Result<InstId> {
+        let saved_names = std::mem::take(&mut self.names);
+        let saved_pending = std::mem::take(&mut self.pending);
+        let r = self.body_inner(cid, insts, start);
+        self.names = saved_names;
+        self.pending = saved_pending;
+        r
+    }
+
+    fn body_inner(&mut self, cid: CompId, insts: Vec<Pair<'a, Rule>>, start: usize) -> Result<InstId> {
+        let mut root: Option<InstId> = None;
+        let mut root_marked = false;
+        let mut params: Vec<(i64, InstId, usize)> = Vec::new();
+        for p in insts {
+            let at = p.as_span().start();
+            let (iid, marked) = self.instruction(p, cid, &mut params)?;
+            if marked {
+                if root_marked {
+                    return Err(self.err(at, "more than one ROOT instruction in this computation"));
+                }
+                root_marked = true;
+                root = Some(iid);
+            } else if !root_marked {
+                root = Some(iid);
+            }
+        }
+        self.resolve_pending()?;
+        let comp_name = self.m.comp(cid).name.clone();
+        let root =
+            root.ok_or_else(|| self.err(start, format!("computation %{comp_name} has no instructions")))?;
+        // Parameters must be numbered 0..n.
+        params.sort_by_key(|&(n, _, _)| n);
+        let mut param_ids = Vec::with_capacity(params.len());
+        for (i, &(n, pid, off)) in params.iter().enumerate() {
+            if n != i as i64 {
+                let msg = if n < i as i64 {
+                    format!("parameter number {n} is used twice in computation %{comp_name}")
+                } else {
+                    format!(
+                        "parameter numbers of computation %{comp_name} must be 0..{}; {i} is missing",
+                        params.len()
+                    )
+                };
+                return Err(self.err(off, msg));
+            }
+            param_ids.push(pid);
+        }
+        let c = self.m.comp_mut(cid);
+        c.root = root;
+        c.params = param_ids;
+        Ok(root)
+    }
+
+    /// A computation written in place of an attribute value; named `_` like
+    /// XLA names it (made unique), placed before the computation using it.
+    fn inline_computation(&mut self, pair: Pair<'a, Rule>) -> Result<CompId> {
+        let start = pair.as_span().start();
+        let name = self.unique_comp_name("_");
+        let cid = self.define_computation(name, start)?;
+        let insts: Vec<Pair<'a, Rule>> = pair.into_inner().collect();
+        self.body(cid, insts, start)?;
+        self.m.place_computation(cid);
+        Ok(cid)
+    }
+
+    fn unique_comp_name(&mut self, base: &str) -> &'a str {
+        let mut name = base.to_string();
+        let mut k = 0usize;
+        while self.comps.contains_key(name.as_str()) {
+            k += 1;
+            name = format!("{base}.{k}");
+        }
+        self.scratch.alloc_str(&name)
+    }
+
+    fn resolve_pending(&mut self) -> Result<()> {
+        for i in 0..self.pending.len() {
+            let PendingRef {
+                user,
+                slot,
+                name,
+                offset,
+            } = self.pending[i];
+            let Some(&target) = self.names.get(name) else {
+                return Err(self.err(offset, format!("use of undefined instruction %{name}")));
+            };
+            let inst = self.m.inst_mut(user);
+            if slot == usize::MAX {
+                if let Some(Attr {
+                    value: AttrValue::Insts(v),
+                    ..
+                }) = inst
+                    .attrs
+                    .iter_mut()
+                    .find(|a| &*a.key == "control-predecessors")
+                {
+                    v.push(target);
+                }
+            } else if let Some(op) = inst.operands.get_mut(slot) {
+                *op = target;
+            }
+        }
+        self.pending.clear();
+        Ok(())
+    }
+
+    fn raw_attr(&self, pair: Pair<'a, Rule>) -> Attr {
+        let mut key = "";
+        let mut value = "";
+        for p in pair.into_inner() {
+            match p.as_rule() {
+                Rule::attr_key => key = p.as_str(),
+                Rule::attr_value => value = p.as_str(),
+                _ => {}
+            }
+        }
+        Attr {
+            key: key.into(),
+            value: AttrValue::Raw(value.into()),
+        }
+    }
+
+    /// An instruction attribute: called computations and control predecessors
+    /// become ids (control predecessors are resolved at the end of the
+    /// computation; the list is filled then).
+    fn inst_attr(
+        &mut self,
+        pair: Pair<'a, Rule>,
+        user: InstId,
+        pend: &mut Vec<PendingRef<'a>>,
+    ) -> Result<Attr> {
+        let mut key = "";
+        let mut value = "";
+        let mut voff = 0;
+        for p in pair.into_inner() {
+            match p.as_rule() {
+                Rule::attr_key => key = p.as_str(),
+                Rule::attr_value => {
+                    value = p.as_str();
+                    voff = p.as_span().start();
+                }
+                Rule::inline_comp => {
+                    let c = self.inline_computation(p)?;
+                    return Ok(Attr { key: key.into(), value: AttrValue::Comp(c) });
+                }
+                _ => {}
+            }
+        }
+        let v = if COMPUTATION_ATTRS.contains(&key) {
+            if let Some(inner) = value.strip_prefix('{').and_then(|v| v.strip_suffix('}')) {
+                let mut cs = SmallVec::new();
+                for (n, o) in split_names(inner, voff + 1) {
+                    cs.push(self.comp_ref(n, o));
+                }
+                AttrValue::Comps(cs)
+            } else if is_name(value) {
+                AttrValue::Comp(self.comp_ref(strip_pct(value), voff))
+            } else {
+                return Err(self.err(
+                    voff,
+                    format!("`{key}` expects a computation name like %comp, found `{value}`"),
+                ));
+            }
+        } else if key == "control-predecessors" {
+            let Some(inner) = value.strip_prefix('{').and_then(|v| v.strip_suffix('}')) else {
+                return Err(self.err(voff, "`control-predecessors` expects a list `{%a, %b}`"));
+            };
+            for (n, o) in split_names(inner, voff + 1) {
+                if !is_name(n) {
+                    return Err(self.err(o, format!("expected an instruction name, found `{n}`")));
+                }
+                pend.push(PendingRef {
+                    user,
+                    slot: usize::MAX,
+                    name: n,
+                    offset: o,
+                });
+            }
+            AttrValue::Insts(SmallVec::new())
+        } else {
+            AttrValue::Raw(value.into())
+        };
+        Ok(Attr {
+            key: key.into(),
+            value: v,
+        })
+    }
+
+    /// Lowers an `instruction` pair into computation `cid`. Returns the id and
+    /// whether it was marked `ROOT`.
+    fn instruction(
+        &mut self,
+        pair: Pair<'a, Rule>,
+        cid: CompId,
+        params: &mut Vec<(i64, InstId, usize)>,
+    ) -> Result<(InstId, bool)> {
+        let mut it = pair.into_inner();
+        let mut marked = false;
+        let mut p = it.next();
+        if let Some(r) = &p {
+            if r.as_rule() == Rule::root_kw {
+                marked = true;
+                p = it.next();
+            }
+        }
+        let name_pair = p.ok_or_else(|| self.err(0, "instruction without a name"))?;
+        let name = strip_pct(name_pair.as_str());
+        let name_off = name_pair.as_span().start();
+        let shape = match it.peek() {
+            Some(s) if s.as_rule() == Rule::shape => match it.next() {
+                Some(s) => Some(self.shape(s)?),
+                None => None,
+            },
+            _ => None,
+        };
+        let id = self.inst_rest(name, name_off, shape, it, cid, params)?;
+        Ok((id, marked))
+    }
+
+    /// Lowers the op call and attributes of an instruction named `name`
+    /// (already stripped of `%`), appends it to `cid` and registers its name.
+    fn inst_rest(
+        &mut self,
+        name: &'a str,
+        name_off: usize,
+        shape: Option<ShapeId>,
+        mut it: Pairs<'a, Rule>,
+        cid: CompId,
+        params: &mut Vec<(i64, InstId, usize)>,
+    ) -> Result<InstId> {
+        let call = it
+            .next()
+            .ok_or_else(|| self.err(name_off, "instruction without an operation"))?;
+        let call_off = call.as_span().start();
+        let mut operands: SmallVec<[InstId; 3]> = SmallVec::new();
+        let mut payload = None;
+        let mut pend: Vec<PendingRef<'a>> = Vec::new();
+        let placeholder = InstId::from_index(0);
+        let mut wrapped_op: Option<&'a str> = None;
+        let opcode = match call.as_rule() {
+            Rule::parameter_call => {
+                let n = call.into_inner().next().map_or("", |p| p.as_str());
+                payload = Some(n.into());
+                Opcode::Parameter
+            }
+            Rule::constant_call => {
+                let lit = call.into_inner().next().map_or("", |p| p.as_str()).trim();
+                payload = Some(lit.into());
+                Opcode::Constant
+            }
+            _ => {
+                let mut inner = call.into_inner();
+                let op = inner
+                    .next()
+                    .ok_or_else(|| self.err(call_off, "expected an opcode"))?;
+                let (opcode, wrapped) = self.opcode(op.as_str(), call_off)?;
+                wrapped_op = wrapped;
+                for operand in inner {
+                    let mut oi = operand.into_inner();
+                    let Some(first) = oi.next() else { continue };
+                    let (r, typed) = if first.as_rule() == Rule::shape {
+                        match oi.next() {
+                            Some(r) => (r, Some(first)),
+                            None => continue,
+                        }
+                    } else {
+                        (first, None)
+                    };
+                    if r.as_rule() == Rule::nested_inst {
+                        let nshape = match typed {
+                            Some(t) => Some(self.shape(t)?),
+                            None => None,
+                        };
+                        let nested_id = self.nested(r, nshape, cid, params)?;
+                        operands.push(nested_id);
+                        continue;
+                    }
+                    let roff = r.as_span().start();
+                    let mut ri = r.into_inner();
+                    let n = strip_pct(ri.next().map_or("", |p| p.as_str()));
+                    if ri.next().is_some() {
+                        return Err(self.err(
+                            roff,
+                            format!("tuple-element operands (`%{n}#i`) are not supported; use get-tuple-element"),
+                        ));
+                    }
+                    match self.names.get(n) {
+                        Some(&target) => operands.push(target),
+                        None => {
+                            pend.push(PendingRef {
+                                user: placeholder,
+                                slot: operands.len(),
+                                name: n,
+                                offset: roff,
+                            });
+                            operands.push(placeholder);
+                        }
+                    }
+                }
+                opcode
+            }
+        };
+        let mut attrs = Vec::new();
+        if let Some(w) = wrapped_op {
+            attrs.push(Attr { key: ASYNC_WRAPPED_OPCODE.into(), value: AttrValue::Raw(w.into()) });
+        }
+        let id = InstId::from_index(self.m.num_insts());
+        for a in it {
+            if a.as_rule() == Rule::attr {
+                attrs.push(self.inst_attr(a, id, &mut pend)?);
+            }
+        }
+        let shape = match shape {
+            Some(s) => s,
+            None => {
+                if let Some(p) = pend.iter().find(|p| p.slot != usize::MAX) {
+                    return Err(self.err(
+                        p.offset,
+                        format!(
+                            "cannot infer the shape of %{name}: operand %{} is defined later; write the shape",
+                            p.name
+                        ),
+                    ));
+                }
+                let s = self.infer_shape(opcode, &operands, &attrs).map_err(|msg| {
+                    self.err(call_off, format!("cannot infer the shape of %{name}: {msg}; write the shape"))
+                })?;
+                self.m.intern_shape(s)
+            }
+        };
+        let got = self.m.append_inst(Instruction {
+            name: name.into(),
+            opcode,
+            shape,
+            operands,
+            payload,
+            attrs,
+            parent: cid,
+        });
+        debug_assert_eq!(got, id);
+        if opcode == Opcode::Parameter {
+            let n = self
+                .m
+                .inst(id)
+                .payload
+                .as_deref()
+                .unwrap_or("")
+                .parse::<i64>();
+            match n {
+                Ok(n) => params.push((n, id, call_off)),
+                Err(_) => return Err(self.err(call_off, "parameter number out of range")),
+            }
+        }
+        if self.names.insert(name, id).is_some() {
+            return Err(self.err(
+                name_off,
+                format!("instruction name %{name} is defined twice in this computation"),
+            ));
+        }
+        for mut p in pend {
+            p.user = id;
+            self.pending.push(p);
+        }
+        Ok(id)
+    }
+
+    /// A nested instruction operand (`f32[] multiply(%a, %b)`); named like
+    /// XLA names it, `<opcode>.anon`, made unique.
+    fn nested(
+        &mut self,
+        pair: Pair<'a, Rule>,
+        shape: Option<ShapeId>,
+        cid: CompId,
+        params: &mut Vec<(i64, InstId, usize)>,
+    ) -> Result<InstId> {
+        let off = pair.as_span().start();
+        let it = pair.clone().into_inner();
+        let opname = match it.clone().next() {
+            Some(c) => match c.as_rule() {
+                Rule::parameter_call => "parameter",
+                Rule::constant_call => "constant",
+                _ => c.into_inner().next().map_or("op", |o| o.as_str()),
+            },
+            None => "op",
+        };
+        let base = format!("{opname}.anon");
+        let mut name = base.clone();
+        let mut k = 0usize;
+        while self.names.contains_key(name.as_str()) {
+            k += 1;
+            name = format!("{base}.{k}");
+        }
+        let name: &'a str = self.scratch.alloc_str(&name);
+        self.inst_rest(name, off, shape, it, cid, params)
+    }
+
+    /// The opcode named `s`: an XLA opcode, or the async shorthand
+    /// `<op>-start` / `<op>-update` / `<op>-done` for an opcode without its
+    /// own async form (`custom-call-start`), which becomes async-start /
+    /// async-update / async-done with the wrapped opcode returned beside it.
+    fn opcode(&self, s: &'a str, off: usize) -> Result<(Opcode, Option<&'a str>)> {
+        if let Some(op) = Opcode::from_name(s) {
+            return Ok((op, None));
+        }
+        for (suffix, op) in [
+            ("-start", Opcode::AsyncStart),
+            ("-update", Opcode::AsyncUpdate),
+            ("-done", Opcode::AsyncDone),
+        ] {
+            if let Some(base) = s.strip_suffix(suffix) {
+                if Opcode::from_name(base).is_some() {
+                    return Ok((op, Some(base)));
+                }
+            }
+        }
+        Err(self.err(off, format!("unknown opcode `{s}`")))
+    }
+
+    /// XLA's shape inference for an instruction written without a shape, for
+    /// the opcodes whose result follows from operands and attributes alone.
+    fn infer_shape(&self, opcode: Opcode, ops: &[InstId], attrs: &[Attr]) -> Result<Shape, String> {
+        use crate::shape_infer as si;
+        use Opcode::*;
+        let m = &self.m;
+        let raw = |k: &str| -> Option<&str> {
+            attrs.iter().find(|a| &*a.key == k).and_then(|a| match &a.value {
+                AttrValue::Raw(s) => Some(&**s),
+                _ => None,
+            })
+        };
+        let need = |k: &str| -> Result<&str, String> { raw(k).ok_or_else(|| format!("attribute `{k}` is missing")) };
+        let shape_of = |i: usize| -> Result<&Shape, String> {
+            ops.get(i).map(|&o| m.inst_shape(o)).ok_or_else(|| format!("{opcode} needs at least {} operand(s)", i + 1))
+        };
+        let array_of = |i: usize| -> Result<&ArrayShape, String> {
+            shape_of(i)?.as_array().ok_or_else(|| format!("operand {i} of {opcode} is not an array"))
+        };
+        let to_real = |a: &ArrayShape| -> ArrayShape {
+            let mut a = a.clone();
+            a.elem = match a.elem {
+                PrimType::C64 => PrimType::F32,
+                PrimType::C128 => PrimType::F64,
+                e => e,
+            };
+            a
+        };
+        let e = |r: Result<ArrayShape, si::ShapeError>| r.map(Shape::Array).map_err(|e| e.0);
+        match opcode {
+            Tuple => Ok(Shape::Tuple(ops.iter().map(|&o| m.inst(o).shape).collect())),
+            GetTupleElement => {
+                let idx: usize = need("index")?.trim().parse().map_err(|_| "index is not a tuple index".to_string())?;
+                match shape_of(0)? {
+                    Shape::Tuple(v) => v
+                        .get(idx)
+                        .map(|&s| m.shape(s).clone())
+                        .ok_or_else(|| format!("index={idx} is out of range for a tuple of {}", v.len())),
+                    _ => Err("the operand of get-tuple-element is not a tuple".into()),
+                }
+            }
+            AfterAll => Ok(Shape::Token),
+            Compare => {
+                let mut a = array_of(0)?.clone();
+                a.elem = PrimType::Pred;
+                Ok(Shape::Array(a))
+            }
+            Real | Imag => Ok(Shape::Array(to_real(array_of(0)?))),
+            Abs => Ok(Shape::Array(to_real(array_of(0)?))),
+            Select | Clamp => Ok(shape_of(1)?.clone()),
+            While | OptBarrier | AddDependency => Ok(shape_of(0)?.clone()),
+            Transpose => {
+                let perm = si::parse_int_list(need("dimensions")?).map_err(|e| e.0)?;
+                e(si::infer_transpose_shape(array_of(0)?, &perm))
+            }
+            Dot => {
+                let list = |k: &str| -> Result<si::Dims, String> {
+                    raw(k).map_or(Ok(si::Dims::new()), |t| si::parse_int_list(t).map_err(|e| e.0))
+                };
+                let d = si::DotDims {
+                    lhs_batch: list("lhs_batch_dims")?,
+                    rhs_batch: list("rhs_batch_dims")?,
+                    lhs_contracting: list("lhs_contracting_dims")?,
+                    rhs_contracting: list("rhs_contracting_dims")?,
+                };
+                e(si::infer_dot_shape(array_of(0)?, array_of(1)?, &d))
+            }
+            Pad => {
+                let p = si::parse_padding(need("padding")?).map_err(|e| e.0)?;
+                e(si::infer_pad_shape(array_of(0)?, &p))
+            }
+            Slice => {
+                let sl = si::parse_slice(need("slice")?).map_err(|e| e.0)?;
+                e(si::infer_slice_shape(array_of(0)?, &sl))
+            }
+            ReduceWindow => {
+                let w = si::parse_window(need("window")?).map_err(|e| e.0)?;
+                let n = ops.len() / 2;
+                if n == 0 {
+                    return Err("reduce-window needs operands and init values".into());
+                }
+                let mut outs = Vec::with_capacity(n);
+                for i in 0..n {
+                    let mut a = si::infer_reduce_window_shape(array_of(i)?, &w).map_err(|e| e.0)?;
+                    if let Some(init) = array_of(n + i).ok() {
+                        a.elem = init.elem;
+                    }
+                    outs.push(a);
+                }
+                if n == 1 {
+                    Ok(Shape::Array(outs.remove(0)))
+                } else {
+                    Err("variadic reduce-window shapes are not inferred".into())
+                }
+            }
+            op if op.is_elementwise() && !matches!(op, Convert | BitcastConvert | StochasticConvert) => {
+                Ok(Shape::Array(array_of(0)?.clone()))
+            }
+            _ => Err(format!("the shape of {opcode} is not inferred")),
+        }
+    }
+
+    // ---- shapes ----
+
+    fn shape(&mut self, pair: Pair<'a, Rule>) -> Result<ShapeId> {
+        let key = pair.as_str();
+        if let Some(&id) = self.shapes.get(key) {
+            return Ok(id);
+        }
+        let off = pair.as_span().start();
+        let inner = pair
+            .into_inner()
+            .next()
+            .ok_or_else(|| self.err(off, "expected a shape"))?;
+        let s = self.shape_inner(inner)?;
+        let id = self.m.intern_shape(s);
+        self.shapes.insert(key, id);
+        Ok(id)
+    }
+
+    fn shape_inner(&mut self, pair: Pair<'a, Rule>) -> Result<Shape> {
+        let off = pair.as_span().start();
+        match pair.as_rule() {
+            Rule::tuple_shape => {
+                let mut elems = SmallVec::new();
+                for p in pair.into_inner() {
+                    elems.push(self.shape(p)?);
+                }
+                Ok(Shape::Tuple(elems))
+            }
+            _ => {
+                let mut it = pair.into_inner();
+                let ty = it
+                    .next()
+                    .ok_or_else(|| self.err(off, "expected an element type"))?;
+                let elem = PrimType::from_name(ty.as_str()).ok_or_else(|| {
+                    self.err(off, format!("unknown element type `{}`", ty.as_str()))
+                })?;
+                let mut dims: SmallVec<[i64; 6]> = SmallVec::new();
+                let mut dynamic: SmallVec<[bool; 6]> = SmallVec::new();
+                let mut any_dynamic = false;
+                let mut layout = None;
+                for p in it {
+                    match p.as_rule() {
+                        Rule::dim => {
+                            let t = p.as_str();
+                            let (v, dy) = if t == "?" {
+                                (UNBOUNDED_DIM, true)
+                            } else if let Some(b) = t.strip_prefix("<=") {
+                                (self.int(b.trim(), p.as_span().start())?, true)
+                            } else {
+                                (self.int(t, p.as_span().start())?, false)
+                            };
+                            any_dynamic |= dy;
+                            dims.push(v);
+                            dynamic.push(dy);
+                        }
+                        Rule::layout => layout = Some(self.layout(p)?),
+                        _ => {}
+                    }
+                }
+                if !any_dynamic {
+                    dynamic.clear();
+                }
+                match elem {
+                    PrimType::Token => {
+                        if !dims.is_empty() {
+                            return Err(self.err(off, "a token shape has no dimensions: `token[]`"));
+                        }
+                        Ok(Shape::Token)
+                    }
+                    PrimType::Opaque => Ok(Shape::Opaque),
+                    _ => {
+                        if let Some(l) = &layout {
+                            if !l.minor_to_major.is_empty() && l.minor_to_major.len() != dims.len()
+                            {
+                                return Err(self.err(
+                                    off,
+                                    format!(
+                                        "layout has {} dimensions but the shape has rank {}",
+                                        l.minor_to_major.len(),
+                                        dims.len()
+                                    ),
+                                ));
+                            }
+                        }
+                        Ok(Shape::Array(ArrayShape {
+                            elem,
+                            dims,
+                            dynamic,
+                            layout,
+                        }))
+                    }
+                }
+            }
+        }
+    }
+
+    fn int(&self, s: &str, off: usize) -> Result<i64> {
+        s.parse::<i64>()
+            .map_err(|_| self.err(off, format!("integer `{s}` out of range")))
+    }
+
+    fn layout(&mut self, pair: Pair<'a, Rule>) -> Result<Layout> {
+        let mut l = Layout::from_minor_to_major([]);
+        for p in pair.into_inner() {
+            let off = p.as_span().start();
+            match p.as_rule() {
+                Rule::m2m => {
+                    for d in p.into_inner() {
+                        l.minor_to_major
+                            .push(self.int(d.as_str(), d.as_span().start())?);
+                    }
+                }
+                Rule::dim_levels => {
+                    for d in p.into_inner() {
+                        let s = d.as_str();
+                        let kind = match s.as_bytes().first() {
+                            Some(b'C') => DimLevelType::Compressed,
+                            Some(b'S') => DimLevelType::Singleton,
+                            Some(b'H') => DimLevelType::LooseCompressed,
+                            _ => DimLevelType::Dense,
+                        };
+                        l.dim_levels.push(DimLevel {
+                            kind,
+                            unique: !s.contains('+'),
+                            ordered: !s.contains('~'),
+                        });
+                    }
+                }
+                Rule::tiles => {
+                    for t in p.into_inner() {
+                        let mut tile = SmallVec::new();
+                        for d in t.into_inner() {
+                            let s = d.as_str();
+                            tile.push(if s == "*" {
+                                Tile::COMBINE_DIM
+                            } else {
+                                self.int(s, d.as_span().start())?
+                            });
+                        }
+                        l.tiles.push(Tile(tile));
+                    }
+                }
+                Rule::tail_pad => l.tail_padding_alignment_in_elements = self.first_int(p)?,
+                Rule::elem_size => l.element_size_in_bits = self.first_int(p)?,
+                Rule::mem_space => l.memory_space = self.first_int(p)?,
+                Rule::dyn_meta => l.dynamic_shape_metadata_prefix_bytes = self.first_int(p)?,
+                Rule::index_type | Rule::pointer_type => {
+                    let rule = p.as_rule();
+                    let t = p.into_inner().next().map_or("", |t| t.as_str());
+                    let ty = PrimType::from_name(t)
+                        .ok_or_else(|| self.err(off, format!("unknown element type `{t}`")))?;
+                    if rule == Rule::index_type {
+                        l.index_primitive_type = Some(ty);
+                    } else {
+                        l.pointer_primitive_type = Some(ty);
+                    }
+                }
+                Rule::split_config => {
+                    let mut it = p.into_inner();
+                    let dimension = match it.next() {
+                        Some(d) => self.int(d.as_str(), off)?,
+                        None => 0,
+                    };
+                    let mut split_indices = SmallVec::new();
+                    for i in it {
+                        split_indices.push(self.int(i.as_str(), off)?);
+                    }
+                    l.split_configs.push(SplitConfig {
+                        dimension,
+                        split_indices,
+                    });
+                }
+                Rule::phys_shape => {
+                    if let Some(s) = p.into_inner().next() {
+                        l.physical_shape = Some(self.shape(s)?);
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(l)
+    }
+
+    fn first_int(&self, p: Pair<'a, Rule>) -> Result<i64> {
+        let off = p.as_span().start();
+        match p.into_inner().next() {
+            Some(i) => self.int(i.as_str(), off),
+            None => Err(self.err(off, "expected an integer")),
+        }
+    }
+}
+
+fn is_name(s: &str) -> bool {
+    let s = strip_pct(s);
+    !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'))
+}
+
+/// Splits `%a, %b` (the inside of `{...}`) into names without `%`, with the
+/// byte offset of each (relative to the whole text, given the offset of the
+/// inside).
+fn split_names(inner: &str, base: usize) -> impl Iterator<Item = (&str, usize)> {
+    let mut pos = 0usize;
+    inner.split(',').filter_map(move |part| {
+        let start = pos;
+        pos += part.len() + 1;
+        let lead = part.len() - part.trim_start().len();
+        let t = part.trim();
+        if t.is_empty() {
+            None
+        } else {
+            Some((strip_pct(t), base + start + lead))
+        }
+    })
+}
+
+/// XLA's `ShapeUtil::Compatible`: equal ignoring layouts.
+fn shapes_compatible(m: &Module, a: ShapeId, b: ShapeId) -> bool {
+    if a == b {
+        return true;
+    }
+    match (m.shape(a), m.shape(b)) {
+        (Shape::Array(x), Shape::Array(y)) => {
+            x.elem == y.elem && x.dims == y.dims && x.dynamic == y.dynamic
+        }
+        (Shape::Tuple(x), Shape::Tuple(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .zip(y.iter())
+                    .all(|(&p, &q)| shapes_compatible(m, p, q))
+        }
+        (Shape::Token, Shape::Token) | (Shape::Opaque, Shape::Opaque) => true,
+        _ => false,
+    }
+}

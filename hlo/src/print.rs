@@ -1,0 +1,373 @@
+//! IR -> HLO text, in the form XLA's `HloModule::ToString()` prints:
+//! `%`-prefixed names, computation signatures with layout-free shapes,
+//! operands without shapes, attributes in source order (verbatim when the IR
+//! keeps them raw), `ROOT` on the root, `ENTRY` on the entry computation.
+//!
+//! Output is deterministic: it depends only on the IR (print order of
+//! computations, schedule order of instructions, attribute order).
+
+use std::fmt::Write as _;
+
+use crate::ir::*;
+use crate::opcode::Opcode;
+
+/// Prints a whole module.
+pub fn print_module(m: &Module) -> String {
+    let mut p = Printer::new(m);
+    p.module();
+    p.out
+}
+
+/// Prints one computation (signature and body).
+pub fn print_computation(m: &Module, c: CompId) -> String {
+    let mut p = Printer::new(m);
+    p.computation(c);
+    p.out
+}
+
+/// Prints one instruction as it appears inside its computation (without
+/// indentation or newline).
+pub fn print_instruction(m: &Module, i: InstId) -> String {
+    let mut p = Printer::new(m);
+    let is_root = m.comp(m.inst(i).parent).root == i;
+    p.instruction(i, is_root);
+    let s = p.out;
+    s.trim().to_string()
+}
+
+/// Prints a shape with its layouts, e.g. `(f32[2,3]{1,0}, s32[])`.
+pub fn print_shape(m: &Module, s: ShapeId) -> String {
+    let mut out = String::new();
+    write_shape(m, s, true, &mut out);
+    out
+}
+
+/// Prints a shape without layouts (XLA's `ShapeUtil::HumanString`), e.g. `f32[2,3]`.
+pub fn print_shape_no_layout(m: &Module, s: ShapeId) -> String {
+    let mut out = String::new();
+    write_shape(m, s, false, &mut out);
+    out
+}
+
+/// Prints a layout `{1,0:T(8,128)}`. A physical shape `P(...)` needs the
+/// module to print; use [`print_layout_in`] for layouts that have one.
+pub fn print_layout(l: &Layout) -> String {
+    let mut out = String::new();
+    write_layout(None, l, &mut out);
+    out
+}
+
+/// Prints a layout, including a physical shape `P(...)`.
+pub fn print_layout_in(m: &Module, l: &Layout) -> String {
+    let mut out = String::new();
+    write_layout(Some(m), l, &mut out);
+    out
+}
+
+fn push_int(out: &mut String, v: i64) {
+    let _ = write!(out, "{v}");
+}
+
+fn write_dims(a: &ArrayShape, out: &mut String) {
+    out.push_str(a.elem.name());
+    out.push('[');
+    for (i, &d) in a.dims.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        if a.is_dynamic_dim(i) {
+            if d == UNBOUNDED_DIM {
+                out.push('?');
+                continue;
+            }
+            out.push_str("<=");
+        }
+        push_int(out, d);
+    }
+    out.push(']');
+}
+
+fn write_shape(m: &Module, s: ShapeId, with_layout: bool, out: &mut String) {
+    match m.shape(s) {
+        Shape::Array(a) => {
+            write_dims(a, out);
+            if with_layout {
+                if let Some(l) = &a.layout {
+                    write_layout(Some(m), l, out);
+                }
+            }
+        }
+        Shape::Tuple(elems) => {
+            out.push('(');
+            for (i, &e) in elems.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                write_shape(m, e, with_layout, out);
+            }
+            out.push(')');
+        }
+        Shape::Token => out.push_str("token[]"),
+        Shape::Opaque => out.push_str("opaque[]"),
+    }
+}
+
+fn write_layout(m: Option<&Module>, l: &Layout, out: &mut String) {
+    out.push('{');
+    for (i, &d) in l.minor_to_major.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        push_int(out, d);
+    }
+    let has_extra = !l.dim_levels.is_empty()
+        || !l.tiles.is_empty()
+        || l.tail_padding_alignment_in_elements != 1
+        || l.index_primitive_type.is_some()
+        || l.pointer_primitive_type.is_some()
+        || l.element_size_in_bits != 0
+        || l.memory_space != 0
+        || !l.split_configs.is_empty()
+        || (l.physical_shape.is_some() && m.is_some())
+        || l.dynamic_shape_metadata_prefix_bytes != 0;
+    if has_extra {
+        out.push(':');
+        if !l.dim_levels.is_empty() {
+            out.push_str("D(");
+            for (i, d) in l.dim_levels.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push(match d.kind {
+                    DimLevelType::Dense => 'D',
+                    DimLevelType::Compressed => 'C',
+                    DimLevelType::Singleton => 'S',
+                    DimLevelType::LooseCompressed => 'H',
+                });
+                if !d.unique {
+                    out.push('+');
+                }
+                if !d.ordered {
+                    out.push('~');
+                }
+            }
+            out.push(')');
+        }
+        if !l.tiles.is_empty() {
+            out.push('T');
+            for t in &l.tiles {
+                out.push('(');
+                for (i, &d) in t.0.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    if d == Tile::COMBINE_DIM {
+                        out.push('*');
+                    } else {
+                        push_int(out, d);
+                    }
+                }
+                out.push(')');
+            }
+        }
+        if l.tail_padding_alignment_in_elements != 1 {
+            let _ = write!(out, "L({})", l.tail_padding_alignment_in_elements);
+        }
+        if let Some(t) = l.index_primitive_type {
+            let _ = write!(out, "#({t})");
+        }
+        if let Some(t) = l.pointer_primitive_type {
+            let _ = write!(out, "*({t})");
+        }
+        if l.element_size_in_bits != 0 {
+            let _ = write!(out, "E({})", l.element_size_in_bits);
+        }
+        if l.memory_space != 0 {
+            let _ = write!(out, "S({})", l.memory_space);
+        }
+        for sc in &l.split_configs {
+            let _ = write!(out, "SC({}:", sc.dimension);
+            for (i, &x) in sc.split_indices.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                push_int(out, x);
+            }
+            out.push(')');
+        }
+        if let (Some(ps), Some(m)) = (l.physical_shape, m) {
+            out.push_str("P(");
+            write_shape(m, ps, true, out);
+            out.push(')');
+        }
+        if l.dynamic_shape_metadata_prefix_bytes != 0 {
+            let _ = write!(out, "M({})", l.dynamic_shape_metadata_prefix_bytes);
+        }
+    }
+    out.push('}');
+}
+
+struct Printer<'m> {
+    m: &'m Module,
+    out: String,
+    /// Printed text of each shape (with layout), filled on first use.
+    shape_text: Vec<Option<Box<str>>>,
+}
+
+impl<'m> Printer<'m> {
+    fn new(m: &'m Module) -> Self {
+        Printer {
+            m,
+            out: String::with_capacity(m.num_insts() * 96 + 256),
+            shape_text: vec![None; m.num_shapes()],
+        }
+    }
+
+    fn shape(&mut self, s: ShapeId) {
+        let i = s.index();
+        if let Some(Some(t)) = self.shape_text.get(i) {
+            self.out.push_str(t);
+            return;
+        }
+        let t = print_shape(self.m, s);
+        self.out.push_str(&t);
+        if let Some(slot) = self.shape_text.get_mut(i) {
+            *slot = Some(t.into_boxed_str());
+        }
+    }
+
+    fn module(&mut self) {
+        let m = self.m;
+        self.out.push_str("HloModule ");
+        self.out.push_str(&m.name);
+        for a in &m.attrs {
+            self.out.push_str(", ");
+            self.attr(a);
+        }
+        self.out.push_str("\n\n");
+        if let Some(d) = &m.debug_sections {
+            self.out.push_str(d);
+            self.out.push_str("\n\n");
+        }
+        let n = m.num_computations();
+        for (k, c) in m.computations().enumerate() {
+            self.computation(c);
+            if k + 1 < n {
+                self.out.push('\n');
+            }
+        }
+    }
+
+    fn computation(&mut self, cid: CompId) {
+        let m = self.m;
+        let c = m.comp(cid);
+        if c.is_entry {
+            self.out.push_str("ENTRY ");
+        }
+        self.out.push('%');
+        self.out.push_str(&c.name);
+        self.out.push_str(" (");
+        for (i, &p) in c.params.iter().enumerate() {
+            if i > 0 {
+                self.out.push_str(", ");
+            }
+            let pi = m.inst(p);
+            self.out.push_str(&pi.name);
+            self.out.push_str(": ");
+            write_shape(m, pi.shape, false, &mut self.out);
+        }
+        self.out.push_str(") -> ");
+        write_shape(m, m.inst(c.root).shape, false, &mut self.out);
+        self.out.push_str(" {\n");
+        for &i in &c.order {
+            self.out.push_str("  ");
+            self.instruction(i, i == c.root);
+            self.out.push('\n');
+        }
+        self.out.push('}');
+        for a in &c.attrs {
+            self.out.push_str(", ");
+            self.attr(a);
+        }
+        self.out.push('\n');
+    }
+
+    fn instruction(&mut self, id: InstId, is_root: bool) {
+        let m = self.m;
+        let inst = m.inst(id);
+        if is_root {
+            self.out.push_str("ROOT ");
+        }
+        self.out.push('%');
+        self.out.push_str(&inst.name);
+        self.out.push_str(" = ");
+        self.shape(inst.shape);
+        self.out.push(' ');
+        match inst.attrs.first() {
+            Some(Attr { key, value: AttrValue::Raw(w) }) if &**key == ASYNC_WRAPPED_OPCODE => {
+                self.out.push_str(w);
+                self.out.push_str(match inst.opcode {
+                    Opcode::AsyncStart => "-start",
+                    Opcode::AsyncUpdate => "-update",
+                    _ => "-done",
+                });
+            }
+            _ => self.out.push_str(inst.opcode.name()),
+        }
+        self.out.push('(');
+        if let Some(p) = &inst.payload {
+            self.out.push_str(p);
+        } else {
+            for (k, &op) in inst.operands.iter().enumerate() {
+                if k > 0 {
+                    self.out.push_str(", ");
+                }
+                self.out.push('%');
+                self.out.push_str(&m.inst(op).name);
+            }
+        }
+        self.out.push(')');
+        for a in &inst.attrs {
+            if &*a.key == ASYNC_WRAPPED_OPCODE {
+                continue;
+            }
+            self.out.push_str(", ");
+            self.attr(a);
+        }
+    }
+
+    fn attr(&mut self, a: &Attr) {
+        let m = self.m;
+        self.out.push_str(&a.key);
+        self.out.push('=');
+        match &a.value {
+            AttrValue::Raw(s) => self.out.push_str(s),
+            AttrValue::Comp(c) => {
+                self.out.push('%');
+                self.out.push_str(&m.comp(*c).name);
+            }
+            AttrValue::Comps(cs) => {
+                self.out.push('{');
+                for (k, c) in cs.iter().enumerate() {
+                    if k > 0 {
+                        self.out.push_str(", ");
+                    }
+                    self.out.push('%');
+                    self.out.push_str(&m.comp(*c).name);
+                }
+                self.out.push('}');
+            }
+            AttrValue::Insts(is) => {
+                self.out.push('{');
+                for (k, i) in is.iter().enumerate() {
+                    if k > 0 {
+                        self.out.push_str(", ");
+                    }
+                    self.out.push('%');
+                    self.out.push_str(&m.inst(*i).name);
+                }
+                self.out.push('}');
+            }
+        }
+    }
+}

@@ -1,0 +1,65 @@
+//! Helpers shared by the integration tests: locating test data and the round
+//! trip property.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+/// `<repo root>/testdata`.
+pub fn testdata() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join("testdata")
+}
+
+/// `<repo root>/../shared`, when present.
+pub fn shared() -> Option<PathBuf> {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join("..")
+        .join("shared");
+    p.is_dir().then_some(p)
+}
+
+/// `.hlo` files of a folder, sorted.
+pub fn hlo_files(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|x| x == "hlo"))
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+/// Checks `parse(print(parse(x))) == parse(x)`: the reparsed module prints to
+/// the same text and has the same structure. Returns a description of the
+/// first difference.
+pub fn round_trip(text: &str, name: &str) -> Result<(), String> {
+    let m1 = hlo::parse_module_named(text, name).map_err(|e| format!("parse: {e}"))?;
+    let p1 = hlo::print_module(&m1);
+    let m2 = hlo::parse_module_named(&p1, &format!("{name} (printed)"))
+        .map_err(|e| format!("reparse: {e}"))?;
+    let p2 = hlo::print_module(&m2);
+    if p1 != p2 {
+        let line = p1
+            .lines()
+            .zip(p2.lines())
+            .position(|(a, b)| a != b)
+            .unwrap_or(0);
+        return Err(format!(
+            "printed text differs at line {}:\n  first:  {}\n  second: {}",
+            line + 1,
+            p1.lines().nth(line).unwrap_or(""),
+            p2.lines().nth(line).unwrap_or("")
+        ));
+    }
+    if m1.instruction_count() != m2.instruction_count()
+        || m1.num_computations() != m2.num_computations()
+    {
+        return Err("instruction or computation counts differ".into());
+    }
+    Ok(())
+}

@@ -1,0 +1,185 @@
+//! The verifier, specified by example.
+//!
+//! - `testdata/verify/*.hlo`: each file is a small module whose header comment
+//!   says what is wrong with it; the verifier must reject it, and the snapshot
+//!   pins the error message (which names the instruction and shows expected
+//!   and actual shapes).
+//! - `testdata/verify/valid/*.hlo`: well-formed modules that must verify.
+//! - The whole shared corpus (`<repo>/../shared`), when present: every module
+//!   XLA accepts must verify. Skipped with a message when it is absent.
+
+use std::path::{Path, PathBuf};
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn verify_text(text: &str, name: &str) -> Result<(), String> {
+    let m = hlo::parse_module_named(text, name).map_err(|e| format!("parse error: {e}"))?;
+    hlo::verify(&m).map_err(|e| e.to_string())
+}
+
+#[test]
+fn invalid_modules_are_rejected_with_a_clear_message() {
+    insta::glob!("../../testdata/verify", "*.hlo", |path| {
+        let text = std::fs::read_to_string(path).expect("read test input");
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("input");
+        let m = hlo::parse_module_named(&text, name)
+            .unwrap_or_else(|e| panic!("{name} must parse (only verification should fail): {e}"));
+        let err = hlo::verify(&m).expect_err("the verifier must reject this module");
+        insta::assert_snapshot!(err.to_string());
+    });
+}
+
+#[test]
+fn valid_testdata_modules_verify() {
+    let dir = repo_root().join("testdata/verify/valid");
+    let mut n = 0;
+    for entry in std::fs::read_dir(&dir).expect("testdata/verify/valid exists") {
+        let path = entry.expect("dir entry").path();
+        if path.extension().and_then(|e| e.to_str()) != Some("hlo") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).expect("read");
+        let name = path.display().to_string();
+        if let Err(e) = verify_text(&text, &name) {
+            panic!("{name} must verify: {e}");
+        }
+        n += 1;
+    }
+    assert!(n > 0, "no modules in {}", dir.display());
+}
+
+fn hlo_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut entries: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
+    entries.sort();
+    for p in entries {
+        if p.is_dir() {
+            hlo_files(&p, out);
+        } else if p.extension().and_then(|e| e.to_str()) == Some("hlo") {
+            out.push(p);
+        }
+    }
+}
+
+/// Modules of the valid XLA corpus that XLA's *parser* accepts but that break
+/// rules XLA's *verifier* enforces (they come from pass tests that build
+/// unverified modules). Each must be rejected, for the reason given.
+const KNOWN_INVALID: &[(&str, &str, &str)] = &[
+    // (file, instruction the error must name, what is wrong)
+    (
+        "algebraic_simplifier_test__347.hlo",
+        "%copy1",
+        "copy changes dimensions [126,16384] -> [16384,126]",
+    ),
+    (
+        "generate_hlo_test_checks_test_input__4.hlo",
+        "%call-foo.bar.baz.0",
+        "call passes f32[4] to an f32[] parameter",
+    ),
+    (
+        "generate_hlo_test_checks_test_output__4.hlo",
+        "%call-foo.bar.baz.0",
+        "call passes f32[4] to an f32[] parameter",
+    ),
+    (
+        "hlo_parser_test__380.hlo",
+        "%async-start",
+        "async-start output f32[3,2], wrapped computation returns f32[2,3]",
+    ),
+    (
+        "hlo_parser_test__382.hlo",
+        "%async-start",
+        "async-start output (), wrapped computation returns f32[3,2]",
+    ),
+    (
+        "invalid_concat__0.hlo",
+        "%cat.3",
+        "concatenate of f32[2,1] and f32[3,1] along dimension 1 (XLA's bad-input test)",
+    ),
+    (
+        "latency_hiding_scheduler_test__64.hlo",
+        "%tuple",
+        "tuple element token[] given a bf16[8] operand",
+    ),
+    (
+        "operand_upcaster__0.hlo",
+        "%result",
+        "dot without contracting dimensions is an outer product [8,8], declared [8]",
+    ),
+    (
+        "rewrite_bf16_conv_to_onednn__1.hlo",
+        "%convolution",
+        "convolution output [4,4,5,5,32], inferred [8,0,5,5,32]",
+    ),
+    (
+        "while__0.hlo",
+        "%broadcast.1",
+        "broadcast of f32[1] into f32[3] along dimension 0",
+    ),
+];
+
+/// Every module XLA accepted (the valid XLA corpus, the jax models, the
+/// TpuGraphs modules) verifies, except the [`KNOWN_INVALID`] ones, which must
+/// be rejected.
+#[test]
+fn shared_corpus_verifies() {
+    let shared = repo_root().join("../shared");
+    if !shared.is_dir() {
+        println!("skipped: {} is absent", shared.display());
+        return;
+    }
+    let mut files = Vec::new();
+    hlo_files(&shared.join("corpus/xla/valid"), &mut files);
+    hlo_files(&shared.join("corpus/jax"), &mut files);
+    hlo_files(&shared.join("data/tpugraphs"), &mut files);
+    let mut failures = Vec::new();
+    let mut unparsed = 0;
+    let mut verified = 0;
+    let mut rejected_as_expected = 0;
+    for path in &files {
+        let Ok(text) = std::fs::read_to_string(path) else {
+            continue;
+        };
+        let name = path.display().to_string();
+        let m = match hlo::parse_module_named(&text, &name) {
+            Ok(m) => m,
+            // Parsing is the round-trip tests' concern.
+            Err(_) => {
+                unparsed += 1;
+                continue;
+            }
+        };
+        let file = path.file_name().and_then(|f| f.to_str()).unwrap_or("");
+        let known = KNOWN_INVALID.iter().find(|(f, _, _)| *f == file);
+        match (hlo::verify(&m), known) {
+            (Ok(()), None) => verified += 1,
+            (Err(e), Some((_, inst, why))) => {
+                let msg = e.to_string();
+                if msg.contains(&format!("instruction {inst}:")) {
+                    rejected_as_expected += 1;
+                } else {
+                    failures.push(format!(
+                        "{name}: expected an error naming {inst} ({why}), got: {msg}"
+                    ));
+                }
+            }
+            (Err(e), None) => failures.push(format!("{name}: {e}")),
+            (Ok(()), Some((_, _, why))) => failures.push(format!("{name}: accepted, but {why}")),
+        }
+    }
+    println!(
+        "shared corpus: {} files, {verified} verified, {rejected_as_expected} known-invalid rejected, \
+         {} wrongly judged, {unparsed} not parsed",
+        files.len(),
+        failures.len()
+    );
+    assert!(
+        failures.is_empty(),
+        "wrongly judged:\n{}",
+        failures.join("\n")
+    );
+}

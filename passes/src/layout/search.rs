@@ -1,0 +1,379 @@
+//! Search over the product of the configurable nodes' candidate lists with
+//! the cost model as fitness, scoring candidates in batches.
+//!
+//! A configuration is a *genome*: one candidate index per configurable node.
+//! - exhaustive enumeration (mixed radix, node 0 most significant) when the
+//!   product space fits in the budget;
+//! - otherwise a batched neighbourhood sweep around the compiler default
+//!   (every single-node change, then their per-node best combined), which
+//!   seeds a genetic search (tournament selection, uniform crossover,
+//!   per-gene mutation, elitist replacement), as XLA's autotuner seeds its
+//!   search with the compiler default.
+//!
+//! Invariants: at most `budget` distinct configurations are scored (the
+//! default always is, even with a budget of 0); the same sizes, default,
+//! fitness and seed give the same result (ChaCha8 RNG, no hash map
+//! iteration, ties broken by `f32::total_cmp` then first-scored order).
+
+use std::collections::HashMap;
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use crate::PassError;
+
+/// Scores configurations; lower is predicted faster.
+pub trait Fitness {
+    fn score(&mut self, genomes: &[Vec<u16>]) -> Result<Vec<f32>, PassError>;
+}
+
+/// How the search ran.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Method {
+    /// Only one configuration exists.
+    Trivial,
+    Exhaustive,
+    Genetic,
+}
+
+impl Method {
+    pub fn name(self) -> &'static str {
+        match self {
+            Method::Trivial => "trivial (one configuration)",
+            Method::Exhaustive => "exhaustive",
+            Method::Genetic => "genetic (seeded with the compiler default)",
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Outcome {
+    pub best: Vec<u16>,
+    pub best_score: f32,
+    pub default_score: f32,
+    /// Distinct configurations scored.
+    pub scored: usize,
+    pub method: Method,
+    /// Size of the product space (saturating).
+    pub space: u128,
+}
+
+/// Configurations per model call.
+pub const BATCH: usize = 256;
+
+struct State<'f> {
+    fitness: &'f mut dyn Fitness,
+    cache: HashMap<Vec<u16>, f32>,
+    /// Every scored genome in scoring order (for deterministic tie breaks).
+    log: Vec<(Vec<u16>, f32)>,
+    budget: usize,
+    progress: &'f mut dyn FnMut(usize),
+}
+
+impl State<'_> {
+    fn left(&self) -> usize {
+        self.budget.saturating_sub(self.log.len())
+    }
+    /// Scores the genomes not seen yet (within the budget), in batches.
+    fn score(&mut self, genomes: Vec<Vec<u16>>) -> Result<(), PassError> {
+        let mut fresh: Vec<Vec<u16>> = Vec::new();
+        for g in genomes {
+            if fresh.len() >= self.left() {
+                break;
+            }
+            if !self.cache.contains_key(&g) && !fresh.contains(&g) {
+                fresh.push(g);
+            }
+        }
+        for chunk in fresh.chunks(BATCH) {
+            let scores = self.fitness.score(chunk)?;
+            if scores.len() != chunk.len() {
+                return Err(PassError::Failed {
+                    pass: "layout",
+                    message: format!("the cost model returned {} scores for {} configurations", scores.len(), chunk.len()),
+                });
+            }
+            for (g, s) in chunk.iter().zip(scores) {
+                let s = if s.is_nan() { f32::INFINITY } else { s };
+                self.cache.insert(g.clone(), s);
+                self.log.push((g.clone(), s));
+            }
+            (self.progress)(self.log.len());
+        }
+        Ok(())
+    }
+    fn best(&self) -> (Vec<u16>, f32) {
+        let mut best = 0;
+        for k in 1..self.log.len() {
+            if self.log[k].1.total_cmp(&self.log[best].1).is_lt() {
+                best = k;
+            }
+        }
+        self.log[best].clone()
+    }
+}
+
+/// Searches for the lowest-scoring genome. `sizes[j]` is the number of
+/// candidates of node `j`, `default[j]` the compiler default's index.
+pub fn search(
+    sizes: &[usize],
+    default: &[u16],
+    fitness: &mut dyn Fitness,
+    budget: usize,
+    seed: u64,
+    progress: &mut dyn FnMut(usize),
+) -> Result<Outcome, PassError> {
+    let space = sizes.iter().fold(1u128, |a, &s| a.saturating_mul(s.max(1) as u128));
+    let mut st = State { fitness, cache: HashMap::new(), log: Vec::new(), budget: budget.max(1), progress };
+    st.score(vec![default.to_vec()])?;
+    let default_score = st.log[0].1;
+    let method = if space <= 1 {
+        Method::Trivial
+    } else if space <= st.budget as u128 {
+        exhaustive(&mut st, sizes)?;
+        Method::Exhaustive
+    } else {
+        genetic(&mut st, sizes, default, seed)?;
+        Method::Genetic
+    };
+    let (best, best_score) = st.best();
+    Ok(Outcome { best, best_score, default_score, scored: st.log.len(), method, space })
+}
+
+fn exhaustive(st: &mut State<'_>, sizes: &[usize]) -> Result<(), PassError> {
+    let mut g = vec![0u16; sizes.len()];
+    let mut pending = Vec::with_capacity(BATCH);
+    loop {
+        pending.push(g.clone());
+        if pending.len() == BATCH {
+            st.score(std::mem::take(&mut pending))?;
+        }
+        // Next in mixed radix, last node least significant.
+        let mut j = sizes.len();
+        loop {
+            if j == 0 {
+                st.score(pending)?;
+                return Ok(());
+            }
+            j -= 1;
+            if (g[j] as usize) + 1 < sizes[j] {
+                g[j] += 1;
+                break;
+            }
+            g[j] = 0;
+        }
+    }
+}
+
+fn genetic(st: &mut State<'_>, sizes: &[usize], default: &[u16], seed: u64) -> Result<(), PassError> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let free: Vec<usize> = (0..sizes.len()).filter(|&j| sizes[j] > 1).collect();
+
+    // 1. Neighbourhood of the default: every single-node change (as far as
+    //    half the budget allows), then the per-node best changes combined.
+    let mut neighbours = Vec::new();
+    for &j in &free {
+        for c in 0..sizes[j] as u16 {
+            if c != default[j] {
+                let mut g = default.to_vec();
+                g[j] = c;
+                neighbours.push(g);
+            }
+        }
+    }
+    if neighbours.len() <= st.left() / 2 {
+        st.score(neighbours.clone())?;
+        let base = st.log[0].1;
+        let mut combined = default.to_vec();
+        let mut half = default.to_vec();
+        for &j in &free {
+            let mut best: Option<(u16, f32)> = None;
+            for c in 0..sizes[j] as u16 {
+                if c == default[j] {
+                    continue;
+                }
+                let mut g = default.to_vec();
+                g[j] = c;
+                if let Some(&s) = st.cache.get(&g) {
+                    if s < base && best.is_none_or(|(_, b)| s.total_cmp(&b).is_lt()) {
+                        best = Some((c, s));
+                    }
+                }
+            }
+            if let Some((c, _)) = best {
+                combined[j] = c;
+                if rng.gen_bool(0.5) {
+                    half[j] = c;
+                }
+            }
+        }
+        st.score(vec![combined, half])?;
+    }
+
+    // 2. Genetic search.
+    let pop_size = 64usize.min(st.budget / 4).max(8);
+    let mut pop: Vec<(Vec<u16>, f32, usize)> = Vec::new();
+    let mut init: Vec<Vec<u16>> = Vec::new();
+    for k in 0..pop_size {
+        let mut g = default.to_vec();
+        if k % 2 == 0 {
+            for _ in 0..1 + k % 4 {
+                mutate_one(&mut g, sizes, &free, &mut rng);
+            }
+        } else {
+            for &j in &free {
+                g[j] = rng.gen_range(0..sizes[j] as u16);
+            }
+        }
+        init.push(g);
+    }
+    st.score(init)?;
+    refill(&mut pop, st, pop_size);
+    let rate = 1.0 / free.len().max(1) as f64;
+    let mut stale = 0;
+    while st.left() > 0 && stale < 8 {
+        let mut children: Vec<Vec<u16>> = Vec::new();
+        let want = pop_size.min(st.left());
+        let mut tries = 0;
+        while children.len() < want && tries < want * 8 {
+            tries += 1;
+            let a = tournament(&pop, &mut rng);
+            let b = tournament(&pop, &mut rng);
+            let mut g: Vec<u16> =
+                (0..sizes.len()).map(|j| if rng.gen_bool(0.5) { pop[a].0[j] } else { pop[b].0[j] }).collect();
+            for &j in &free {
+                if rng.gen_bool(rate) {
+                    g[j] = rng.gen_range(0..sizes[j] as u16);
+                }
+            }
+            let mut extra = 0;
+            while (st.cache.contains_key(&g) || children.contains(&g)) && extra < 4 {
+                mutate_one(&mut g, sizes, &free, &mut rng);
+                extra += 1;
+            }
+            if !st.cache.contains_key(&g) && !children.contains(&g) {
+                children.push(g);
+            }
+        }
+        if children.is_empty() {
+            stale += 1;
+            continue;
+        }
+        stale = 0;
+        let before = st.log.len();
+        st.score(children)?;
+        for k in before..st.log.len() {
+            pop.push((st.log[k].0.clone(), st.log[k].1, k));
+        }
+        pop.sort_by(|x, y| x.1.total_cmp(&y.1).then(x.2.cmp(&y.2)));
+        pop.truncate(pop_size);
+    }
+    Ok(())
+}
+
+/// The population: the best `n` scored so far.
+fn refill(pop: &mut Vec<(Vec<u16>, f32, usize)>, st: &State<'_>, n: usize) {
+    pop.clear();
+    pop.extend(st.log.iter().enumerate().map(|(k, (g, s))| (g.clone(), *s, k)));
+    pop.sort_by(|x, y| x.1.total_cmp(&y.1).then(x.2.cmp(&y.2)));
+    pop.truncate(n);
+}
+
+fn tournament(pop: &[(Vec<u16>, f32, usize)], rng: &mut ChaCha8Rng) -> usize {
+    let a = rng.gen_range(0..pop.len());
+    let b = rng.gen_range(0..pop.len());
+    a.min(b) // the population is sorted best first
+}
+
+fn mutate_one(g: &mut [u16], sizes: &[usize], free: &[usize], rng: &mut ChaCha8Rng) {
+    if free.is_empty() {
+        return;
+    }
+    let j = free[rng.gen_range(0..free.len())];
+    let n = sizes[j] as u16;
+    let step = rng.gen_range(1..n);
+    g[j] = (g[j] + step) % n;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An additive fitness with a known optimum, counting calls.
+    struct Additive {
+        weights: Vec<Vec<f32>>,
+        calls: usize,
+        max_batch: usize,
+    }
+    impl Fitness for Additive {
+        fn score(&mut self, genomes: &[Vec<u16>]) -> Result<Vec<f32>, PassError> {
+            self.calls += 1;
+            self.max_batch = self.max_batch.max(genomes.len());
+            Ok(genomes.iter().map(|g| g.iter().enumerate().map(|(j, &c)| self.weights[j][c as usize]).sum()).collect())
+        }
+    }
+
+    fn additive(sizes: &[usize]) -> Additive {
+        let weights = sizes
+            .iter()
+            .enumerate()
+            .map(|(j, &n)| (0..n).map(|c| ((j * 7 + c * 13) % 11) as f32).collect())
+            .collect();
+        Additive { weights, calls: 0, max_batch: 0 }
+    }
+
+    fn optimum(f: &Additive) -> f32 {
+        f.weights.iter().map(|w| w.iter().copied().fold(f32::INFINITY, f32::min)).sum()
+    }
+
+    #[test]
+    fn small_spaces_are_searched_exhaustively() {
+        let sizes = [2, 3, 4];
+        let mut f = additive(&sizes);
+        let out = search(&sizes, &[0, 0, 0], &mut f, 100, 0, &mut |_| {}).expect("search");
+        assert_eq!(out.method, Method::Exhaustive);
+        assert_eq!(out.scored, 24);
+        assert_eq!(out.best_score, optimum(&f));
+    }
+
+    #[test]
+    fn budget_bounds_scored_configurations() {
+        let sizes = vec![8; 40];
+        let mut f = additive(&sizes);
+        let out = search(&sizes, &vec![0; 40], &mut f, 500, 1, &mut |_| {}).expect("search");
+        assert_eq!(out.method, Method::Genetic);
+        assert!(out.scored <= 500, "scored {}", out.scored);
+        assert!(f.max_batch <= BATCH);
+        assert!(out.best_score <= out.default_score);
+    }
+
+    #[test]
+    fn genetic_search_finds_the_optimum_of_an_additive_model() {
+        let sizes = vec![8; 53];
+        let mut f = additive(&sizes);
+        let out = search(&sizes, &vec![0; 53], &mut f, 10_000, 7, &mut |_| {}).expect("search");
+        assert_eq!(out.best_score, optimum(&f));
+    }
+
+    #[test]
+    fn same_seed_same_result_different_seed_may_differ() {
+        let sizes = vec![5; 30];
+        let run = |seed| {
+            let mut f = additive(&sizes);
+            // A budget too small for the sweep: pure genetic search.
+            search(&sizes, &vec![0; 30], &mut f, 100, seed, &mut |_| {}).expect("search")
+        };
+        let (a, b) = (run(3), run(3));
+        assert_eq!(a.best, b.best);
+        assert_eq!(a.scored, b.scored);
+    }
+
+    #[test]
+    fn zero_budget_still_scores_the_default() {
+        let sizes = [4, 4];
+        let mut f = additive(&sizes);
+        let out = search(&sizes, &[1, 2], &mut f, 0, 0, &mut |_| {}).expect("search");
+        assert_eq!(out.scored, 1);
+        assert_eq!(out.best, vec![1, 2]);
+    }
+}

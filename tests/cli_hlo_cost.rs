@@ -1,0 +1,523 @@
+//! The `hlo-cost` command line, end to end.
+//!
+//! Specification:
+//! - `eval --model reference` scores every configuration of every file in the
+//!   file's order, reports metrics only for files with runtimes, and its JSON
+//!   agrees with the library (`ReferenceModel`, `metrics`); the table is a
+//!   snapshot; the batch size does not change anything;
+//! - errors (missing or corrupt file, wrong task, bad model) are rendered on
+//!   stderr with exit status 1 while the other files are still evaluated;
+//!   never a panic;
+//! - `featurize` writes npz files that read back like the published ones (the
+//!   unet_3d module with its runs: the published graph structure and, for each
+//!   run, the published configuration row with the same runtime);
+//! - with `ORT_DYLIB_PATH`, `eval` runs the embedded default ONNX models.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use costmodel::metrics::RankingMetrics;
+use costmodel::npz::NpzGraphFile;
+use costmodel::reference::ReferenceModel;
+use costmodel::{CostModel, Task};
+use serde_json::Value;
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn npz(name: &str) -> PathBuf {
+    repo().join("testdata/costmodel/npz").join(name)
+}
+
+const LAYOUT: &str = "layout_xla_random_openai_v0_rnn_optimized.npz";
+const LAYOUT_TEST: &str = "layout_xla_default_test_cd708819.npz";
+const TILE: &str = "tile_xla_valid_inception_v3.npz";
+const TILE_TEST: &str = "tile_xla_test_0a8a2b24.npz";
+
+fn tmp(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli_hlo_cost");
+    std::fs::create_dir_all(&dir).expect("tmp dir");
+    dir.join(name)
+}
+
+fn hlo_cost(args: &[&str]) -> Output {
+    let out = Command::new(env!("CARGO_BIN_EXE_hlo-cost"))
+        .args(args)
+        .current_dir(repo())
+        .output()
+        .expect("run");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "hlo-cost panicked: {stderr}");
+    out
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn json(o: &Output) -> Value {
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {}", stdout(o)))
+}
+
+fn rel(name: &str) -> String {
+    format!("testdata/costmodel/npz/{name}")
+}
+
+#[test]
+fn eval_json_agrees_with_the_library() {
+    let files = [LAYOUT, LAYOUT_TEST, TILE, TILE_TEST];
+    let mut args = vec!["eval", "--model", "reference", "--json", "--predictions"];
+    let paths: Vec<String> = files.iter().map(|f| rel(f)).collect();
+    args.extend(paths.iter().map(String::as_str));
+    let out = hlo_cost(&args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc = json(&out);
+    assert_eq!(doc["model"], "reference (hand-written heuristic)");
+    assert_eq!(doc["errors"], 0);
+    let reported = doc["files"].as_array().expect("files");
+    assert_eq!(reported.len(), files.len());
+    for (name, r) in files.iter().zip(reported) {
+        let f = NpzGraphFile::open(npz(name)).expect("open");
+        assert_eq!(r["task"], f.task().name(), "{name}");
+        assert_eq!(r["num_nodes"], f.graph().num_nodes());
+        assert_eq!(r["num_configs"], f.num_configs());
+        // Predictions: the reference model's scores in the file's config order.
+        let model = ReferenceModel::new(f.task());
+        let prepared = model.prepare(f.graph()).expect("prepare");
+        let want = model
+            .score(&prepared, &f.all_configs().expect("configs"))
+            .expect("score");
+        let got: Vec<f32> = r["predictions"]
+            .as_array()
+            .expect("predictions")
+            .iter()
+            .map(|v| v.as_f64().expect("f") as f32)
+            .collect();
+        assert_eq!(got, want, "{name}");
+        // Metrics only where the file has runtimes, equal to the library's.
+        assert_eq!(r["has_runtimes"], f.has_runtimes());
+        if f.has_runtimes() {
+            let pred: Vec<f64> = want.iter().map(|&p| f64::from(p)).collect();
+            let m = RankingMetrics::compute(&pred, &f.normalized_runtimes());
+            let want = serde_json::to_value(&m).expect("json");
+            let want = want.as_object().expect("object");
+            let got = r["metrics"].as_object().expect("metrics object");
+            assert_eq!(
+                got.keys().collect::<Vec<_>>(),
+                want.keys().collect::<Vec<_>>()
+            );
+            for (k, w) in want {
+                // JSON text round trip: equal to 1e-12, nulls where undefined.
+                match (got[k].as_f64(), w.as_f64()) {
+                    (Some(g), Some(w)) => {
+                        assert!((g - w).abs() < 1e-12, "{name}: {k} = {g}, library {w}")
+                    }
+                    (g, w) => assert_eq!(g, w, "{name}: {k}"),
+                }
+            }
+        } else {
+            assert!(r["metrics"].is_null(), "{name}: metrics without runtimes");
+        }
+    }
+    // Overall: per task; the tile score is the mean over kernels with runtimes.
+    let tile = &doc["overall"]["tile"];
+    assert_eq!(tile["graphs"], 2);
+    assert_eq!(tile["graphs_with_runtimes"], 1);
+    assert_eq!(
+        tile["kaggle_tile_score"],
+        reported[2]["metrics"]["kaggle_tile_score"]
+    );
+    assert_eq!(doc["overall"]["layout"]["graphs"], 2);
+}
+
+#[test]
+fn eval_table_for_people() {
+    let paths: Vec<String> = [
+        LAYOUT,
+        LAYOUT_TEST,
+        TILE,
+        TILE_TEST,
+        "tile_xla_train_retinanet.npz",
+    ]
+    .iter()
+    .map(|f| rel(f))
+    .collect();
+    let mut args = vec!["eval", "--model", "reference"];
+    args.extend(paths.iter().map(String::as_str));
+    let out = hlo_cost(&args);
+    assert!(out.status.success());
+    insta::assert_snapshot!("eval_reference_table", stdout(&out));
+}
+
+#[test]
+fn batch_size_does_not_change_predictions() {
+    let run = |batch: &str| {
+        let out = hlo_cost(&[
+            "eval",
+            "--model",
+            "reference",
+            "--json",
+            "--predictions",
+            "--batch",
+            batch,
+            &rel(TILE_TEST),
+        ]);
+        assert!(out.status.success());
+        json(&out)["files"][0]["predictions"].clone()
+    };
+    let one = run("1");
+    assert_eq!(one.as_array().expect("array").len(), 807);
+    assert_eq!(one, run("7"));
+    assert_eq!(one, run("100000"));
+}
+
+#[test]
+fn predictions_in_the_table_are_in_config_order() {
+    let out = hlo_cost(&["eval", "--model", "reference", "--predictions", &rel(TILE)]);
+    assert!(out.status.success());
+    let text = stdout(&out);
+    let lines: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("predictions for"))
+        .skip(1)
+        .collect();
+    assert_eq!(lines.len(), 9);
+    for (i, l) in lines.iter().enumerate() {
+        assert!(l.trim_start().starts_with(&format!("{i} ")), "{l}");
+    }
+}
+
+#[test]
+fn errors_are_rendered_and_other_files_still_evaluated() {
+    let corrupt = tmp("corrupt.npz");
+    let bytes = std::fs::read(npz(TILE)).expect("fixture");
+    std::fs::write(&corrupt, &bytes[..bytes.len() / 2]).expect("write");
+    let corrupt = corrupt.display().to_string();
+    let out = hlo_cost(&[
+        "eval",
+        "--model",
+        "reference",
+        "no/such/file.npz",
+        &corrupt,
+        &rel(TILE),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("hlo-cost: error: npz no/such/file.npz: cannot open"),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("hlo-cost: error: npz {corrupt}:")),
+        "{err}"
+    );
+    let text = stdout(&out);
+    assert!(
+        text.contains("tile_xla_valid_inception_v3.npz  tile"),
+        "{text}"
+    );
+    assert_eq!(text.matches("error (see above)").count(), 2, "{text}");
+
+    // The same in JSON: one entry per file, errors included.
+    let out = hlo_cost(&[
+        "eval",
+        "--model",
+        "reference",
+        "--json",
+        "no/such/file.npz",
+        &rel(TILE),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let doc = json(&out);
+    assert_eq!(doc["errors"], 1);
+    assert!(doc["files"][0]["error"]
+        .as_str()
+        .expect("error")
+        .contains("cannot open"));
+    assert_eq!(doc["files"][1]["task"], "tile");
+}
+
+#[test]
+fn wrong_task_and_bad_model_are_errors() {
+    let out = hlo_cost(&[
+        "eval",
+        "--model",
+        "reference",
+        "--task",
+        "tile",
+        &rel(LAYOUT),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("a layout file, but --task tile"));
+
+    let bad_model = tmp("not_a_model.onnx");
+    std::fs::write(&bad_model, b"definitely not onnx").expect("write");
+    let out = hlo_cost(&[
+        "eval",
+        "--model",
+        &bad_model.display().to_string(),
+        &rel(TILE),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("hlo-cost: error:"));
+
+    // Flags are checked by clap: exit status 2.
+    assert_eq!(
+        hlo_cost(&["eval", "--batch", "0", &rel(TILE)])
+            .status
+            .code(),
+        Some(2)
+    );
+    assert_eq!(hlo_cost(&["eval"]).status.code(), Some(2));
+}
+
+#[test]
+fn featurize_unet_3d_with_its_runs_matches_the_published_npz() {
+    let dir = repo().join("testdata/tpugraphs");
+    let hlo = dir.join("layout_xla_default_valid_unet_3d.4x4.bf16.hlo");
+    let runs = dir.join("layout_xla_default_valid_unet_3d.4x4.bf16.runs.json");
+    let out_path = tmp("unet_3d.npz");
+    let out = hlo_cost(&[
+        "featurize",
+        "--task",
+        "layout",
+        &hlo.display().to_string(),
+        "--runs",
+        &runs.display().to_string(),
+        "-o",
+        &out_path.display().to_string(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout(&out).contains("layout task, 3163 nodes"),
+        "{}",
+        stdout(&out)
+    );
+    let ours = NpzGraphFile::open(&out_path).expect("ours");
+    let published = NpzGraphFile::open(dir.join("layout_xla_default_valid_unet_3d.4x4.bf16.npz"))
+        .expect("published");
+    assert_eq!(ours.task(), Task::Layout);
+    let (g, p) = (ours.graph(), published.graph());
+    assert_eq!(g.node_opcode, p.node_opcode);
+    assert_eq!(g.edge_index, p.edge_index);
+    assert_eq!(g.node_config_ids, p.node_config_ids);
+    assert_eq!(g.node_splits, p.node_splits);
+    // 112 successful runs; each run's row is a published row with the same runtime.
+    assert_eq!(ours.num_configs(), 112);
+    let (mine, theirs) = (
+        ours.all_configs().expect("ours"),
+        published.all_configs().expect("published"),
+    );
+    let row = 62 * 18;
+    for (i, &rt) in ours.runtimes().iter().enumerate() {
+        let mine_row = &mine.feat[i * row..(i + 1) * row];
+        let found = published
+            .runtimes()
+            .iter()
+            .enumerate()
+            .any(|(j, &prt)| prt == rt && &theirs.feat[j * row..(j + 1) * row] == mine_row);
+        assert!(found, "run {i} (runtime {rt}) has no equal published row");
+    }
+}
+
+#[test]
+fn featurize_tile_kernel_with_runs_and_evaluate_it() {
+    let dir = repo().join("testdata/tpugraphs/tile_kernels");
+    let out_path = tmp("kernel_00.npz");
+    let out = hlo_cost(&[
+        "featurize",
+        "--task",
+        "tile",
+        &dir.join("kernel_00.hlo").display().to_string(),
+        "--runs",
+        &dir.join("kernel_00.runs.json").display().to_string(),
+        "-o",
+        &out_path.display().to_string(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let f = NpzGraphFile::open(&out_path).expect("open");
+    assert_eq!(f.task(), Task::Tile);
+    assert_eq!(f.num_configs(), 61);
+    // Normalizer: the default run's runtime (the first run of kernel_00).
+    assert_eq!(f.runtime_normalizers().expect("normalizers")[0], 57188);
+    let c = f.configs(0..1).expect("config 0");
+    // Default run: output bounds [2, 26, 4, 2], sum 34, product 416.
+    assert_eq!(
+        &c.feat[8..16],
+        &[2.0, 26.0, 4.0, 2.0, 0.0, 0.0, 34.0, 416.0]
+    );
+    let out = hlo_cost(&[
+        "eval",
+        "--model",
+        "reference",
+        "--json",
+        &out_path.display().to_string(),
+    ]);
+    assert!(out.status.success());
+    assert!(json(&out)["files"][0]["metrics"]["kendall_tau"].is_number());
+}
+
+#[test]
+fn featurize_without_runs_writes_the_default_layout() {
+    let hlo = repo().join("testdata/tpugraphs/layout_xla_brax_es.hlo");
+    let out_path = tmp("brax_es.npz");
+    let out = hlo_cost(&[
+        "featurize",
+        "--task",
+        "layout",
+        &hlo.display().to_string(),
+        "-o",
+        &out_path.display().to_string(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let f = NpzGraphFile::open(&out_path).expect("open");
+    assert_eq!(f.graph().num_config_nodes(), 81);
+    assert_eq!(f.num_configs(), 1);
+    assert!(f
+        .all_configs()
+        .expect("configs")
+        .feat
+        .iter()
+        .all(|&v| v == -1.0));
+    assert!(!f.has_runtimes());
+}
+
+#[test]
+fn featurize_errors_are_rendered() {
+    let bad = tmp("bad.hlo");
+    std::fs::write(
+        &bad,
+        "HloModule m\n\nENTRY e {\n  ROOT x = f32[] bogus-op()\n}\n",
+    )
+    .expect("write");
+    let out = hlo_cost(&[
+        "featurize",
+        "--task",
+        "tile",
+        &bad.display().to_string(),
+        "-o",
+        &tmp("bad.npz").display().to_string(),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.starts_with("hlo-cost: error: "), "{err}");
+    let out = hlo_cost(&[
+        "featurize",
+        "--task",
+        "layout",
+        "no/such.hlo",
+        "-o",
+        &tmp("x.npz").display().to_string(),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no/such.hlo"));
+}
+
+#[test]
+fn featurized_files_load_in_numpy_like_published_ones() {
+    let Some(py) = std::env::var("HLO_OPT_PYTHON")
+        .ok()
+        .filter(|p| !p.is_empty())
+    else {
+        println!("skipped: HLO_OPT_PYTHON is not set");
+        return;
+    };
+    let dir = repo().join("testdata/tpugraphs");
+    let ours = tmp("unet_numpy.npz");
+    let out = hlo_cost(&[
+        "featurize",
+        "--task",
+        "layout",
+        &dir.join("layout_xla_default_valid_unet_3d.4x4.bf16.hlo")
+            .display()
+            .to_string(),
+        "--runs",
+        &dir.join("layout_xla_default_valid_unet_3d.4x4.bf16.runs.json")
+            .display()
+            .to_string(),
+        "-o",
+        &ours.display().to_string(),
+    ]);
+    assert!(out.status.success());
+    let script = r#"
+import sys, numpy as np
+ref, ours = np.load(sys.argv[1]), np.load(sys.argv[2])
+assert sorted(ref.files) == sorted(ours.files), (ref.files, ours.files)
+for k in ref.files:
+    a, b = ref[k], ours[k]
+    assert a.dtype == b.dtype, (k, a.dtype, b.dtype)
+    assert a.ndim == b.ndim and a.shape[1:] == b.shape[1:] or k in ("node_config_feat",), (k, a.shape, b.shape)
+assert ours["node_config_feat"].shape[1:] == ref["node_config_feat"].shape[1:]
+print("ok")
+"#;
+    let published = dir.join("layout_xla_default_valid_unet_3d.4x4.bf16.npz");
+    let run = Command::new(&py)
+        .arg("-c")
+        .arg(script)
+        .arg(&published)
+        .arg(&ours)
+        .output()
+        .expect("python");
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+}
+
+#[test]
+fn eval_with_the_default_onnx_models() {
+    if std::env::var_os("ORT_DYLIB_PATH").is_none() {
+        println!("skipped: ORT_DYLIB_PATH is not set");
+        return;
+    }
+    let paths: Vec<String> = [LAYOUT, LAYOUT_TEST, TILE, TILE_TEST]
+        .iter()
+        .map(|f| rel(f))
+        .collect();
+    let mut args = vec!["eval", "--json", "--predictions", "--threads", "1"];
+    args.extend(paths.iter().map(String::as_str));
+    let out = hlo_cost(&args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc = json(&out);
+    assert_eq!(doc["model"], "default (embedded ONNX model)");
+    for (r, name) in
+        doc["files"]
+            .as_array()
+            .expect("files")
+            .iter()
+            .zip([LAYOUT, LAYOUT_TEST, TILE, TILE_TEST])
+    {
+        let f = NpzGraphFile::open(npz(name)).expect("open");
+        let p = r["predictions"].as_array().expect("predictions");
+        assert_eq!(p.len(), f.num_configs(), "{name}");
+        assert!(
+            p.iter().all(Value::is_number),
+            "{name}: non-finite prediction"
+        );
+        assert_eq!(r["metrics"].is_null(), !f.has_runtimes(), "{name}");
+    }
+    // The inception kernel's 9 tile configs have runtimes: metrics are numbers.
+    assert!(doc["files"][2]["metrics"]["kaggle_tile_score"].is_number());
+}
