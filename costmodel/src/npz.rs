@@ -18,7 +18,7 @@
 //! means tile. Integer arrays are accepted in any integer dtype and float arrays
 //! in `f4` or `f8`, either byte order, C or Fortran order (the published
 //! `edge_index` is Fortran-ordered); other dtypes are refused. Keys not listed
-//! are ignored. `config_runtime_normalizers` is optional when reading.
+//! are ignored.
 //!
 //! Streaming: [`NpzGraphFile::open`] reads the graph arrays and the runtimes
 //! but only the *header* of the configuration array (the big one: 61 MB for the
@@ -28,6 +28,11 @@
 //! before them, never holding more than the requested rows.
 //! [`NpzGraphFile::config_batches`] walks all configurations in order while
 //! inflating the entry once.
+//!
+//! Integrity: every whole-array read (the graph, the runtimes,
+//! [`NpzGraphFile::all_configs`], a full walk of
+//! [`NpzGraphFile::config_batches`]) is checked against the zip directory's
+//! CRC-32; a partial slice cannot be (the CRC covers the whole entry).
 //!
 //! Invariants of what [`NpzGraphFile::open`] accepts (checked, an error
 //! otherwise — never a panic): every array's byte size equals its header's
@@ -217,6 +222,8 @@ struct Entry {
     /// Offset of the entry's (possibly compressed) data in the file.
     data_start: u64,
     compressed_size: u64,
+    /// The zip directory's CRC-32 of the uncompressed entry.
+    crc32: u32,
     /// Length of the npy header (magic, version, length, dict text).
     header_len: u64,
     dtype: Dtype,
@@ -289,8 +296,19 @@ impl EntryReader {
     }
 }
 
+/// Where an `.npy` entry's bytes are in the file.
+struct Located {
+    name: String,
+    method: Method,
+    data_start: u64,
+    compressed_size: u64,
+    /// Uncompressed size: npy header plus data.
+    size: u64,
+    crc32: u32,
+}
+
 /// Opens the archive's directory: the `.npy` entries with their locations.
-fn list_entries(path: &Path) -> std::result::Result<Vec<(String, Method, u64, u64, u64)>, String> {
+fn list_entries(path: &Path) -> std::result::Result<Vec<Located>, String> {
     let file = File::open(path).map_err(|e| format!("cannot open: {e}"))?;
     let file_len = file
         .metadata()
@@ -307,14 +325,15 @@ fn list_entries(path: &Path) -> std::result::Result<Vec<(String, Method, u64, u6
             continue;
         };
         let name = name.to_string();
-        let method =
-            match f.compression() {
-                zip::CompressionMethod::Stored => Method::Stored,
-                zip::CompressionMethod::Deflated => Method::Deflated,
-                m => return Err(format!(
+        let method = match f.compression() {
+            zip::CompressionMethod::Stored => Method::Stored,
+            zip::CompressionMethod::Deflated => Method::Deflated,
+            m => {
+                return Err(format!(
                     "{name}: unsupported zip compression {m:?} (numpy writes stored or deflated)"
-                )),
-            };
+                ))
+            }
+        };
         if f.encrypted() {
             return Err(format!("{name}: encrypted zip entries are not supported"));
         }
@@ -340,7 +359,14 @@ fn list_entries(path: &Path) -> std::result::Result<Vec<(String, Method, u64, u6
             }
             _ => {}
         }
-        out.push((name, method, start, csize, size));
+        out.push(Located {
+            name,
+            method,
+            data_start: start,
+            compressed_size: csize,
+            size,
+            crc32: f.crc32(),
+        });
     }
     Ok(out)
 }
@@ -465,8 +491,8 @@ pub struct ConfigBatches {
 }
 
 enum BatchSource {
-    /// C order: read rows as they come.
-    Stream(EntryReader),
+    /// C order: read rows as they come; the CRC is checked after the last row.
+    Stream(Crc<EntryReader>),
     /// Fortran order: decoded whole on the first batch, then sliced.
     Whole(Option<Vec<f32>>),
 }
@@ -482,7 +508,15 @@ impl NpzGraphFile {
         };
         let listed = list_entries(&path).map_err(err)?;
         let mut entries = Vec::with_capacity(listed.len());
-        for (name, method, data_start, compressed_size, size) in listed {
+        for Located {
+            name,
+            method,
+            data_start,
+            compressed_size,
+            size,
+            crc32,
+        } in listed
+        {
             let mut r = open_reader(&path, method, data_start, compressed_size)
                 .map_err(|e| err(format!("{name}: cannot read: {e}")))?;
             let (header_len, dtype, shape, fortran) =
@@ -492,6 +526,7 @@ impl NpzGraphFile {
                 method,
                 data_start,
                 compressed_size,
+                crc32,
                 header_len,
                 dtype,
                 shape,
@@ -599,18 +634,14 @@ impl NpzGraphFile {
                         )));
                     }
                 }
-                let splits = match find("node_splits") {
-                    None => Vec::new(),
-                    Some(e) => {
-                        if e.shape.len() > 2 {
-                            return Err(err(format!(
-                                "node_splits: shape {}, expected (1, k)",
-                                e.shape_text()
-                            )));
-                        }
-                        read_all::<i64>(&path, e).map_err(&err)?
-                    }
-                };
+                let e = require("node_splits", tname)?;
+                if e.shape.len() > 2 || (e.shape.len() == 2 && e.shape[0] != 1) {
+                    return Err(err(format!(
+                        "node_splits: shape {}, expected (1, k)",
+                        e.shape_text()
+                    )));
+                }
+                let splits: Vec<i64> = read_all(&path, e).map_err(&err)?;
                 (ids, splits)
             }
         };
@@ -636,13 +667,14 @@ impl NpzGraphFile {
         check_rank(e, &[Some(c)])
             .map_err(|m| err(format!("{m} ({} has {c} configs)", configs.name)))?;
         let runtimes: Vec<i64> = read_all(&path, e).map_err(&err)?;
-        let normalizers = match (task, find("config_runtime_normalizers")) {
-            (Task::Tile, Some(e)) => {
+        let normalizers = match task {
+            Task::Tile => {
+                let e = require("config_runtime_normalizers", tname)?;
                 check_rank(e, &[Some(c)])
                     .map_err(|m| err(format!("{m} ({} has {c} configs)", configs.name)))?;
                 Some(read_all::<i64>(&path, e).map_err(&err)?)
             }
-            _ => None,
+            Task::Layout => None,
         };
 
         let graph = Graph {
@@ -690,7 +722,7 @@ impl NpzGraphFile {
     pub fn has_runtimes(&self) -> bool {
         self.runtimes.iter().any(|&r| r != 0)
     }
-    /// Tile files: `config_runtime_normalizers`, when present.
+    /// Tile files: `config_runtime_normalizers` (`None` for layout files).
     pub fn runtime_normalizers(&self) -> Option<&[i64]> {
         self.normalizers.as_deref()
     }
@@ -741,7 +773,8 @@ impl NpzGraphFile {
         }
         let e = &self.configs;
         let count = range.end - range.start;
-        if e.fortran && e.shape.len() > 1 {
+        if (e.fortran && e.shape.len() > 1) || count == self.num_configs {
+            // The whole array (CRC-checked), sliced when Fortran-ordered.
             let all: Vec<f32> = read_all(&self.path, e).map_err(|m| self.err(m))?;
             let row = e.row_len();
             return Ok(self.batch(count, all[range.start * row..range.end * row].to_vec()));
@@ -770,9 +803,10 @@ impl NpzGraphFile {
         let source = if e.fortran && e.shape.len() > 1 {
             BatchSource::Whole(None)
         } else {
-            let mut r = open_reader(&self.path, e.method, e.data_start, e.compressed_size)
+            let r = open_reader(&self.path, e.method, e.data_start, e.compressed_size)
                 .map_err(|x| self.err(format!("{}: cannot read: {x}", e.name)))?;
-            r.skip(e.header_len)
+            let mut r = Crc::new(r);
+            r.consume(e.header_len)
                 .map_err(|x| self.err(format!("{}: {x}", e.name)))?;
             BatchSource::Stream(r)
         };
@@ -809,7 +843,12 @@ impl Iterator for ConfigBatches {
         let count = self.batch.min(total - self.next);
         let e = &self.file.configs;
         let result = match &mut self.source {
-            BatchSource::Stream(r) => read_rows::<f32>(r, e, count),
+            BatchSource::Stream(r) => read_rows::<f32>(r, e, count).and_then(|rows| {
+                if self.next + count == total {
+                    r.check(e)?;
+                }
+                Ok(rows)
+            }),
             BatchSource::Whole(all) => {
                 if all.is_none() {
                     match read_all::<f32>(&self.file.path, e) {
@@ -865,7 +904,7 @@ fn check_rank(e: &Entry, expected: &[Option<usize>]) -> std::result::Result<(), 
 
 /// Reads `count` rows from a reader positioned at a row boundary of a C-order entry.
 fn read_rows<T: Elem>(
-    r: &mut EntryReader,
+    r: &mut impl Read,
     e: &Entry,
     count: usize,
 ) -> std::result::Result<Vec<T>, String> {
@@ -894,9 +933,10 @@ fn read_rows<T: Elem>(
 /// Reads a whole array, in C order.
 fn read_all<T: Elem>(path: &Path, e: &Entry) -> std::result::Result<Vec<T>, String> {
     T::check(&e.dtype).map_err(|m| format!("{}: {m}", e.name))?;
-    let mut r = open_reader(path, e.method, e.data_start, e.compressed_size)
+    let r = open_reader(path, e.method, e.data_start, e.compressed_size)
         .map_err(|x| format!("{}: cannot read: {x}", e.name))?;
-    r.skip(e.header_len)
+    let mut r = Crc::new(r);
+    r.consume(e.header_len)
         .map_err(|x| format!("{}: {x}", e.name))?;
     let rows = if e.shape.is_empty() { 1 } else { e.shape[0] };
     let flat = Entry {
@@ -908,10 +948,61 @@ fn read_all<T: Elem>(path: &Path, e: &Entry) -> std::result::Result<Vec<T>, Stri
         ..e.clone()
     };
     let data = read_rows::<T>(&mut r, &flat, rows)?;
+    r.check(e)?;
     if e.fortran && e.shape.len() > 1 {
         Ok(fortran_to_c(&data, &e.shape))
     } else {
         Ok(data)
+    }
+}
+
+/// A reader that computes the zip CRC-32 of everything read through it, so
+/// that whole-entry reads are checked against the zip directory (deflate
+/// itself has no checksum: a corrupt stream can inflate to wrong numbers).
+struct Crc<R> {
+    inner: R,
+    hasher: crc32fast::Hasher,
+}
+
+impl<R: Read> Crc<R> {
+    fn new(inner: R) -> Self {
+        Crc {
+            inner,
+            hasher: crc32fast::Hasher::new(),
+        }
+    }
+
+    /// Reads and hashes `n` bytes (the npy header), keeping none.
+    fn consume(&mut self, n: u64) -> io::Result<()> {
+        let copied = io::copy(&mut self.by_ref().take(n), &mut io::sink())?;
+        if copied < n {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "entry ends early",
+            ));
+        }
+        Ok(())
+    }
+
+    /// After the whole entry was read: compares with the directory's CRC-32.
+    fn check(&self, e: &Entry) -> std::result::Result<(), String> {
+        let got = self.hasher.clone().finalize();
+        if got == e.crc32 {
+            Ok(())
+        } else {
+            Err(format!(
+                "{}: CRC-32 mismatch (the zip directory says {:08x}, the data hashes to {got:08x}): corrupt data",
+                e.name, e.crc32
+            ))
+        }
+    }
+}
+
+impl<R: Read> Read for Crc<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.hasher.update(&buf[..n]);
+        Ok(n)
     }
 }
 

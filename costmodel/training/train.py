@@ -116,6 +116,9 @@ def main(argv=None):
     ap.add_argument("--hidden", type=int, default=None)
     ap.add_argument("--layers", type=int, default=None)
     ap.add_argument("--attn-dim", type=int, default=None)
+    ap.add_argument("--channels", type=int, default=None, help="layout head channels K")
+    ap.add_argument("--config-expand", type=int, choices=[1, 2], default=None)
+    ap.add_argument("--weight-decay", type=float, default=1e-4)
     ap.add_argument("--cache-mb", type=float, default=2048, help="keep loaded graphs in memory up to this size")
     ap.add_argument("--eval-every", type=int, default=0)
     args = ap.parse_args(argv)
@@ -126,8 +129,10 @@ def main(argv=None):
         hp["hidden"] = args.hidden
     if args.layers:
         hp["num_layers"] = args.layers
-    if args.attn_dim is not None and task == "layout":
-        hp["attn_dim"] = args.attn_dim
+    if task == "layout":
+        for key, value in [("attn_dim", args.attn_dim), ("channels", args.channels), ("config_expand", args.config_expand)]:
+            if value is not None:
+                hp[key] = value
     steps = args.steps or (600 if task == "layout" else 300)
     batch = args.batch or (48 if task == "layout" else 64)
     khop = hp["num_layers"] if task == "layout" else None
@@ -152,7 +157,7 @@ def main(argv=None):
     consts = {k: jnp.asarray(v) for k, v in params.items() if k in frozen}
 
     sched = optax.warmup_cosine_decay_schedule(0.0, args.lr, max(steps // 20, 1), steps, args.lr * 0.05)
-    opt = optax.chain(optax.clip_by_global_norm(1.0), optax.adamw(sched, weight_decay=1e-4))
+    opt = optax.chain(optax.clip_by_global_norm(1.0), optax.adamw(sched, weight_decay=args.weight_decay))
     opt_state = opt.init(trainable)
     fwd = forward_fn(task, hp)
 
@@ -235,6 +240,7 @@ def main(argv=None):
             "lr": args.lr,
             "loss": args.loss,
             "margin": args.margin,
+            "weight_decay": args.weight_decay,
             "seed": args.seed,
             "seconds": round(time.time() - t0, 1),
             "command": "costmodel/training/train.py " + " ".join(sys.argv[1:] if argv is None else argv),

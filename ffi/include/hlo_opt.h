@@ -215,7 +215,8 @@ hlo_opt_status_t hlo_opt_list_passes(char **out);
  * `options` may be NULL (the defaults of hlo_opt_options_new). `changed_out`
  * (may be NULL) receives 1 when the module changed, else 0. `explain_out`
  * (may be NULL) receives the human-readable report of the run (what each pass
- * decided and why, the `--explain` output of the CLI), owned by the caller.
+ * decided and why: the `--explain` output of the CLI), owned by the caller;
+ * asking for it costs the passes a few extra model calls.
  *
  * The run is all-or-nothing: on failure the module is left exactly as it was.
  * Runs on the same module are serialized; runs on different modules proceed

@@ -73,3 +73,44 @@ pub(crate) fn check_out<T>(out: *mut T, argument: &str) -> Result<(), Failure> {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::ffi::CStr;
+
+    use super::*;
+    use crate::status::hlo_opt_last_error;
+
+    fn last_error() -> String {
+        // SAFETY: hlo_opt_last_error never returns NULL and the string lives
+        // until the next call on this thread.
+        unsafe { CStr::from_ptr(hlo_opt_last_error()) }
+            .to_string_lossy()
+            .into_owned()
+    }
+
+    #[test]
+    fn a_panic_becomes_the_internal_status_with_its_message() {
+        let status = guard(|| panic!("boom at the boundary"));
+        assert_eq!(status, hlo_opt_status_t::HLO_OPT_ERROR_INTERNAL);
+        assert!(
+            last_error().contains("boom at the boundary"),
+            "{}",
+            last_error()
+        );
+    }
+
+    #[test]
+    fn success_clears_the_last_error_and_failure_sets_it() {
+        guard(|| Err(Failure::null("text")));
+        assert_eq!(last_error(), "argument `text` is NULL");
+        assert_eq!(guard(|| Ok(())), hlo_opt_status_t::HLO_OPT_OK);
+        assert_eq!(last_error(), "");
+    }
+
+    #[test]
+    fn messages_with_nul_bytes_survive_as_c_strings() {
+        guard(|| Err(Failure::new(hlo_opt_status_t::HLO_OPT_ERROR_PARSE, "a\0b")));
+        assert_eq!(last_error(), "a b");
+    }
+}

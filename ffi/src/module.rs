@@ -205,3 +205,75 @@ pub unsafe extern "C" fn hlo_opt_list_passes(out: *mut *mut c_char) -> hlo_opt_s
         Ok(())
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use costmodel::CostModelError;
+    use hlo_opt_status_t as S;
+    use passes::PassError;
+
+    #[test]
+    fn each_error_kind_maps_to_its_stable_status() {
+        let cases = [
+            (
+                PassError::UnknownPass {
+                    name: "x".into(),
+                    known: "layout".into(),
+                },
+                S::HLO_OPT_ERROR_UNKNOWN_PASS,
+            ),
+            (
+                PassError::Failed {
+                    pass: "layout",
+                    message: "m".into(),
+                },
+                S::HLO_OPT_ERROR_PASS,
+            ),
+            (
+                PassError::CostModel(CostModelError::Model {
+                    path: "p".into(),
+                    message: "missing".into(),
+                }),
+                S::HLO_OPT_ERROR_MODEL,
+            ),
+            (
+                PassError::CostModel(CostModelError::Runtime("no ORT".into())),
+                S::HLO_OPT_ERROR_RUNTIME,
+            ),
+            (
+                PassError::CostModel(CostModelError::Featurize("rank 9".into())),
+                S::HLO_OPT_ERROR_PASS,
+            ),
+            (
+                PassError::Hlo(hlo::Error::Module("bad".into())),
+                S::HLO_OPT_ERROR_VERIFY,
+            ),
+        ];
+        for (error, status) in cases {
+            let f = pass_failure(&error);
+            assert_eq!(f.status, status, "{error}");
+            assert_eq!(f.message, error.to_string());
+        }
+    }
+
+    #[test]
+    fn status_values_are_stable() {
+        // The header promises these numbers; changing one breaks every caller.
+        let values = [
+            (S::HLO_OPT_OK, 0),
+            (S::HLO_OPT_ERROR_NULL_ARGUMENT, 1),
+            (S::HLO_OPT_ERROR_INVALID_ARGUMENT, 2),
+            (S::HLO_OPT_ERROR_PARSE, 3),
+            (S::HLO_OPT_ERROR_VERIFY, 4),
+            (S::HLO_OPT_ERROR_UNKNOWN_PASS, 5),
+            (S::HLO_OPT_ERROR_MODEL, 6),
+            (S::HLO_OPT_ERROR_RUNTIME, 7),
+            (S::HLO_OPT_ERROR_PASS, 8),
+            (S::HLO_OPT_ERROR_INTERNAL, 9),
+        ];
+        for (status, value) in values {
+            assert_eq!(status as i32, value, "{status:?}");
+        }
+    }
+}

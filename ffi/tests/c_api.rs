@@ -37,6 +37,11 @@ fn have(tool: &str) -> bool {
 
 /// Compiles the C test; `link` are the linker arguments naming the library.
 fn compile(out: &Path, link: &[String]) {
+    compile_source(&repo_root().join("ffi/tests/c/test_hlo_opt.c"), out, link);
+}
+
+/// Compiles one C file against `include/hlo_opt.h` (warnings are errors).
+fn compile_source(source: &Path, out: &Path, link: &[String]) {
     let root = repo_root();
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".to_string());
     let status = Command::new(&cc)
@@ -51,17 +56,14 @@ fn compile(out: &Path, link: &[String]) {
         ])
         .arg("-I")
         .arg(root.join("ffi/include"))
-        .arg(root.join("ffi/tests/c/test_hlo_opt.c"))
+        .arg(source)
         .arg("-o")
         .arg(out)
         .args(link)
         .args(["-lpthread", "-ldl", "-lm"])
         .status()
         .unwrap_or_else(|e| panic!("cannot run the C compiler `{cc}`: {e}"));
-    assert!(
-        status.success(),
-        "compiling ffi/tests/c/test_hlo_opt.c failed"
-    );
+    assert!(status.success(), "compiling {} failed", source.display());
 }
 
 /// Whether the C program should run passes (needs ONNX Runtime).
@@ -74,8 +76,9 @@ fn passes_enabled() -> bool {
 }
 
 /// Runs `program` (possibly under a wrapper such as valgrind) on the test
-/// modules; panics with its output when it fails.
-fn run_c_test(wrapper: &[&str], program: &Path) {
+/// modules with the extra environment `env`; panics with its output when it
+/// fails.
+fn run_c_test(wrapper: &[&str], program: &Path, env: &[(&str, &str)]) {
     let root = repo_root();
     let (first, rest) = match wrapper.split_first() {
         Some((w, rest)) => (
@@ -97,6 +100,7 @@ fn run_c_test(wrapper: &[&str], program: &Path) {
             "HLO_OPT_TEST_PASSES",
             if passes_enabled() { "1" } else { "0" },
         )
+        .envs(env.iter().copied())
         .output()
         .expect("run the C test program");
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -137,7 +141,7 @@ fn c_program_passes_against_the_static_library() {
     );
     let exe = build_dir().join("test_hlo_opt_static");
     compile(&exe, &[lib.display().to_string()]);
-    run_c_test(&[], &exe);
+    run_c_test(&[], &exe, &[]);
 }
 
 #[test]
@@ -157,7 +161,7 @@ fn c_program_passes_against_the_shared_library_with_lhlo_opt() {
             format!("-Wl,-rpath,{}", dir.display()),
         ],
     );
-    run_c_test(&[], &exe);
+    run_c_test(&[], &exe, &[]);
 }
 
 #[test]
@@ -182,5 +186,58 @@ fn c_program_runs_clean_under_valgrind() {
             &supp_arg,
         ],
         &exe,
+        // Valgrind runs the code ~50x slower: a smaller search, same code paths.
+        &[("HLO_OPT_TEST_BUDGET", "300")],
+    );
+}
+
+/// The C example of README.md's "C ABI" section: its first ```c block.
+fn readme_example() -> String {
+    let readme = std::fs::read_to_string(repo_root().join("README.md")).expect("read README.md");
+    let section = readme
+        .split("\n## C ABI\n")
+        .nth(1)
+        .expect("README.md has a \"## C ABI\" section");
+    let code = section
+        .split("```c\n")
+        .nth(1)
+        .expect("the C ABI section has a ```c block");
+    code.split("\n```")
+        .next()
+        .expect("the block is closed")
+        .to_string()
+}
+
+#[test]
+fn readme_c_example_compiles_links_and_optimizes_a_module() {
+    let dir = build_dir();
+    let source = dir.join("readme_example.c");
+    std::fs::write(&source, readme_example()).expect("write the README example");
+    let exe = dir.join("readme_example");
+    compile_source(
+        &source,
+        &exe,
+        &[lib_dir().join("libhlo_opt.a").display().to_string()],
+    );
+    let input = repo_root().join("testdata/ffi/mlp.pre.hlo");
+    let out = Command::new(&exe)
+        .arg(&input)
+        .output()
+        .expect("run the README example");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if !passes_enabled() {
+        // Without ONNX Runtime the run may fail, cleanly, with the reason.
+        assert!(
+            out.status.success() || stderr.starts_with("hlo-opt "),
+            "{stderr}"
+        );
+        return;
+    }
+    assert!(out.status.success(), "README example failed:\n{stderr}");
+    assert!(stdout.starts_with("HloModule jit_mlp_apply"), "{stdout}");
+    assert!(
+        stderr.starts_with("layout"),
+        "the report goes to stderr: {stderr}"
     );
 }

@@ -11,6 +11,11 @@
 //! Everything that came from input is validated here; code downstream of a
 //! successful parse may index arenas without re-checking.
 
+// pest is used without its `std` feature (which forces a stack probe on every
+// rule call); the generated parser then refers to `alloc`. Nesting depth is
+// bounded by our own guard (`parse::MAX_DEPTH`).
+extern crate alloc;
+
 pub mod attrs;
 pub mod error;
 pub mod ir;

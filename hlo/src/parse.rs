@@ -56,7 +56,7 @@ pub fn parse_module(text: &str) -> Result<Module> {
 /// Parses HLO text; errors carry `filename:line:col`.
 pub fn parse_module_named(text: &str, filename: &str) -> Result<Module> {
     check_depth(text, filename)?;
-    let pairs = HloParser::parse(Rule::module, text).map_err(|e| pest_error(e, text, filename))?;
+    let pairs = HloParser::parse(Rule::module, text).map_err(|e| pest_error(e, text, filename, 0))?;
     let scratch = bumpalo::Bump::new();
     Lowerer::new(text, filename, &scratch).module(pairs)
 }
@@ -145,7 +145,7 @@ fn describe(rule: &Rule) -> &'static str {
         Rule::attr => "an attribute `key=value`",
         Rule::attr_key => "an attribute name",
         Rule::attr_value => "an attribute value",
-        Rule::shape => "a shape (e.g. `f32[2,3]{1,0}` or a tuple `(...)`)",
+        Rule::shape | Rule::elem_shape => "a shape (e.g. `f32[2,3]{1,0}` or a tuple `(...)`)",
         Rule::tuple_shape => "a tuple shape",
         Rule::array_shape => "an array shape",
         Rule::prim_type => "an element type",
@@ -169,11 +169,14 @@ fn describe(rule: &Rule) -> &'static str {
     }
 }
 
-fn pest_error(e: pest::error::Error<Rule>, text: &str, filename: &str) -> Error {
-    let offset = match e.location {
-        pest::error::InputLocation::Pos(p) => p,
-        pest::error::InputLocation::Span((s, _)) => s,
-    };
+/// Converts a pest error into ours; `base` is the byte offset in `text` of
+/// the input pest parsed (non-zero when a shape is re-parsed from a slice).
+fn pest_error(e: pest::error::Error<Rule>, text: &str, filename: &str, base: usize) -> Error {
+    let offset = base
+        + match e.location {
+            pest::error::InputLocation::Pos(p) => p,
+            pest::error::InputLocation::Span((s, _)) => s,
+        };
     let message = match &e.variant {
         pest::error::ErrorVariant::ParsingError {
             positives,
@@ -804,10 +807,12 @@ impl<'a> Lowerer<'a> {
         if let Some(w) = wrapped_op {
             attrs.push(Attr { key: ASYNC_WRAPPED_OPCODE.into(), value: AttrValue::Raw(w.into()) });
         }
-        let id = InstId::from_index(self.m.num_insts());
+        // Inline computations in the attributes add instructions; the id is
+        // known only once they are lowered (pending references get it below).
+        let placeholder_user = InstId::from_index(0);
         for a in it {
             if a.as_rule() == Rule::attr {
-                attrs.push(self.inst_attr(a, id, &mut pend)?);
+                attrs.push(self.inst_attr(a, placeholder_user, &mut pend)?);
             }
         }
         let shape = match shape {
@@ -828,7 +833,7 @@ impl<'a> Lowerer<'a> {
                 self.m.intern_shape(s)
             }
         };
-        let got = self.m.append_inst(Instruction {
+        let id = self.m.append_inst(Instruction {
             name: name.into(),
             opcode,
             shape,
@@ -837,7 +842,6 @@ impl<'a> Lowerer<'a> {
             attrs,
             parent: cid,
         });
-        debug_assert_eq!(got, id);
         if opcode == Opcode::Parameter {
             let n = self
                 .m
@@ -969,7 +973,25 @@ impl<'a> Lowerer<'a> {
             While | OptBarrier | AddDependency => Ok(shape_of(0)?.clone()),
             Transpose => {
                 let perm = si::parse_int_list(need("dimensions")?).map_err(|e| e.0)?;
-                e(si::infer_transpose_shape(array_of(0)?, &perm))
+                let operand = array_of(0)?;
+                let mut out = si::infer_transpose_shape(operand, &perm).map_err(|e| e.0)?;
+                // Like XLA, the result is a bitcast of the operand: its layout is
+                // the operand's (default if none) with dimensions renumbered.
+                let mut inverse = vec![0i64; perm.len()];
+                for (i, &p) in perm.iter().enumerate() {
+                    if let Some(slot) = usize::try_from(p).ok().and_then(|p| inverse.get_mut(p)) {
+                        *slot = i as i64;
+                    }
+                }
+                let src = operand.layout.clone().unwrap_or_else(|| Layout::default_for_rank(operand.rank()));
+                let mut l = src;
+                l.minor_to_major = l
+                    .minor_to_major
+                    .iter()
+                    .map(|&d| usize::try_from(d).ok().and_then(|d| inverse.get(d)).copied().unwrap_or(d))
+                    .collect();
+                out.layout = Some(l);
+                Ok(Shape::Array(out))
             }
             Dot => {
                 let list = |k: &str| -> Result<si::Dims, String> {
@@ -1020,15 +1042,27 @@ impl<'a> Lowerer<'a> {
 
     // ---- shapes ----
 
+    /// Byte offset of a pair in the module text. Also right for pairs of a
+    /// shape re-parsed from a slice of the text (see [`Lowerer::shape`]).
+    fn pos(&self, p: &Pair<'a, Rule>) -> usize {
+        (p.as_str().as_ptr() as usize).wrapping_sub(self.text.as_ptr() as usize).min(self.text.len())
+    }
+
+    /// Lowers a `shape` pair. The grammar matches shapes atomically (no inner
+    /// tokens, which keeps the hot path lean); the structure of a shape not
+    /// seen before is re-parsed from its text with `shape_full`. Identical
+    /// shape text maps to the interned id directly.
     fn shape(&mut self, pair: Pair<'a, Rule>) -> Result<ShapeId> {
         let key = pair.as_str();
         if let Some(&id) = self.shapes.get(key) {
             return Ok(id);
         }
-        let off = pair.as_span().start();
-        let inner = pair
-            .into_inner()
+        let off = self.pos(&pair);
+        let mut pairs = HloParser::parse(Rule::shape_full, key)
+            .map_err(|e| pest_error(e, self.text, self.file, off))?;
+        let inner = pairs
             .next()
+            .and_then(|full| full.into_inner().next())
             .ok_or_else(|| self.err(off, "expected a shape"))?;
         let s = self.shape_inner(inner)?;
         let id = self.m.intern_shape(s);
@@ -1037,8 +1071,9 @@ impl<'a> Lowerer<'a> {
     }
 
     fn shape_inner(&mut self, pair: Pair<'a, Rule>) -> Result<Shape> {
-        let off = pair.as_span().start();
+        let off = self.pos(&pair);
         match pair.as_rule() {
+            Rule::buffer_shape => Err(self.err(off, "buffer shapes `b(...)` are not supported yet")),
             Rule::tuple_shape => {
                 let mut elems = SmallVec::new();
                 for p in pair.into_inner() {
@@ -1065,9 +1100,9 @@ impl<'a> Lowerer<'a> {
                             let (v, dy) = if t == "?" {
                                 (UNBOUNDED_DIM, true)
                             } else if let Some(b) = t.strip_prefix("<=") {
-                                (self.int(b.trim(), p.as_span().start())?, true)
+                                (self.int(b.trim(), self.pos(&p))?, true)
                             } else {
-                                (self.int(t, p.as_span().start())?, false)
+                                (self.int(t, self.pos(&p))?, false)
                             };
                             any_dynamic |= dy;
                             dims.push(v);
@@ -1122,12 +1157,12 @@ impl<'a> Lowerer<'a> {
     fn layout(&mut self, pair: Pair<'a, Rule>) -> Result<Layout> {
         let mut l = Layout::from_minor_to_major([]);
         for p in pair.into_inner() {
-            let off = p.as_span().start();
+            let off = self.pos(&p);
             match p.as_rule() {
                 Rule::m2m => {
                     for d in p.into_inner() {
                         l.minor_to_major
-                            .push(self.int(d.as_str(), d.as_span().start())?);
+                            .push(self.int(d.as_str(), self.pos(&d))?);
                     }
                 }
                 Rule::dim_levels => {
@@ -1154,7 +1189,7 @@ impl<'a> Lowerer<'a> {
                             tile.push(if s == "*" {
                                 Tile::COMBINE_DIM
                             } else {
-                                self.int(s, d.as_span().start())?
+                                self.int(s, self.pos(&d))?
                             });
                         }
                         l.tiles.push(Tile(tile));
@@ -1202,7 +1237,7 @@ impl<'a> Lowerer<'a> {
     }
 
     fn first_int(&self, p: Pair<'a, Rule>) -> Result<i64> {
-        let off = p.as_span().start();
+        let off = self.pos(&p);
         match p.into_inner().next() {
             Some(i) => self.int(i.as_str(), off),
             None => Err(self.err(off, "expected an integer")),
@@ -1253,4 +1288,11 @@ fn shapes_compatible(m: &Module, a: ShapeId, b: ShapeId) -> bool {
         (Shape::Token, Shape::Token) | (Shape::Opaque, Shape::Opaque) => true,
         _ => false,
     }
+}
+
+/// Runs only the grammar (no lowering) and returns the number of tokens; for
+/// profiling the parser (`examples/parse_speed`).
+#[doc(hidden)]
+pub fn grammar_only(text: &str) -> usize {
+    HloParser::parse(Rule::module, text).map_or(0, |p| p.flatten().count())
 }

@@ -601,15 +601,15 @@ pub fn infer_conv_shape(
     let kernel_input_features = at(rhs, d.kernel_input_feature);
     let kernel_output_features = at(rhs, d.kernel_output_feature);
     let unb = |x: i64| x == UNBOUNDED_DIM;
-    if !unb(input_features) && !unb(kernel_input_features) {
-        if input_features % feature_group_count != 0
-            || input_features / feature_group_count != kernel_input_features
-        {
-            return err(format!(
-                "input feature dimension (size {input_features}) must equal kernel input feature dimension \
-                 (size {kernel_input_features}) times feature_group_count={feature_group_count}"
-            ));
-        }
+    if !unb(input_features)
+        && !unb(kernel_input_features)
+        && (input_features % feature_group_count != 0
+            || input_features / feature_group_count != kernel_input_features)
+    {
+        return err(format!(
+            "input feature dimension (size {input_features}) must equal kernel input feature dimension \
+             (size {kernel_input_features}) times feature_group_count={feature_group_count}"
+        ));
     }
     if !unb(kernel_output_features) {
         if kernel_output_features % feature_group_count != 0 {
@@ -711,7 +711,8 @@ pub fn infer_slice_shape(operand: &ArrayShape, slice: &[SliceDim]) -> Result<Arr
                 fmt_array(operand)
             ));
         }
-        dims.push((s.limit - s.start + s.stride - 1) / s.stride);
+        let len = s.limit - s.start;
+        dims.push(len / s.stride + i64::from(len % s.stride != 0));
     }
     let dynamic = (0..operand.rank())
         .map(|d| operand.is_dynamic_dim(d))
@@ -816,6 +817,127 @@ pub fn infer_pad_shape(operand: &ArrayShape, padding: &[PadDim]) -> Result<Array
     let dynamic = (0..operand.rank())
         .map(|d| operand.is_dynamic_dim(d))
         .collect();
+    Ok(array(operand.elem, dims, dynamic))
+}
+
+// ---------------------------------------------------------------------------
+// Gather
+// ---------------------------------------------------------------------------
+
+/// The dimension numbers and slice sizes of a `gather`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GatherDims {
+    pub offset_dims: Dims,
+    pub collapsed_slice_dims: Dims,
+    pub start_index_map: Dims,
+    pub operand_batching_dims: Dims,
+    pub start_indices_batching_dims: Dims,
+    pub index_vector_dim: i64,
+    pub slice_sizes: Dims,
+}
+
+/// `gather(operand, indices)`: the output has the indices' batch dimensions
+/// (all but `index_vector_dim`, in order) and, at the positions `offset_dims`,
+/// the slice sizes of the operand dimensions that are neither collapsed nor
+/// batching dimensions.
+pub fn infer_gather_shape(
+    operand: &ArrayShape,
+    indices: &ArrayShape,
+    g: &GatherDims,
+) -> Result<ArrayShape> {
+    let rank = operand.rank();
+    if g.slice_sizes.len() != rank {
+        return err(format!(
+            "slice_sizes={} has length {}, but the operand {} has rank {rank}",
+            fmt_list(&g.slice_sizes),
+            g.slice_sizes.len(),
+            fmt_array(operand)
+        ));
+    }
+    for (i, (&s, &d)) in g.slice_sizes.iter().zip(&operand.dims).enumerate() {
+        if s < 0 || (d != UNBOUNDED_DIM && s > d) {
+            return err(format!(
+                "slice_sizes={}: size {s} of dimension {i} does not fit in the operand {}",
+                fmt_list(&g.slice_sizes),
+                fmt_array(operand)
+            ));
+        }
+    }
+    check_dim_numbers("collapsed_slice_dims=", &g.collapsed_slice_dims, rank)?;
+    check_dim_numbers("operand_batching_dims=", &g.operand_batching_dims, rank)?;
+    check_dim_numbers("start_index_map=", &g.start_index_map, rank)?;
+    for &c in g
+        .collapsed_slice_dims
+        .iter()
+        .chain(&g.operand_batching_dims)
+    {
+        if g.slice_sizes[c as usize] > 1 {
+            return err(format!(
+                "operand dimension {c} is collapsed or a batching dimension, so its slice size must be at most 1, \
+                 but slice_sizes={}",
+                fmt_list(&g.slice_sizes)
+            ));
+        }
+    }
+    // Indices with `index_vector_dim == rank` have an implicit trailing 1.
+    let ivd = g.index_vector_dim;
+    if ivd < 0 || ivd as u64 > indices.rank() as u64 {
+        return err(format!(
+            "index_vector_dim={ivd} is out of range for the indices {}",
+            fmt_array(indices)
+        ));
+    }
+    let ivd = ivd as usize;
+    let index_vector_len = if ivd == indices.rank() {
+        1
+    } else {
+        indices.dims[ivd]
+    };
+    if !dim_matches(index_vector_len, g.start_index_map.len() as i64) {
+        return err(format!(
+            "start_index_map={} has length {}, but the index vectors of {} (dimension {ivd}) have length {index_vector_len}",
+            fmt_list(&g.start_index_map),
+            g.start_index_map.len(),
+            fmt_array(indices)
+        ));
+    }
+    let batch: Vec<usize> = (0..indices.rank()).filter(|&d| d != ivd).collect();
+    let offsets: Vec<usize> = (0..rank)
+        .filter(|&d| {
+            !g.collapsed_slice_dims.contains(&(d as i64))
+                && !g.operand_batching_dims.contains(&(d as i64))
+        })
+        .collect();
+    if offsets.len() != g.offset_dims.len() {
+        return err(format!(
+            "offset_dims={} has length {}, but {} operand dimensions are neither collapsed nor batching",
+            fmt_list(&g.offset_dims),
+            g.offset_dims.len(),
+            offsets.len()
+        ));
+    }
+    let out_rank = batch.len() + offsets.len();
+    check_dim_numbers("offset_dims=", &g.offset_dims, out_rank)?;
+    if g.offset_dims.windows(2).any(|w| w[0] >= w[1]) {
+        return err(format!(
+            "offset_dims={} must be in ascending order",
+            fmt_list(&g.offset_dims)
+        ));
+    }
+    let mut dims = Dims::new();
+    let mut dynamic = SmallVec::new();
+    let mut next_batch = batch.iter();
+    for o in 0..out_rank as i64 {
+        // The k-th offset dimension of the output is the k-th operand
+        // dimension that is neither collapsed nor batching.
+        if let Some(k) = g.offset_dims.iter().position(|&x| x == o) {
+            dims.push(g.slice_sizes[offsets[k]]);
+            dynamic.push(false);
+        } else if let Some(&b) = next_batch.next() {
+            dims.push(indices.dims[b]);
+            dynamic.push(indices.is_dynamic_dim(b));
+        }
+    }
     Ok(array(operand.elem, dims, dynamic))
 }
 
@@ -971,6 +1093,7 @@ pub fn parse_padding(text: &str) -> Result<Vec<PadDim>> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
@@ -1097,6 +1220,44 @@ mod tests {
     }
 
     #[test]
+    fn gather_output_interleaves_batch_and_offset_dims() {
+        // Embedding lookup: operand [100,64], indices [8,5] with an implicit
+        // index vector, one row per index: output [8,5,64].
+        let g = GatherDims {
+            offset_dims: [2].into_iter().collect(),
+            collapsed_slice_dims: [0].into_iter().collect(),
+            start_index_map: [0].into_iter().collect(),
+            index_vector_dim: 2,
+            slice_sizes: [1, 64].into_iter().collect(),
+            ..Default::default()
+        };
+        let idx = arr(PrimType::S32, &[8, 5]);
+        assert_eq!(
+            dims_of(infer_gather_shape(&f32s(&[100, 64]), &idx, &g)),
+            [8, 5, 64]
+        );
+        // The same with the offset dimension first: [64,8,5].
+        let first = GatherDims {
+            offset_dims: [0].into_iter().collect(),
+            ..g.clone()
+        };
+        assert_eq!(
+            dims_of(infer_gather_shape(&f32s(&[100, 64]), &idx, &first)),
+            [64, 8, 5]
+        );
+        let too_big = GatherDims {
+            slice_sizes: [1, 65].into_iter().collect(),
+            ..g.clone()
+        };
+        assert!(infer_gather_shape(&f32s(&[100, 64]), &idx, &too_big).is_err());
+        let uncollapsed = GatherDims {
+            slice_sizes: [2, 64].into_iter().collect(),
+            ..g
+        };
+        assert!(infer_gather_shape(&f32s(&[100, 64]), &idx, &uncollapsed).is_err());
+    }
+
+    #[test]
     fn dim_labels_with_unknown_dims_are_incomplete() {
         let d = ConvDims::parse("?b01f_0?1io->b01?f").unwrap();
         assert!(!d.is_complete());
@@ -1196,12 +1357,17 @@ mod tests {
     fn no_overflow_panics() {
         let huge = f32s(&[i64::MAX, 2]);
         assert!(infer_pad_shape(&huge, &parse_padding("0_0_2x0_0").unwrap()).is_err());
-        let w = vec![WindowDim {
+        let w = WindowDim {
             size: i64::MAX,
             rhs_dilation: 3,
             ..Default::default()
-        }];
-        assert!(window_output_dim(5, &w[0]).is_err());
+        };
+        assert!(window_output_dim(5, &w).is_err());
+        let everything = parse_slice("{[0:9223372036854775807:9223372036854775807]}").unwrap();
+        assert_eq!(
+            dims_of(infer_slice_shape(&f32s(&[i64::MAX]), &everything)),
+            [1]
+        );
         assert!(infer_concat_shape(&[&huge, &huge], 0).is_err());
     }
 }

@@ -5,27 +5,34 @@
 //! 1. module structure: the entry computation is placed and is the only one
 //!    marked `ENTRY`; every called computation is placed in the module;
 //! 2. per computation: every scheduled instruction indexes the arena, belongs
-//!    to the computation and is scheduled once; operands and control
-//!    predecessors live in the same computation and operands come earlier in
-//!    the schedule; the root is one of the computation's instructions;
-//!    parameters are numbered `0..n` without gaps or repeats and
-//!    [`Computation::params`] lists them by number;
-//! 3. per instruction: every array shape (also inside tuples) has a layout
-//!    whose `minor_to_major` is a permutation of its dimensions; then the
-//!    operand count, operand shapes and output shape of the ops this module
-//!    knows (elementwise ops incl. compare/select/clamp/convert, broadcast,
-//!    reshape, transpose, dot, convolution, reduce, reduce-window, slice,
-//!    dynamic-slice, concatenate, pad, tuple, get-tuple-element, sort, map,
-//!    iota, ...), and the signatures of called computations (`to_apply`,
-//!    `calls`, `body`/`condition`, `branch_computations`, ...).
+//!    to the computation and is scheduled once; the root is one of the
+//!    computation's instructions; parameters are numbered `0..n` without gaps
+//!    or repeats and [`Computation::params`](crate::ir::Computation::params) lists them by number;
+//! 3. per instruction: operands and control predecessors live in the same
+//!    computation and operands come earlier in the schedule; every array
+//!    shape (also inside tuples) has a layout whose `minor_to_major` is a
+//!    permutation of its dimensions; then the operand count, operand shapes
+//!    and output shape of the ops this module knows (elementwise ops incl.
+//!    compare/select/clamp/convert/bitcast-convert, broadcast, reshape,
+//!    transpose, reverse, iota, dot, convolution, reduce, reduce-window,
+//!    select-and-scatter, slice, dynamic-slice, dynamic-update-slice, gather,
+//!    concatenate, pad, tuple, get-tuple-element, sort, map, all-reduce,
+//!    infeed, async-start/-update/-done, custom-call
+//!    `operand_layout_constraints`), and the signatures of called
+//!    computations (`to_apply`, `calls`, `body`/`condition`,
+//!    `branch_computations`, `select`/`scatter`);
+//! 4. the call graph has no cycles.
 //!
 //! Shapes are compared the way XLA's layout-insensitive verifier compares
 //! them with mixed precision allowed (TPU's setting): element type and
 //! dimensions, ignoring layouts (checked separately), dynamic-dimension
 //! markers and floating-point precision (`f16` matches `f32`, but not `s32`);
 //! an unbounded dimension `?` matches any size. Opcodes without a rule here
-//! (custom-call, collectives, gather, scatter, async wrappers, ...) are
-//! accepted as long as the structural checks pass.
+//! (collectives other than all-reduce, scatter, rng, most custom-calls, ...)
+//! are accepted as long as the structural checks pass.
+//!
+//! Attribute values are decoded with the accessors of [`crate::attrs`]; a
+//! malformed value is reported like any other problem.
 //!
 //! The first problem found is returned as [`Error::Verify`] naming the
 //! computation and instruction, with expected and actual shapes in HLO syntax.
@@ -49,6 +56,7 @@ pub fn verify(m: &Module) -> Result<()> {
     for c in m.computations() {
         v.with_schedule(c, Verifier::check_structure)?;
     }
+    v.check_entry_computation_layout()?;
     for c in m.computations() {
         v.with_schedule(c, Verifier::check_instructions)?;
     }
@@ -101,6 +109,80 @@ impl<'m> Verifier<'m> {
                 m.comp(m.entry).name,
                 m.comp(c).name
             )));
+        }
+        Ok(())
+    }
+
+    /// `entry_computation_layout={(params...)->result}` describes the entry
+    /// computation: one shape per parameter, and array shapes with the
+    /// parameter's (root's) element type and dimensions. Layouts may differ
+    /// (they are the caller's view).
+    fn check_entry_computation_layout(&self) -> Result<()> {
+        let m = self.m;
+        let Some(text) = m
+            .attrs
+            .iter()
+            .find(|a| &*a.key == "entry_computation_layout")
+            .and_then(|a| match &a.value {
+                AttrValue::Raw(t) => Some(&**t),
+                _ => None,
+            })
+        else {
+            return Ok(());
+        };
+        let fail = |msg: String| Error::Module(format!("entry_computation_layout: {msg}"));
+        let t = text.trim();
+        let inner = t
+            .strip_prefix('{')
+            .and_then(|r| r.strip_suffix('}'))
+            .unwrap_or(t)
+            .trim();
+        let Some((params, result)) = split_arrow(inner) else {
+            return Err(fail(format!(
+                "expected `(parameters)->result`, found `{inner}`"
+            )));
+        };
+        let params = params.trim();
+        let Some(params) = params.strip_prefix('(').and_then(|r| r.strip_suffix(')')) else {
+            return Err(fail(format!(
+                "expected a parenthesized parameter list, found `{params}`"
+            )));
+        };
+        let items = split_top_level(params);
+        let entry = m.entry_computation();
+        if items.len() != entry.params.len() {
+            return Err(fail(format!(
+                "lists {} parameter{}, but the entry computation %{} has {}",
+                items.len(),
+                if items.len() == 1 { "" } else { "s" },
+                entry.name,
+                entry.params.len()
+            )));
+        }
+        let pairs = items
+            .iter()
+            .zip(&entry.params)
+            .enumerate()
+            .map(|(i, (&t, &p))| (format!("parameter {i}"), t, p))
+            .chain(std::iter::once((
+                "the result".to_string(),
+                result,
+                entry.root,
+            )));
+        for (what, text, inst) in pairs {
+            let (Some((elem, dims)), Shape::Array(a)) = (parse_array_dims(text), self.shape(inst))
+            else {
+                continue;
+            };
+            if !si::same_type_ignoring_fp_precision(elem, a.elem) || !si::dims_match(&dims, &a.dims)
+            {
+                return Err(fail(format!(
+                    "{what} is {} here, but %{} is {}",
+                    text.trim(),
+                    m.inst(inst).name,
+                    si::fmt_array(a)
+                )));
+            }
         }
         Ok(())
     }
@@ -425,8 +507,9 @@ impl<'m> Verifier<'m> {
     fn operand_count_at_least(&self, inst: &Instruction, n: usize) -> Check {
         if inst.operands.len() < n {
             return Err(format!(
-                "{} takes at least {n} operands, but has {}",
+                "{} takes at least {n} operand{}, but has {}",
                 inst.opcode,
+                if n == 1 { "" } else { "s" },
                 inst.operands.len()
             ));
         }
@@ -493,23 +576,13 @@ impl<'m> Verifier<'m> {
     }
 
     fn int_list(&self, inst: &Instruction, key: &str) -> Check<Option<Dims>> {
-        match self.raw(inst, key)? {
-            None => Ok(None),
-            Some(t) => si::parse_int_list(t)
-                .map(Some)
-                .map_err(|e| format!("{key}=: {e}")),
-        }
+        self.raw(inst, key)?;
+        inst.int_list_attr(key).map_err(|e| e.to_string())
     }
 
     fn int_attr(&self, inst: &Instruction, key: &str) -> Check<Option<i64>> {
-        match self.raw(inst, key)? {
-            None => Ok(None),
-            Some(t) => t
-                .trim()
-                .parse()
-                .map(Some)
-                .map_err(|_| format!("{key}={t} is not an integer")),
-        }
+        self.raw(inst, key)?;
+        inst.int_attr(key).map_err(|e| e.to_string())
     }
 
     fn callee(&self, inst: &Instruction, key: &str) -> Check<Option<CompId>> {
@@ -640,7 +713,7 @@ impl<'m> Verifier<'m> {
     /// inputs and the init value types.
     fn check_reduction(&self, inst: &Instruction) -> Check<(Vec<&'m ArrayShape>, Vec<PrimType>)> {
         let k = inst.operands.len();
-        if k < 2 || k % 2 != 0 {
+        if k < 2 || !k.is_multiple_of(2) {
             return Err(format!(
                 "{} takes inputs and as many init values (an even number of operands), but has {k}",
                 inst.opcode
@@ -941,12 +1014,31 @@ impl<'m> Verifier<'m> {
             SelectAndScatter => self.check_select_and_scatter(inst),
             Slice => {
                 self.operand_count(inst, 1)?;
-                let slice = si::parse_slice(self.required(inst, "slice")?).map_err(|e| e.0)?;
+                self.required(inst, "slice")?;
+                let slice = inst.slice().map_err(|e| e.to_string())?.unwrap_or_default();
                 let expected =
                     si::infer_slice_shape(self.array_of(inst, 0)?, &slice).map_err(|e| e.0)?;
                 self.expect_out(inst, &expected, "slice result")
             }
             DynamicSlice => self.check_dynamic_slice(inst),
+            Gather => {
+                self.operand_count(inst, 2)?;
+                let (op, idx) = (self.array_of(inst, 0)?, self.array_of(inst, 1)?);
+                let list = |k| self.int_list(inst, k).map(Option::unwrap_or_default);
+                let g = si::GatherDims {
+                    offset_dims: list("offset_dims")?,
+                    collapsed_slice_dims: list("collapsed_slice_dims")?,
+                    start_index_map: list("start_index_map")?,
+                    operand_batching_dims: list("operand_batching_dims")?,
+                    start_indices_batching_dims: list("start_indices_batching_dims")?,
+                    index_vector_dim: self
+                        .int_attr(inst, "index_vector_dim")?
+                        .unwrap_or(idx.rank() as i64),
+                    slice_sizes: list("slice_sizes")?,
+                };
+                let expected = si::infer_gather_shape(op, idx, &g).map_err(|e| e.0)?;
+                self.expect_out(inst, &expected, "gather result")
+            }
             DynamicUpdateSlice => self.check_dynamic_update_slice(inst),
             Concatenate => {
                 self.operand_count_at_least(inst, 1)?;
@@ -974,8 +1066,10 @@ impl<'m> Verifier<'m> {
                         si::fmt_array(value)
                     ));
                 }
-                let padding =
-                    si::parse_padding(self.raw(inst, "padding")?.unwrap_or("")).map_err(|e| e.0)?;
+                let padding = inst
+                    .padding()
+                    .map_err(|e| e.to_string())?
+                    .unwrap_or_default();
                 let expected = si::infer_pad_shape(op, &padding).map_err(|e| e.0)?;
                 self.expect_out(inst, &expected, "pad result")
             }
@@ -1098,6 +1192,20 @@ impl<'m> Verifier<'m> {
                 self.check_scalar_computation("to_apply", f, 2).map(drop)
             }
             AsyncStart => self.check_async_start(inst),
+            AsyncUpdate | AsyncDone => self.check_async_continuation(inst),
+            DynamicReshape => self.operand_count_at_least(inst, 1),
+            Infeed => {
+                let ok = matches!(m.shape(inst.shape), Shape::Tuple(es)
+                    if es.len() == 2 && matches!(m.shape(es[1]), Shape::Token));
+                if !ok {
+                    return Err(format!(
+                        "infeed must produce a tuple (data, token[]), but its shape is {}",
+                        self.shape_str(inst.shape)
+                    ));
+                }
+                Ok(())
+            }
+            CustomCall => self.check_operand_layout_constraints(inst),
             _ => Ok(()),
         }
     }
@@ -1155,10 +1263,11 @@ impl<'m> Verifier<'m> {
     }
 
     fn window(&self, inst: &Instruction) -> Check<Vec<si::WindowDim>> {
-        match self.raw(inst, "window")? {
-            None => Ok(Vec::new()),
-            Some(t) => si::parse_window(t).map_err(|e| e.0),
-        }
+        self.raw(inst, "window")?;
+        Ok(inst
+            .window()
+            .map_err(|e| e.to_string())?
+            .unwrap_or_default())
     }
 
     fn check_dot(&self, inst: &Instruction) -> Check {
@@ -1188,7 +1297,10 @@ impl<'m> Verifier<'m> {
         self.operand_count(inst, 2)?;
         let (lhs, rhs) = (self.array_of(inst, 0)?, self.array_of(inst, 1)?);
         let labels = self.required(inst, "dim_labels")?;
-        let d = si::ConvDims::parse(labels).map_err(|e| e.0)?;
+        let d = inst
+            .conv_dims()
+            .map_err(|e| e.to_string())?
+            .unwrap_or_default();
         let window = self.window(inst)?;
         let fgc = self.int_attr(inst, "feature_group_count")?.unwrap_or(1);
         let bgc = self.int_attr(inst, "batch_group_count")?.unwrap_or(1);
@@ -1412,14 +1524,96 @@ impl<'m> Verifier<'m> {
         self.expect_pred_root("to_apply", cmp)
     }
 
-    /// `async-start(args), calls=f` has shape `((args...), f's result, state...)`.
+    /// `async-update` and `async-done` continue an async op: operand 0 is its
+    /// `async-start` or an `async-update`, and an update with no further
+    /// operands keeps that shape. (Newer XLA's progressive form, where updates
+    /// pass more arguments, changes the async shape along the chain, so the
+    /// result of `async-done` is not compared.)
+    fn check_async_continuation(&self, inst: &Instruction) -> Check {
+        self.operand_count_at_least(inst, 1)?;
+        let m = self.m;
+        let op = m.inst(inst.operands[0]);
+        if !matches!(op.opcode, Opcode::AsyncStart | Opcode::AsyncUpdate) {
+            return Err(format!(
+                "operand 0 (%{}) must be an async-start or async-update, but is a {}",
+                op.name, op.opcode
+            ));
+        }
+        if inst.opcode == Opcode::AsyncUpdate
+            && inst.operands.len() == 1
+            && !self.compatible(op.shape, inst.shape)
+        {
+            return Err(format!(
+                "async-update must have the shape of its operand %{}, {}, but its shape is {}",
+                op.name,
+                self.shape_str(op.shape),
+                self.shape_str(inst.shape)
+            ));
+        }
+        Ok(())
+    }
+
+    /// `operand_layout_constraints={shape, ...}` of a custom-call: one shape
+    /// per operand, each with that operand's element type and dimensions.
+    fn check_operand_layout_constraints(&self, inst: &Instruction) -> Check {
+        let Some(text) = self.raw(inst, "operand_layout_constraints")? else {
+            return Ok(());
+        };
+        let t = text.trim();
+        let inner = t
+            .strip_prefix('{')
+            .and_then(|r| r.strip_suffix('}'))
+            .unwrap_or(t);
+        let items = split_top_level(inner);
+        if items.len() != inst.operands.len() {
+            return Err(format!(
+                "operand_layout_constraints lists {} shapes, but the custom-call has {} operands",
+                items.len(),
+                inst.operands.len()
+            ));
+        }
+        for (k, item) in items.iter().enumerate() {
+            let (Some((elem, dims)), Shape::Array(op)) =
+                (parse_array_dims(item), self.shape(inst.operands[k]))
+            else {
+                continue;
+            };
+            if elem != op.elem || !si::dims_match(&dims, &op.dims) {
+                return Err(format!(
+                    "operand layout constraint {} for operand {k} does not match the operand's shape {}",
+                    item.trim(),
+                    si::fmt_array(op)
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// `async-start(args), calls=f` has shape `((args...), f's result, state...)`
+    /// when it passes all of `f`'s arguments.
     fn check_async_start(&self, inst: &Instruction) -> Check {
         let Some(callee) = self.callee(inst, "calls")? else {
             return Ok(());
         };
         let args = self.operand_shapes(inst);
-        self.check_signature("calls", callee, &args, None)?;
         let m = self.m;
+        let params = &m.comp(callee).params;
+        if args.len() < params.len() {
+            // Newer XLA's progressive form: `*-update` instructions pass the
+            // remaining arguments later, and the shape follows that protocol.
+            for (i, (&p, &a)) in params.iter().zip(&args).enumerate() {
+                if !self.compatible(m.inst(p).shape, a) {
+                    return Err(format!(
+                        "calls=%{}: parameter {i} has shape {}, but the argument passed is {}",
+                        m.comp(callee).name,
+                        self.shape_str(m.inst(p).shape),
+                        self.shape_str(a)
+                    ));
+                }
+            }
+            return Ok(());
+        }
+        self.check_signature("calls", callee, &args, None)?;
         let ok = match m.shape(inst.shape) {
             Shape::Tuple(es) if es.len() >= 2 => {
                 let root = m.inst(m.comp(callee).root).shape;
@@ -1440,6 +1634,56 @@ impl<'m> Verifier<'m> {
         }
         Ok(())
     }
+}
+
+/// Splits `(params)->result` at the `->` outside brackets.
+fn split_arrow(s: &str) -> Option<(&str, &str)> {
+    let mut depth = 0i32;
+    for (i, c) in s.char_indices() {
+        match c {
+            '(' | '[' | '{' => depth += 1,
+            ')' | ']' | '}' => depth -= 1,
+            '-' if depth == 0 && s[i..].starts_with("->") => return Some((&s[..i], &s[i + 2..])),
+            _ => {}
+        }
+    }
+    None
+}
+
+/// Splits `a, (b, c), d[1,2]{1,0}` at the commas outside brackets.
+fn split_top_level(s: &str) -> Vec<&str> {
+    let mut items = Vec::new();
+    let (mut depth, mut start) = (0i32, 0);
+    for (i, c) in s.char_indices() {
+        match c {
+            '(' | '[' | '{' => depth += 1,
+            ')' | ']' | '}' => depth -= 1,
+            ',' if depth == 0 => {
+                items.push(&s[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    if !s[start..].trim().is_empty() || !items.is_empty() {
+        items.push(&s[start..]);
+    }
+    items
+}
+
+/// Element type and dimensions of an array shape's text, `f32[2,<=3]{1,0}`;
+/// `None` for anything else (tuples, `?` dims), which callers then skip.
+fn parse_array_dims(text: &str) -> Option<(PrimType, Dims)> {
+    let t = text.trim();
+    let (elem, rest) = t.split_once('[')?;
+    let elem = PrimType::from_name(elem.trim())?;
+    let (dims, _) = rest.split_once(']')?;
+    let dims = dims
+        .split(',')
+        .filter(|d| !d.trim().is_empty())
+        .map(|d| d.trim().trim_start_matches("<=").parse::<i64>().ok())
+        .collect::<Option<Dims>>()?;
+    Some((elem, dims))
 }
 
 fn complex_component(t: PrimType) -> Option<PrimType> {

@@ -96,6 +96,16 @@ const KNOWN_INVALID: &[(&str, &str, &str)] = &[
         "async-start output (), wrapped computation returns f32[3,2]",
     ),
     (
+        "hlo_parser_test__368.hlo",
+        "%tuple.0",
+        "tuple of shape (s32[1024]) built from an s32[] parameter (a parser test of newer async syntax)",
+    ),
+    (
+        "import__0.hlo",
+        "%convolution.4",
+        "convolution window size 3x3 over a kernel of spatial size 2x2 (an import test, never verified)",
+    ),
+    (
         "invalid_concat__0.hlo",
         "%cat.3",
         "concatenate of f32[2,1] and f32[3,1] along dimension 1 (XLA's bad-input test)",
@@ -123,7 +133,7 @@ const KNOWN_INVALID: &[(&str, &str, &str)] = &[
 ];
 
 /// Every module XLA accepted (the valid XLA corpus, the jax models, the
-/// TpuGraphs modules) verifies, except the [`KNOWN_INVALID`] ones, which must
+/// TpuGraphs modules, and the `newer` modules of modern XLA syntax) verifies, except the [`KNOWN_INVALID`] ones, which must
 /// be rejected.
 #[test]
 fn shared_corpus_verifies() {
@@ -136,6 +146,15 @@ fn shared_corpus_verifies() {
     hlo_files(&shared.join("corpus/xla/valid"), &mut files);
     hlo_files(&shared.join("corpus/jax"), &mut files);
     hlo_files(&shared.join("data/tpugraphs"), &mut files);
+    // Modern syntax that jaxlib's older parser rejected: valid in current XLA.
+    let manifest =
+        std::fs::read_to_string(shared.join("corpus/xla/MANIFEST.tsv")).unwrap_or_default();
+    for line in manifest.lines() {
+        let cols: Vec<&str> = line.split('\t').collect();
+        if let [file, "invalid", "newer", ..] = cols[..] {
+            files.push(shared.join("corpus/xla/invalid").join(file));
+        }
+    }
     let mut failures = Vec::new();
     let mut unparsed = 0;
     let mut verified = 0;
@@ -181,5 +200,38 @@ fn shared_corpus_verifies() {
         failures.is_empty(),
         "wrongly judged:\n{}",
         failures.join("\n")
+    );
+}
+
+/// The `negative` modules of the XLA corpus are bad input. Those our parser
+/// accepts (their fault is semantic) should be caught by the verifier; this
+/// reports how many are caught, and lists the ones that slip through.
+#[test]
+fn shared_negative_modules_report() {
+    let shared = repo_root().join("../shared");
+    let Ok(manifest) = std::fs::read_to_string(shared.join("corpus/xla/MANIFEST.tsv")) else {
+        println!("skipped: {} is absent", shared.display());
+        return;
+    };
+    let (mut parse_rejects, mut verify_rejects, mut accepted) = (0, 0, Vec::new());
+    for line in manifest.lines() {
+        let cols: Vec<&str> = line.split('\t').collect();
+        let [file, "invalid", "negative", ..] = cols[..] else {
+            continue;
+        };
+        let Ok(text) = std::fs::read_to_string(shared.join("corpus/xla/invalid").join(file)) else {
+            continue;
+        };
+        match hlo::parse_module_named(&text, file) {
+            Err(_) => parse_rejects += 1,
+            Ok(m) => match hlo::verify(&m) {
+                Err(_) => verify_rejects += 1,
+                Ok(()) => accepted.push(file),
+            },
+        }
+    }
+    println!(
+        "negative modules: {parse_rejects} rejected by the parser, {verify_rejects} by the verifier, {} accepted: {accepted:?}",
+        accepted.len()
     );
 }

@@ -6,6 +6,22 @@
 use passes::layout::LayoutPass;
 use passes::{Pass, PassContext, PassOptions};
 
+/// The reference model with its order reversed: prefers layouts far from the
+/// default (exercises propagation and copies). Set `LAYOUT_ANTI=1`.
+struct Negated(costmodel::reference::ReferenceModel);
+
+impl costmodel::CostModel for Negated {
+    fn task(&self) -> costmodel::Task {
+        self.0.task()
+    }
+    fn prepare(&self, g: &costmodel::Graph) -> costmodel::Result<costmodel::Prepared> {
+        self.0.prepare(g)
+    }
+    fn score(&self, p: &costmodel::Prepared, c: &costmodel::ConfigBatch) -> costmodel::Result<Vec<f32>> {
+        Ok(self.0.score(p, c)?.into_iter().map(|s| -s).collect())
+    }
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
     let path = args.get(1).ok_or("usage: layout_run FILE [BUDGET] [SEED]")?;
@@ -14,7 +30,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let text = std::fs::read_to_string(path)?;
     let mut m = hlo::parse_module_named(&text, path)?;
     let mut cx = PassContext::new(PassOptions { budget, seed, explain: true, progress: true, ..Default::default() });
-    let mut pass = LayoutPass::with_model(Box::new(costmodel::reference::ReferenceModel::new(costmodel::Task::Layout)));
+    let reference = costmodel::reference::ReferenceModel::new(costmodel::Task::Layout);
+    let mut pass = if std::env::var_os("LAYOUT_ANTI").is_some() {
+        LayoutPass::with_model(Box::new(Negated(reference)))
+    } else {
+        LayoutPass::with_model(Box::new(reference))
+    };
     let t = std::time::Instant::now();
     let changed = pass.run(&mut m, &mut cx)?;
     eprintln!("{}", cx.explain);

@@ -67,6 +67,7 @@ pub fn run_pipeline(m: &mut Module, passes: &str, cx: &mut PassContext) -> Resul
 /// invariant every pass here keeps once layouts are assigned (a layout, when
 /// present, is a permutation of the array's dimensions).
 pub fn verify_module(m: &Module) -> Result<(), hlo::Error> {
+    hlo::verify(m)?;
     for i in m.all_instructions() {
         let inst = m.inst(i);
         if let Some(msg) = bad_layout(m, inst.shape) {

@@ -12,7 +12,7 @@
 //!   `_sum` / `_product` cover every element, as the dataset does; sums and
 //!   products are 64-bit integers with wrap-around, then rounded to `f32`.
 
-use hlo::{InstId, Instruction, Module, Opcode, PrimType, Shape};
+use hlo::{AttrValue, InstId, Instruction, Module, Opcode, PrimType, Shape};
 
 use super::text;
 use crate::error::{CostModelError, Result};
@@ -148,13 +148,54 @@ fn attr_err(inst: &Instruction, key: &str, e: String) -> CostModelError {
     CostModelError::Featurize(format!("%{}: attribute `{key}`: {e}", inst.name))
 }
 
-/// Decodes a raw attribute with `f`, `None` when the instruction lacks it.
+/// The raw text of the attributes the features read, found in one pass over
+/// the instruction's attributes (the first of a repeated key wins).
+#[derive(Default)]
+struct Found<'a> {
+    dimensions: Option<&'a str>,
+    iota_dimension: Option<&'a str>,
+    window: Option<&'a str>,
+    dim_labels: Option<&'a str>,
+    feature_group_count: Option<&'a str>,
+    batch_group_count: Option<&'a str>,
+    slice: Option<&'a str>,
+    dynamic_slice_sizes: Option<&'a str>,
+    padding: Option<&'a str>,
+    is_stable: Option<&'a str>,
+}
+
+impl<'a> Found<'a> {
+    fn scan(inst: &'a Instruction) -> Self {
+        let mut f = Found::default();
+        for a in &inst.attrs {
+            let AttrValue::Raw(v) = &a.value else { continue };
+            let slot = match &*a.key {
+                "dimensions" => &mut f.dimensions,
+                "iota_dimension" => &mut f.iota_dimension,
+                "window" => &mut f.window,
+                "dim_labels" => &mut f.dim_labels,
+                "feature_group_count" => &mut f.feature_group_count,
+                "batch_group_count" => &mut f.batch_group_count,
+                "slice" => &mut f.slice,
+                "dynamic_slice_sizes" => &mut f.dynamic_slice_sizes,
+                "padding" => &mut f.padding,
+                "is_stable" => &mut f.is_stable,
+                _ => continue,
+            };
+            slot.get_or_insert(v);
+        }
+        f
+    }
+}
+
+/// Decodes a raw attribute text with `f`; `None` when the instruction lacks it.
 fn decode<T>(
     inst: &Instruction,
     key: &str,
+    raw: Option<&str>,
     f: impl FnOnce(&str) -> Result<T, String>,
 ) -> Result<Option<T>> {
-    match inst.raw_attr(key) {
+    match raw {
         None => Ok(None),
         Some(s) => f(s).map(Some).map_err(|e| attr_err(inst, key, e)),
     }
@@ -165,6 +206,7 @@ pub fn node_features(m: &Module, id: InstId, out: &mut [f32; NODE_FEAT_DIM]) -> 
     let inst = m.inst(id);
     let shape = m.shape(inst.shape);
     let mut w = Writer { out, at: 0 };
+    let a = Found::scan(inst);
 
     w.push_bool(m.comp(inst.parent).root == id);
     w.push(0.0); // element_size_in_bits: deprecated, always 0.
@@ -198,16 +240,16 @@ pub fn node_features(m: &Module, id: InstId, out: &mut [f32; NODE_FEAT_DIM]) -> 
     });
 
     // `dimensions` of the proto: `dimensions={...}`, or iota's `iota_dimension=`.
-    let dimensions = match decode(inst, "dimensions", text::int_list)? {
+    let dimensions = match decode(inst, "dimensions", a.dimensions, text::int_list)? {
         Some(d) => d,
-        None => match decode(inst, "iota_dimension", text::int)? {
+        None => match decode(inst, "iota_dimension", a.iota_dimension, text::int)? {
             Some(d) => std::iter::once(d).collect(),
             None => text::Ints::new(),
         },
     };
     w.seq_no_agg::<6>(dimensions.iter().copied());
 
-    let window = decode(inst, "window", text::window)?.unwrap_or_default();
+    let window = decode(inst, "window", a.window, text::window)?.unwrap_or_default();
     w.seq::<6>(window.iter().map(|d| d.size));
     w.seq::<6>(window.iter().map(|d| d.stride));
     w.seq::<6>(window.iter().map(|d| d.padding_low));
@@ -216,7 +258,7 @@ pub fn node_features(m: &Module, id: InstId, out: &mut [f32; NODE_FEAT_DIM]) -> 
     w.seq::<6>(window.iter().map(|d| d.base_dilation));
     w.bools::<6>(window.iter().map(|d| d.window_reversal));
 
-    let conv = decode(inst, "dim_labels", text::dim_labels)?.unwrap_or_default();
+    let conv = decode(inst, "dim_labels", a.dim_labels, text::dim_labels)?.unwrap_or_default();
     w.push_i(conv.input_batch);
     w.push_i(conv.input_feature);
     w.seq_no_agg::<4>(conv.input_spatial.iter().copied());
@@ -229,26 +271,26 @@ pub fn node_features(m: &Module, id: InstId, out: &mut [f32; NODE_FEAT_DIM]) -> 
     // Group counts live on convolutions and custom-calls (default 1); other protos leave them 0.
     let has_groups = matches!(inst.opcode, Opcode::Convolution | Opcode::CustomCall);
     let group_default = if has_groups { 1 } else { 0 };
-    w.push_i(decode(inst, "feature_group_count", text::int)?.unwrap_or(group_default));
-    w.push_i(decode(inst, "batch_group_count", text::int)?.unwrap_or(group_default));
+    w.push_i(decode(inst, "feature_group_count", a.feature_group_count, text::int)?.unwrap_or(group_default));
+    w.push_i(decode(inst, "batch_group_count", a.batch_group_count, text::int)?.unwrap_or(group_default));
 
-    let slice = decode(inst, "slice", text::slice)?.unwrap_or_default();
+    let slice = decode(inst, "slice", a.slice, text::slice)?.unwrap_or_default();
     w.seq::<2>(slice.iter().map(|d| d.start));
     w.seq::<2>(slice.iter().map(|d| d.stride));
     w.seq::<2>(slice.iter().map(|d| d.limit));
 
-    let ds = decode(inst, "dynamic_slice_sizes", text::int_list)?.unwrap_or_default();
+    let ds = decode(inst, "dynamic_slice_sizes", a.dynamic_slice_sizes, text::int_list)?.unwrap_or_default();
     w.seq::<2>(ds.iter().copied());
 
     let pad = if inst.opcode == Opcode::Pad {
-        decode(inst, "padding", text::padding)?.unwrap_or_default()
+        decode(inst, "padding", a.padding, text::padding)?.unwrap_or_default()
     } else {
         Vec::new()
     };
     w.seq::<2>(pad.iter().map(|d| d.low));
     w.seq::<2>(pad.iter().map(|d| d.high));
 
-    w.push_bool(decode(inst, "is_stable", text::boolean)?.unwrap_or(false));
+    w.push_bool(decode(inst, "is_stable", a.is_stable, text::boolean)?.unwrap_or(false));
 
     // Layout: the shape's minor-to-major; an array printed without a layout
     // gets XLA's default (descending) layout, as XLA's parser assigns it.

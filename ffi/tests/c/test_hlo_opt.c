@@ -7,7 +7,9 @@
  * MODULE_A and MODULE_B are real HLO modules with configurable nodes. The
  * environment variable HLO_OPT_TEST_PASSES=1 enables the parts that run the
  * layout pass with its default model (they need ONNX Runtime); with 0 they are
- * skipped with a message. Exit status 0 when every check passed.
+ * skipped with a message. HLO_OPT_TEST_BUDGET=N (optional) caps the layout
+ * search at N configurations so that the valgrind run stays affordable.
+ * Exit status 0 when every check passed.
  */
 #include "hlo_opt.h"
 
@@ -19,6 +21,7 @@
 #include <string.h>
 
 static int failures = 0;
+static size_t search_budget = 0; /* 0: the library's default */
 static pthread_mutex_t report_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void fail(const char *file, int line, const char *fmt, ...) {
@@ -122,6 +125,14 @@ static char *optimize(const char *text, const char *passes, const hlo_opt_option
 }
 
 static int same(const char *a, const char *b) { return a != NULL && b != NULL && strcmp(a, b) == 0; }
+
+/* New options with the test's search budget (free with hlo_opt_options_free). */
+static hlo_opt_options_t *new_options(void) {
+  hlo_opt_options_t *opts = NULL;
+  CHECK_STATUS(hlo_opt_options_new(&opts), HLO_OPT_OK);
+  if (search_budget > 0) CHECK_STATUS(hlo_opt_options_set_budget(opts, search_budget), HLO_OPT_OK);
+  return opts;
+}
 
 /* ------------------------------------------------------------------------ */
 
@@ -276,7 +287,9 @@ static void test_layout(const char *text, size_t len) {
   if (m == NULL) return;
   int changed = -1;
   char *explain = NULL;
-  CHECK_STATUS(hlo_opt_module_run_passes(m, "layout", NULL, &changed, &explain), HLO_OPT_OK);
+  /* NULL options = the defaults (unless the test caps the budget). */
+  hlo_opt_options_t *opts = search_budget > 0 ? new_options() : NULL;
+  CHECK_STATUS(hlo_opt_module_run_passes(m, "layout", opts, &changed, &explain), HLO_OPT_OK);
   CHECK(changed == 0 || changed == 1, "changed_out is 0 or 1, got %d", changed);
   CHECK(explain != NULL && strncmp(explain, "layout", 6) == 0, "the report starts with the pass name: %s",
         explain ? explain : "(null)");
@@ -291,18 +304,18 @@ static void test_layout(const char *text, size_t len) {
     hlo_opt_string_free(round);
   }
   /* Deterministic: the same input, model and seed give the same module. */
-  char *again = optimize(text, "layout", NULL);
+  char *again = optimize(text, "layout", opts);
   CHECK(same(out, again), "two runs with the same seed give the same module");
   hlo_opt_string_free(again);
   hlo_opt_string_free(out);
   hlo_opt_string_free(explain);
+  hlo_opt_options_free(opts);
   hlo_opt_module_free(m);
 }
 
 static void test_missing_model(const char *text, size_t len) {
   hlo_opt_module_t *m = parse_ok(text, len);
-  hlo_opt_options_t *opts = NULL;
-  CHECK_STATUS(hlo_opt_options_new(&opts), HLO_OPT_OK);
+  hlo_opt_options_t *opts = new_options();
   CHECK_STATUS(hlo_opt_options_set_layout_model(opts, "/nonexistent/hlo-opt/layout.hlocm"), HLO_OPT_OK);
   char *before = print_ok(m);
   CHECK_STATUS(hlo_opt_module_run_passes(m, "layout", opts, NULL, NULL), HLO_OPT_ERROR_MODEL);
@@ -337,8 +350,7 @@ static double measure(void *ctx, const char *candidate, size_t len) {
 
 static void test_measure(const char *text) {
   const size_t top_k = 3;
-  hlo_opt_options_t *opts = NULL;
-  CHECK_STATUS(hlo_opt_options_new(&opts), HLO_OPT_OK);
+  hlo_opt_options_t *opts = new_options();
   CHECK_STATUS(hlo_opt_options_set_top_k(opts, top_k), HLO_OPT_OK);
   char *model_only = optimize(text, "layout", opts);
 
@@ -414,8 +426,7 @@ static void *own_module_thread(void *p) {
 }
 
 static void test_threads(const char *text_a, const char *text_b, int run_passes) {
-  hlo_opt_options_t *opts = NULL;
-  CHECK_STATUS(hlo_opt_options_new(&opts), HLO_OPT_OK);
+  hlo_opt_options_t *opts = new_options();
   CHECK_STATUS(hlo_opt_options_set_threads(opts, 1), HLO_OPT_OK);
   pthread_t threads[THREADS];
   thread_arg args[THREADS];
@@ -464,6 +475,8 @@ int main(int argc, char **argv) {
   }
   const char *env = getenv("HLO_OPT_TEST_PASSES");
   int run_passes = env != NULL && strcmp(env, "1") == 0;
+  const char *budget = getenv("HLO_OPT_TEST_BUDGET");
+  if (budget != NULL) search_budget = (size_t)strtoul(budget, NULL, 10);
   size_t len_a = 0, len_b = 0;
   char *text_a = read_file(argv[1], &len_a);
   char *text_b = read_file(argv[2], &len_b);

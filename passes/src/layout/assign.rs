@@ -192,6 +192,7 @@ fn adoptable_producer(op: Opcode) -> bool {
                 | ReduceWindow
                 | Map
                 | Rng
+                | AllReduce
         )
 }
 
@@ -627,7 +628,7 @@ impl Assigner<'_> {
                 continue;
             }
             let Some(cur) = self.get(p) else { continue };
-            if shapes::rank(self.m, cur).is_none_or(|r| r < 2) {
+            if shapes::rank(self.m, cur).is_none() {
                 continue;
             }
             let mut votes: Vec<(ShapeId, usize)> = Vec::new();

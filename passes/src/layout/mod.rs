@@ -56,15 +56,12 @@ fn fail(message: impl Into<String>) -> PassError {
     PassError::Failed { pass: "layout", message: message.into() }
 }
 
-/// Loads the layout model named by the options (`None` = embedded default).
+/// Loads the layout model named by the options (`None` = the embedded
+/// default ONNX model; needs the ONNX Runtime library).
 pub fn load_layout_model(cx: &PassContext) -> Result<Box<dyn CostModel>, PassError> {
-    match &cx.options.layout_model {
-        None => Ok(Box::new(costmodel::reference::ReferenceModel::new(Task::Layout))),
-        Some(p) => Err(fail(format!(
-            "cannot load layout model {}: ONNX model loading is not available in this build",
-            p.display()
-        ))),
-    }
+    let path = cx.options.layout_model.as_deref();
+    let model = costmodel::onnx::load_model(path, Task::Layout, cx.options.threads)?;
+    Ok(model)
 }
 
 /// Scores genomes with a cost model: one row of 18 features per node and

@@ -31,7 +31,8 @@ pub fn rank(m: &Module, s: ShapeId) -> Option<usize> {
 pub fn fill_default(m: &mut Module, s: ShapeId) -> ShapeId {
     match m.shape(s).clone() {
         Shape::Array(mut a) => {
-            if a.layout.is_some() {
+            // A scalar has one layout; XLA writes it without braces.
+            if a.layout.is_some() || a.rank() == 0 {
                 return s;
             }
             a.layout = Some(Layout::default_for_rank(a.rank()));
@@ -52,7 +53,7 @@ pub fn fill_default(m: &mut Module, s: ShapeId) -> ShapeId {
 /// Whether every array in `s` has a layout.
 pub fn is_filled(m: &Module, s: ShapeId) -> bool {
     match m.shape(s) {
-        Shape::Array(a) => a.layout.is_some(),
+        Shape::Array(a) => a.layout.is_some() || a.rank() == 0,
         Shape::Tuple(elems) => elems.iter().all(|&e| is_filled(m, e)),
         Shape::Token | Shape::Opaque => true,
     }
@@ -62,7 +63,7 @@ pub fn is_filled(m: &Module, s: ShapeId) -> bool {
 /// (other layout fields kept). `s` unchanged for non-arrays or a rank mismatch.
 pub fn with_m2m(m: &mut Module, s: ShapeId, order: &[i64]) -> ShapeId {
     let Shape::Array(mut a) = m.shape(s).clone() else { return s };
-    if a.rank() != order.len() {
+    if a.rank() != order.len() || (a.rank() == 0 && a.layout.is_none()) {
         return s;
     }
     let mut layout = a.layout.take().unwrap_or_else(|| Layout::default_for_rank(order.len()));

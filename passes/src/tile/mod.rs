@@ -77,17 +77,55 @@ pub fn enumerate_kernel(m: &Module, id: InstId, memory_budget: u64, seed: u64) -
     Ok((space, choices))
 }
 
+/// Scores already computed in one run of the pass, keyed by everything the
+/// model sees: the kernel graph's features, opcodes and edges, and the
+/// configuration rows. Kernels repeated in a module (the layers of a
+/// transformer) are scored once; a model is deterministic, so the scores are
+/// the same as scoring again. Only looked up, never iterated.
+#[derive(Default)]
+pub struct ScoreCache {
+    map: std::collections::HashMap<Vec<u32>, Vec<f32>>,
+}
+
+impl ScoreCache {
+    fn key(graph: &costmodel::Graph, rows: &[f32]) -> Vec<u32> {
+        let mut k = Vec::with_capacity(graph.node_feat.len() + rows.len() + graph.edge_index.len() * 2 + 4);
+        k.push(graph.node_opcode.len() as u32);
+        k.extend(graph.node_opcode.iter().map(|&o| u32::from(o)));
+        k.push(graph.edge_index.len() as u32);
+        k.extend(graph.edge_index.iter().flat_map(|e| [e[0] as u32, e[1] as u32]));
+        k.extend(graph.node_feat.iter().map(|x| x.to_bits()));
+        k.push(rows.len() as u32);
+        k.extend(rows.iter().map(|x| x.to_bits()));
+        k
+    }
+}
+
 /// Scores configurations of a standalone kernel module with `model`, in one batch.
 pub fn score_configs(kernel_module: &Module, configs: &[TileConfig], model: &dyn CostModel) -> Result<Vec<f32>, KernelError> {
+    score_configs_cached(kernel_module, configs, model, &mut ScoreCache::default())
+}
+
+/// [`score_configs`] through a cache shared by the kernels of one run.
+pub fn score_configs_cached(
+    kernel_module: &Module,
+    configs: &[TileConfig],
+    model: &dyn CostModel,
+    cache: &mut ScoreCache,
+) -> Result<Vec<f32>, KernelError> {
     if configs.is_empty() {
         return Ok(Vec::new());
     }
     let f = featurize(kernel_module, Task::Tile).map_err(|e| KernelError::Skip(format!("cannot featurize: {e}")))?;
-    let prepared = model.prepare(&f.graph).map_err(KernelError::Model)?;
     let mut feat = Vec::with_capacity(configs.len() * costmodel::graph::TILE_CONFIG_DIM);
     for c in configs {
         feat.extend_from_slice(&tile_config_row(&c.kernel_bounds, &c.output_bounds, &c.input_bounds));
     }
+    let key = ScoreCache::key(&f.graph, &feat);
+    if let Some(scores) = cache.map.get(&key) {
+        return Ok(scores.clone());
+    }
+    let prepared = model.prepare(&f.graph).map_err(KernelError::Model)?;
     let batch = ConfigBatch { task: Task::Tile, num_configs: configs.len(), nodes_per_config: 1, feat };
     let scores = model.score(&prepared, &batch).map_err(KernelError::Model)?;
     if scores.len() != configs.len() {
@@ -97,11 +135,23 @@ pub fn score_configs(kernel_module: &Module, configs: &[TileConfig], model: &dyn
             configs.len()
         ))));
     }
+    cache.map.insert(key, scores.clone());
     Ok(scores)
 }
 
 /// Enumerates, caps and ranks the candidates of kernel `id`.
 pub fn select_kernel(m: &Module, id: InstId, model: &dyn CostModel, opts: &SelectOptions) -> Result<Selection, KernelError> {
+    select_kernel_cached(m, id, model, opts, &mut ScoreCache::default())
+}
+
+/// [`select_kernel`] through a cache shared by the kernels of one run.
+pub fn select_kernel_cached(
+    m: &Module,
+    id: InstId,
+    model: &dyn CostModel,
+    opts: &SelectOptions,
+    cache: &mut ScoreCache,
+) -> Result<Selection, KernelError> {
     let (space, mut choices) = enumerate_kernel(m, id, opts.memory_budget, opts.seed).map_err(KernelError::Skip)?;
     let within_budget = choices.len();
     let default = space.default_choice(&choices, opts.memory_budget).ok_or_else(|| KernelError::Skip("no candidate".into()))?;
@@ -125,7 +175,7 @@ pub fn select_kernel(m: &Module, id: InstId, model: &dyn CostModel, opts: &Selec
     configs.retain(|c| seen.insert(c.clone()));
     let default_config = space.config(&default);
     let kernel_module = extract::extract_kernel(m, id);
-    let scores = score_configs(&kernel_module, &configs, model)?;
+    let scores = score_configs_cached(&kernel_module, &configs, model, cache)?;
     let mut order: Vec<usize> = (0..configs.len()).collect();
     order.sort_by(|&a, &b| scores[a].total_cmp(&scores[b]).then(a.cmp(&b)));
     let default_score = configs.iter().position(|c| *c == default_config).map(|i| scores[i]).unwrap_or(f32::NAN);
@@ -207,6 +257,7 @@ impl Pass for TilePass {
         };
         let top_k = cx.options.top_k.max(1);
         let mut changed = false;
+        let mut cache = ScoreCache::default();
         for id in kernel::find_kernels(m) {
             let name = m.inst(id).name.to_string();
             let raw = m.inst(id).raw_attr("backend_config").map(str::to_string);
@@ -214,7 +265,7 @@ impl Pass for TilePass {
                 warn(&mut self.warnings, cx, &name, &e);
                 continue;
             }
-            let sel = match select_kernel(m, id, model, &opts) {
+            let sel = match select_kernel_cached(m, id, model, &opts, &mut cache) {
                 Ok(s) => s,
                 Err(KernelError::Skip(reason)) => {
                     warn(&mut self.warnings, cx, &name, &reason);
