@@ -5,6 +5,11 @@
 //! rendered as `file:line:col: message`, the offending source line and a
 //! caret, and exit with status 1.
 //!
+//! `--pass=layout,tile` runs passes between verify and print (`--list-passes`
+//! lists them; `--explain` reports their decisions on stderr; `--budget`,
+//! `--seed`, `--model`, `--layout-model`, `--tile-model`, `--top-k`,
+//! `--threads`, `--verify-each` set their options).
+//!
 //! The work is split in [`load`] -> [`transform`] -> [`emit`], so that
 //! rewriting flags (`--pass=...`) only touch `Cli` and `transform`.
 
@@ -19,13 +24,84 @@ use clap::Parser;
 #[command(name = "hlo-opt", version, about)]
 struct Cli {
     /// Input HLO text file, or `-` for stdin.
-    input: String,
+    #[arg(required_unless_present = "list_passes")]
+    input: Option<String>,
     /// Write the result here instead of stdout.
     #[arg(short = 'o', long = "output")]
     output: Option<PathBuf>,
     /// Skip the verifier (parse and print only).
     #[arg(long)]
     no_verify: bool,
+    /// Run these passes in order, comma-separated (`--pass=layout,tile`).
+    #[arg(long = "pass", value_name = "PASSES")]
+    pass: Option<String>,
+    /// List the registered passes and exit.
+    #[arg(long)]
+    list_passes: bool,
+    /// Run the verifier after every pass.
+    #[arg(long)]
+    verify_each: bool,
+    /// Report what the passes decided (per node, copies, predicted speedup) on stderr.
+    #[arg(long)]
+    explain: bool,
+    /// Maximum number of configurations a pass's search scores.
+    #[arg(long, default_value_t = 10_000)]
+    budget: usize,
+    /// Seed of the searches (same input, model and seed: same output).
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Cost model file for the single pass of `--pass` (default: the embedded model).
+    #[arg(long, value_name = "FILE")]
+    model: Option<PathBuf>,
+    /// Cost model file of the layout pass.
+    #[arg(long, value_name = "FILE")]
+    layout_model: Option<PathBuf>,
+    /// Cost model file of the tile pass.
+    #[arg(long, value_name = "FILE")]
+    tile_model: Option<PathBuf>,
+    /// How many of the best candidates to keep (and measure, where a pass can).
+    #[arg(long, default_value_t = 1)]
+    top_k: usize,
+    /// ONNX Runtime threads (0 = its default).
+    #[arg(long, default_value_t = 0)]
+    threads: usize,
+}
+
+impl Cli {
+    /// The input path (`-` = stdin).
+    fn input(&self) -> &str {
+        self.input.as_deref().unwrap_or("-")
+    }
+
+    /// The pass options the flags describe.
+    fn pass_options(&self, passes: &str) -> Result<passes::PassOptions, CliError> {
+        let mut o = passes::PassOptions {
+            layout_model: self.layout_model.clone(),
+            tile_model: self.tile_model.clone(),
+            seed: self.seed,
+            budget: self.budget,
+            top_k: self.top_k,
+            threads: self.threads,
+            verify_each: self.verify_each,
+            progress: std::io::IsTerminal::is_terminal(&std::io::stderr()),
+            explain: self.explain,
+            ..passes::PassOptions::default()
+        };
+        if let Some(model) = &self.model {
+            let names: Vec<&str> = passes.split(',').map(str::trim).filter(|s| !s.is_empty()).collect();
+            match names.as_slice() {
+                ["layout"] => o.layout_model = Some(model.clone()),
+                ["tile"] => o.tile_model = Some(model.clone()),
+                _ => {
+                    return Err(CliError(
+                        "--model names the model of a single pass; with several passes use --layout-model / --tile-model"
+                            .into(),
+                    ))
+                }
+            }
+        }
+        Ok(o)
+    }
 }
 
 /// A failure rendered for people.
@@ -39,33 +115,19 @@ impl From<std::io::Error> for CliError {
 
 /// Renders an `hlo::Error` with the source line and a caret under the column.
 fn render(e: &hlo::Error) -> String {
-    match e {
-        hlo::Error::Parse {
-            pos,
-            message,
-            snippet,
-        } => {
-            let caret_pad: String = snippet
-                .chars()
-                .take(pos.col.saturating_sub(1))
-                .map(|c| if c == '\t' { '\t' } else { ' ' })
-                .collect();
-            format!("{}: error: {}\n{}\n{}^", pos, message, snippet, caret_pad)
-        }
-        other => format!("error: {other}"),
-    }
+    e.render()
 }
 
 /// Reads and parses the input.
 fn load(cli: &Cli) -> Result<hlo::Module, CliError> {
-    let (text, name) = if cli.input == "-" {
+    let (text, name) = if cli.input() == "-" {
         let mut s = String::new();
         std::io::stdin().read_to_string(&mut s)?;
         (s, "<stdin>".to_string())
     } else {
-        let s = std::fs::read_to_string(&cli.input)
-            .map_err(|e| CliError(format!("{}: {e}", cli.input)))?;
-        (s, cli.input.clone())
+        let s = std::fs::read_to_string(cli.input())
+            .map_err(|e| CliError(format!("{}: {e}", cli.input())))?;
+        (s, cli.input().to_string())
     };
     hlo::parse_module_named(&text, &name).map_err(|e| CliError(render(&e)))
 }
@@ -74,6 +136,20 @@ fn load(cli: &Cli) -> Result<hlo::Module, CliError> {
 fn transform(cli: &Cli, m: &mut hlo::Module) -> Result<(), CliError> {
     if !cli.no_verify {
         verify(m)?;
+    }
+    if let Some(list) = &cli.pass {
+        let mut cx = passes::PassContext::new(cli.pass_options(list)?);
+        let result = passes::run_pipeline(m, list, &mut cx);
+        if cli.explain && !cx.explain.is_empty() {
+            eprint!("{}", cx.explain);
+        }
+        result.map_err(|e| match e {
+            passes::PassError::Verify { pass, source } => {
+                CliError(format!("the module does not verify after pass {pass}:\n{}", render(&source)))
+            }
+            passes::PassError::Hlo(source) => CliError(render(&source)),
+            other => CliError(format!("error: {other}")),
+        })?;
     }
     Ok(())
 }
@@ -92,7 +168,7 @@ fn emit(cli: &Cli, m: &hlo::Module) -> Result<(), CliError> {
             out.flush()?;
         }
         Some(path) => {
-            if cli.input != "-" && same_file(Path::new(&cli.input), path) {
+            if cli.input() != "-" && same_file(Path::new(cli.input()), path) {
                 return Err(CliError(format!(
                     "refusing to overwrite the input file {}; choose another -o",
                     path.display()
@@ -112,6 +188,12 @@ fn same_file(a: &Path, b: &Path) -> bool {
 }
 
 fn run(cli: &Cli) -> Result<(), CliError> {
+    if cli.list_passes {
+        for (name, description) in passes::list_passes() {
+            println!("{name:<10} {description}");
+        }
+        return Ok(());
+    }
     let mut m = load(cli)?;
     transform(cli, &mut m)?;
     emit(cli, &m)

@@ -292,3 +292,12 @@ fn a_malformed_attribute_is_an_error_naming_the_instruction() {
         other => panic!("expected a featurization error, got {other:?}"),
     }
 }
+
+#[test]
+fn a_module_without_instructions_is_an_error() {
+    let m = hlo::Module::new("empty");
+    assert!(matches!(
+        featurize(&m, Task::Tile),
+        Err(CostModelError::Featurize(_))
+    ));
+}

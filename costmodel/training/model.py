@@ -43,7 +43,7 @@ def default_hparams(task: str) -> dict:
             "opcode_dim": 16,
             "num_layers": 3,  # message-passing layers = k of the k-hop pruning
             "channels": 32,  # K: per-node linear maps of the config features into K channels
-            "config_expand": 2,  # F = 18 * config_expand (1: raw values, 2: values and squares)
+            "config_expand": 1,  # F = 18 * config_expand (1: raw values, 2: values and squares)
             "mlp_hidden": 64,
             "attn_dim": 32,  # cross-configuration attention (0 = off)
         }

@@ -41,8 +41,16 @@ DEFAULT_SPLITS = {
         ["layout/xla/default/train/unet3d.npz", "layout/xla/random/train"],
         ["layout/xla/default/valid/unet_3d.4x4.bf16.npz"],
     ),
-    "tile": (["tile/xla/train"], ["tile/xla/valid"]),
+    # "@/" = relative to this folder: real kernels featurized by make_tile_kernels.sh
+    "tile": (["tile/xla/train", "@/data/tile_kernels"], ["tile/xla/valid"]),
 }
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def resolve(data_root: str, spec: str) -> str:
+    if spec.startswith("@/"):
+        return os.path.join(HERE, spec[2:])
+    return os.path.join(data_root, spec)
 
 
 def forward_fn(task, hp):
@@ -109,7 +117,7 @@ def main(argv=None):
     ap.add_argument("--out", required=True)
     ap.add_argument("--steps", type=int, default=None)
     ap.add_argument("--batch", type=int, default=None, help="configurations sampled per step")
-    ap.add_argument("--lr", type=float, default=2e-3)
+    ap.add_argument("--lr", type=float, default=5e-4)
     ap.add_argument("--loss", choices=["hinge", "listmle"], default="hinge")
     ap.add_argument("--margin", type=float, default=0.1)
     ap.add_argument("--seed", type=int, default=0)
@@ -118,7 +126,7 @@ def main(argv=None):
     ap.add_argument("--attn-dim", type=int, default=None)
     ap.add_argument("--channels", type=int, default=None, help="layout head channels K")
     ap.add_argument("--config-expand", type=int, choices=[1, 2], default=None)
-    ap.add_argument("--weight-decay", type=float, default=1e-4)
+    ap.add_argument("--weight-decay", type=float, default=0.05)
     ap.add_argument("--cache-mb", type=float, default=2048, help="keep loaded graphs in memory up to this size")
     ap.add_argument("--eval-every", type=int, default=0)
     args = ap.parse_args(argv)
@@ -133,13 +141,13 @@ def main(argv=None):
         for key, value in [("attn_dim", args.attn_dim), ("channels", args.channels), ("config_expand", args.config_expand)]:
             if value is not None:
                 hp[key] = value
-    steps = args.steps or (600 if task == "layout" else 300)
+    steps = args.steps or 300
     batch = args.batch or (48 if task == "layout" else 64)
     khop = hp["num_layers"] if task == "layout" else None
 
     tr_spec, va_spec = DEFAULT_SPLITS[task]
-    train_files = D.list_npz([os.path.join(args.data, p) for p in (tr_spec if args.train is None else args.train)])
-    valid_files = D.list_npz([os.path.join(args.data, p) for p in (va_spec if args.valid is None else args.valid)])
+    train_files = D.list_npz([resolve(args.data, p) for p in (tr_spec if args.train is None else args.train)])
+    valid_files = D.list_npz([resolve(args.data, p) for p in (va_spec if args.valid is None else args.valid)])
     overlap = set(map(os.path.realpath, train_files)) & set(map(os.path.realpath, valid_files))
     if overlap:
         sys.exit(f"validation files are also training files: {sorted(overlap)}")
@@ -230,7 +238,11 @@ def main(argv=None):
     valid_ev = evaluate(task, hp, final, valid) if valid else {}
     print("train " + metrics.format_metrics(train_ev))
     print("valid " + metrics.format_metrics(valid_ev))
-    rel = lambda p: os.path.relpath(p, args.data)  # noqa: E731
+    def rel(p):
+        if os.path.realpath(p).startswith(HERE + os.sep):
+            return "costmodel/training/" + os.path.relpath(p, HERE)
+        return os.path.relpath(p, args.data)
+
     info = {
         "trained_on": [rel(p) for p in usable],
         "validated_on": [rel(p) for p in valid_files],

@@ -18,14 +18,38 @@ fn repo_root() -> PathBuf {
         .to_path_buf()
 }
 
-/// `target/<profile>/`, where cargo put `libhlo_opt.a` / `libhlo_opt.so` for
-/// this test run: the test executable is `target/<profile>/deps/c_api-<hash>`.
+/// Where cargo put `libhlo_opt.a` / `libhlo_opt.so` for this test run. The
+/// test executable is `target/<profile>/deps/c_api-<hash>`; a `cargo test`
+/// leaves the libraries beside it in `deps/` (fresh), a `cargo build` also
+/// copies them up to `target/<profile>/`.
 fn lib_dir() -> PathBuf {
     let exe = std::env::current_exe().expect("current_exe");
     let deps = exe.parent().expect("the test executable is in deps/");
-    deps.parent()
-        .expect("deps/ is in target/<profile>/")
-        .to_path_buf()
+    let profile = deps.parent().expect("deps/ is in target/<profile>/");
+    let found = [deps, profile]
+        .into_iter()
+        .find(|d| d.join("libhlo_opt.a").exists())
+        .unwrap_or_else(|| {
+            panic!(
+                "libhlo_opt.a is neither in {} nor in {}",
+                deps.display(),
+                profile.display()
+            )
+        })
+        .to_path_buf();
+    found
+}
+
+/// Scratch directory of the C builds: `target/<profile>/c_api_test/`.
+fn build_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("current_exe");
+    let profile = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target/<profile>/deps/<exe>");
+    let d = profile.join("c_api_test");
+    std::fs::create_dir_all(&d).expect("create the C test's build directory");
+    d
 }
 
 fn have(tool: &str) -> bool {
@@ -123,12 +147,6 @@ fn run_c_test(wrapper: &[&str], program: &Path, env: &[(&str, &str)]) {
     {
         eprintln!("{line}");
     }
-}
-
-fn build_dir() -> PathBuf {
-    let d = lib_dir().join("c_api_test");
-    std::fs::create_dir_all(&d).expect("create the C test's build directory");
-    d
 }
 
 #[test]

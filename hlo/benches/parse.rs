@@ -29,7 +29,9 @@ fn bench(c: &mut Criterion) {
         let mut g = c.benchmark_group(name);
         g.throughput(Throughput::Bytes(text.len() as u64));
         g.sample_size(20);
-        g.bench_function("parse", |b| b.iter(|| hlo::parse_module(&text).map(|m| m.num_insts())));
+        g.bench_function("parse", |b| {
+            b.iter(|| hlo::parse_module(&text).map(|m| m.num_insts()))
+        });
         if let Ok(m) = hlo::parse_module(&text) {
             g.bench_function("print", |b| b.iter(|| hlo::print_module(&m).len()));
         }

@@ -31,7 +31,10 @@ impl From<AttrError> for crate::Error {
 pub type AttrResult<T> = Result<Option<T>, AttrError>;
 
 fn bad(key: &str, message: impl Into<String>) -> AttrError {
-    AttrError { key: key.to_string(), message: message.into() }
+    AttrError {
+        key: key.to_string(),
+        message: message.into(),
+    }
 }
 
 /// Removes one level of surrounding quotes and undoes `\"`, `\\`, `\n`, `\t`
@@ -80,7 +83,11 @@ impl Instruction {
     pub fn int_attr(&self, key: &str) -> AttrResult<i64> {
         match self.raw(key) {
             None => Ok(None),
-            Some(t) => t.trim().parse().map(Some).map_err(|_| bad(key, format!("`{t}` is not an integer"))),
+            Some(t) => t
+                .trim()
+                .parse()
+                .map(Some)
+                .map_err(|_| bad(key, format!("`{t}` is not an integer"))),
         }
     }
 
@@ -124,11 +131,17 @@ impl Instruction {
     /// `lhs_contracting_dims`, `rhs_contracting_dims` (each empty when
     /// absent). `None` when none of the four is present.
     pub fn dot_dims(&self) -> AttrResult<DotDims> {
-        let keys = ["lhs_batch_dims", "rhs_batch_dims", "lhs_contracting_dims", "rhs_contracting_dims"];
+        let keys = [
+            "lhs_batch_dims",
+            "rhs_batch_dims",
+            "lhs_contracting_dims",
+            "rhs_contracting_dims",
+        ];
         if keys.iter().all(|k| self.attr(k).is_none()) {
             return Ok(None);
         }
-        let get = |k: &str| -> Result<Dims, AttrError> { Ok(self.int_list_attr(k)?.unwrap_or_default()) };
+        let get =
+            |k: &str| -> Result<Dims, AttrError> { Ok(self.int_list_attr(k)?.unwrap_or_default()) };
         Ok(Some(DotDims {
             lhs_batch: get(keys[0])?,
             rhs_batch: get(keys[1])?,
@@ -141,7 +154,9 @@ impl Instruction {
     pub fn window(&self) -> AttrResult<Vec<WindowDim>> {
         match self.raw("window") {
             None => Ok(None),
-            Some(t) => si::parse_window(t).map(Some).map_err(|e| bad("window", e.0)),
+            Some(t) => si::parse_window(t)
+                .map(Some)
+                .map_err(|e| bad("window", e.0)),
         }
     }
 
@@ -149,7 +164,9 @@ impl Instruction {
     pub fn conv_dims(&self) -> AttrResult<ConvDims> {
         match self.raw("dim_labels") {
             None => Ok(None),
-            Some(t) => ConvDims::parse(t).map(Some).map_err(|e| bad("dim_labels", e.0)),
+            Some(t) => ConvDims::parse(t)
+                .map(Some)
+                .map_err(|e| bad("dim_labels", e.0)),
         }
     }
 
@@ -165,7 +182,9 @@ impl Instruction {
     pub fn padding(&self) -> AttrResult<Vec<PadDim>> {
         match self.raw("padding") {
             None => Ok(None),
-            Some(t) => si::parse_padding(t).map(Some).map_err(|e| bad("padding", e.0)),
+            Some(t) => si::parse_padding(t)
+                .map(Some)
+                .map_err(|e| bad("padding", e.0)),
         }
     }
 
@@ -203,7 +222,10 @@ mod tests {
 
     fn inst(text: &str, name: &str) -> Instruction {
         let m = parse_module(text).expect("test module parses");
-        let id = m.all_instructions().find(|&i| &*m.inst(i).name == name).expect("instruction exists");
+        let id = m
+            .all_instructions()
+            .find(|&i| &*m.inst(i).name == name)
+            .expect("instruction exists");
         m.inst(id).clone()
     }
 
@@ -223,7 +245,10 @@ ENTRY e {
 
     #[test]
     fn decodes_dimension_lists_and_indices() {
-        assert_eq!(inst(M, "t").dimensions().unwrap().unwrap().as_slice(), &[1, 0]);
+        assert_eq!(
+            inst(M, "t").dimensions().unwrap().unwrap().as_slice(),
+            &[1, 0]
+        );
         assert_eq!(inst(M, "g").tuple_index().unwrap(), Some(1));
         assert_eq!(inst(M, "p").dimensions().unwrap(), None);
     }
@@ -247,8 +272,14 @@ ENTRY e {
 
     #[test]
     fn unquotes_strings() {
-        assert_eq!(inst(M, "cc").custom_call_target().as_deref(), Some("my\"target"));
-        assert_eq!(inst(M, "cc").string_attr("api_version").as_deref(), Some("API_VERSION_TYPED_FFI"));
+        assert_eq!(
+            inst(M, "cc").custom_call_target().as_deref(),
+            Some("my\"target")
+        );
+        assert_eq!(
+            inst(M, "cc").string_attr("api_version").as_deref(),
+            Some("API_VERSION_TYPED_FFI")
+        );
     }
 
     #[test]

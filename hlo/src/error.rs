@@ -40,3 +40,25 @@ pub enum Error {
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// The error for people: `file:line:col: error: message`, then the
+    /// offending source line and a caret under the column (parse errors).
+    pub fn render(&self) -> String {
+        match self {
+            Error::Parse {
+                pos,
+                message,
+                snippet,
+            } => {
+                let pad: String = snippet
+                    .chars()
+                    .take(pos.col.saturating_sub(1))
+                    .map(|c| if c == '\t' { '\t' } else { ' ' })
+                    .collect();
+                format!("{pos}: error: {message}\n{snippet}\n{pad}^")
+            }
+            other => format!("error: {other}"),
+        }
+    }
+}

@@ -56,7 +56,8 @@ pub fn parse_module(text: &str) -> Result<Module> {
 /// Parses HLO text; errors carry `filename:line:col`.
 pub fn parse_module_named(text: &str, filename: &str) -> Result<Module> {
     check_depth(text, filename)?;
-    let pairs = HloParser::parse(Rule::module, text).map_err(|e| pest_error(e, text, filename, 0))?;
+    let pairs =
+        HloParser::parse(Rule::module, text).map_err(|e| pest_error(e, text, filename, 0))?;
     let scratch = bumpalo::Bump::new();
     Lowerer::new(text, filename, &scratch).module(pairs)
 }
@@ -225,16 +226,23 @@ fn found_token(text: &str, offset: usize) -> String {
     format!("`{tok}`")
 }
 
-/// Rejects bracket nesting deeper than [`MAX_DEPTH`] (outside strings).
+/// A lexical pre-pass over the whole text, before pest runs: brackets
+/// (`{}`, `()`, `[]` outside strings and comments) must balance and nest at
+/// most [`MAX_DEPTH`] deep; strings and `/* */` comments must be closed. This
+/// bounds pest's recursion (it is built without its stack guard) and gives
+/// precise messages for the most common breakage.
 fn check_depth(text: &str, filename: &str) -> Result<()> {
     let bytes = text.as_bytes();
-    let mut depth = 0usize;
+    let mut open: Vec<(u8, usize)> = Vec::new();
     let mut i = 0;
+    let describe_open = |(c, at): (u8, usize)| {
+        let (l, col) = line_col(text, at);
+        format!("`{}` opened at {l}:{col}", c as char)
+    };
     while i < bytes.len() {
         match bytes[i] {
-            b'{' | b'(' | b'[' => {
-                depth += 1;
-                if depth > MAX_DEPTH {
+            c @ (b'{' | b'(' | b'[') => {
+                if open.len() >= MAX_DEPTH {
                     return Err(error_at(
                         text,
                         filename,
@@ -242,10 +250,36 @@ fn check_depth(text: &str, filename: &str) -> Result<()> {
                         format!("brackets nested deeper than {MAX_DEPTH} levels"),
                     ));
                 }
+                open.push((c, i));
             }
-            b'}' | b')' | b']' => depth = depth.saturating_sub(1),
+            c @ (b'}' | b')' | b']') => {
+                let want = match c {
+                    b'}' => b'{',
+                    b')' => b'(',
+                    _ => b'[',
+                };
+                match open.pop() {
+                    Some((o, _)) if o == want => {}
+                    Some(o) => {
+                        return Err(error_at(
+                            text,
+                            filename,
+                            i,
+                            format!("`{}` does not match the {}", c as char, describe_open(o)),
+                        ))
+                    }
+                    None => {
+                        return Err(error_at(
+                            text,
+                            filename,
+                            i,
+                            format!("`{}` without a matching opening bracket", c as char),
+                        ))
+                    }
+                }
+            }
             b'"' => {
-                // Skip the string; an unterminated one is reported by the grammar.
+                let start = i;
                 i += 1;
                 while i < bytes.len() && bytes[i] != b'"' {
                     if bytes[i] == b'\\' {
@@ -253,10 +287,45 @@ fn check_depth(text: &str, filename: &str) -> Result<()> {
                     }
                     i += 1;
                 }
+                if i >= bytes.len() {
+                    return Err(error_at(
+                        text,
+                        filename,
+                        start,
+                        "unterminated string: missing closing `\"`",
+                    ));
+                }
+            }
+            b'/' if bytes.get(i + 1) == Some(&b'*') => {
+                let start = i;
+                match text.get(i + 2..).and_then(|r| r.find("*/")) {
+                    Some(p) => i += 2 + p + 1,
+                    None => {
+                        return Err(error_at(
+                            text,
+                            filename,
+                            start,
+                            "unterminated comment: missing `*/`",
+                        ))
+                    }
+                }
+            }
+            b'/' if bytes.get(i + 1) == Some(&b'/') => {
+                while i < bytes.len() && bytes[i] != b'\n' {
+                    i += 1;
+                }
             }
             _ => {}
         }
         i += 1;
+    }
+    if let Some(&o) = open.last() {
+        return Err(error_at(
+            text,
+            filename,
+            o.1,
+            format!("unclosed {}", describe_open(o)),
+        ));
     }
     Ok(())
 }
@@ -372,7 +441,7 @@ impl<'a> Lowerer<'a> {
                 }
                 Rule::debug_sections => self.m.debug_sections = Some(p.as_str().trim_end().into()),
                 Rule::computation => {
-                    let start = p.as_span().start();
+                    let start = self.pos(&p);
                     let (id, is_entry) = self.computation(p)?;
                     if is_entry {
                         if entry.is_some() {
@@ -433,18 +502,18 @@ impl<'a> Lowerer<'a> {
         let mut sig_result: Option<(ShapeId, usize)> = None;
         let mut attrs = Vec::new();
         let mut insts = Vec::new();
-        let start = pair.as_span().start();
+        let start = self.pos(&pair);
         for p in pair.into_inner() {
             match p.as_rule() {
                 Rule::entry_kw => is_entry = true,
                 Rule::name => {
                     let name = strip_pct(p.as_str());
-                    id = Some(self.define_computation(name, p.as_span().start())?);
+                    id = Some(self.define_computation(name, self.pos(&p))?);
                 }
                 Rule::signature => {
                     for s in p.into_inner() {
                         if s.as_rule() == Rule::shape {
-                            let off = s.as_span().start();
+                            let off = self.pos(&s);
                             sig_result = Some((self.shape(s)?, off));
                         }
                     }
@@ -491,7 +560,14 @@ impl<'a> Lowerer<'a> {
             }
             None => {
                 let cid = self.m.reserve_computation(name);
-                self.comps.insert(name, CompRef { id: cid, defined: true, first_use: off });
+                self.comps.insert(
+                    name,
+                    CompRef {
+                        id: cid,
+                        defined: true,
+                        first_use: off,
+                    },
+                );
                 cid
             }
         };
@@ -510,12 +586,17 @@ impl<'a> Lowerer<'a> {
         r
     }
 
-    fn body_inner(&mut self, cid: CompId, insts: Vec<Pair<'a, Rule>>, start: usize) -> Result<InstId> {
+    fn body_inner(
+        &mut self,
+        cid: CompId,
+        insts: Vec<Pair<'a, Rule>>,
+        start: usize,
+    ) -> Result<InstId> {
         let mut root: Option<InstId> = None;
         let mut root_marked = false;
         let mut params: Vec<(i64, InstId, usize)> = Vec::new();
         for p in insts {
-            let at = p.as_span().start();
+            let at = self.pos(&p);
             let (iid, marked) = self.instruction(p, cid, &mut params)?;
             if marked {
                 if root_marked {
@@ -529,8 +610,12 @@ impl<'a> Lowerer<'a> {
         }
         self.resolve_pending()?;
         let comp_name = self.m.comp(cid).name.clone();
-        let root =
-            root.ok_or_else(|| self.err(start, format!("computation %{comp_name} has no instructions")))?;
+        let root = root.ok_or_else(|| {
+            self.err(
+                start,
+                format!("computation %{comp_name} has no instructions"),
+            )
+        })?;
         // Parameters must be numbered 0..n.
         params.sort_by_key(|&(n, _, _)| n);
         let mut param_ids = Vec::with_capacity(params.len());
@@ -556,11 +641,17 @@ impl<'a> Lowerer<'a> {
 
     /// A computation written in place of an attribute value; named `_` like
     /// XLA names it (made unique), placed before the computation using it.
-    fn inline_computation(&mut self, pair: Pair<'a, Rule>) -> Result<CompId> {
-        let start = pair.as_span().start();
+    fn inline_computation(&mut self, text: &'a str, start: usize) -> Result<CompId> {
+        let full = HloParser::parse(Rule::inline_comp_full, text)
+            .map_err(|e| pest_error(e, self.text, self.file, start))?;
+        let insts: Vec<Pair<'a, Rule>> = full
+            .flatten()
+            .filter(|p| p.as_rule() == Rule::inline_comp)
+            .take(1)
+            .flat_map(|p| p.into_inner())
+            .collect();
         let name = self.unique_comp_name("_");
         let cid = self.define_computation(name, start)?;
-        let insts: Vec<Pair<'a, Rule>> = pair.into_inner().collect();
         self.body(cid, insts, start)?;
         self.m.place_computation(cid);
         Ok(cid)
@@ -608,19 +699,20 @@ impl<'a> Lowerer<'a> {
     }
 
     fn raw_attr(&self, pair: Pair<'a, Rule>) -> Attr {
-        let mut key = "";
-        let mut value = "";
-        for p in pair.into_inner() {
-            match p.as_rule() {
-                Rule::attr_key => key = p.as_str(),
-                Rule::attr_value => value = p.as_str(),
-                _ => {}
-            }
-        }
+        let (key, value, _) = self.split_attr(&pair);
         Attr {
             key: key.into(),
             value: AttrValue::Raw(value.into()),
         }
+    }
+
+    /// Splits an atomic `attr` token into key, value and the value's offset.
+    fn split_attr(&self, pair: &Pair<'a, Rule>) -> (&'a str, &'a str, usize) {
+        let text = pair.as_str();
+        let (key, rest) = text.split_once('=').unwrap_or((text, ""));
+        let value = rest.trim_start();
+        let voff = self.pos(pair) + text.len() - value.len();
+        (key.trim_end(), value, voff)
     }
 
     /// An instruction attribute: called computations and control predecessors
@@ -632,25 +724,12 @@ impl<'a> Lowerer<'a> {
         user: InstId,
         pend: &mut Vec<PendingRef<'a>>,
     ) -> Result<Attr> {
-        let mut key = "";
-        let mut value = "";
-        let mut voff = 0;
-        for p in pair.into_inner() {
-            match p.as_rule() {
-                Rule::attr_key => key = p.as_str(),
-                Rule::attr_value => {
-                    value = p.as_str();
-                    voff = p.as_span().start();
-                }
-                Rule::inline_comp => {
-                    let c = self.inline_computation(p)?;
-                    return Ok(Attr { key: key.into(), value: AttrValue::Comp(c) });
-                }
-                _ => {}
-            }
-        }
+        let (key, value, voff) = self.split_attr(&pair);
         let v = if COMPUTATION_ATTRS.contains(&key) {
-            if let Some(inner) = value.strip_prefix('{').and_then(|v| v.strip_suffix('}')) {
+            if value.starts_with('{') && !is_name_list(value) {
+                let c = self.inline_computation(value, voff)?;
+                AttrValue::Comp(c)
+            } else if let Some(inner) = value.strip_prefix('{').and_then(|v| v.strip_suffix('}')) {
                 let mut cs = SmallVec::new();
                 for (n, o) in split_names(inner, voff + 1) {
                     cs.push(self.comp_ref(n, o));
@@ -708,7 +787,7 @@ impl<'a> Lowerer<'a> {
         }
         let name_pair = p.ok_or_else(|| self.err(0, "instruction without a name"))?;
         let name = strip_pct(name_pair.as_str());
-        let name_off = name_pair.as_span().start();
+        let name_off = self.pos(&name_pair);
         let shape = match it.peek() {
             Some(s) if s.as_rule() == Rule::shape => match it.next() {
                 Some(s) => Some(self.shape(s)?),
@@ -734,7 +813,7 @@ impl<'a> Lowerer<'a> {
         let call = it
             .next()
             .ok_or_else(|| self.err(name_off, "instruction without an operation"))?;
-        let call_off = call.as_span().start();
+        let call_off = self.pos(&call);
         let mut operands: SmallVec<[InstId; 3]> = SmallVec::new();
         let mut payload = None;
         let mut pend: Vec<PendingRef<'a>> = Vec::new();
@@ -759,7 +838,33 @@ impl<'a> Lowerer<'a> {
                 let (opcode, wrapped) = self.opcode(op.as_str(), call_off)?;
                 wrapped_op = wrapped;
                 for operand in inner {
-                    let mut oi = operand.into_inner();
+                    let otext = operand.as_str();
+                    if is_name(otext) {
+                        let n = strip_pct(otext);
+                        match self.names.get(n) {
+                            Some(&target) => operands.push(target),
+                            None => {
+                                let offset = self.pos(&operand);
+                                pend.push(PendingRef {
+                                    user: placeholder,
+                                    slot: operands.len(),
+                                    name: n,
+                                    offset,
+                                });
+                                operands.push(placeholder);
+                            }
+                        }
+                        continue;
+                    }
+                    let ooff = self.pos(&operand);
+                    let full = HloParser::parse(Rule::operand_full, otext)
+                        .map_err(|e| pest_error(e, self.text, self.file, ooff))?;
+                    let mut oi = full
+                        .flatten()
+                        .filter(|p| p.as_rule() == Rule::operand_full)
+                        .take(1)
+                        .flat_map(|p| p.into_inner())
+                        .filter(|p| p.as_rule() != Rule::EOI);
                     let Some(first) = oi.next() else { continue };
                     let (r, typed) = if first.as_rule() == Rule::shape {
                         match oi.next() {
@@ -778,7 +883,7 @@ impl<'a> Lowerer<'a> {
                         operands.push(nested_id);
                         continue;
                     }
-                    let roff = r.as_span().start();
+                    let roff = self.pos(&r);
                     let mut ri = r.into_inner();
                     let n = strip_pct(ri.next().map_or("", |p| p.as_str()));
                     if ri.next().is_some() {
@@ -805,7 +910,10 @@ impl<'a> Lowerer<'a> {
         };
         let mut attrs = Vec::new();
         if let Some(w) = wrapped_op {
-            attrs.push(Attr { key: ASYNC_WRAPPED_OPCODE.into(), value: AttrValue::Raw(w.into()) });
+            attrs.push(Attr {
+                key: ASYNC_WRAPPED_OPCODE.into(),
+                value: AttrValue::Raw(w.into()),
+            });
         }
         // Inline computations in the attributes add instructions; the id is
         // known only once they are lowered (pending references get it below).
@@ -828,7 +936,10 @@ impl<'a> Lowerer<'a> {
                     ));
                 }
                 let s = self.infer_shape(opcode, &operands, &attrs).map_err(|msg| {
-                    self.err(call_off, format!("cannot infer the shape of %{name}: {msg}; write the shape"))
+                    self.err(
+                        call_off,
+                        format!("cannot infer the shape of %{name}: {msg}; write the shape"),
+                    )
                 })?;
                 self.m.intern_shape(s)
             }
@@ -877,7 +988,7 @@ impl<'a> Lowerer<'a> {
         cid: CompId,
         params: &mut Vec<(i64, InstId, usize)>,
     ) -> Result<InstId> {
-        let off = pair.as_span().start();
+        let off = self.pos(&pair);
         let it = pair.clone().into_inner();
         let opname = match it.clone().next() {
             Some(c) => match c.as_rule() {
@@ -912,8 +1023,25 @@ impl<'a> Lowerer<'a> {
             ("-done", Opcode::AsyncDone),
         ] {
             if let Some(base) = s.strip_suffix(suffix) {
-                if Opcode::from_name(base).is_some() {
-                    return Ok((op, Some(base)));
+                match Opcode::from_name(base) {
+                    // These have their own async opcodes (or none at all).
+                    Some(
+                        Opcode::AllGather
+                        | Opcode::AllReduce
+                        | Opcode::CollectivePermute
+                        | Opcode::Copy
+                        | Opcode::Send
+                        | Opcode::Recv,
+                    ) => {
+                        return Err(self.err(
+                            off,
+                            format!(
+                                "unknown opcode `{s}`: {base} has no `{suffix}` form (use {base}-start / {base}-done, or send/recv with send-done/recv-done)"
+                            ),
+                        ))
+                    }
+                    Some(_) => return Ok((op, Some(base))),
+                    None => {}
                 }
             }
         }
@@ -927,17 +1055,26 @@ impl<'a> Lowerer<'a> {
         use Opcode::*;
         let m = &self.m;
         let raw = |k: &str| -> Option<&str> {
-            attrs.iter().find(|a| &*a.key == k).and_then(|a| match &a.value {
-                AttrValue::Raw(s) => Some(&**s),
-                _ => None,
-            })
+            attrs
+                .iter()
+                .find(|a| &*a.key == k)
+                .and_then(|a| match &a.value {
+                    AttrValue::Raw(s) => Some(&**s),
+                    _ => None,
+                })
         };
-        let need = |k: &str| -> Result<&str, String> { raw(k).ok_or_else(|| format!("attribute `{k}` is missing")) };
+        let need = |k: &str| -> Result<&str, String> {
+            raw(k).ok_or_else(|| format!("attribute `{k}` is missing"))
+        };
         let shape_of = |i: usize| -> Result<&Shape, String> {
-            ops.get(i).map(|&o| m.inst_shape(o)).ok_or_else(|| format!("{opcode} needs at least {} operand(s)", i + 1))
+            ops.get(i)
+                .map(|&o| m.inst_shape(o))
+                .ok_or_else(|| format!("{opcode} needs at least {} operand(s)", i + 1))
         };
         let array_of = |i: usize| -> Result<&ArrayShape, String> {
-            shape_of(i)?.as_array().ok_or_else(|| format!("operand {i} of {opcode} is not an array"))
+            shape_of(i)?
+                .as_array()
+                .ok_or_else(|| format!("operand {i} of {opcode} is not an array"))
         };
         let to_real = |a: &ArrayShape| -> ArrayShape {
             let mut a = a.clone();
@@ -952,12 +1089,14 @@ impl<'a> Lowerer<'a> {
         match opcode {
             Tuple => Ok(Shape::Tuple(ops.iter().map(|&o| m.inst(o).shape).collect())),
             GetTupleElement => {
-                let idx: usize = need("index")?.trim().parse().map_err(|_| "index is not a tuple index".to_string())?;
+                let idx: usize = need("index")?
+                    .trim()
+                    .parse()
+                    .map_err(|_| "index is not a tuple index".to_string())?;
                 match shape_of(0)? {
-                    Shape::Tuple(v) => v
-                        .get(idx)
-                        .map(|&s| m.shape(s).clone())
-                        .ok_or_else(|| format!("index={idx} is out of range for a tuple of {}", v.len())),
+                    Shape::Tuple(v) => v.get(idx).map(|&s| m.shape(s).clone()).ok_or_else(|| {
+                        format!("index={idx} is out of range for a tuple of {}", v.len())
+                    }),
                     _ => Err("the operand of get-tuple-element is not a tuple".into()),
                 }
             }
@@ -983,19 +1122,30 @@ impl<'a> Lowerer<'a> {
                         *slot = i as i64;
                     }
                 }
-                let src = operand.layout.clone().unwrap_or_else(|| Layout::default_for_rank(operand.rank()));
+                let src = operand
+                    .layout
+                    .clone()
+                    .unwrap_or_else(|| Layout::default_for_rank(operand.rank()));
                 let mut l = src;
                 l.minor_to_major = l
                     .minor_to_major
                     .iter()
-                    .map(|&d| usize::try_from(d).ok().and_then(|d| inverse.get(d)).copied().unwrap_or(d))
+                    .map(|&d| {
+                        usize::try_from(d)
+                            .ok()
+                            .and_then(|d| inverse.get(d))
+                            .copied()
+                            .unwrap_or(d)
+                    })
                     .collect();
                 out.layout = Some(l);
                 Ok(Shape::Array(out))
             }
             Dot => {
                 let list = |k: &str| -> Result<si::Dims, String> {
-                    raw(k).map_or(Ok(si::Dims::new()), |t| si::parse_int_list(t).map_err(|e| e.0))
+                    raw(k).map_or(Ok(si::Dims::new()), |t| {
+                        si::parse_int_list(t).map_err(|e| e.0)
+                    })
                 };
                 let d = si::DotDims {
                     lhs_batch: list("lhs_batch_dims")?,
@@ -1033,7 +1183,9 @@ impl<'a> Lowerer<'a> {
                     Err("variadic reduce-window shapes are not inferred".into())
                 }
             }
-            op if op.is_elementwise() && !matches!(op, Convert | BitcastConvert | StochasticConvert) => {
+            op if op.is_elementwise()
+                && !matches!(op, Convert | BitcastConvert | StochasticConvert) =>
+            {
                 Ok(Shape::Array(array_of(0)?.clone()))
             }
             _ => Err(format!("the shape of {opcode} is not inferred")),
@@ -1045,7 +1197,9 @@ impl<'a> Lowerer<'a> {
     /// Byte offset of a pair in the module text. Also right for pairs of a
     /// shape re-parsed from a slice of the text (see [`Lowerer::shape`]).
     fn pos(&self, p: &Pair<'a, Rule>) -> usize {
-        (p.as_str().as_ptr() as usize).wrapping_sub(self.text.as_ptr() as usize).min(self.text.len())
+        (p.as_str().as_ptr() as usize)
+            .wrapping_sub(self.text.as_ptr() as usize)
+            .min(self.text.len())
     }
 
     /// Lowers a `shape` pair. The grammar matches shapes atomically (no inner
@@ -1073,7 +1227,9 @@ impl<'a> Lowerer<'a> {
     fn shape_inner(&mut self, pair: Pair<'a, Rule>) -> Result<Shape> {
         let off = self.pos(&pair);
         match pair.as_rule() {
-            Rule::buffer_shape => Err(self.err(off, "buffer shapes `b(...)` are not supported yet")),
+            Rule::buffer_shape => {
+                Err(self.err(off, "buffer shapes `b(...)` are not supported yet"))
+            }
             Rule::tuple_shape => {
                 let mut elems = SmallVec::new();
                 for p in pair.into_inner() {
@@ -1161,8 +1317,7 @@ impl<'a> Lowerer<'a> {
             match p.as_rule() {
                 Rule::m2m => {
                     for d in p.into_inner() {
-                        l.minor_to_major
-                            .push(self.int(d.as_str(), self.pos(&d))?);
+                        l.minor_to_major.push(self.int(d.as_str(), self.pos(&d))?);
                     }
                 }
                 Rule::dim_levels => {
@@ -1243,6 +1398,14 @@ impl<'a> Lowerer<'a> {
             None => Err(self.err(off, "expected an integer")),
         }
     }
+}
+
+/// `{%a, %b}`: a brace list of names (called computations), as opposed to a
+/// computation written in place.
+fn is_name_list(s: &str) -> bool {
+    s.strip_prefix('{')
+        .and_then(|v| v.strip_suffix('}'))
+        .is_some_and(|inner| inner.split(',').all(|n| is_name(n.trim())))
 }
 
 fn is_name(s: &str) -> bool {

@@ -304,7 +304,10 @@ impl<'m> Printer<'m> {
         self.shape(inst.shape);
         self.out.push(' ');
         match inst.attrs.first() {
-            Some(Attr { key, value: AttrValue::Raw(w) }) if &**key == ASYNC_WRAPPED_OPCODE => {
+            Some(Attr {
+                key,
+                value: AttrValue::Raw(w),
+            }) if &**key == ASYNC_WRAPPED_OPCODE => {
                 self.out.push_str(w);
                 self.out.push_str(match inst.opcode {
                     Opcode::AsyncStart => "-start",

@@ -15,8 +15,14 @@ use common::*;
 const KNOWN_DIFFERENCES: &[(&str, &str)] = &[
     // XLA re-derives the shape of send / recv-done from their operands and
     // ignores the written one; we keep the written shape.
-    ("import_async__14.hlo", "XLA ignores the written recv-done shape"),
-    ("transforms.layout_assignment_test__20.hlo", "XLA ignores the written send shape's layout"),
+    (
+        "import_async__14.hlo",
+        "XLA ignores the written recv-done shape",
+    ),
+    (
+        "transforms.layout_assignment_test__20.hlo",
+        "XLA ignores the written send shape's layout",
+    ),
     // Buffer shapes `b(...)` are not in the IR yet (see roundtrip.rs).
     ("custom_call__0.hlo", "buffer shape"),
     ("types__0.hlo", "buffer shape"),
@@ -44,7 +50,9 @@ fn check(label: &str, files: &[PathBuf]) -> Option<String> {
         let text = std::fs::read_to_string(f).expect("readable module");
         let name = f.file_name().expect("file name");
         match hlo::parse_module_named(&text, &f.display().to_string()) {
-            Ok(m) => std::fs::write(out.join(name), hlo::print_module(&m)).expect("write printed module"),
+            Ok(m) => {
+                std::fs::write(out.join(name), hlo::print_module(&m)).expect("write printed module")
+            }
             Err(e) => println!("not parsed by hlo-opt: {e}"),
         }
         args.push(f.clone());
@@ -82,7 +90,12 @@ fn shared_corpus_conforms_to_xla() {
         return;
     };
     let mut files = Vec::new();
-    for dir in ["corpus/xla/valid", "corpus/jax", "data/tpugraphs/hlo", "data/tpugraphs/tile_kernels"] {
+    for dir in [
+        "corpus/xla/valid",
+        "corpus/jax",
+        "data/tpugraphs/hlo",
+        "data/tpugraphs/tile_kernels",
+    ] {
         files.extend(hlo_files(&shared.join(dir)));
     }
     check("shared", &files);

@@ -26,7 +26,8 @@ fn shared_invalid_corpus() {
     let (mut rejected, mut must_reject, mut newer_ok, mut newer) = (0, 0, 0, 0);
     for line in manifest.lines().skip(1) {
         let cols: Vec<&str> = line.split('\t').collect();
-        let (Some(file), Some(status), Some(category)) = (cols.first(), cols.get(1), cols.get(2)) else {
+        let (Some(file), Some(status), Some(category)) = (cols.first(), cols.get(1), cols.get(2))
+        else {
             continue;
         };
         if *status != "invalid" {
@@ -53,7 +54,9 @@ fn shared_invalid_corpus() {
                         rejected += 1;
                         problems.push(format!("{file}: rejected without a position: {e}"));
                     }
-                    Ok(()) => problems.push(format!("{file} ({category}): accepted, must be rejected")),
+                    Ok(()) => {
+                        problems.push(format!("{file} ({category}): accepted, must be rejected"))
+                    }
                 }
             }
             "newer" => {

@@ -74,7 +74,9 @@ fn shared_corpus_round_trips() {
             match round_trip(&text, &f.display().to_string()) {
                 Err(e) if !known => failures.push(format!("{}: {e}", f.display())),
                 Err(_) => unsupported += 1,
-                Ok(()) if known => failures.push(format!("{}: listed as unsupported but passes", f.display())),
+                Ok(()) if known => {
+                    failures.push(format!("{}: listed as unsupported but passes", f.display()))
+                }
                 Ok(()) => {}
             }
         }

@@ -23,7 +23,8 @@ fn model() -> (Box<dyn CostModel>, &'static str) {
 }
 
 fn bench(c: &mut Criterion) {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus/jax/bert_base.post.hlo");
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus/jax/bert_base.post.hlo");
     let Ok(text) = std::fs::read_to_string(&path) else {
         eprintln!("skipped: {} is absent", path.display());
         return;

@@ -12,7 +12,8 @@ fn run(text: &str) -> (hlo::Module, Vec<String>, String) {
     let mut m = hlo::parse_module(text).expect("the test input parses");
     let mut cx = PassContext::new(PassOptions::default());
     let mut pass = TilePass::with_model(Box::new(ReferenceModel::new(Task::Tile)));
-    pass.run(&mut m, &mut cx).expect("a bad kernel is not an error of the pass");
+    pass.run(&mut m, &mut cx)
+        .expect("a bad kernel is not an error of the pass");
     (m, pass.warnings().to_vec(), cx.explain)
 }
 
@@ -37,21 +38,41 @@ fn module(kernel: &str) -> String {
 fn assert_skipped(text: &str, why: &str) {
     let (m, warnings, explain) = run(text);
     assert_eq!(warnings.len(), 1, "{warnings:?}");
-    assert!(warnings[0].contains("%bad"), "the warning names the kernel: {}", warnings[0]);
-    assert!(warnings[0].contains(why), "the warning says why ({why}): {}", warnings[0]);
+    assert!(
+        warnings[0].contains("%bad"),
+        "the warning names the kernel: {}",
+        warnings[0]
+    );
+    assert!(
+        warnings[0].contains(why),
+        "the warning says why ({why}): {}",
+        warnings[0]
+    );
     assert!(explain.contains(&warnings[0]));
-    assert!(decision_of(&m, "bad").is_none(), "the skipped kernel is unchanged");
-    assert!(decision_of(&m, "good").is_some(), "the other kernels are tiled");
+    assert!(
+        decision_of(&m, "bad").is_none(),
+        "the skipped kernel is unchanged"
+    );
+    assert!(
+        decision_of(&m, "good").is_some(),
+        "the other kernels are tiled"
+    );
 }
 
 #[test]
 fn a_backend_config_that_is_not_json_is_skipped() {
-    assert_skipped(&module(r#"%bad = f32[16,256]{0,1} copy(%p1), backend_config="this is not json""#), "not JSON");
+    assert_skipped(
+        &module(r#"%bad = f32[16,256]{0,1} copy(%p1), backend_config="this is not json""#),
+        "not JSON",
+    );
 }
 
 #[test]
 fn a_backend_config_that_is_a_json_array_is_skipped() {
-    assert_skipped(&module(r#"%bad = f32[16,256]{0,1} copy(%p1), backend_config="[1,2]""#), "not an object");
+    assert_skipped(
+        &module(r#"%bad = f32[16,256]{0,1} copy(%p1), backend_config="[1,2]""#),
+        "not an object",
+    );
 }
 
 #[test]
@@ -128,5 +149,8 @@ fn a_module_without_kernels_is_unchanged() {
     let mut cx = PassContext::new(PassOptions::default());
     let mut pass = TilePass::with_model(Box::new(ReferenceModel::new(Task::Tile)));
     assert!(!pass.run(&mut m, &mut cx).expect("runs"));
-    assert_eq!(hlo::print_module(&m), hlo::print_module(&hlo::parse_module(text).expect("parses")));
+    assert_eq!(
+        hlo::print_module(&m),
+        hlo::print_module(&hlo::parse_module(text).expect("parses"))
+    );
 }

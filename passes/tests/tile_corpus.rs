@@ -36,18 +36,31 @@ fn every_kernel_of_the_corpus_is_tiled_or_named_in_a_warning() {
         let mut tiled = 0;
         for &k in &kernels {
             let name = &m.inst(k).name;
-            let decided = backend::read_decision(again.inst(k).raw_attr("backend_config")).is_some();
-            let warned = pass.warnings().iter().any(|w| w.contains(&format!("%{name}:")));
-            assert!(decided != warned, "{}: %{name} decided={decided} warned={warned}", p.display());
+            let decided =
+                backend::read_decision(again.inst(k).raw_attr("backend_config")).is_some();
+            let warned = pass
+                .warnings()
+                .iter()
+                .any(|w| w.contains(&format!("%{name}:")));
+            assert!(
+                decided != warned,
+                "{}: %{name} decided={decided} warned={warned}",
+                p.display()
+            );
             tiled += usize::from(decided);
         }
         println!(
             "{}: {} kernels, {} tiled, {} skipped{}",
-            p.file_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default(),
+            p.file_name()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default(),
             kernels.len(),
             tiled,
             pass.warnings().len(),
-            pass.warnings().first().map(|w| format!(" (first: {w})")).unwrap_or_default()
+            pass.warnings()
+                .first()
+                .map(|w| format!(" (first: {w})"))
+                .unwrap_or_default()
         );
     }
 }

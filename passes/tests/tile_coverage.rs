@@ -31,10 +31,15 @@ fn cases() -> Vec<Case> {
         .into_iter()
         .map(|p| {
             let text = std::fs::read_to_string(&p).expect("readable");
-            let module = hlo::parse_module_named(&text, &p.display().to_string()).expect("kernel parses");
-            let runs_text = std::fs::read_to_string(p.with_extension("runs.json")).expect("runs.json beside it");
+            let module =
+                hlo::parse_module_named(&text, &p.display().to_string()).expect("kernel parses");
+            let runs_text = std::fs::read_to_string(p.with_extension("runs.json"))
+                .expect("runs.json beside it");
             let runs = runs::parse_runs(&runs_text).expect("runs parse");
-            let name = p.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+            let name = p
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default();
             Case { name, module, runs }
         })
         .collect()
@@ -57,7 +62,8 @@ fn every_configuration_the_autotuner_tried_is_enumerated() {
         let space = kernel::analyze(&case.module, k).expect("sample kernels are tileable");
         let choices = space.enumerate(DEFAULT_MEMORY_BUDGET, 0);
         let ours: BTreeSet<space::TileConfig> = choices.iter().map(|c| space.config(c)).collect();
-        let tried: BTreeSet<space::TileConfig> = case.runs.iter().map(|r| r.config.clone()).collect();
+        let tried: BTreeSet<space::TileConfig> =
+            case.runs.iter().map(|r| r.config.clone()).collect();
         let missing: Vec<_> = tried.difference(&ours).collect();
         println!(
             "{}: %{} enumerated {} (raw {}), autotuner tried {} runs / {} distinct, all covered: {}",
@@ -69,7 +75,11 @@ fn every_configuration_the_autotuner_tried_is_enumerated() {
             tried.len(),
             missing.is_empty()
         );
-        assert!(missing.is_empty(), "{}: tried but not enumerated: {missing:?}", case.name);
+        assert!(
+            missing.is_empty(),
+            "{}: tried but not enumerated: {missing:?}",
+            case.name
+        );
         total_tried += tried.len();
         total_ours += ours.len();
     }
@@ -84,12 +94,22 @@ fn the_default_heuristic_matches_xlas_default_tile() {
         let k = the_kernel(&case.module);
         let space = kernel::analyze(&case.module, k).expect("tileable");
         let choices = space.enumerate(DEFAULT_MEMORY_BUDGET, 0);
-        let ours = space.default_choice(&choices, DEFAULT_MEMORY_BUDGET).map(|c| space.config(&c)).expect("a default");
-        let Some(xla) = case.runs.iter().find(|r| r.is_default) else { continue };
+        let ours = space
+            .default_choice(&choices, DEFAULT_MEMORY_BUDGET)
+            .map(|c| space.config(&c))
+            .expect("a default");
+        let Some(xla) = case.runs.iter().find(|r| r.is_default) else {
+            continue;
+        };
         n += 1;
         let same = ours == xla.config;
         matched += usize::from(same);
-        println!("{}: ours {ours}, XLA {}{}", case.name, xla.config, if same { "" } else { "  (differs)" });
+        println!(
+            "{}: ours {ours}, XLA {}{}",
+            case.name,
+            xla.config,
+            if same { "" } else { "  (differs)" }
+        );
     }
     println!("default heuristic = XLA default on {matched} of {n} kernels");
     assert_eq!(matched, n);
@@ -106,7 +126,11 @@ fn a_smaller_memory_budget_removes_only_large_tiles() {
         let kept = space.enumerate(budget, 0);
         assert!(!kept.is_empty());
         if kept.len() > 1 || space.footprint(&kept[0]) <= budget {
-            assert!(kept.iter().all(|c| space.footprint(c) <= budget), "{}", case.name);
+            assert!(
+                kept.iter().all(|c| space.footprint(c) <= budget),
+                "{}",
+                case.name
+            );
             let expected = all.iter().filter(|c| space.footprint(c) <= budget).count();
             assert_eq!(kept.len(), expected, "{}", case.name);
         }

@@ -11,7 +11,9 @@ use passes::tile::{backend, kernel, select_kernel, SelectOptions, TilePass};
 use passes::{Pass, PassContext, PassOptions};
 
 fn sample(name: &str) -> hlo::Module {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/tile").join(name);
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../testdata/tile")
+        .join(name);
     let text = std::fs::read_to_string(&p).expect("sample exists");
     hlo::parse_module(&text).expect("sample parses")
 }
@@ -26,14 +28,23 @@ fn run(m: &mut hlo::Module, options: PassOptions) -> String {
 fn decision(m: &hlo::Module, id: hlo::InstId) -> serde_json::Map<String, serde_json::Value> {
     let raw = m.inst(id).raw_attr("backend_config");
     let obj = backend::parse_backend_config(raw).expect("JSON");
-    obj.get(backend::KEY).and_then(|v| v.as_object()).cloned().expect("a decision")
+    obj.get(backend::KEY)
+        .and_then(|v| v.as_object())
+        .cloned()
+        .expect("a decision")
 }
 
 #[test]
 fn the_recorded_tile_is_the_best_ranked_candidate() {
     let mut m = sample("kernels/kernel_02.hlo");
     let k = kernel::find_kernels(&m)[0];
-    let sel = select_kernel(&m, k, &ReferenceModel::new(Task::Tile), &SelectOptions::default()).expect("selects");
+    let sel = select_kernel(
+        &m,
+        k,
+        &ReferenceModel::new(Task::Tile),
+        &SelectOptions::default(),
+    )
+    .expect("selects");
     // ranked best first, deterministically
     assert!(sel.ranked.windows(2).all(|w| w[0].1 <= w[1].1));
     let explain = run(&mut m, PassOptions::default());
@@ -43,19 +54,32 @@ fn the_recorded_tile_is_the_best_ranked_candidate() {
     assert_eq!(d["kernel_bounds"], serde_json::json!(best.kernel_bounds));
     assert_eq!(d["candidates"], serde_json::json!(sel.ranked.len()));
     assert!(d.get("top_k").is_none(), "top_k is recorded only for K > 1");
-    assert!(explain.contains("tile %fusion.261:") && explain.contains("default kernel=[4,1] output=[16,32]"), "{explain}");
+    assert!(
+        explain.contains("tile %fusion.261:")
+            && explain.contains("default kernel=[4,1] output=[16,32]"),
+        "{explain}"
+    );
 }
 
 #[test]
 fn top_k_records_the_k_best_in_order() {
     let mut m = sample("kernels/kernel_00.hlo");
     let k = kernel::find_kernels(&m)[0];
-    run(&mut m, PassOptions { top_k: 4, ..PassOptions::default() });
+    run(
+        &mut m,
+        PassOptions {
+            top_k: 4,
+            ..PassOptions::default()
+        },
+    );
     let d = decision(&m, k);
     let list = d["top_k"].as_array().expect("a list");
     assert_eq!(list.len(), 4);
     assert_eq!(list[0]["output_bounds"], d["output_bounds"]);
-    let scores: Vec<f64> = list.iter().filter_map(|e| e["predicted"].as_f64()).collect();
+    let scores: Vec<f64> = list
+        .iter()
+        .filter_map(|e| e["predicted"].as_f64())
+        .collect();
     assert!(scores.windows(2).all(|w| w[0] <= w[1]));
 }
 
@@ -73,10 +97,25 @@ fn measurement_picks_the_fastest_of_the_top_k() {
         log.lock().ok()?.push(c.output_bounds.clone());
         Some(1000.0 - c.output_bounds.iter().product::<i64>() as f64)
     };
-    run(&mut m, PassOptions { top_k: 5, measure: Some(Box::new(measure)), ..PassOptions::default() });
+    run(
+        &mut m,
+        PassOptions {
+            top_k: 5,
+            measure: Some(Box::new(measure)),
+            ..PassOptions::default()
+        },
+    );
     let measured = seen.lock().expect("lock").clone();
-    assert_eq!(measured.len(), 5, "the top 5 candidate modules were measured");
-    let fastest = measured.iter().max_by_key(|b| b.iter().product::<i64>()).cloned().expect("some");
+    assert_eq!(
+        measured.len(),
+        5,
+        "the top 5 candidate modules were measured"
+    );
+    let fastest = measured
+        .iter()
+        .max_by_key(|b| b.iter().product::<i64>())
+        .cloned()
+        .expect("some");
     let d = decision(&m, k);
     assert_eq!(d["output_bounds"], serde_json::json!(fastest));
     assert!(d["measured"].as_f64().is_some());
@@ -87,9 +126,19 @@ fn failed_measurements_keep_the_model_choice() {
     let mut a = sample("kernels/kernel_06.hlo");
     let mut b = a.clone();
     run(&mut a, PassOptions::default());
-    run(&mut b, PassOptions { top_k: 3, measure: Some(Box::new(|_: &str| None)), ..PassOptions::default() });
+    run(
+        &mut b,
+        PassOptions {
+            top_k: 3,
+            measure: Some(Box::new(|_: &str| None)),
+            ..PassOptions::default()
+        },
+    );
     let k = kernel::find_kernels(&a)[0];
-    assert_eq!(decision(&a, k)["output_bounds"], decision(&b, k)["output_bounds"]);
+    assert_eq!(
+        decision(&a, k)["output_bounds"],
+        decision(&b, k)["output_bounds"]
+    );
     assert!(decision(&b, k).get("measured").is_none());
 }
 
@@ -102,7 +151,11 @@ fn the_pass_is_deterministic_and_idempotent() {
     let once = hlo::print_module(&a);
     assert_eq!(once, hlo::print_module(&b));
     run(&mut a, PassOptions::default());
-    assert_eq!(once, hlo::print_module(&a), "a second run replaces the decision with the same one");
+    assert_eq!(
+        once,
+        hlo::print_module(&a),
+        "a second run replaces the decision with the same one"
+    );
 }
 
 #[test]
@@ -114,8 +167,17 @@ fn the_pass_changes_only_backend_configs() {
     assert_eq!(ids, after.all_instructions().collect::<Vec<_>>());
     for id in ids {
         let (x, y) = (before.inst(id), after.inst(id));
-        assert_eq!((&x.name, x.opcode, x.shape, &x.operands), (&y.name, y.opcode, y.shape, &y.operands));
-        let strip = |i: &hlo::Instruction| i.attrs.iter().filter(|a| &*a.key != "backend_config").cloned().collect::<Vec<_>>();
+        assert_eq!(
+            (&x.name, x.opcode, x.shape, &x.operands),
+            (&y.name, y.opcode, y.shape, &y.operands)
+        );
+        let strip = |i: &hlo::Instruction| {
+            i.attrs
+                .iter()
+                .filter(|a| &*a.key != "backend_config")
+                .cloned()
+                .collect::<Vec<_>>()
+        };
         assert_eq!(strip(x), strip(y));
     }
 }
@@ -141,4 +203,28 @@ fn the_registry_knows_the_tile_pass() {
     let pass = passes::create_pass("tile").expect("registered");
     assert_eq!(pass.name(), "tile");
     assert!(passes::list_passes().iter().any(|(n, _)| *n == "tile"));
+}
+
+/// A TpuGraphs tile kernel is already a standalone module: extracting its
+/// kernel gives the same graph the dataset featurizes.
+#[test]
+fn extracting_a_tile_kernel_reproduces_its_graph() {
+    for name in [
+        "kernel_00",
+        "kernel_02",
+        "kernel_04",
+        "kernel_06",
+        "kernel_08",
+        "kernel_10",
+        "kernel_12",
+        "kernel_14",
+    ] {
+        let m = sample(&format!("kernels/{name}.hlo"));
+        let k = kernel::find_kernels(&m)[0];
+        let km = passes::tile::extract::extract_kernel(&m, k);
+        let a = costmodel::features::featurize(&m, Task::Tile).expect("featurizes");
+        let b = costmodel::features::featurize(&km, Task::Tile).expect("featurizes");
+        assert_eq!(a.graph, b.graph, "{name}");
+        hlo::parse_module(&hlo::print_module(&km)).expect("the extracted kernel parses");
+    }
 }

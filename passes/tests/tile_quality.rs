@@ -51,8 +51,13 @@ impl Totals {
 }
 
 fn check(t1: Option<f64>, t5: Option<f64>, what: &str) -> (f64, f64) {
-    let (Some(t1), Some(t5)) = (t1, t5) else { panic!("{what}: no slowdown") };
-    assert!(t1.is_finite() && t1 >= 0.0 && t5 >= 0.0 && t5 <= t1, "{what}: top-1 {t1}, top-5 {t5}");
+    let (Some(t1), Some(t5)) = (t1, t5) else {
+        panic!("{what}: no slowdown")
+    };
+    assert!(
+        t1.is_finite() && t1 >= 0.0 && t5 >= 0.0 && t5 <= t1,
+        "{what}: top-1 {t1}, top-5 {t5}"
+    );
     (t1, t5)
 }
 
@@ -83,8 +88,15 @@ fn sample_kernels(model: &dyn CostModel, label: &str) -> Totals {
             Err(KernelError::Model(e)) => panic!("{}: {e}", p.display()),
         };
         let pred: Vec<f64> = scores.iter().map(|&s| f64::from(s)).collect();
-        let name = p.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-        let (t1, t5) = check(top_k_slowdown(&pred, &runtime, 1), top_k_slowdown(&pred, &runtime, 5), &name);
+        let name = p
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let (t1, t5) = check(
+            top_k_slowdown(&pred, &runtime, 1),
+            top_k_slowdown(&pred, &runtime, 5),
+            &name,
+        );
         // XLA's own default, for scale
         let best = runtime.iter().copied().fold(f64::INFINITY, f64::min);
         if let Some(d) = all_runs.iter().find(|r| r.is_default) {
@@ -92,11 +104,19 @@ fn sample_kernels(model: &dyn CostModel, label: &str) -> Totals {
                 xla_default.add(*t as f64 / best - 1.0, *t as f64 / best - 1.0);
             }
         }
-        println!("[{label}] {name}: {} measured configs, top-1 {:.1}%, top-5 {:.1}%", configs.len(), 100.0 * t1, 100.0 * t5);
+        println!(
+            "[{label}] {name}: {} measured configs, top-1 {:.1}%, top-5 {:.1}%",
+            configs.len(),
+            100.0 * t1,
+            100.0 * t5
+        );
         totals.add(t1, t5);
     }
     println!("[{label}] {}", totals.line("sample kernels"));
-    println!("[{label}] {}", xla_default.line("XLA's default tile (for scale)"));
+    println!(
+        "[{label}] {}",
+        xla_default.line("XLA's default tile (for scale)")
+    );
     totals
 }
 
@@ -109,7 +129,9 @@ fn npz_files(model: &dyn CostModel, label: &str) -> Option<Totals> {
     }
     let mut totals = Totals::default();
     for split in ["train", "valid", "test"] {
-        let Ok(entries) = std::fs::read_dir(base.join(split)) else { continue };
+        let Ok(entries) = std::fs::read_dir(base.join(split)) else {
+            continue;
+        };
         let mut files: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
         files.sort();
         for p in files {
@@ -122,9 +144,23 @@ fn npz_files(model: &dyn CostModel, label: &str) -> Option<Totals> {
             let scores = model.score(&prepared, &batch).expect("score");
             let pred: Vec<f64> = scores.iter().map(|&s| f64::from(s)).collect();
             let runtime: Vec<f64> = f.runtimes().iter().map(|&t| t as f64).collect();
-            let name = format!("{split}/{}", p.file_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default());
-            let (t1, t5) = check(top_k_slowdown(&pred, &runtime, 1), top_k_slowdown(&pred, &runtime, 5), &name);
-            println!("[{label}] {name}: {} configs, top-1 {:.1}%, top-5 {:.1}%", pred.len(), 100.0 * t1, 100.0 * t5);
+            let name = format!(
+                "{split}/{}",
+                p.file_name()
+                    .map(|s| s.to_string_lossy().into_owned())
+                    .unwrap_or_default()
+            );
+            let (t1, t5) = check(
+                top_k_slowdown(&pred, &runtime, 1),
+                top_k_slowdown(&pred, &runtime, 5),
+                &name,
+            );
+            println!(
+                "[{label}] {name}: {} configs, top-1 {:.1}%, top-5 {:.1}%",
+                pred.len(),
+                100.0 * t1,
+                100.0 * t5
+            );
             totals.add(t1, t5);
         }
     }
@@ -144,7 +180,11 @@ fn quality_of_the_onnx_tile_model() {
     let mut all = sample_kernels(model.as_ref(), "onnx");
     // A regression guard, not a target: the paper's baseline is 4.2% top-5.
     let top5 = Totals::mean(&all.top5);
-    assert!(top5 <= 0.10, "the ONNX tile model's top-5 slowdown on the sample kernels is {:.1}%", 100.0 * top5);
+    assert!(
+        top5 <= 0.10,
+        "the ONNX tile model's top-5 slowdown on the sample kernels is {:.1}%",
+        100.0 * top5
+    );
     if let Some(npz) = npz_files(model.as_ref(), "onnx") {
         all.top1.extend(npz.top1);
         all.top5.extend(npz.top5);

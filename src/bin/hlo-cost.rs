@@ -30,7 +30,11 @@ use serde_json::{json, Value};
 
 /// Featurize HLO modules and evaluate learned cost models on TpuGraphs npz files.
 #[derive(Parser, Debug)]
-#[command(name = "hlo-cost", version, about)]
+#[command(
+    name = "hlo-cost",
+    version,
+    about = "Featurize HLO modules into TpuGraphs npz files and evaluate cost models on them"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

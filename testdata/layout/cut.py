@@ -16,9 +16,8 @@ source.
 import re
 import sys
 
-INST = re.compile(r"^\s*(ROOT\s+)?%([\w.\-]+)\s*=\s*(.*)$")
-REF = re.compile(r"%([\w.\-]+)")
-OPCODE = re.compile(r"^(?:\([^=]*?\)|[\w\[\]{}<=?,:()*#.\s]+?)\s([a-z][a-z\-]*)\(")
+INST = re.compile(r"^\s*(ROOT\s+)?%?([\w.\-]+)\s*=\s*(.*)$")
+REF = re.compile(r"%?([\w.\-]+)")
 
 
 def opcode_of(rhs):
@@ -50,7 +49,7 @@ def main():
         if line.startswith("HloModule"):
             header = line
             continue
-        m = re.match(r"^(ENTRY\s+)?%([\w.\-]+)\s.*\{\s*$", line)
+        m = re.match(r"^(ENTRY\s+)?%?([\w.\-]+)\s.*\{\s*$", line)
         if m and cur is None:
             cur = [m.group(2), line, [], bool(m.group(1))]
             continue

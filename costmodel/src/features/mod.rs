@@ -197,19 +197,29 @@ pub fn featurize(m: &Module, task: Task) -> Result<Featurized> {
     // Nodes are visited in index order, so sorting each node's producers
     // gives the lexicographic order of the whole list.
     let mut producers: Vec<i64> = Vec::new();
-    for ((k, &id), row) in node_inst.iter().enumerate().zip(node_feat.chunks_exact_mut(NODE_FEAT_DIM)) {
+    for ((k, &id), row) in node_inst
+        .iter()
+        .enumerate()
+        .zip(node_feat.chunks_exact_mut(NODE_FEAT_DIM))
+    {
         let inst = m.inst(id);
         node_opcode.push(opcode_id(inst.opcode));
         let row: &mut [f32; NODE_FEAT_DIM] = row.try_into().expect("chunks of NODE_FEAT_DIM");
         node_features(m, id, row)?;
         producers.clear();
         for &op in &inst.operands {
-            producers.push(lookup(op, &|| format!("%{}: operand is not a scheduled instruction", inst.name))?);
+            producers.push(lookup(op, &|| {
+                format!("%{}: operand is not a scheduled instruction", inst.name)
+            })?);
         }
         for c in inst.called_computations() {
             let root = m.comp(c).root;
             producers.push(lookup(root, &|| {
-                format!("%{}: called computation %{} has no scheduled root", inst.name, m.comp(c).name)
+                format!(
+                    "%{}: called computation %{} has no scheduled root",
+                    inst.name,
+                    m.comp(c).name
+                )
             })?);
         }
         producers.sort_unstable();

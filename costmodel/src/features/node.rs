@@ -168,7 +168,9 @@ impl<'a> Found<'a> {
     fn scan(inst: &'a Instruction) -> Self {
         let mut f = Found::default();
         for a in &inst.attrs {
-            let AttrValue::Raw(v) = &a.value else { continue };
+            let AttrValue::Raw(v) = &a.value else {
+                continue;
+            };
             let slot = match &*a.key {
                 "dimensions" => &mut f.dimensions,
                 "iota_dimension" => &mut f.iota_dimension,
@@ -271,15 +273,31 @@ pub fn node_features(m: &Module, id: InstId, out: &mut [f32; NODE_FEAT_DIM]) -> 
     // Group counts live on convolutions and custom-calls (default 1); other protos leave them 0.
     let has_groups = matches!(inst.opcode, Opcode::Convolution | Opcode::CustomCall);
     let group_default = if has_groups { 1 } else { 0 };
-    w.push_i(decode(inst, "feature_group_count", a.feature_group_count, text::int)?.unwrap_or(group_default));
-    w.push_i(decode(inst, "batch_group_count", a.batch_group_count, text::int)?.unwrap_or(group_default));
+    w.push_i(
+        decode(
+            inst,
+            "feature_group_count",
+            a.feature_group_count,
+            text::int,
+        )?
+        .unwrap_or(group_default),
+    );
+    w.push_i(
+        decode(inst, "batch_group_count", a.batch_group_count, text::int)?.unwrap_or(group_default),
+    );
 
     let slice = decode(inst, "slice", a.slice, text::slice)?.unwrap_or_default();
     w.seq::<2>(slice.iter().map(|d| d.start));
     w.seq::<2>(slice.iter().map(|d| d.stride));
     w.seq::<2>(slice.iter().map(|d| d.limit));
 
-    let ds = decode(inst, "dynamic_slice_sizes", a.dynamic_slice_sizes, text::int_list)?.unwrap_or_default();
+    let ds = decode(
+        inst,
+        "dynamic_slice_sizes",
+        a.dynamic_slice_sizes,
+        text::int_list,
+    )?
+    .unwrap_or_default();
     w.seq::<2>(ds.iter().copied());
 
     let pad = if inst.opcode == Opcode::Pad {

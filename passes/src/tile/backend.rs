@@ -52,9 +52,12 @@ pub fn config_json(c: &TileConfig, predicted: Option<f32>) -> Map<String, Value>
 /// Parses an existing `backend_config` attribute value (raw HLO text) into a
 /// JSON object; `Err` with a reason when it is not one.
 pub fn parse_backend_config(raw: Option<&str>) -> Result<Map<String, Value>, String> {
-    let Some(raw) = raw.map(str::trim) else { return Ok(Map::new()) };
+    let Some(raw) = raw.map(str::trim) else {
+        return Ok(Map::new());
+    };
     let text: String = if raw.starts_with('"') {
-        serde_json::from_str::<String>(raw).map_err(|e| format!("backend_config is not a valid quoted string: {e}"))?
+        serde_json::from_str::<String>(raw)
+            .map_err(|e| format!("backend_config is not a valid quoted string: {e}"))?
     } else {
         raw.to_string()
     };
@@ -79,8 +82,13 @@ pub fn merge(raw: Option<&str>, decision: Map<String, Value>) -> Result<String, 
 pub fn read_decision(raw: Option<&str>) -> Option<TileConfig> {
     let obj = parse_backend_config(raw).ok()?;
     let d = obj.get(KEY)?.as_object()?;
-    let list = |k: &str| -> Option<Vec<i64>> { d.get(k)?.as_array()?.iter().map(Value::as_i64).collect() };
-    Some(TileConfig { kernel_bounds: list("kernel_bounds")?, output_bounds: list("output_bounds")?, input_bounds: list("input_bounds")? })
+    let list =
+        |k: &str| -> Option<Vec<i64>> { d.get(k)?.as_array()?.iter().map(Value::as_i64).collect() };
+    Some(TileConfig {
+        kernel_bounds: list("kernel_bounds")?,
+        output_bounds: list("output_bounds")?,
+        input_bounds: list("input_bounds")?,
+    })
 }
 
 #[cfg(test)]
@@ -88,7 +96,14 @@ mod tests {
     use super::*;
 
     fn decision() -> Map<String, Value> {
-        config_json(&TileConfig { kernel_bounds: vec![4, 1], output_bounds: vec![16, 32], input_bounds: vec![] }, Some(0.25))
+        config_json(
+            &TileConfig {
+                kernel_bounds: vec![4, 1],
+                output_bounds: vec![16, 32],
+                input_bounds: vec![],
+            },
+            Some(0.25),
+        )
     }
 
     #[test]
@@ -99,12 +114,16 @@ mod tests {
             out,
             r#"{"fusion_config":{"kind":"__ynn_fusion"},"outer_dimension_partitions":[],"hlo_opt_tile":{"kernel_bounds":[4,1],"output_bounds":[16,32],"input_bounds":[],"predicted":0.25}}"#
         );
-        assert_eq!(read_decision(Some(&out)).map(|c| c.output_bounds), Some(vec![16, 32]));
+        assert_eq!(
+            read_decision(Some(&out)).map(|c| c.output_bounds),
+            Some(vec![16, 32])
+        );
     }
 
     #[test]
     fn quoted_and_empty_configs_are_objects() {
-        assert!(parse_backend_config(Some(r#""{\"a\":1}""#)).is_ok_and(|o| o.get("a") == Some(&Value::from(1))));
+        assert!(parse_backend_config(Some(r#""{\"a\":1}""#))
+            .is_ok_and(|o| o.get("a") == Some(&Value::from(1))));
         assert!(parse_backend_config(Some(r#""""#)).is_ok_and(|o| o.is_empty()));
         assert!(parse_backend_config(None).is_ok_and(|o| o.is_empty()));
     }

@@ -23,7 +23,9 @@ fn copy_shape(src: &Module, dst: &mut Module, id: ShapeId) -> ShapeId {
             }
             Shape::Array(a)
         }
-        Shape::Tuple(items) => Shape::Tuple(items.iter().map(|&s| copy_shape(src, dst, s)).collect()),
+        Shape::Tuple(items) => {
+            Shape::Tuple(items.iter().map(|&s| copy_shape(src, dst, s)).collect())
+        }
         other => other.clone(),
     };
     dst.intern_shape(shape)
@@ -54,11 +56,18 @@ fn remap_attrs(attrs: &[Attr], comps: &[Option<CompId>]) -> Vec<Attr> {
                 Some(n) => AttrValue::Comp(n),
                 None => continue,
             },
-            AttrValue::Comps(cs) => AttrValue::Comps(cs.iter().filter_map(|c| comps.get(c.index()).copied().flatten()).collect()),
+            AttrValue::Comps(cs) => AttrValue::Comps(
+                cs.iter()
+                    .filter_map(|c| comps.get(c.index()).copied().flatten())
+                    .collect(),
+            ),
             // Control predecessors name instructions outside the kernel's schedule.
             AttrValue::Insts(_) => continue,
         };
-        out.push(Attr { key: a.key.clone(), value });
+        out.push(Attr {
+            key: a.key.clone(),
+            value,
+        });
     }
     out
 }
@@ -69,7 +78,12 @@ pub fn extract_kernel(m: &Module, kernel: InstId) -> Module {
     let mut dst = Module::new(k.name.clone());
     let called: Vec<CompId> = k.called_computations().collect();
     let comps = callees(m, &called);
-    let arena = m.computations().map(|c| c.index() + 1).chain(called.iter().map(|c| c.index() + 1)).max().unwrap_or(0);
+    let arena = m
+        .computations()
+        .map(|c| c.index() + 1)
+        .chain(called.iter().map(|c| c.index() + 1))
+        .max()
+        .unwrap_or(0);
     let mut comp_map: Vec<Option<CompId>> = vec![None; arena];
     for &c in &comps {
         let id = dst.reserve_computation(m.comp(c).name.clone());
@@ -79,7 +93,9 @@ pub fn extract_kernel(m: &Module, kernel: InstId) -> Module {
     }
     let mut inst_map: Vec<Option<InstId>> = vec![None; m.num_insts()];
     for &c in &comps {
-        let Some(new_c) = comp_map[c.index()] else { continue };
+        let Some(new_c) = comp_map[c.index()] else {
+            continue;
+        };
         let comp = m.comp(c);
         for &i in &comp.order {
             let src = m.inst(i);
@@ -96,11 +112,20 @@ pub fn extract_kernel(m: &Module, kernel: InstId) -> Module {
         }
         for &i in &comp.order {
             if let Some(n) = inst_map[i.index()] {
-                let operands = m.inst(i).operands.iter().filter_map(|o| inst_map[o.index()]).collect();
+                let operands = m
+                    .inst(i)
+                    .operands
+                    .iter()
+                    .filter_map(|o| inst_map[o.index()])
+                    .collect();
                 dst.inst_mut(n).operands = operands;
             }
         }
-        let params: Vec<InstId> = comp.params.iter().filter_map(|p| inst_map[p.index()]).collect();
+        let params: Vec<InstId> = comp
+            .params
+            .iter()
+            .filter_map(|p| inst_map[p.index()])
+            .collect();
         let root = inst_map[comp.root.index()];
         let attrs = remap_attrs(&comp.attrs, &comp_map);
         let nc = dst.comp_mut(new_c);

@@ -48,7 +48,10 @@ pub fn find_kernels(m: &Module) -> Vec<InstId> {
 
 /// Whether an instruction of a program computation is a kernel.
 pub fn is_kernel_opcode(op: Opcode) -> bool {
-    matches!(op, Opcode::Fusion | Opcode::Convolution | Opcode::Dot | Opcode::Copy | Opcode::Reshape)
+    matches!(
+        op,
+        Opcode::Fusion | Opcode::Convolution | Opcode::Dot | Opcode::Copy | Opcode::Reshape
+    )
 }
 
 /// The entry computation and the computations it runs as programs.
@@ -81,9 +84,11 @@ fn program_computations(m: &Module) -> Vec<CompId> {
 pub fn physical_axes(a: &ArrayShape) -> Vec<(usize, i64, i64)> {
     let rank = a.rank();
     let m2m: Vec<usize> = match &a.layout {
-        Some(l) if l.minor_to_major.len() == rank => {
-            l.minor_to_major.iter().map(|&d| usize::try_from(d).unwrap_or(0).min(rank.saturating_sub(1))).collect()
-        }
+        Some(l) if l.minor_to_major.len() == rank => l
+            .minor_to_major
+            .iter()
+            .map(|&d| usize::try_from(d).unwrap_or(0).min(rank.saturating_sub(1)))
+            .collect(),
         _ => (0..rank).rev().collect(),
     };
     let tile: Option<&Tile> = a.layout.as_ref().and_then(|l| l.tiles.first());
@@ -92,7 +97,11 @@ pub fn physical_axes(a: &ArrayShape) -> Vec<(usize, i64, i64)> {
         Some(t) => {
             for (j, &td) in t.0.iter().rev().enumerate() {
                 if j < rank {
-                    unit_of_minor[j] = if td == Tile::COMBINE_DIM || td <= 0 { 1 } else { td };
+                    unit_of_minor[j] = if td == Tile::COMBINE_DIM || td <= 0 {
+                        1
+                    } else {
+                        td
+                    };
                 }
             }
         }
@@ -112,9 +121,11 @@ pub fn physical_axes(a: &ArrayShape) -> Vec<(usize, i64, i64)> {
         .collect()
 }
 
-fn array_of<'m>(m: &'m Module, id: InstId) -> Result<&'m ArrayShape, String> {
+fn array_of(m: &Module, id: InstId) -> Result<&ArrayShape, String> {
     let inst = m.inst(id);
-    m.shape(inst.shape).as_array().ok_or_else(|| format!("%{} is not an array", inst.name))
+    m.shape(inst.shape)
+        .as_array()
+        .ok_or_else(|| format!("%{} is not an array", inst.name))
 }
 
 /// Checks a shape the tile space depends on: static, non-empty, rank at most 6.
@@ -132,7 +143,10 @@ fn check_shape(a: &ArrayShape, name: &str) -> Result<(), String> {
         return Err(format!("%{name} has a zero-sized shape"));
     }
     if a.rank() > MAX_RANK {
-        return Err(format!("%{name} has rank {} (at most {MAX_RANK} can be tiled)", a.rank()));
+        return Err(format!(
+            "%{name} has rank {} (at most {MAX_RANK} can be tiled)",
+            a.rank()
+        ));
     }
     Ok(())
 }
@@ -147,7 +161,10 @@ fn int_list(s: &str) -> Result<Vec<i64>, String> {
     body.split(',')
         .map(str::trim)
         .filter(|t| !t.is_empty())
-        .map(|t| t.parse::<i64>().map_err(|_| format!("`{s}` is not a list of integers")))
+        .map(|t| {
+            t.parse::<i64>()
+                .map_err(|_| format!("`{s}` is not a list of integers"))
+        })
         .collect()
 }
 
@@ -178,11 +195,20 @@ struct ConvInfo {
 
 fn parse_conv(m: &Module, id: InstId) -> Result<ConvInfo, String> {
     let inst = m.inst(id);
-    let labels = inst.raw_attr("dim_labels").ok_or("convolution without dim_labels")?;
-    let (io, out) = labels.trim().split_once("->").ok_or_else(|| format!("bad dim_labels `{labels}`"))?;
-    let (lhs, rhs) = io.split_once('_').ok_or_else(|| format!("bad dim_labels `{labels}`"))?;
+    let labels = inst
+        .raw_attr("dim_labels")
+        .ok_or("convolution without dim_labels")?;
+    let (io, out) = labels
+        .trim()
+        .split_once("->")
+        .ok_or_else(|| format!("bad dim_labels `{labels}`"))?;
+    let (lhs, rhs) = io
+        .split_once('_')
+        .ok_or_else(|| format!("bad dim_labels `{labels}`"))?;
     let pos = |side: &str, c: char| -> Result<usize, String> {
-        side.chars().position(|x| x == c).ok_or_else(|| format!("dim_labels `{labels}`: `{side}` lacks `{c}`"))
+        side.chars()
+            .position(|x| x == c)
+            .ok_or_else(|| format!("dim_labels `{labels}`: `{side}` lacks `{c}`"))
     };
     let n = lhs.chars().filter(char::is_ascii_digit).count();
     let spatial = |side: &str| -> Result<Vec<usize>, String> {
@@ -197,7 +223,9 @@ fn parse_conv(m: &Module, id: InstId) -> Result<ConvInfo, String> {
     if let Some(w) = inst.raw_attr("window") {
         let body = w.trim().trim_start_matches('{').trim_end_matches('}');
         for tok in body.split_whitespace() {
-            let Some((key, value)) = tok.split_once('=') else { continue };
+            let Some((key, value)) = tok.split_once('=') else {
+                continue;
+            };
             let slot = match key {
                 "size" => 0,
                 "stride" => 1,
@@ -253,7 +281,12 @@ fn axes_of(a: &ArrayShape, map: &DimMap) -> Vec<Axis> {
 fn settle_granules(vars: &mut [Var], arrays: &[&[Axis]]) {
     for axes in arrays {
         for a in axes.iter() {
-            if let Extent::Var { var, stride: 1, halo: 0 } = a.tiled_by {
+            if let Extent::Var {
+                var,
+                stride: 1,
+                halo: 0,
+            } = a.tiled_by
+            {
                 vars[var].granule = lcm(vars[var].granule, a.unit);
             }
         }
@@ -261,7 +294,7 @@ fn settle_granules(vars: &mut [Var], arrays: &[&[Axis]]) {
 }
 
 /// The tile space of the convolution or dot `hero` (output = its own shape).
-fn matmul_space(m: &Module, hero: InstId) -> Result<(TileSpace, Vec<usize>, Vec<Option<(usize, i64, i64)>>), String> {
+fn matmul_space(m: &Module, hero: InstId) -> Result<(TileSpace, DimMap), String> {
     let inst = m.inst(hero);
     if inst.operands.len() < 2 {
         return Err(format!("%{} has fewer than two operands", inst.name));
@@ -279,27 +312,41 @@ fn matmul_space(m: &Module, hero: InstId) -> Result<(TileSpace, Vec<usize>, Vec<
     let mut lhs_map: DimMap = vec![None; lhs.rank()];
     let mut rhs_map: DimMap = vec![None; rhs.rank()];
     let dim = |a: &ArrayShape, d: usize, what: &str| -> Result<i64, String> {
-        a.dims.get(d).copied().ok_or_else(|| format!("%{}: {what} dimension {d} out of range", inst.name))
+        a.dims
+            .get(d)
+            .copied()
+            .ok_or_else(|| format!("%{}: {what} dimension {d} out of range", inst.name))
     };
     if inst.opcode == Opcode::Convolution {
         let c = parse_conv(m, hero)?;
         let b = new_var(dim(out, c.out_batch, "output batch")?);
         out_map[c.out_batch] = Some((b, 1, 0));
-        *lhs_map.get_mut(c.lhs_batch).ok_or("lhs batch out of range")? = Some((b, 1, 0));
+        *lhs_map
+            .get_mut(c.lhs_batch)
+            .ok_or("lhs batch out of range")? = Some((b, 1, 0));
         let o = new_var(dim(out, c.out_feature, "output feature")?);
         out_map[c.out_feature] = Some((o, 1, 0));
-        *rhs_map.get_mut(c.rhs_output).ok_or("kernel output feature out of range")? = Some((o, 1, 0));
+        *rhs_map
+            .get_mut(c.rhs_output)
+            .ok_or("kernel output feature out of range")? = Some((o, 1, 0));
         let i = new_var(dim(rhs, c.rhs_input, "kernel input feature")?);
-        *rhs_map.get_mut(c.rhs_input).ok_or("kernel input feature out of range")? = Some((i, 1, 0));
-        *lhs_map.get_mut(c.lhs_feature).ok_or("lhs feature out of range")? = Some((i, 1, 0));
+        *rhs_map
+            .get_mut(c.rhs_input)
+            .ok_or("kernel input feature out of range")? = Some((i, 1, 0));
+        *lhs_map
+            .get_mut(c.lhs_feature)
+            .ok_or("lhs feature out of range")? = Some((i, 1, 0));
         for k in 0..c.out_spatial.len() {
             let (size, stride, dilation) = c.window[k];
             let s = new_var(dim(out, c.out_spatial[k], "output spatial")?);
             out_map[c.out_spatial[k]] = Some((s, 1, 0));
-            *lhs_map.get_mut(c.lhs_spatial[k]).ok_or("lhs spatial out of range")? =
-                Some((s, stride, (size - 1) * dilation));
+            *lhs_map
+                .get_mut(c.lhs_spatial[k])
+                .ok_or("lhs spatial out of range")? = Some((s, stride, (size - 1) * dilation));
             let w = new_var(dim(rhs, c.rhs_spatial[k], "kernel spatial")?);
-            *rhs_map.get_mut(c.rhs_spatial[k]).ok_or("kernel spatial out of range")? = Some((w, 1, 0));
+            *rhs_map
+                .get_mut(c.rhs_spatial[k])
+                .ok_or("kernel spatial out of range")? = Some((w, 1, 0));
         }
     } else {
         let lb = dims_attr(m, hero, "lhs_batch_dims")?;
@@ -307,11 +354,15 @@ fn matmul_space(m: &Module, hero: InstId) -> Result<(TileSpace, Vec<usize>, Vec<
         let lc = dims_attr(m, hero, "lhs_contracting_dims")?;
         let rc = dims_attr(m, hero, "rhs_contracting_dims")?;
         if lb.len() != rb.len() || lc.len() != rc.len() {
-            return Err(format!("%{}: dot dimension numbers do not pair up", inst.name));
+            return Err(format!(
+                "%{}: dot dimension numbers do not pair up",
+                inst.name
+            ));
         }
         let mut next_out = 0usize;
         let set = |map: &mut DimMap, d: usize, v: usize| -> Result<(), String> {
-            *map.get_mut(d).ok_or_else(|| format!("dot dimension {d} out of range"))? = Some((v, 1, 0));
+            *map.get_mut(d)
+                .ok_or_else(|| format!("dot dimension {d} out of range"))? = Some((v, 1, 0));
             Ok(())
         };
         for (&l, &r) in lb.iter().zip(&rb) {
@@ -343,7 +394,11 @@ fn matmul_space(m: &Module, hero: InstId) -> Result<(TileSpace, Vec<usize>, Vec<
             set(&mut rhs_map, r, v)?;
         }
         if next_out != out.rank() {
-            return Err(format!("%{}: dot output rank {} does not match its operands", inst.name, out.rank()));
+            return Err(format!(
+                "%{}: dot output rank {} does not match its operands",
+                inst.name,
+                out.rank()
+            ));
         }
     }
     let kernel = axes_of(rhs, &rhs_map);
@@ -351,24 +406,64 @@ fn matmul_space(m: &Module, hero: InstId) -> Result<(TileSpace, Vec<usize>, Vec<
     let lhs_axes = axes_of(lhs, &lhs_map);
     settle_granules(&mut vars, &[&kernel, &output, &lhs_axes]);
     let arrays = vec![
-        ArrayUse { name: m.inst(lhs_id).name.to_string(), elem_bytes: elem_bytes(lhs), axes: lhs_axes, tiled: true },
-        ArrayUse { name: m.inst(rhs_id).name.to_string(), elem_bytes: elem_bytes(rhs), axes: kernel.clone(), tiled: true },
-        ArrayUse { name: inst.name.to_string(), elem_bytes: elem_bytes(out), axes: output.clone(), tiled: true },
+        ArrayUse {
+            name: m.inst(lhs_id).name.to_string(),
+            elem_bytes: elem_bytes(lhs),
+            axes: lhs_axes,
+            tiled: true,
+        },
+        ArrayUse {
+            name: m.inst(rhs_id).name.to_string(),
+            elem_bytes: elem_bytes(rhs),
+            axes: kernel.clone(),
+            tiled: true,
+        },
+        ArrayUse {
+            name: inst.name.to_string(),
+            elem_bytes: elem_bytes(out),
+            axes: output.clone(),
+            tiled: true,
+        },
     ];
-    let out_dims: Vec<usize> = (0..out.rank()).collect();
-    let space = TileSpace { vars, kernel, output, arrays, reduction: false, untiled: false };
-    Ok((space, out_dims, out_map))
+    let space = TileSpace {
+        vars,
+        kernel,
+        output,
+        arrays,
+        reduction: false,
+        untiled: false,
+    };
+    Ok((space, out_map))
 }
 
 /// The tile space of an iteration array with one var per dimension.
 fn iteration_space(a: &ArrayShape) -> (TileSpace, DimMap) {
-    let mut vars = vec![Var { extent: 1, granule: 1 }; a.rank()];
+    let mut vars = vec![
+        Var {
+            extent: 1,
+            granule: 1
+        };
+        a.rank()
+    ];
     let map: DimMap = (0..a.rank()).map(|d| Some((d, 1, 0))).collect();
     for (d, extent, unit) in physical_axes(a) {
-        vars[d] = Var { extent, granule: unit };
+        vars[d] = Var {
+            extent,
+            granule: unit,
+        };
     }
     let output = axes_of(a, &map);
-    (TileSpace { vars, kernel: Vec::new(), output, arrays: Vec::new(), reduction: false, untiled: false }, map)
+    (
+        TileSpace {
+            vars,
+            kernel: Vec::new(),
+            output,
+            arrays: Vec::new(),
+            reduction: false,
+            untiled: false,
+        },
+        map,
+    )
 }
 
 /// Adds the memory use of `id` (a fusion parameter or output): tiled like the
@@ -426,7 +521,10 @@ fn fusion_space(m: &Module, id: InstId) -> Result<TileSpace, String> {
     let inst = m.inst(id);
     let kind = inst.raw_attr("kind").unwrap_or("").trim();
     if !KNOWN_FUSION_KINDS.contains(&kind) {
-        return Err(format!("unknown fusion kind `{kind}` (known: {})", KNOWN_FUSION_KINDS.join(", ")));
+        return Err(format!(
+            "unknown fusion kind `{kind}` (known: {})",
+            KNOWN_FUSION_KINDS.join(", ")
+        ));
     }
     let callee = match inst.attr("calls") {
         Some(AttrValue::Comp(c)) => *c,
@@ -448,7 +546,15 @@ fn fusion_space(m: &Module, id: InstId) -> Result<TileSpace, String> {
         .iter()
         .copied()
         .filter(|&i| matches!(m.inst(i).opcode, Opcode::Convolution | Opcode::Dot))
-        .max_by_key(|&i| (array_of(m, i).ok().and_then(ArrayShape::element_count).unwrap_or(0), std::cmp::Reverse(i)));
+        .max_by_key(|&i| {
+            (
+                array_of(m, i)
+                    .ok()
+                    .and_then(ArrayShape::element_count)
+                    .unwrap_or(0),
+                std::cmp::Reverse(i),
+            )
+        });
     let mut operand_arrays: Vec<(usize, String, ArrayShape)> = Vec::new();
     for (k, &op) in inst.operands.iter().enumerate() {
         let mut v = Vec::new();
@@ -460,7 +566,7 @@ fn fusion_space(m: &Module, id: InstId) -> Result<TileSpace, String> {
     }
     let (mut space, iter_dims, map) = match hero {
         Some(h) => {
-            let (space, _, map) = matmul_space(m, h)?;
+            let (space, map) = matmul_space(m, h)?;
             let dims = array_of(m, h)?.dims.to_vec();
             (space, dims, map)
         }
@@ -469,7 +575,10 @@ fn fusion_space(m: &Module, id: InstId) -> Result<TileSpace, String> {
             let mut best: Option<(ArrayShape, bool)> = None;
             let mut consider = |a: &ArrayShape, reduction: bool| {
                 let n = a.element_count().unwrap_or(0);
-                if best.as_ref().is_none_or(|(b, _)| n > b.element_count().unwrap_or(0)) {
+                if best
+                    .as_ref()
+                    .is_none_or(|(b, _)| n > b.element_count().unwrap_or(0))
+                {
                     best = Some((a.clone(), reduction));
                 }
             };
@@ -509,7 +618,9 @@ fn fusion_space(m: &Module, id: InstId) -> Result<TileSpace, String> {
         }
     }
     // A fusion operand that is the convolution's own lhs or rhs is in already.
-    let hero_operands: Vec<InstId> = hero.map(|h| m.inst(h).operands.iter().take(2).copied().collect()).unwrap_or_default();
+    let hero_operands: Vec<InstId> = hero
+        .map(|h| m.inst(h).operands.iter().take(2).copied().collect())
+        .unwrap_or_default();
     for (k, name, a) in &operand_arrays {
         let param = comp.params.get(*k).copied();
         if param.is_some_and(|p| hero_operands.contains(&p)) {
@@ -531,14 +642,27 @@ mod tests {
         if let Some(t) = tile {
             layout.tiles.push(Tile(t.iter().copied().collect()));
         }
-        ArrayShape { elem, dims: dims.iter().copied().collect(), dynamic: SmallVec::new(), layout: Some(layout) }
+        ArrayShape {
+            elem,
+            dims: dims.iter().copied().collect(),
+            dynamic: SmallVec::new(),
+            layout: Some(layout),
+        }
     }
 
     #[test]
     fn rule1_axes_are_major_to_minor_in_layout_tiles() {
-        let a = shape(PrimType::F32, &[32, 26, 26, 192], &[3, 0, 2, 1], Some(&[8, 128]));
+        let a = shape(
+            PrimType::F32,
+            &[32, 26, 26, 192],
+            &[3, 0, 2, 1],
+            Some(&[8, 128]),
+        );
         let axes = physical_axes(&a);
-        assert_eq!(axes, vec![(1, 26, 1), (2, 26, 1), (0, 32, 8), (3, 192, 128)]);
+        assert_eq!(
+            axes,
+            vec![(1, 26, 1), (2, 26, 1), (0, 32, 8), (3, 192, 128)]
+        );
     }
 
     #[test]
@@ -550,8 +674,16 @@ mod tests {
         let small = shape(PrimType::F32, &[192], &[0], None);
         assert_eq!(physical_axes(&small), vec![(0, 192, 256)]);
         // a small explicit tile wins
-        let t = shape(PrimType::Bf16, &[224, 224, 3, 32], &[3, 2, 1, 0], Some(&[4, 128]));
-        assert_eq!(physical_axes(&t), vec![(0, 224, 1), (1, 224, 1), (2, 3, 4), (3, 32, 128)]);
+        let t = shape(
+            PrimType::Bf16,
+            &[224, 224, 3, 32],
+            &[3, 2, 1, 0],
+            Some(&[4, 128]),
+        );
+        assert_eq!(
+            physical_axes(&t),
+            vec![(0, 224, 1), (1, 224, 1), (2, 3, 4), (3, 32, 128)]
+        );
     }
 
     #[test]

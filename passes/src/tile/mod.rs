@@ -65,13 +65,22 @@ pub struct SelectOptions {
 
 impl Default for SelectOptions {
     fn default() -> Self {
-        SelectOptions { memory_budget: DEFAULT_MEMORY_BUDGET, seed: 0, max_candidates: 10_000 }
+        SelectOptions {
+            memory_budget: DEFAULT_MEMORY_BUDGET,
+            seed: 0,
+            max_candidates: 10_000,
+        }
     }
 }
 
-/// Every candidate configuration of kernel `id` with its tile space (the
-/// enumeration alone, no model): `(space, candidates, raw combinations)`.
-pub fn enumerate_kernel(m: &Module, id: InstId, memory_budget: u64, seed: u64) -> Result<(TileSpace, Vec<space::Choice>), String> {
+/// The tile space of kernel `id` and its candidate choices within
+/// `memory_budget` (the enumeration alone, no model).
+pub fn enumerate_kernel(
+    m: &Module,
+    id: InstId,
+    memory_budget: u64,
+    seed: u64,
+) -> Result<(TileSpace, Vec<space::Choice>), String> {
     let space = kernel::analyze(m, id)?;
     let choices = space.enumerate(memory_budget, seed);
     Ok((space, choices))
@@ -89,11 +98,17 @@ pub struct ScoreCache {
 
 impl ScoreCache {
     fn key(graph: &costmodel::Graph, rows: &[f32]) -> Vec<u32> {
-        let mut k = Vec::with_capacity(graph.node_feat.len() + rows.len() + graph.edge_index.len() * 2 + 4);
+        let mut k =
+            Vec::with_capacity(graph.node_feat.len() + rows.len() + graph.edge_index.len() * 2 + 4);
         k.push(graph.node_opcode.len() as u32);
         k.extend(graph.node_opcode.iter().map(|&o| u32::from(o)));
         k.push(graph.edge_index.len() as u32);
-        k.extend(graph.edge_index.iter().flat_map(|e| [e[0] as u32, e[1] as u32]));
+        k.extend(
+            graph
+                .edge_index
+                .iter()
+                .flat_map(|e| [e[0] as u32, e[1] as u32]),
+        );
         k.extend(graph.node_feat.iter().map(|x| x.to_bits()));
         k.push(rows.len() as u32);
         k.extend(rows.iter().map(|x| x.to_bits()));
@@ -102,7 +117,11 @@ impl ScoreCache {
 }
 
 /// Scores configurations of a standalone kernel module with `model`, in one batch.
-pub fn score_configs(kernel_module: &Module, configs: &[TileConfig], model: &dyn CostModel) -> Result<Vec<f32>, KernelError> {
+pub fn score_configs(
+    kernel_module: &Module,
+    configs: &[TileConfig],
+    model: &dyn CostModel,
+) -> Result<Vec<f32>, KernelError> {
     score_configs_cached(kernel_module, configs, model, &mut ScoreCache::default())
 }
 
@@ -116,31 +135,48 @@ pub fn score_configs_cached(
     if configs.is_empty() {
         return Ok(Vec::new());
     }
-    let f = featurize(kernel_module, Task::Tile).map_err(|e| KernelError::Skip(format!("cannot featurize: {e}")))?;
+    let f = featurize(kernel_module, Task::Tile)
+        .map_err(|e| KernelError::Skip(format!("cannot featurize: {e}")))?;
     let mut feat = Vec::with_capacity(configs.len() * costmodel::graph::TILE_CONFIG_DIM);
     for c in configs {
-        feat.extend_from_slice(&tile_config_row(&c.kernel_bounds, &c.output_bounds, &c.input_bounds));
+        feat.extend_from_slice(&tile_config_row(
+            &c.kernel_bounds,
+            &c.output_bounds,
+            &c.input_bounds,
+        ));
     }
     let key = ScoreCache::key(&f.graph, &feat);
     if let Some(scores) = cache.map.get(&key) {
         return Ok(scores.clone());
     }
     let prepared = model.prepare(&f.graph).map_err(KernelError::Model)?;
-    let batch = ConfigBatch { task: Task::Tile, num_configs: configs.len(), nodes_per_config: 1, feat };
+    let batch = ConfigBatch {
+        task: Task::Tile,
+        num_configs: configs.len(),
+        nodes_per_config: 1,
+        feat,
+    };
     let scores = model.score(&prepared, &batch).map_err(KernelError::Model)?;
     if scores.len() != configs.len() {
-        return Err(KernelError::Model(costmodel::CostModelError::Input(format!(
-            "the model returned {} scores for {} configurations",
-            scores.len(),
-            configs.len()
-        ))));
+        return Err(KernelError::Model(costmodel::CostModelError::Input(
+            format!(
+                "the model returned {} scores for {} configurations",
+                scores.len(),
+                configs.len()
+            ),
+        )));
     }
     cache.map.insert(key, scores.clone());
     Ok(scores)
 }
 
 /// Enumerates, caps and ranks the candidates of kernel `id`.
-pub fn select_kernel(m: &Module, id: InstId, model: &dyn CostModel, opts: &SelectOptions) -> Result<Selection, KernelError> {
+pub fn select_kernel(
+    m: &Module,
+    id: InstId,
+    model: &dyn CostModel,
+    opts: &SelectOptions,
+) -> Result<Selection, KernelError> {
     select_kernel_cached(m, id, model, opts, &mut ScoreCache::default())
 }
 
@@ -152,9 +188,12 @@ pub fn select_kernel_cached(
     opts: &SelectOptions,
     cache: &mut ScoreCache,
 ) -> Result<Selection, KernelError> {
-    let (space, mut choices) = enumerate_kernel(m, id, opts.memory_budget, opts.seed).map_err(KernelError::Skip)?;
+    let (space, mut choices) =
+        enumerate_kernel(m, id, opts.memory_budget, opts.seed).map_err(KernelError::Skip)?;
     let within_budget = choices.len();
-    let default = space.default_choice(&choices, opts.memory_budget).ok_or_else(|| KernelError::Skip("no candidate".into()))?;
+    let default = space
+        .default_choice(&choices, opts.memory_budget)
+        .ok_or_else(|| KernelError::Skip("no candidate".into()))?;
     if choices.len() > opts.max_candidates.max(1) {
         use rand::SeedableRng;
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(opts.seed);
@@ -178,10 +217,17 @@ pub fn select_kernel_cached(
     let scores = score_configs_cached(&kernel_module, &configs, model, cache)?;
     let mut order: Vec<usize> = (0..configs.len()).collect();
     order.sort_by(|&a, &b| scores[a].total_cmp(&scores[b]).then(a.cmp(&b)));
-    let default_score = configs.iter().position(|c| *c == default_config).map(|i| scores[i]).unwrap_or(f32::NAN);
+    let default_score = configs
+        .iter()
+        .position(|c| *c == default_config)
+        .map(|i| scores[i])
+        .unwrap_or(f32::NAN);
     Ok(Selection {
         kernel: id,
-        ranked: order.into_iter().map(|i| (configs[i].clone(), scores[i])).collect(),
+        ranked: order
+            .into_iter()
+            .map(|i| (configs[i].clone(), scores[i]))
+            .collect(),
         default: (default_config, default_score),
         within_budget,
         raw: space.raw_size(),
@@ -206,12 +252,19 @@ impl TilePass {
     /// A pass that loads the tile model named by `PassOptions::tile_model`
     /// (the embedded default when `None`) on its first run.
     pub fn new() -> Self {
-        TilePass { model: None, memory_budget: DEFAULT_MEMORY_BUDGET, warnings: Vec::new() }
+        TilePass {
+            model: None,
+            memory_budget: DEFAULT_MEMORY_BUDGET,
+            warnings: Vec::new(),
+        }
     }
 
     /// A pass ranking with `model`.
     pub fn with_model(model: Box<dyn CostModel>) -> Self {
-        TilePass { model: Some(model), ..Self::new() }
+        TilePass {
+            model: Some(model),
+            ..Self::new()
+        }
     }
 
     /// Sets the memory budget of a tile, in bytes.
@@ -245,10 +298,16 @@ impl Pass for TilePass {
             self.model = Some(load_tile_model(cx)?);
         }
         let Some(model) = self.model.as_deref() else {
-            return Err(PassError::Failed { pass: "tile", message: "no tile cost model".into() });
+            return Err(PassError::Failed {
+                pass: "tile",
+                message: "no tile cost model".into(),
+            });
         };
         if model.task() != Task::Tile {
-            return Err(PassError::Failed { pass: "tile", message: "the cost model is not a tile model".into() });
+            return Err(PassError::Failed {
+                pass: "tile",
+                message: "the cost model is not a tile model".into(),
+            });
         }
         let opts = SelectOptions {
             memory_budget: self.memory_budget,
@@ -272,19 +331,26 @@ impl Pass for TilePass {
                     continue;
                 }
                 Err(KernelError::Model(e)) => {
-                    return Err(PassError::Failed { pass: "tile", message: format!("kernel %{name}: {e}") })
+                    return Err(PassError::Failed {
+                        pass: "tile",
+                        message: format!("kernel %{name}: {e}"),
+                    })
                 }
             };
-            let Some((best, best_score)) = sel.ranked.first().cloned() else { continue };
+            let Some((best, best_score)) = sel.ranked.first().cloned() else {
+                continue;
+            };
             let mut chosen = (best, best_score);
             let mut measured_time = None;
             if let Some(measure) = cx.options.measure.as_mut() {
                 for (cfg, score) in sel.ranked.iter().take(top_k) {
                     let mut km = extract::extract_kernel(m, id);
                     let root = km.entry_computation().root;
-                    let text = backend::merge(raw.as_deref(), backend::config_json(cfg, Some(*score)));
+                    let text =
+                        backend::merge(raw.as_deref(), backend::config_json(cfg, Some(*score)));
                     if let Ok(t) = text {
-                        km.inst_mut(root).set_attr("backend_config", AttrValue::Raw(t.into()));
+                        km.inst_mut(root)
+                            .set_attr("backend_config", AttrValue::Raw(t.into()));
                     }
                     if let Some(t) = measure(&hlo::print_module(&km)).filter(|t| t.is_finite()) {
                         if measured_time.is_none_or(|best: f64| t < best) {
@@ -295,7 +361,10 @@ impl Pass for TilePass {
                 }
             }
             let mut decision = backend::config_json(&chosen.0, Some(chosen.1));
-            decision.insert("candidates".into(), serde_json::Value::from(sel.ranked.len()));
+            decision.insert(
+                "candidates".into(),
+                serde_json::Value::from(sel.ranked.len()),
+            );
             if let Some(t) = measured_time.and_then(serde_json::Number::from_f64) {
                 decision.insert("measured".into(), serde_json::Value::Number(t));
             }
@@ -310,7 +379,8 @@ impl Pass for TilePass {
             }
             match backend::merge(raw.as_deref(), decision) {
                 Ok(text) => {
-                    m.inst_mut(id).set_attr("backend_config", AttrValue::Raw(text.into()));
+                    m.inst_mut(id)
+                        .set_attr("backend_config", AttrValue::Raw(text.into()));
                     changed = true;
                 }
                 Err(e) => {
@@ -318,9 +388,11 @@ impl Pass for TilePass {
                     continue;
                 }
             }
-            let measured = measured_time.map(|t| format!(", measured {t}")).unwrap_or_default();
+            let measured = measured_time
+                .map(|t| format!(", measured {t}"))
+                .unwrap_or_default();
             cx.explain.push_str(&format!(
-                "tile %{name}: {} predicted {}{measured}; default {} predicted {}; {} candidates ({} within the memory budget of {} raw)\n",
+                "tile %{name}: {} predicted {}{measured}; default {} predicted {}; candidates: {} ranked, {} within the memory budget, {} raw\n",
                 chosen.0,
                 fmt_score(chosen.1),
                 sel.default.0,
@@ -343,5 +415,9 @@ fn warn(warnings: &mut Vec<String>, cx: &mut PassContext, kernel: &str, reason: 
 
 /// Loads the tile model the options name.
 fn load_tile_model(cx: &PassContext) -> Result<Box<dyn CostModel>, PassError> {
-    Ok(costmodel::load_model(cx.options.tile_model.as_deref(), Task::Tile, cx.options.threads)?)
+    Ok(costmodel::load_model(
+        cx.options.tile_model.as_deref(),
+        Task::Tile,
+        cx.options.threads,
+    )?)
 }

@@ -22,11 +22,20 @@ pub struct Run {
 /// Parses a `.runs.json` text.
 pub fn parse_runs(text: &str) -> Result<Vec<Run>, String> {
     let v: Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
-    let runs = v.get("runs").and_then(Value::as_array).ok_or("no `runs` array")?;
+    let runs = v
+        .get("runs")
+        .and_then(Value::as_array)
+        .ok_or("no `runs` array")?;
     let list = |t: &Value, k: &str| -> Result<Vec<i64>, String> {
         match t.get(k) {
             None | Some(Value::Null) => Ok(Vec::new()),
-            Some(Value::Array(a)) => a.iter().map(|x| x.as_i64().ok_or_else(|| format!("`{k}` holds a non-integer"))).collect(),
+            Some(Value::Array(a)) => a
+                .iter()
+                .map(|x| {
+                    x.as_i64()
+                        .ok_or_else(|| format!("`{k}` holds a non-integer"))
+                })
+                .collect(),
             Some(_) => Err(format!("`{k}` is not a list")),
         }
     };
@@ -39,8 +48,14 @@ pub fn parse_runs(text: &str) -> Result<Vec<Run>, String> {
                     output_bounds: list(tile, "output_bounds")?,
                     input_bounds: list(tile, "input_bounds")?,
                 },
-                compute_time_ns: r.get("compute_time_ns").and_then(Value::as_i64).unwrap_or(0),
-                is_default: r.get("is_default").and_then(Value::as_bool).unwrap_or(false),
+                compute_time_ns: r
+                    .get("compute_time_ns")
+                    .and_then(Value::as_i64)
+                    .unwrap_or(0),
+                is_default: r
+                    .get("is_default")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false),
                 error: r.get("error").and_then(Value::as_bool).unwrap_or(false),
             })
         })
@@ -74,7 +89,17 @@ mod tests {
         assert_eq!(runs.len(), 3);
         assert!(runs[0].is_default && runs[2].error);
         let m = measured(&runs);
-        assert_eq!(m, vec![(TileConfig { kernel_bounds: vec![], output_bounds: vec![2, 4], input_bounds: vec![] }, 8)]);
+        assert_eq!(
+            m,
+            vec![(
+                TileConfig {
+                    kernel_bounds: vec![],
+                    output_bounds: vec![2, 4],
+                    input_bounds: vec![]
+                },
+                8
+            )]
+        );
         assert!(parse_runs("{}").is_err());
     }
 }

@@ -59,6 +59,9 @@ pub const DEFAULT_TILE_TARGET: u64 = 2 << 20;
 /// Above this many raw combinations a space is sampled rather than listed.
 const EXHAUSTIVE_LIMIT: u128 = 1 << 20;
 
+/// Random draws when a space is sampled.
+const SAMPLE_DRAWS: usize = 1 << 16;
+
 /// One tile configuration, in the TpuGraphs sense.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 pub struct TileConfig {
@@ -70,7 +73,12 @@ pub struct TileConfig {
 impl fmt::Display for TileConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let list = |v: &[i64]| v.iter().map(i64::to_string).collect::<Vec<_>>().join(",");
-        write!(f, "kernel=[{}] output=[{}]", list(&self.kernel_bounds), list(&self.output_bounds))?;
+        write!(
+            f,
+            "kernel=[{}] output=[{}]",
+            list(&self.kernel_bounds),
+            list(&self.output_bounds)
+        )?;
         if !self.input_bounds.is_empty() {
             write!(f, " input=[{}]", list(&self.input_bounds))?;
         }
@@ -186,7 +194,9 @@ pub struct ArrayUse {
 
 impl ArrayUse {
     pub fn padded_bytes(&self) -> u64 {
-        self.axes.iter().fold(self.elem_bytes, |acc, a| acc.saturating_mul(a.padded().max(0) as u64))
+        self.axes.iter().fold(self.elem_bytes, |acc, a| {
+            acc.saturating_mul(a.padded().max(0) as u64)
+        })
     }
 }
 
@@ -213,7 +223,14 @@ pub type Choice = Vec<i64>;
 impl TileSpace {
     /// The single-configuration space of a kernel without tile choices.
     pub fn untiled() -> Self {
-        TileSpace { vars: Vec::new(), kernel: Vec::new(), output: Vec::new(), arrays: Vec::new(), reduction: false, untiled: true }
+        TileSpace {
+            vars: Vec::new(),
+            kernel: Vec::new(),
+            output: Vec::new(),
+            arrays: Vec::new(),
+            reduction: false,
+            untiled: true,
+        }
     }
 
     fn bound(&self, axis: &Axis, choice: &[i64]) -> i64 {
@@ -271,14 +288,17 @@ impl TileSpace {
 
     /// Number of raw combinations of the vars (before the memory budget).
     pub fn raw_size(&self) -> u128 {
-        self.vars.iter().fold(1u128, |acc, v| acc.saturating_mul(v.options().len() as u128))
+        self.vars.iter().fold(1u128, |acc, v| {
+            acc.saturating_mul(v.options().len() as u128)
+        })
     }
 
     /// Every choice within `budget` bytes, in lexicographic order of the vars'
     /// options (var 0 outermost, each ascending). Never empty: when nothing
     /// fits, the smallest-footprint choice alone (rule 5). Spaces above
-    /// `EXHAUSTIVE_LIMIT` raw combinations are sampled with `seed` (up to
-    /// `EXHAUSTIVE_LIMIT` draws, deduplicated, sorted).
+    /// `EXHAUSTIVE_LIMIT` raw combinations are sampled with `seed`
+    /// (`SAMPLE_DRAWS` draws plus the smallest and the largest choice,
+    /// deduplicated, sorted).
     pub fn enumerate(&self, budget: u64, seed: u64) -> Vec<Choice> {
         if self.untiled || self.vars.is_empty() {
             return vec![Vec::new()];
@@ -302,7 +322,7 @@ impl TileSpace {
             use rand::{Rng, SeedableRng};
             let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
             let mut set = std::collections::BTreeSet::new();
-            for _ in 0..EXHAUSTIVE_LIMIT {
+            for _ in 0..SAMPLE_DRAWS {
                 let c: Choice = opts.iter().map(|o| o[rng.gen_range(0..o.len())]).collect();
                 set.insert(c);
             }
@@ -310,7 +330,11 @@ impl TileSpace {
             set.insert(opts.iter().map(|o| o[0]).collect());
             all = set.into_iter().collect();
         }
-        let fits: Vec<Choice> = all.iter().filter(|c| self.footprint(c) <= budget).cloned().collect();
+        let fits: Vec<Choice> = all
+            .iter()
+            .filter(|c| self.footprint(c) <= budget)
+            .cloned()
+            .collect();
         if !fits.is_empty() {
             return fits;
         }
@@ -345,8 +369,14 @@ impl TileSpace {
         let mut at: Vec<usize> = opts.iter().map(|o| o.len() - 1).collect();
         let shared: Vec<bool> = (0..self.vars.len())
             .map(|v| {
-                let in_kernel = self.kernel.iter().any(|a| matches!(a.tiled_by, Extent::Var { var, .. } if var == v));
-                let in_output = self.output.iter().any(|a| matches!(a.tiled_by, Extent::Var { var, .. } if var == v));
+                let in_kernel = self
+                    .kernel
+                    .iter()
+                    .any(|a| matches!(a.tiled_by, Extent::Var { var, .. } if var == v));
+                let in_output = self
+                    .output
+                    .iter()
+                    .any(|a| matches!(a.tiled_by, Extent::Var { var, .. } if var == v));
                 in_kernel && in_output
             })
             .collect();
@@ -364,15 +394,25 @@ impl TileSpace {
                 }
             }
         }
-        let choice_of = |at: &[usize]| -> Choice { at.iter().zip(&opts).map(|(&i, o)| o[i]).collect() };
-        let target = if shared.iter().any(|&s| s) { memory_budget } else { DEFAULT_TILE_TARGET.min(memory_budget) };
+        let choice_of =
+            |at: &[usize]| -> Choice { at.iter().zip(&opts).map(|(&i, o)| o[i]).collect() };
+        let target = if shared.iter().any(|&s| s) {
+            memory_budget
+        } else {
+            DEFAULT_TILE_TARGET.min(memory_budget)
+        };
         for &v in &order {
             while self.footprint(&choice_of(&at)) > target && at[v] > 0 {
                 at[v] -= 1;
             }
         }
         if !self.reduction {
-            let steps: i64 = self.vars.iter().zip(choice_of(&at)).map(|(var, c)| (var.granules() + c - 1) / c).product();
+            let steps: i64 = self
+                .vars
+                .iter()
+                .zip(choice_of(&at))
+                .map(|(var, c)| (var.granules() + c - 1) / c)
+                .product();
             if steps == 1 {
                 if let Some(&v) = order.iter().find(|&&v| self.vars[v].granules() > 1) {
                     let half = (self.vars[v].granules() + 1) / 2;
@@ -387,7 +427,10 @@ impl TileSpace {
             return Some(want);
         }
         let target = self.footprint(&want);
-        candidates.iter().min_by_key(|c| self.footprint(c).abs_diff(target)).cloned()
+        candidates
+            .iter()
+            .min_by_key(|c| self.footprint(c).abs_diff(target))
+            .cloned()
     }
 }
 
@@ -412,14 +455,26 @@ mod tests {
     }
 
     fn axis(dim: usize, extent: i64, unit: i64, var: usize) -> Axis {
-        Axis { dim, extent, unit, tiled_by: Extent::Var { var, stride: 1, halo: 0 } }
+        Axis {
+            dim,
+            extent,
+            unit,
+            tiled_by: Extent::Var {
+                var,
+                stride: 1,
+                halo: 0,
+            },
+        }
     }
 
     #[test]
     fn rule4_shared_dimension_bounds_move_together() {
         // kernel_04: output feature 1000 shared by the kernel (unit 8) and the output (unit 128)
         let space = TileSpace {
-            vars: vec![Var { extent: 1000, granule: 128 }],
+            vars: vec![Var {
+                extent: 1000,
+                granule: 128,
+            }],
             kernel: vec![axis(1, 1000, 8, 0)],
             output: vec![axis(1, 1000, 128, 0)],
             arrays: vec![],
@@ -440,7 +495,16 @@ mod tests {
     #[test]
     fn rule5_memory_budget_filters_and_never_empties() {
         let space = TileSpace {
-            vars: vec![Var { extent: 64, granule: 8 }, Var { extent: 256, granule: 128 }],
+            vars: vec![
+                Var {
+                    extent: 64,
+                    granule: 8,
+                },
+                Var {
+                    extent: 256,
+                    granule: 128,
+                },
+            ],
             kernel: vec![],
             output: vec![axis(0, 64, 8, 0), axis(1, 256, 128, 1)],
             arrays: vec![ArrayUse {
@@ -467,13 +531,25 @@ mod tests {
     #[test]
     fn halo_and_stride_widen_an_input_tile() {
         let space = TileSpace {
-            vars: vec![Var { extent: 14, granule: 1 }],
+            vars: vec![Var {
+                extent: 14,
+                granule: 1,
+            }],
             kernel: vec![],
             output: vec![axis(0, 14, 1, 0)],
             arrays: vec![ArrayUse {
                 name: "lhs".into(),
                 elem_bytes: 1,
-                axes: vec![Axis { dim: 0, extent: 30, unit: 1, tiled_by: Extent::Var { var: 0, stride: 2, halo: 2 } }],
+                axes: vec![Axis {
+                    dim: 0,
+                    extent: 25,
+                    unit: 1,
+                    tiled_by: Extent::Var {
+                        var: 0,
+                        stride: 2,
+                        halo: 2,
+                    },
+                }],
                 tiled: true,
             }],
             reduction: false,
@@ -481,20 +557,64 @@ mod tests {
         };
         // 7 outputs at stride 2 with a 3-wide window read (7-1)*2+3 = 15 inputs
         assert_eq!(space.footprint(&[7]), 15);
-        // clamped to the whole input
-        assert_eq!(space.footprint(&[14]), 30);
+        // 14 outputs would read 29: clamped to the whole input
+        assert_eq!(space.footprint(&[14]), 25);
     }
 
     #[test]
     fn lexicographic_enumeration_is_complete() {
         let space = TileSpace {
-            vars: vec![Var { extent: 3, granule: 1 }, Var { extent: 2, granule: 1 }],
+            vars: vec![
+                Var {
+                    extent: 3,
+                    granule: 1,
+                },
+                Var {
+                    extent: 2,
+                    granule: 1,
+                },
+            ],
             kernel: vec![],
             output: vec![axis(0, 3, 1, 0), axis(1, 2, 1, 1)],
             arrays: vec![],
             reduction: false,
             untiled: false,
         };
-        assert_eq!(space.enumerate(u64::MAX, 0), vec![vec![1, 1], vec![1, 2], vec![2, 1], vec![2, 2], vec![3, 1], vec![3, 2]]);
+        assert_eq!(
+            space.enumerate(u64::MAX, 0),
+            vec![
+                vec![1, 1],
+                vec![1, 2],
+                vec![2, 1],
+                vec![2, 2],
+                vec![3, 1],
+                vec![3, 2]
+            ]
+        );
+    }
+
+    #[test]
+    fn huge_spaces_are_sampled_deterministically() {
+        let vars: Vec<Var> = (0..6)
+            .map(|_| Var {
+                extent: 4096,
+                granule: 1,
+            })
+            .collect();
+        let output = (0..6).map(|d| axis(d, 4096, 1, d)).collect();
+        let space = TileSpace {
+            vars,
+            kernel: vec![],
+            output,
+            arrays: vec![],
+            reduction: false,
+            untiled: false,
+        };
+        assert!(space.raw_size() > EXHAUSTIVE_LIMIT);
+        let a = space.enumerate(u64::MAX, 7);
+        assert!(a.len() <= SAMPLE_DRAWS + 2 && a.len() > SAMPLE_DRAWS / 2);
+        assert_eq!(a, space.enumerate(u64::MAX, 7));
+        assert!(a.contains(&vec![1; 6]) && a.contains(&vec![4096; 6]));
+        assert!(a.windows(2).all(|w| w[0] < w[1]), "sorted and distinct");
     }
 }

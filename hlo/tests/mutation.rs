@@ -1,0 +1,139 @@
+//! Random mutations of real modules (deterministic seed, bounded count): the
+//! parser never panics, and every mutant it accepts round-trips
+//! (`parse(print(parse(x)))` prints like `parse(x)`). A stand-in for the
+//! cargo-fuzz target in `fuzz/` where cargo-fuzz is unavailable.
+
+mod common;
+
+use common::*;
+
+/// xorshift64*: tiny, deterministic, good enough to pick mutation sites.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+}
+
+/// Tokens worth splicing in: HLO punctuation, keywords and edge values.
+const SPLICES: &[&str] = &[
+    "{",
+    "}",
+    "(",
+    ")",
+    "[",
+    "]",
+    ",",
+    "=",
+    "%",
+    "\"",
+    "ROOT ",
+    "ENTRY ",
+    "/*",
+    "*/",
+    "//",
+    "\n",
+    " ",
+    ":",
+    "->",
+    "<=",
+    "?",
+    "T(8,128)",
+    "{1,0}",
+    "f32[]",
+    "(f32[], s32[])",
+    "parameter(0)",
+    "constant(1)",
+    "to_apply=",
+    "calls={",
+    "control-predecessors={%x}",
+    "#0",
+    "b(",
+    "-1",
+    "99999999999999999999",
+    "\u{0}",
+    "é",
+    "{{{{{{{{",
+    "))))",
+];
+
+fn mutate(rng: &mut Rng, text: &str) -> String {
+    let mut bytes = text.as_bytes().to_vec();
+    for _ in 0..1 + rng.below(4) {
+        let at = rng.below(bytes.len() + 1);
+        match rng.below(4) {
+            0 => {
+                let end = (at + 1 + rng.below(16)).min(bytes.len());
+                bytes.drain(at.min(end)..end);
+            }
+            1 => {
+                let s = SPLICES[rng.below(SPLICES.len())].as_bytes();
+                bytes.splice(at..at, s.iter().copied());
+            }
+            2 if !bytes.is_empty() => {
+                let i = at.min(bytes.len() - 1);
+                let alphabet = b"{}()[],=%\" \n0aZ:";
+                bytes[i] = alphabet[rng.below(alphabet.len())];
+            }
+            _ => {
+                // Duplicate a slice (repeats instructions, brackets, ...).
+                let end = (at + rng.below(64)).min(bytes.len());
+                let piece: Vec<u8> = bytes[at.min(end)..end].to_vec();
+                bytes.splice(at..at, piece);
+            }
+        }
+    }
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+#[test]
+fn mutated_modules_never_panic_and_round_trip_when_accepted() {
+    let files = hlo_files(&testdata().join("hlo"));
+    assert!(!files.is_empty());
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let (mut accepted, mut total) = (0, 0);
+    for f in &files {
+        let text = std::fs::read_to_string(f).expect("readable test file");
+        if text.len() > 20_000 {
+            continue; // keep the test fast; large modules are covered by the round-trip tests
+        }
+        for _ in 0..400 {
+            let mutant = mutate(&mut rng, &text);
+            total += 1;
+            let res = std::panic::catch_unwind(|| round_trip(&mutant, "mutant"));
+            match res {
+                Err(_) => panic!("parser panicked on a mutant of {}:\n{mutant}", f.display()),
+                Ok(Ok(())) => accepted += 1,
+                Ok(Err(e)) if e.starts_with("parse:") => {}
+                Ok(Err(e)) => panic!(
+                    "accepted mutant of {} does not round-trip: {e}\n{mutant}",
+                    f.display()
+                ),
+            }
+        }
+    }
+    println!("{accepted} of {total} mutants accepted; all round-trip");
+}
+
+#[test]
+fn deep_nesting_is_rejected_not_overflowed() {
+    for open in ["(", "{", "["] {
+        let text = format!(
+            "HloModule m\nENTRY e {{\n  ROOT p = {}f32[] parameter(0)\n}}\n",
+            open.repeat(100_000)
+        );
+        let e = hlo::parse_module(&text).expect_err("deep nesting must be rejected");
+        assert!(e.to_string().contains("nested deeper"), "{e}");
+    }
+    // Deep but allowed nesting (nested tuples) still parses.
+    let shape = format!("{}f32[]{}", "(".repeat(40), ")".repeat(40));
+    let text = format!("HloModule m\nENTRY e {{\n  ROOT p = {shape} parameter(0)\n}}\n");
+    hlo::parse_module(&text).expect("40 nested tuples parse");
+}
