@@ -1172,7 +1172,7 @@ impl<'a> Lowerer<'a> {
                 let mut outs = Vec::with_capacity(n);
                 for i in 0..n {
                     let mut a = si::infer_reduce_window_shape(array_of(i)?, &w).map_err(|e| e.0)?;
-                    if let Some(init) = array_of(n + i).ok() {
+                    if let Ok(init) = array_of(n + i) {
                         a.elem = init.elem;
                     }
                     outs.push(a);

@@ -17,19 +17,35 @@ impl costmodel::CostModel for Negated {
     fn prepare(&self, g: &costmodel::Graph) -> costmodel::Result<costmodel::Prepared> {
         self.0.prepare(g)
     }
-    fn score(&self, p: &costmodel::Prepared, c: &costmodel::ConfigBatch) -> costmodel::Result<Vec<f32>> {
+    fn score(
+        &self,
+        p: &costmodel::Prepared,
+        c: &costmodel::ConfigBatch,
+    ) -> costmodel::Result<Vec<f32>> {
         Ok(self.0.score(p, c)?.into_iter().map(|s| -s).collect())
     }
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
-    let path = args.get(1).ok_or("usage: layout_run FILE [BUDGET] [SEED]")?;
-    let budget = args.get(2).map(|s| s.parse()).transpose()?.unwrap_or(10_000);
+    let path = args
+        .get(1)
+        .ok_or("usage: layout_run FILE [BUDGET] [SEED]")?;
+    let budget = args
+        .get(2)
+        .map(|s| s.parse())
+        .transpose()?
+        .unwrap_or(10_000);
     let seed = args.get(3).map(|s| s.parse()).transpose()?.unwrap_or(0);
     let text = std::fs::read_to_string(path)?;
     let mut m = hlo::parse_module_named(&text, path)?;
-    let mut cx = PassContext::new(PassOptions { budget, seed, explain: true, progress: true, ..Default::default() });
+    let mut cx = PassContext::new(PassOptions {
+        budget,
+        seed,
+        explain: true,
+        progress: true,
+        ..Default::default()
+    });
     let reference = costmodel::reference::ReferenceModel::new(costmodel::Task::Layout);
     let mut pass = if std::env::var_os("LAYOUT_ANTI").is_some() {
         LayoutPass::with_model(Box::new(Negated(reference)))

@@ -29,7 +29,11 @@ pub fn list_passes() -> &'static [(&'static str, &'static str)] {
 
 /// The registered pass names, comma-separated (for error messages).
 pub fn pass_names() -> String {
-    list_passes().iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
+    list_passes()
+        .iter()
+        .map(|(n, _)| *n)
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The pass registered under `name`.
@@ -37,17 +41,31 @@ pub fn create_pass(name: &str) -> Result<Box<dyn Pass>, PassError> {
     match name {
         "layout" => Ok(Box::new(layout::LayoutPass::new())),
         "tile" => Ok(Box::new(crate::tile::TilePass::new())),
-        _ => Err(PassError::UnknownPass { name: name.to_string(), known: pass_names() }),
+        _ => Err(PassError::UnknownPass {
+            name: name.to_string(),
+            known: pass_names(),
+        }),
     }
 }
 
 /// Runs the comma-separated pass list `passes` on `m` in order. Unknown
 /// names are rejected before any pass runs. Returns whether any pass changed
 /// the module.
-pub fn run_pipeline(m: &mut Module, passes: &str, cx: &mut PassContext) -> Result<Changed, PassError> {
-    let names: Vec<&str> = passes.split(',').map(str::trim).filter(|s| !s.is_empty()).collect();
+pub fn run_pipeline(
+    m: &mut Module,
+    passes: &str,
+    cx: &mut PassContext,
+) -> Result<Changed, PassError> {
+    let names: Vec<&str> = passes
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .collect();
     if names.is_empty() {
-        return Err(PassError::UnknownPass { name: passes.to_string(), known: pass_names() });
+        return Err(PassError::UnknownPass {
+            name: passes.to_string(),
+            known: pass_names(),
+        });
     }
     let mut pipeline = Vec::with_capacity(names.len());
     for name in names {
@@ -57,7 +75,10 @@ pub fn run_pipeline(m: &mut Module, passes: &str, cx: &mut PassContext) -> Resul
     for mut pass in pipeline {
         changed |= pass.run(m, cx)?;
         if cx.options.verify_each {
-            verify_module(m).map_err(|source| PassError::Verify { pass: pass.name(), source })?;
+            verify_module(m).map_err(|source| PassError::Verify {
+                pass: pass.name(),
+                source,
+            })?;
         }
     }
     Ok(changed)
@@ -72,7 +93,11 @@ pub fn verify_module(m: &Module) -> Result<(), hlo::Error> {
         let inst = m.inst(i);
         if let Some(msg) = bad_layout(m, inst.shape) {
             let comp = m.comp(inst.parent).name.to_string();
-            return Err(hlo::Error::Verify { computation: comp, instruction: inst.name.to_string(), message: msg });
+            return Err(hlo::Error::Verify {
+                computation: comp,
+                instruction: inst.name.to_string(),
+                message: msg,
+            });
         }
     }
     Ok(())
@@ -87,7 +112,11 @@ fn bad_layout(m: &Module, s: hlo::ShapeId) -> Option<String> {
             } else {
                 Some(format!(
                     "layout {{{}}} is not a permutation of the {} dimensions",
-                    l.minor_to_major.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(","),
+                    l.minor_to_major
+                        .iter()
+                        .map(|d| d.to_string())
+                        .collect::<Vec<_>>()
+                        .join(","),
                     a.rank()
                 ))
             }

@@ -14,7 +14,11 @@ use passes::{run_pipeline, Pass, PassContext, PassOptions};
 
 /// The explain report without its timing line (for snapshots).
 fn stable_report(explain: &str) -> String {
-    explain.lines().filter(|l| !l.contains(" search scored ")).collect::<Vec<_>>().join("\n")
+    explain
+        .lines()
+        .filter(|l| !l.contains(" search scored "))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// Each input of `testdata/layout/` rewritten with the contrary model (which
@@ -32,7 +36,8 @@ fn snapshots_of_rewritten_modules() {
 
 #[test]
 fn same_input_model_and_seed_give_byte_identical_output() {
-    let text = std::fs::read_to_string(root().join("testdata/layout/transformer_bert.hlo")).expect("reads");
+    let text = std::fs::read_to_string(root().join("testdata/layout/transformer_bert.hlo"))
+        .expect("reads");
     let (a, ..) = run_layout(&text, contrary(), 3000, 42);
     let (b, ..) = run_layout(&text, contrary(), 3000, 42);
     assert_eq!(hlo::print_module(&a), hlo::print_module(&b));
@@ -40,8 +45,13 @@ fn same_input_model_and_seed_give_byte_identical_output() {
 
 #[test]
 fn every_array_has_a_layout_and_the_entry_signature_is_unchanged() {
-    for name in ["convnet_unet3d.hlo", "transformer_bert.hlo", "tpugraphs_unet3d.hlo"] {
-        let text = std::fs::read_to_string(root().join("testdata/layout").join(name)).expect("reads");
+    for name in [
+        "convnet_unet3d.hlo",
+        "transformer_bert.hlo",
+        "tpugraphs_unet3d.hlo",
+    ] {
+        let text =
+            std::fs::read_to_string(root().join("testdata/layout").join(name)).expect("reads");
         let before = hlo::parse_module(&text).expect("parses");
         let (m, ..) = run_layout(&text, contrary(), 1000, 1);
         for i in m.all_instructions() {
@@ -52,11 +62,19 @@ fn every_array_has_a_layout_and_the_entry_signature_is_unchanged() {
                     _ => true,
                 }
             }
-            assert!(laid_out(&m, m.inst(i).shape), "{name}: %{} has no layout", m.inst(i).name);
+            assert!(
+                laid_out(&m, m.inst(i).shape),
+                "{name}: %{} has no layout",
+                m.inst(i).name
+            );
         }
         let sig = |m: &hlo::Module| {
             let e = m.entry_computation();
-            let mut v: Vec<String> = e.params.iter().map(|&p| hlo::print_shape(m, m.inst(p).shape)).collect();
+            let mut v: Vec<String> = e
+                .params
+                .iter()
+                .map(|&p| hlo::print_shape(m, m.inst(p).shape))
+                .collect();
             v.push(hlo::print_shape(m, m.inst(e.root).shape));
             v
         };
@@ -65,13 +83,23 @@ fn every_array_has_a_layout_and_the_entry_signature_is_unchanged() {
             let (m0, ..) = run_layout(&text, reference(), 1, 0);
             sig(&m0)
         };
-        assert_eq!(sig(&m), filled, "{name}: entry parameters and root keep their layouts");
-        assert_eq!(before.entry_computation().params.len(), m.entry_computation().params.len());
+        assert_eq!(
+            sig(&m),
+            filled,
+            "{name}: entry parameters and root keep their layouts"
+        );
+        assert_eq!(
+            before.entry_computation().params.len(),
+            m.entry_computation().params.len()
+        );
     }
 }
 
 /// A model that counts the configurations it scores.
-struct Counting(std::sync::Arc<std::sync::atomic::AtomicUsize>, costmodel::reference::ReferenceModel);
+struct Counting(
+    std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    costmodel::reference::ReferenceModel,
+);
 
 impl CostModel for Counting {
     fn task(&self) -> Task {
@@ -81,23 +109,37 @@ impl CostModel for Counting {
         self.1.prepare(g)
     }
     fn score(&self, p: &Prepared, c: &ConfigBatch) -> costmodel::Result<Vec<f32>> {
-        self.0.fetch_add(c.num_configs, std::sync::atomic::Ordering::Relaxed);
+        self.0
+            .fetch_add(c.num_configs, std::sync::atomic::Ordering::Relaxed);
         self.1.score(p, c)
     }
 }
 
 #[test]
 fn the_budget_bounds_the_configurations_scored() {
-    let text = std::fs::read_to_string(root().join("testdata/layout/convnet_unet3d.hlo")).expect("reads");
+    let text =
+        std::fs::read_to_string(root().join("testdata/layout/convnet_unet3d.hlo")).expect("reads");
     for budget in [1, 50, 700] {
         let n = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        let model = Counting(n.clone(), costmodel::reference::ReferenceModel::new(Task::Layout));
+        let model = Counting(
+            n.clone(),
+            costmodel::reference::ReferenceModel::new(Task::Layout),
+        );
         let mut m = hlo::parse_module(&text).expect("parses");
         // explain off: no extra scoring for the report.
-        let mut cx = PassContext::new(PassOptions { budget, verify_each: true, ..Default::default() });
-        LayoutPass::with_model(Box::new(model)).run(&mut m, &mut cx).expect("runs");
+        let mut cx = PassContext::new(PassOptions {
+            budget,
+            verify_each: true,
+            ..Default::default()
+        });
+        LayoutPass::with_model(Box::new(model))
+            .run(&mut m, &mut cx)
+            .expect("runs");
         let scored = n.load(std::sync::atomic::Ordering::Relaxed);
-        assert!(scored <= budget && scored >= 1, "budget {budget}: scored {scored}");
+        assert!(
+            scored <= budget && scored >= 1,
+            "budget {budget}: scored {scored}"
+        );
     }
 }
 
@@ -106,38 +148,56 @@ fn a_module_without_configurable_nodes_is_returned_unchanged() {
     let text = "HloModule e\n\nENTRY %main (p: f32[4]) -> f32[4] {\n  %p = f32[4]{0} parameter(0)\n  ROOT %n = f32[4]{0} negate(%p)\n}\n";
     let mut m = hlo::parse_module(text).expect("parses");
     let before = hlo::print_module(&m);
-    let mut cx = PassContext::new(PassOptions { verify_each: true, ..Default::default() });
+    let mut cx = PassContext::new(PassOptions {
+        verify_each: true,
+        ..Default::default()
+    });
     let changed = run_pipeline(&mut m, "layout", &mut cx).expect("runs without a model");
     assert!(!changed);
     assert_eq!(hlo::print_module(&m), before);
-    assert!(cx.explain.contains("no configurable node"), "{}", cx.explain);
+    assert!(
+        cx.explain.contains("no configurable node"),
+        "{}",
+        cx.explain
+    );
 }
 
 #[test]
 fn a_model_for_the_wrong_task_is_refused_with_a_clear_message() {
-    let text = std::fs::read_to_string(root().join("testdata/layout/convnet_unet3d.hlo")).expect("reads");
+    let text =
+        std::fs::read_to_string(root().join("testdata/layout/convnet_unet3d.hlo")).expect("reads");
     let mut m = hlo::parse_module(&text).expect("parses");
     let mut cx = PassContext::new(PassOptions::default());
     let tile = Box::new(costmodel::reference::ReferenceModel::new(Task::Tile));
-    let err = LayoutPass::with_model(tile).run(&mut m, &mut cx).expect_err("wrong task");
+    let err = LayoutPass::with_model(tile)
+        .run(&mut m, &mut cx)
+        .expect_err("wrong task");
     let msg = err.to_string();
-    assert!(msg.contains("tile model") && msg.contains("layout model"), "{msg}");
+    assert!(
+        msg.contains("tile model") && msg.contains("layout model"),
+        "{msg}"
+    );
 }
 
 #[test]
 fn a_module_whose_layouts_conflict_with_its_entry_layout_is_refused() {
     let text = "HloModule c, entry_computation_layout={(f32[4,8]{1,0})->f32[4,4]{1,0}}\n\nENTRY %main (p: f32[4,8]) -> f32[4,4] {\n  %p = f32[4,8]{0,1} parameter(0)\n  ROOT %d = f32[4,4]{1,0} dot(%p, %p), lhs_contracting_dims={1}, rhs_contracting_dims={1}\n}\n";
     // The parser or verifier may already reject it; if it parses, the pass must.
-    let Ok(mut m) = hlo::parse_module(text) else { return };
+    let Ok(mut m) = hlo::parse_module(text) else {
+        return;
+    };
     let mut cx = PassContext::new(PassOptions::default());
-    let err = LayoutPass::with_model(reference()).run(&mut m, &mut cx).expect_err("conflict");
+    let err = LayoutPass::with_model(reference())
+        .run(&mut m, &mut cx)
+        .expect_err("conflict");
     let msg = err.to_string();
     assert!(msg.contains("entry_computation_layout"), "{msg}");
 }
 
 #[test]
 fn missing_model_files_are_reported_not_panicked() {
-    let text = std::fs::read_to_string(root().join("testdata/layout/convnet_unet3d.hlo")).expect("reads");
+    let text =
+        std::fs::read_to_string(root().join("testdata/layout/convnet_unet3d.hlo")).expect("reads");
     let mut m = hlo::parse_module(&text).expect("parses");
     let mut cx = PassContext::new(PassOptions {
         layout_model: Some("/nonexistent/model.hlocm".into()),
@@ -160,14 +220,23 @@ fn xla_runs_the_rewritten_modules_to_the_same_results() {
     let dir = std::env::temp_dir().join(format!("hlo-opt-layout-equiv-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     let mut ran = 0;
-    for name in ["convnet_unet3d.hlo", "transformer_bert.hlo", "tpugraphs_unet3d.hlo"] {
+    for name in [
+        "convnet_unet3d.hlo",
+        "transformer_bert.hlo",
+        "tpugraphs_unet3d.hlo",
+    ] {
         let input = root().join("testdata/layout").join(name);
         let text = std::fs::read_to_string(&input).expect("reads");
         for (label, model) in [("reference", reference()), ("contrary", contrary())] {
             let (m, ..) = run_layout(&text, model, 2000, 0);
             let out = dir.join(format!("{label}.{name}"));
             std::fs::write(&out, hlo::print_module(&m)).expect("writes");
-            let o = Command::new(&py).arg(&script).arg(&input).arg(&out).output().expect("runs python");
+            let o = Command::new(&py)
+                .arg(&script)
+                .arg(&input)
+                .arg(&out)
+                .output()
+                .expect("runs python");
             let stdout = String::from_utf8_lossy(&o.stdout);
             println!("{name} ({label}): {}", stdout.trim());
             match o.status.code() {
@@ -175,7 +244,10 @@ fn xla_runs_the_rewritten_modules_to_the_same_results() {
                 // Tuple entry parameters (TpuGraphs training graphs) cannot be
                 // fed from the script, but XLA must still have parsed the module.
                 Some(3) => assert!(stdout.contains("accepted by XLA"), "{stdout}"),
-                _ => panic!("{name} ({label}): {stdout}{}", String::from_utf8_lossy(&o.stderr)),
+                _ => panic!(
+                    "{name} ({label}): {stdout}{}",
+                    String::from_utf8_lossy(&o.stderr)
+                ),
             }
         }
     }

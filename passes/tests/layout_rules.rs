@@ -13,23 +13,36 @@ fn parse(text: &str) -> Module {
 }
 
 fn find(m: &Module, name: &str) -> InstId {
-    m.all_instructions().find(|&i| &*m.inst(i).name == name).unwrap_or_else(|| panic!("no %{name}"))
+    m.all_instructions()
+        .find(|&i| &*m.inst(i).name == name)
+        .unwrap_or_else(|| panic!("no %{name}"))
 }
 
 fn layout_of(m: &Module, name: &str) -> Vec<i64> {
     let s = m.inst_shape(find(m, name));
-    s.as_array().and_then(|a| a.layout.as_ref()).map(|l| l.minor_to_major.to_vec()).unwrap_or_default()
+    s.as_array()
+        .and_then(|a| a.layout.as_ref())
+        .map(|l| l.minor_to_major.to_vec())
+        .unwrap_or_default()
 }
 
 fn m2m(v: &[i64]) -> M2M {
     SmallVec::from_slice(v)
 }
 
-fn decide(m: &Module, name: &str, output: Option<&[i64]>, operands: &[(usize, &[i64])]) -> IndexMap<InstId, Decision> {
+fn decide(
+    m: &Module,
+    name: &str,
+    output: Option<&[i64]>,
+    operands: &[(usize, &[i64])],
+) -> IndexMap<InstId, Decision> {
     let mut d = IndexMap::new();
     d.insert(
         find(m, name),
-        Decision { output: output.map(m2m), operands: operands.iter().map(|(k, l)| (*k, m2m(l))).collect() },
+        Decision {
+            output: output.map(m2m),
+            operands: operands.iter().map(|(k, l)| (*k, m2m(l))).collect(),
+        },
     );
     d
 }
@@ -68,7 +81,11 @@ fn a_chosen_layout_flows_to_consumers_until_a_constraint_needs_a_copy() {
     assert_eq!(layout_of(&m, "r"), vec![1, 0]);
     assert_eq!(a.copies.len(), 1);
     let c = &m.inst(a.copies[0].copy);
-    assert!(["dot", "e"].contains(&&*m.inst(c.operands[0]).name), "{}", c.name);
+    assert!(
+        ["dot", "e"].contains(&&*m.inst(c.operands[0]).name),
+        "{}",
+        c.name
+    );
     // Both operands of the add read the same value: one copy serves both.
     let r = m.inst(find(&m, "r"));
     assert_eq!(r.operands[0], r.operands[1]);
@@ -83,7 +100,11 @@ fn an_operand_requirement_is_adopted_by_a_free_producer_instead_of_copying() {
     let d = decide(&m, "dot", None, &[(0, &[0, 1])]);
     assign(&mut m, &d).expect("assigns");
     assert_eq!(layout_of(&m, "na"), vec![0, 1]);
-    assert_eq!(layout_of(&m, "a"), vec![1, 0], "entry parameters keep their layout");
+    assert_eq!(
+        layout_of(&m, "a"),
+        vec![1, 0],
+        "entry parameters keep their layout"
+    );
     assert_eq!(copies(&m), vec!["copy.1 <- a".to_string()]);
     hlo::verify(&m).expect("verifies");
 }
@@ -196,9 +217,17 @@ ENTRY %main (p: f32[4,8]) -> f32[4,4] {
 
 #[test]
 fn entry_layouts_that_contradict_the_entry_computation_layout_are_an_error() {
-    let text = DOT_CHAIN.replace("%a = f32[8,16]{1,0} parameter(0)", "%a = f32[8,16]{0,1} parameter(0)");
-    let Ok(mut m) = hlo::parse_module(&text) else { return };
+    let text = DOT_CHAIN.replace(
+        "%a = f32[8,16]{1,0} parameter(0)",
+        "%a = f32[8,16]{0,1} parameter(0)",
+    );
+    let Ok(mut m) = hlo::parse_module(&text) else {
+        return;
+    };
     let err = assign(&mut m, &IndexMap::new()).expect_err("conflict");
     let msg = err.to_string();
-    assert!(msg.contains("entry_computation_layout") && msg.contains("%a"), "{msg}");
+    assert!(
+        msg.contains("entry_computation_layout") && msg.contains("%a"),
+        "{msg}"
+    );
 }

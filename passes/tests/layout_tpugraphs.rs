@@ -58,7 +58,11 @@ fn genomes(spaces: &[NodeSpace], feat: &[f32], num_configs: usize) -> Vec<Vec<Op
 fn every_published_and_logged_config_is_in_the_candidate_space() {
     let Some(u) = load() else { return };
     let f = featurize(&u.module, Task::Layout).expect("featurizes");
-    assert_eq!(f.graph.node_config_ids, u.npz.graph().node_config_ids, "configurable nodes = the dataset's");
+    assert_eq!(
+        f.graph.node_config_ids,
+        u.npz.graph().node_config_ids,
+        "configurable nodes = the dataset's"
+    );
     let spaces = candidates::spaces(&u.module, &f.config_nodes);
     let counts: Vec<usize> = spaces.iter().map(|s| s.candidates.len()).collect();
     let mut hist = std::collections::BTreeMap::new();
@@ -77,12 +81,21 @@ fn every_published_and_logged_config_is_in_the_candidate_space() {
             }
         }
     }
-    assert!(missing.is_empty(), "npz configs outside the space (config, node): {:?}", &missing[..missing.len().min(10)]);
-    println!("npz: all {} configs x {} nodes covered", all.num_configs, spaces.len());
+    assert!(
+        missing.is_empty(),
+        "npz configs outside the space (config, node): {:?}",
+        &missing[..missing.len().min(10)]
+    );
+    println!(
+        "npz: all {} configs x {} nodes covered",
+        all.num_configs,
+        spaces.len()
+    );
 
     let runs_path = root().join(format!("{STEM}.runs.json"));
     let runs: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(runs_path).expect("runs.json")).expect("json");
+        serde_json::from_str(&std::fs::read_to_string(runs_path).expect("runs.json"))
+            .expect("json");
     let runs = runs["runs"].as_array().expect("runs");
     let prefix = |v: &serde_json::Value| -> Option<M2M> {
         let d: M2M = v.as_array()?.iter().filter_map(|x| x.as_i64()).collect();
@@ -103,11 +116,19 @@ fn every_published_and_logged_config_is_in_the_candidate_space() {
                 input: t.get(1).and_then(prefix),
                 kernel: t.get(2).and_then(prefix),
             };
-            assert!(spaces[j].find(&c).is_some(), "run {r}, node {j}: {c:?} not a candidate of {:?}", spaces[j].candidates);
+            assert!(
+                spaces[j].find(&c).is_some(),
+                "run {r}, node {j}: {c:?} not a candidate of {:?}",
+                spaces[j].candidates
+            );
             checked += 1;
         }
     }
-    println!("runs.json: {} runs x {} nodes covered ({checked} node configs)", runs.len(), spaces.len());
+    println!(
+        "runs.json: {} runs x {} nodes covered ({checked} node configs)",
+        runs.len(),
+        spaces.len()
+    );
 }
 
 /// Scores the measured configs with `model` through the pass's scoring path
@@ -116,8 +137,10 @@ fn quality(u: &Unet, model: &dyn costmodel::CostModel) -> (f64, f64, f64) {
     let f = featurize(&u.module, Task::Layout).expect("featurizes");
     let spaces = candidates::spaces(&u.module, &f.config_nodes);
     let all = u.npz.all_configs().expect("configs");
-    let gs: Vec<Vec<u16>> =
-        genomes(&spaces, &all.feat, all.num_configs).into_iter().map(|g| g.into_iter().map(|x| x.expect("covered")).collect()).collect();
+    let gs: Vec<Vec<u16>> = genomes(&spaces, &all.feat, all.num_configs)
+        .into_iter()
+        .map(|g| g.into_iter().map(|x| x.expect("covered")).collect())
+        .collect();
     let mut fit = ModelFitness::new(model, &f, &spaces).expect("prepares");
     let mut pred = Vec::new();
     for chunk in gs.chunks(256) {
@@ -146,7 +169,8 @@ fn quality_of_the_embedded_model_on_measured_unet_configs() {
         return;
     }
     let Some(u) = load() else { return };
-    let model = costmodel::onnx::load_model(None, Task::Layout, 0).expect("embedded layout model loads");
+    let model =
+        costmodel::onnx::load_model(None, Task::Layout, 0).expect("embedded layout model loads");
     let (top1, top10, tau) = quality(&u, model.as_ref());
     println!("embedded model on unet_3d.4x4.bf16 (1965 measured configs): top-1 slowdown {top1:.4}, top-10 slowdown {top10:.4}, Kendall tau {tau:.4}");
     assert!(top1.is_finite() && top10 <= top1 && (-1.0..=1.0).contains(&tau));

@@ -69,14 +69,22 @@ pub struct Assignment {
 
 /// The error for layouts that contradict the module's own constraints.
 fn conflict(message: String) -> PassError {
-    PassError::Failed { pass: "layout", message }
+    PassError::Failed {
+        pass: "layout",
+        message,
+    }
 }
 
 /// Assigns layouts to every instruction of `m` given the decisions for the
 /// configurable nodes, inserting copies. See the module docs.
-pub fn assign(m: &mut Module, decisions: &IndexMap<InstId, Decision>) -> Result<Assignment, PassError> {
+pub fn assign(
+    m: &mut Module,
+    decisions: &IndexMap<InstId, Decision>,
+) -> Result<Assignment, PassError> {
     let n = m.num_insts();
-    let original: Vec<ShapeId> = (0..n).map(|i| m.inst(InstId::from_index(i)).shape).collect();
+    let original: Vec<ShapeId> = (0..n)
+        .map(|i| m.inst(InstId::from_index(i)).shape)
+        .collect();
     let mut a = Assigner {
         m,
         dec: decisions,
@@ -111,7 +119,10 @@ pub fn assign(m: &mut Module, decisions: &IndexMap<InstId, Decision>) -> Result<
         }
         a.m.inst_mut(i).shape = s;
     }
-    Ok(Assignment { copies: a.copies, relayouted })
+    Ok(Assignment {
+        copies: a.copies,
+        relayouted,
+    })
 }
 
 struct Assigner<'a> {
@@ -166,8 +177,21 @@ fn agnostic_consumer(op: Opcode) -> bool {
     use Opcode::*;
     matches!(
         op,
-        Transpose | Reshape | Broadcast | Reduce | Dot | Convolution | Gather | Copy | GetDimensionSize | Fft
-            | TriangularSolve | Cholesky | BatchNormInference | BatchNormTraining | BatchNormGrad
+        Transpose
+            | Reshape
+            | Broadcast
+            | Reduce
+            | Dot
+            | Convolution
+            | Gather
+            | Copy
+            | GetDimensionSize
+            | Fft
+            | TriangularSolve
+            | Cholesky
+            | BatchNormInference
+            | BatchNormTraining
+            | BatchNormGrad
     )
 }
 
@@ -232,10 +256,21 @@ impl Assigner<'_> {
     /// `entry_computation_layout`.
     fn constrain_entry(&mut self) -> Result<(), PassError> {
         let entry = self.m.entry;
-        let ecl = match self.m.attrs.iter().find(|a| &*a.key == "entry_computation_layout") {
-            Some(Attr { value: AttrValue::Raw(text), .. }) => {
+        let ecl = match self
+            .m
+            .attrs
+            .iter()
+            .find(|a| &*a.key == "entry_computation_layout")
+        {
+            Some(Attr {
+                value: AttrValue::Raw(text),
+                ..
+            }) => {
                 let text = text.trim();
-                let inner = text.strip_prefix('{').and_then(|t| t.strip_suffix('}')).unwrap_or(text);
+                let inner = text
+                    .strip_prefix('{')
+                    .and_then(|t| t.strip_suffix('}'))
+                    .unwrap_or(text);
                 Some(shapes::parse_program_shape(inner).ok_or_else(|| {
                     conflict(format!("cannot read entry_computation_layout={text}"))
                 })?)
@@ -301,7 +336,10 @@ impl Assigner<'_> {
         match self.comp_state.get(c.index()).copied().unwrap_or(2) {
             2 => return Ok(()),
             1 => {
-                return Err(conflict(format!("computation %{} calls itself (recursive call graph)", self.m.comp(c).name)))
+                return Err(conflict(format!(
+                    "computation %{} calls itself (recursive call graph)",
+                    self.m.comp(c).name
+                )))
             }
             _ => {}
         }
@@ -317,7 +355,12 @@ impl Assigner<'_> {
 
     /// Enters a computation called with operand shapes `params` (first call
     /// site wins); `root_pin` is the shape its root must have.
-    fn enter_callee(&mut self, c: CompId, params: &[ShapeId], root_pin: Option<ShapeId>) -> Result<(), PassError> {
+    fn enter_callee(
+        &mut self,
+        c: CompId,
+        params: &[ShapeId],
+        root_pin: Option<ShapeId>,
+    ) -> Result<(), PassError> {
         if self.comp_state.get(c.index()).copied().unwrap_or(2) != 0 {
             return self.process_comp(c);
         }
@@ -361,7 +404,8 @@ impl Assigner<'_> {
                     self.fix(i, p);
                     return Ok(());
                 }
-                let elems: SmallVec<[ShapeId; 4]> = inst.operands.iter().map(|&o| self.shape_of(o)).collect();
+                let elems: SmallVec<[ShapeId; 4]> =
+                    inst.operands.iter().map(|&o| self.shape_of(o)).collect();
                 self.m.intern_shape(Shape::Tuple(elems))
             }
             Opcode::While => {
@@ -383,10 +427,15 @@ impl Assigner<'_> {
                 }
             }
             Opcode::Call | Opcode::Fusion | Opcode::AsyncStart => {
-                let key = if inst.opcode == Opcode::Fusion { "calls" } else { "to_apply" };
+                let key = if inst.opcode == Opcode::Fusion {
+                    "calls"
+                } else {
+                    "to_apply"
+                };
                 match comp_attr(&inst, key).or_else(|| comp_attr(&inst, "calls")) {
                     Some(callee) if inst.opcode != Opcode::AsyncStart => {
-                        let ops: Vec<ShapeId> = inst.operands.iter().map(|&o| self.shape_of(o)).collect();
+                        let ops: Vec<ShapeId> =
+                            inst.operands.iter().map(|&o| self.shape_of(o)).collect();
                         self.enter_callee(callee, &ops, None)?;
                         let root = self.m.comp(callee).root;
                         let r = self.shape_of(root);
@@ -423,7 +472,9 @@ impl Assigner<'_> {
             }
             Opcode::Transpose => {
                 let perm = attrs::ints(&inst, "dimensions");
-                let om = op0.map(|o| self.shape_of(o)).and_then(|s| shapes::m2m(self.m, s));
+                let om = op0
+                    .map(|o| self.shape_of(o))
+                    .and_then(|s| shapes::m2m(self.m, s));
                 match (om, perm) {
                     (Some(om), Some(perm)) => match dims::transpose_output(&om, &perm) {
                         Some(l) => shapes::with_m2m(self.m, cur, &l),
@@ -434,7 +485,9 @@ impl Assigner<'_> {
             }
             Opcode::Reduce => {
                 let rd = attrs::ints(&inst, "dimensions").unwrap_or_default();
-                let om = op0.map(|o| self.shape_of(o)).and_then(|s| shapes::m2m(self.m, s));
+                let om = op0
+                    .map(|o| self.shape_of(o))
+                    .and_then(|s| shapes::m2m(self.m, s));
                 self.process_called(&inst)?;
                 match om {
                     Some(om) => {
@@ -459,7 +512,10 @@ impl Assigner<'_> {
                 }
             }
             Opcode::Broadcast => shapes::with_default(self.m, cur),
-            Opcode::Copy => match op0.map(|o| self.shape_of(o)).and_then(|s| shapes::m2m(self.m, s)) {
+            Opcode::Copy => match op0
+                .map(|o| self.shape_of(o))
+                .and_then(|s| shapes::m2m(self.m, s))
+            {
                 Some(l) => shapes::with_m2m(self.m, cur, &l),
                 None => cur,
             },
@@ -523,7 +579,10 @@ impl Assigner<'_> {
                 continue;
             }
             let l = shapes::m2m(self.m, s);
-            if matches!(self.m.inst(o).opcode, Opcode::Broadcast | Opcode::Constant | Opcode::Iota) {
+            if matches!(
+                self.m.inst(o).opcode,
+                Opcode::Broadcast | Opcode::Constant | Opcode::Iota
+            ) {
                 if fallback.is_none() {
                     fallback = l;
                 }
@@ -542,7 +601,8 @@ impl Assigner<'_> {
         match self.m.shape(s).clone() {
             Shape::Array(_) => shapes::with_m2m(self.m, s, l),
             Shape::Tuple(e) => {
-                let elems: SmallVec<[ShapeId; 4]> = e.iter().map(|&x| shapes::with_m2m(self.m, x, l)).collect();
+                let elems: SmallVec<[ShapeId; 4]> =
+                    e.iter().map(|&x| shapes::with_m2m(self.m, x, l)).collect();
                 self.m.intern_shape(Shape::Tuple(elems))
             }
             _ => s,
@@ -572,7 +632,11 @@ impl Assigner<'_> {
                 self.get(p)
             }
             Opcode::Call | Opcode::Fusion => {
-                let key = if opcode == Opcode::Fusion { "calls" } else { "to_apply" };
+                let key = if opcode == Opcode::Fusion {
+                    "calls"
+                } else {
+                    "to_apply"
+                };
                 let callee = comp_attr(self.m.inst(user), key)?;
                 let p = *self.m.comp(callee).params.get(k)?;
                 self.get(p)
@@ -583,7 +647,11 @@ impl Assigner<'_> {
                 self.get(p)
             }
             Opcode::CustomCall => {
-                let raw = self.m.inst(user).raw_attr("operand_layout_constraints")?.to_string();
+                let raw = self
+                    .m
+                    .inst(user)
+                    .raw_attr("operand_layout_constraints")?
+                    .to_string();
                 let list = shapes::parse_shape_list(&raw)?;
                 let t = list.get(k)?;
                 let s = self.shape_of(op);
@@ -600,7 +668,11 @@ impl Assigner<'_> {
                 let l = match self.m.shape(out) {
                     Shape::Array(a) => a.layout.as_ref().map(|l| l.minor_to_major.clone()),
                     Shape::Tuple(e) => {
-                        let e = if op_code == Opcode::Sort { e.first() } else { e.get(k) };
+                        let e = if op_code == Opcode::Sort {
+                            e.first()
+                        } else {
+                            e.get(k)
+                        };
                         e.and_then(|&x| shapes::m2m(self.m, x))
                     }
                     _ => None,
@@ -676,7 +748,9 @@ impl Assigner<'_> {
         for u in order {
             let n = self.m.inst(u).operands.len();
             for k in 0..n {
-                let Some(req) = self.requirement(u, k) else { continue };
+                let Some(req) = self.requirement(u, k) else {
+                    continue;
+                };
                 let op = self.m.inst(u).operands[k];
                 let have = self.shape_of(op);
                 if have == req {
@@ -749,7 +823,10 @@ impl Assigner<'_> {
                             shape: es,
                             operands: SmallVec::from_slice(&[v]),
                             payload: None,
-                            attrs: vec![Attr { key: "index".into(), value: AttrValue::Raw(k.to_string().into()) }],
+                            attrs: vec![Attr {
+                                key: "index".into(),
+                                value: AttrValue::Raw(k.to_string().into()),
+                            }],
                             parent: c,
                         },
                     );
@@ -785,7 +862,11 @@ impl Assigner<'_> {
                         parent: c,
                     },
                 );
-                self.copies.push(CopyRecord { copy: id, producer: v, consumer });
+                self.copies.push(CopyRecord {
+                    copy: id,
+                    producer: v,
+                    consumer,
+                });
                 id
             }
         };
@@ -812,11 +893,21 @@ fn show_text(t: &TextShape) -> String {
         TextShape::Array { dims, m2m } => {
             let d: Vec<String> = dims.iter().map(|x| x.to_string()).collect();
             match m2m {
-                Some(o) => format!("[{}]{{{}}}", d.join(","), o.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(",")),
+                Some(o) => format!(
+                    "[{}]{{{}}}",
+                    d.join(","),
+                    o.iter()
+                        .map(|x| x.to_string())
+                        .collect::<Vec<_>>()
+                        .join(",")
+                ),
                 None => format!("[{}]", d.join(",")),
             }
         }
-        TextShape::Tuple(e) => format!("({})", e.iter().map(show_text).collect::<Vec<_>>().join(", ")),
+        TextShape::Tuple(e) => format!(
+            "({})",
+            e.iter().map(show_text).collect::<Vec<_>>().join(", ")
+        ),
         TextShape::Other => "token/opaque".into(),
     }
 }
@@ -833,7 +924,13 @@ fn branch_comps(inst: &Instruction) -> Vec<CompId> {
     match inst.attr("branch_computations") {
         Some(AttrValue::Comps(cs)) => cs.to_vec(),
         Some(AttrValue::Comp(c)) => vec![*c],
-        _ => [comp_attr(inst, "true_computation"), comp_attr(inst, "false_computation")].into_iter().flatten().collect(),
+        _ => [
+            comp_attr(inst, "true_computation"),
+            comp_attr(inst, "false_computation"),
+        ]
+        .into_iter()
+        .flatten()
+        .collect(),
     }
 }
 
@@ -848,7 +945,9 @@ fn first_array_rank(m: &Module, s: ShapeId) -> Option<usize> {
 fn same_dims(m: &Module, a: ShapeId, b: ShapeId) -> bool {
     match (m.shape(a), m.shape(b)) {
         (Shape::Array(x), Shape::Array(y)) => x.dims == y.dims && x.elem == y.elem,
-        (Shape::Tuple(x), Shape::Tuple(y)) => x.len() == y.len() && x.iter().zip(y).all(|(&p, &q)| same_dims(m, p, q)),
+        (Shape::Tuple(x), Shape::Tuple(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(&p, &q)| same_dims(m, p, q))
+        }
         (Shape::Token, Shape::Token) | (Shape::Opaque, Shape::Opaque) => true,
         _ => false,
     }

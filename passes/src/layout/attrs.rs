@@ -9,7 +9,11 @@ use hlo::{AttrValue, Instruction};
 /// `{1,0,2}` or `1` -> the integers.
 pub fn int_list(raw: &str) -> Option<Vec<i64>> {
     let t = raw.trim();
-    let t = t.strip_prefix('{').and_then(|x| x.strip_suffix('}')).unwrap_or(t).trim();
+    let t = t
+        .strip_prefix('{')
+        .and_then(|x| x.strip_suffix('}'))
+        .unwrap_or(t)
+        .trim();
     if t.is_empty() {
         return Some(Vec::new());
     }

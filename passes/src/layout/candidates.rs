@@ -41,24 +41,40 @@ pub struct NodeConfig {
 }
 
 impl NodeConfig {
-    pub const DEFAULT: NodeConfig = NodeConfig { output: None, input: None, kernel: None };
+    pub const DEFAULT: NodeConfig = NodeConfig {
+        output: None,
+        input: None,
+        kernel: None,
+    };
 
     /// The 18 config features of this candidate.
     pub fn row(&self) -> [f32; LAYOUT_CONFIG_DIM] {
-        layout_config_row(self.output.as_deref(), self.input.as_deref(), self.kernel.as_deref())
+        layout_config_row(
+            self.output.as_deref(),
+            self.input.as_deref(),
+            self.kernel.as_deref(),
+        )
     }
 
     /// Reads a candidate back from 18 config features (-1 padded slots).
     pub fn from_row(row: &[f32]) -> NodeConfig {
         let slot = |k: usize| -> Option<M2M> {
-            let v: M2M = row[k * 6..k * 6 + 6].iter().take_while(|&&x| x >= 0.0).map(|&x| x as i64).collect();
+            let v: M2M = row[k * 6..k * 6 + 6]
+                .iter()
+                .take_while(|&&x| x >= 0.0)
+                .map(|&x| x as i64)
+                .collect();
             if v.is_empty() {
                 None
             } else {
                 Some(v)
             }
         };
-        NodeConfig { output: slot(0), input: slot(1), kernel: slot(2) }
+        NodeConfig {
+            output: slot(0),
+            input: slot(1),
+            kernel: slot(2),
+        }
     }
 }
 
@@ -108,7 +124,9 @@ pub fn node_space(m: &Module, inst: InstId, entry_root_layout: Option<&[i64]>) -
                     let out_rank = rank(Some(inst)).unwrap_or(0);
                     let nb_out: Vec<i64> = (dd.lhs_batch.len() as i64..out_rank as i64).collect();
                     let nb = |x: Option<InstId>, batch: &[i64]| -> Vec<i64> {
-                        (0..rank(x).unwrap_or(0) as i64).filter(|d| !batch.contains(d)).collect()
+                        (0..rank(x).unwrap_or(0) as i64)
+                            .filter(|d| !batch.contains(d))
+                            .collect()
                     };
                     (
                         pair_space(&nb_out, out_rank),
@@ -128,7 +146,11 @@ pub fn node_space(m: &Module, inst: InstId, entry_root_layout: Option<&[i64]>) -
             };
             let (outs, ins, kers) = (slot(outs), slot(ins), slot(kers));
             let pick = |opts: &[Option<M2M>], x: Option<InstId>| closest(opts, cur(x), rank(x));
-            let d = (pick(&outs, Some(inst)), pick(&ins, t.input), pick(&kers, t.kernel));
+            let d = (
+                pick(&outs, Some(inst)),
+                pick(&ins, t.input),
+                pick(&kers, t.kernel),
+            );
             let mut cands = Vec::with_capacity(outs.len() * ins.len() * kers.len());
             let mut default = 0;
             for (a, o) in outs.iter().enumerate() {
@@ -137,7 +159,11 @@ pub fn node_space(m: &Module, inst: InstId, entry_root_layout: Option<&[i64]>) -
                         if (a, b, c) == d {
                             default = cands.len();
                         }
-                        cands.push(NodeConfig { output: o.clone(), input: x.clone(), kernel: k.clone() });
+                        cands.push(NodeConfig {
+                            output: o.clone(),
+                            input: x.clone(),
+                            kernel: k.clone(),
+                        });
                     }
                 }
             }
@@ -149,18 +175,28 @@ pub fn node_space(m: &Module, inst: InstId, entry_root_layout: Option<&[i64]>) -
                 return finish(inst, t.output, t.input, t.kernel, cands, 0);
             };
             let out_dims = shapes::dims(m, out_shape);
-            let in_dims = t.input.map(|x| shapes::dims(m, m.inst(x).shape)).unwrap_or_default();
+            let in_dims = t
+                .input
+                .map(|x| shapes::dims(m, m.inst(x).shape))
+                .unwrap_or_default();
             let outs: Vec<M2M> = if out_rank <= 4 {
                 dims::permutations(out_rank)
             } else {
                 let all: Vec<i64> = (0..out_rank as i64).collect();
-                dims::ordered_pairs(&all).iter().filter_map(|p| dims::complete_prefix(p, out_rank)).collect()
+                dims::ordered_pairs(&all)
+                    .iter()
+                    .filter_map(|p| dims::complete_prefix(p, out_rank))
+                    .collect()
             };
             let outs = restrict_to_root(outs, out_rank, entry_root_layout);
             for o in outs {
                 if let Some(x) = dims::reshape_bitcast_layout(&out_dims, &o, &in_dims) {
                     debug_assert_eq!(x.len(), in_rank);
-                    let c = NodeConfig { output: Some(o), input: Some(x), kernel: None };
+                    let c = NodeConfig {
+                        output: Some(o),
+                        input: Some(x),
+                        kernel: None,
+                    };
                     if !cands.contains(&c) {
                         cands.push(c);
                     }
@@ -181,7 +217,14 @@ fn finish(
     candidates: Vec<NodeConfig>,
     default: usize,
 ) -> NodeSpace {
-    NodeSpace { inst, output, input, kernel, candidates, default }
+    NodeSpace {
+        inst,
+        output,
+        input,
+        kernel,
+        candidates,
+        default,
+    }
 }
 
 /// Ordered pairs of `dims` (all dimensions when fewer than two are given);
@@ -204,8 +247,11 @@ fn pair_space(dims_: &[i64], rank: usize) -> Vec<M2M> {
 fn restrict_to_root(outs: Vec<M2M>, rank: usize, root: Option<&[i64]>) -> Vec<M2M> {
     let Some(root) = root else { return outs };
     let len = outs.first().map_or(rank, |p| p.len());
-    let kept: Vec<M2M> =
-        outs.iter().filter(|p| dims::complete_prefix(p, rank).as_deref() == Some(root)).cloned().collect();
+    let kept: Vec<M2M> = outs
+        .iter()
+        .filter(|p| dims::complete_prefix(p, rank).as_deref() == Some(root))
+        .cloned()
+        .collect();
     if kept.is_empty() {
         vec![M2M::from_slice(&root[..len.min(root.len())])]
     } else {
@@ -216,14 +262,18 @@ fn restrict_to_root(outs: Vec<M2M>, rank: usize, root: Option<&[i64]>) -> Vec<M2
 /// The option whose completed layout agrees longest (from the minor end)
 /// with the tensor's current layout; ties go to the first.
 fn closest(opts: &[Option<M2M>], cur: Option<M2M>, rank: Option<usize>) -> usize {
-    let (Some(cur), Some(rank)) = (cur, rank) else { return 0 };
+    let (Some(cur), Some(rank)) = (cur, rank) else {
+        return 0;
+    };
     let mut best = (0usize, 0usize);
     for (k, o) in opts.iter().enumerate() {
         let full = match o {
             Some(p) => dims::complete_prefix(p, rank),
             None => Some(cur.clone()),
         };
-        let agree = full.map_or(0, |f| f.iter().zip(cur.iter()).take_while(|(a, b)| a == b).count());
+        let agree = full.map_or(0, |f| {
+            f.iter().zip(cur.iter()).take_while(|(a, b)| a == b).count()
+        });
         if agree > best.1 {
             best = (k, agree);
         }
@@ -239,11 +289,23 @@ pub fn spaces(m: &Module, nodes: &[InstId]) -> Vec<NodeSpace> {
         .or_else(|| shapes::rank(m, m.inst(root).shape).map(dims::default_m2m));
     nodes
         .iter()
-        .map(|&n| node_space(m, n, if n == root { root_layout.as_deref() } else { None }))
+        .map(|&n| {
+            node_space(
+                m,
+                n,
+                if n == root {
+                    root_layout.as_deref()
+                } else {
+                    None
+                },
+            )
+        })
         .collect()
 }
 
 /// Number of points of the product space (saturating).
 pub fn product_size(spaces: &[NodeSpace]) -> u128 {
-    spaces.iter().fold(1u128, |acc, s| acc.saturating_mul(s.candidates.len().max(1) as u128))
+    spaces.iter().fold(1u128, |acc, s| {
+        acc.saturating_mul(s.candidates.len().max(1) as u128)
+    })
 }

@@ -62,13 +62,24 @@ pub fn transpose_output(operand: &[i64], perm: &[i64]) -> Option<M2M> {
         let slot = inverse.get_mut(usize::try_from(p).ok()?)?;
         *slot = i as i64;
     }
-    operand.iter().map(|&d| inverse.get(usize::try_from(d).ok()?).copied().filter(|&x| x >= 0)).collect()
+    operand
+        .iter()
+        .map(|&d| {
+            inverse
+                .get(usize::try_from(d).ok()?)
+                .copied()
+                .filter(|&x| x >= 0)
+        })
+        .collect()
 }
 
 /// Layout of the operand of `transpose(x), dimensions=perm` that makes the
 /// transpose a bitcast when its output is laid out as `output`.
 pub fn transpose_operand(output: &[i64], perm: &[i64]) -> Option<M2M> {
-    output.iter().map(|&d| perm.get(usize::try_from(d).ok()?).copied()).collect()
+    output
+        .iter()
+        .map(|&d| perm.get(usize::try_from(d).ok()?).copied())
+        .collect()
 }
 
 /// The operand layout with the `removed` dimensions dropped and the rest
@@ -85,7 +96,10 @@ pub fn remove_dims(operand: &[i64], removed: &[i64]) -> M2M {
 /// dimension `j` is output dimension `dims[j]`) that keeps the output's
 /// relative order of those dimensions.
 pub fn broadcast_operand(output: &[i64], dims: &[i64]) -> M2M {
-    output.iter().filter_map(|&d| dims.iter().position(|&x| x == d).map(|j| j as i64)).collect()
+    output
+        .iter()
+        .filter_map(|&d| dims.iter().position(|&x| x == d).map(|j| j as i64))
+        .collect()
 }
 
 /// The layout of `to_dims` that makes `reshape(from)` a bitcast when `from`
@@ -99,7 +113,9 @@ pub fn broadcast_operand(output: &[i64], dims: &[i64]) -> M2M {
 /// physically adjacent and in logical (major-to-minor) order, and the groups
 /// appear in the same physical order in both shapes.
 pub fn reshape_bitcast_layout(from_dims: &[i64], from_m2m: &[i64], to_dims: &[i64]) -> Option<M2M> {
-    if from_dims.iter().chain(to_dims).any(|&d| d <= 0) || !is_permutation(from_m2m, from_dims.len()) {
+    if from_dims.iter().chain(to_dims).any(|&d| d <= 0)
+        || !is_permutation(from_m2m, from_dims.len())
+    {
         return None;
     }
     let groups = reshape_groups(from_dims, to_dims)?;
@@ -110,7 +126,11 @@ pub fn reshape_bitcast_layout(from_dims: &[i64], from_m2m: &[i64], to_dims: &[i6
             group_of_from[d] = g;
         }
     }
-    let significant: Vec<i64> = from_m2m.iter().copied().filter(|&d| from_dims[d as usize] != 1).collect();
+    let significant: Vec<i64> = from_m2m
+        .iter()
+        .copied()
+        .filter(|&d| from_dims[d as usize] != 1)
+        .collect();
     let mut order: Vec<usize> = Vec::new();
     let mut pos = 0;
     while pos < significant.len() {
@@ -143,7 +163,9 @@ pub fn reshape_bitcast_layout(from_dims: &[i64], from_m2m: &[i64], to_dims: &[i6
 /// Groups of (from dims, to dims), size-1 dimensions left out, each group the
 /// minimal run of consecutive dimensions with equal products.
 fn reshape_groups(from_dims: &[i64], to_dims: &[i64]) -> Option<Vec<(Vec<usize>, Vec<usize>)>> {
-    let f: Vec<usize> = (0..from_dims.len()).filter(|&d| from_dims[d] != 1).collect();
+    let f: Vec<usize> = (0..from_dims.len())
+        .filter(|&d| from_dims[d] != 1)
+        .collect();
     let t: Vec<usize> = (0..to_dims.len()).filter(|&d| to_dims[d] != 1).collect();
     let mut groups = Vec::new();
     let (mut i, mut j) = (0, 0);
@@ -239,7 +261,10 @@ mod tests {
         // transpose [a,b,c] -> [c,a,b]: perm = {2,0,1}
         let out = transpose_output(&[2, 1, 0], &[2, 0, 1]).expect("valid");
         assert_eq!(out, v(&[0, 2, 1]));
-        assert_eq!(transpose_operand(&out, &[2, 0, 1]).expect("valid"), v(&[2, 1, 0]));
+        assert_eq!(
+            transpose_operand(&out, &[2, 0, 1]).expect("valid"),
+            v(&[2, 1, 0])
+        );
     }
 
     #[test]
@@ -256,21 +281,39 @@ mod tests {
     #[test]
     fn reshape_bitcast_moves_unit_dims_major() {
         // u32[1,96,96,96] -> u32[96,96,96], as in TpuGraphs unet_3d.
-        assert_eq!(reshape_bitcast_layout(&[96, 96, 96], &[0, 1, 2], &[1, 96, 96, 96]), Some(v(&[1, 2, 3, 0])));
-        assert_eq!(reshape_bitcast_layout(&[96, 96, 96], &[2, 0, 1], &[1, 96, 96, 96]), Some(v(&[3, 1, 2, 0])));
-        assert_eq!(reshape_bitcast_layout(&[1, 96, 96, 96], &[3, 2, 1, 0], &[96, 96, 96]), Some(v(&[2, 1, 0])));
+        assert_eq!(
+            reshape_bitcast_layout(&[96, 96, 96], &[0, 1, 2], &[1, 96, 96, 96]),
+            Some(v(&[1, 2, 3, 0]))
+        );
+        assert_eq!(
+            reshape_bitcast_layout(&[96, 96, 96], &[2, 0, 1], &[1, 96, 96, 96]),
+            Some(v(&[3, 1, 2, 0]))
+        );
+        assert_eq!(
+            reshape_bitcast_layout(&[1, 96, 96, 96], &[3, 2, 1, 0], &[96, 96, 96]),
+            Some(v(&[2, 1, 0]))
+        );
     }
 
     #[test]
     fn reshape_bitcast_requires_groups_in_order() {
         // [6] -> [2,3]: only the row-major layout of [2,3] is a bitcast.
-        assert_eq!(reshape_bitcast_layout(&[6], &[0], &[2, 3]), Some(v(&[1, 0])));
+        assert_eq!(
+            reshape_bitcast_layout(&[6], &[0], &[2, 3]),
+            Some(v(&[1, 0]))
+        );
         // [2,3] laid out column-major cannot be reshaped to [6] as a bitcast.
         assert_eq!(reshape_bitcast_layout(&[2, 3], &[0, 1], &[6]), None);
         // [2,3,4] {1,2,0} -> [2,12]: dims 1,2 merge but are out of order.
-        assert_eq!(reshape_bitcast_layout(&[2, 3, 4], &[1, 2, 0], &[2, 12]), None);
+        assert_eq!(
+            reshape_bitcast_layout(&[2, 3, 4], &[1, 2, 0], &[2, 12]),
+            None
+        );
         // [2,3,4] {2,1,0}... with dim 0 minor: {0,2,1} -> [2,12] {0,1}.
-        assert_eq!(reshape_bitcast_layout(&[2, 3, 4], &[0, 2, 1], &[2, 12]), Some(v(&[0, 1])));
+        assert_eq!(
+            reshape_bitcast_layout(&[2, 3, 4], &[0, 2, 1], &[2, 12]),
+            Some(v(&[0, 1]))
+        );
         // Scalar from [1]: anything goes.
         assert_eq!(reshape_bitcast_layout(&[1], &[0], &[]), Some(v(&[])));
         assert_eq!(reshape_bitcast_layout(&[], &[], &[1, 1]), Some(v(&[1, 0])));

@@ -53,7 +53,10 @@ impl LayoutPass {
 }
 
 fn fail(message: impl Into<String>) -> PassError {
-    PassError::Failed { pass: "layout", message: message.into() }
+    PassError::Failed {
+        pass: "layout",
+        message: message.into(),
+    }
 }
 
 /// Loads the layout model named by the options (`None` = the embedded
@@ -75,7 +78,11 @@ pub struct ModelFitness<'a> {
 }
 
 impl<'a> ModelFitness<'a> {
-    pub fn new(model: &'a dyn CostModel, f: &Featurized, spaces: &[NodeSpace]) -> Result<Self, PassError> {
+    pub fn new(
+        model: &'a dyn CostModel,
+        f: &Featurized,
+        spaces: &[NodeSpace],
+    ) -> Result<Self, PassError> {
         if model.task() != Task::Layout {
             return Err(fail(format!(
                 "the model is a {} model; the layout pass needs a layout model (--layout-model)",
@@ -83,15 +90,32 @@ impl<'a> ModelFitness<'a> {
             )));
         }
         let prepared = model.prepare(&f.graph)?;
-        let rows = spaces.iter().map(|s| s.candidates.iter().map(NodeConfig::row).collect()).collect();
-        Ok(ModelFitness { model, prepared, rows, calls: 0 })
+        let rows = spaces
+            .iter()
+            .map(|s| s.candidates.iter().map(NodeConfig::row).collect())
+            .collect();
+        Ok(ModelFitness {
+            model,
+            prepared,
+            rows,
+            calls: 0,
+        })
     }
 
     /// Scores configurations given as raw feature rows
     /// (`configs x nodes x 18`), e.g. the measured configs of an npz file.
-    pub fn score_rows(&mut self, num_configs: usize, feat: Vec<f32>) -> Result<Vec<f32>, PassError> {
+    pub fn score_rows(
+        &mut self,
+        num_configs: usize,
+        feat: Vec<f32>,
+    ) -> Result<Vec<f32>, PassError> {
         self.calls += 1;
-        let batch = ConfigBatch { task: Task::Layout, num_configs, nodes_per_config: self.rows.len(), feat };
+        let batch = ConfigBatch {
+            task: Task::Layout,
+            num_configs,
+            nodes_per_config: self.rows.len(),
+            feat,
+        };
         Ok(self.model.score(&self.prepared, &batch)?)
     }
 }
@@ -125,7 +149,10 @@ pub fn decisions(m: &Module, spaces: &[NodeSpace], genome: &[u16]) -> IndexMap<I
             d.output = complete(&chosen.output, s.output);
         }
         let operands = &m.inst(s.inst).operands;
-        for (slot, tensor, dflt) in [(&chosen.input, s.input, &default.input), (&chosen.kernel, s.kernel, &default.kernel)] {
+        for (slot, tensor, dflt) in [
+            (&chosen.input, s.input, &default.input),
+            (&chosen.kernel, s.kernel, &default.kernel),
+        ] {
             let Some(t) = tensor else { continue };
             if slot == dflt {
                 continue;
@@ -148,7 +175,13 @@ pub fn decisions(m: &Module, spaces: &[NodeSpace], genome: &[u16]) -> IndexMap<I
 fn show_prefix(p: &Option<dims::M2M>) -> String {
     match p {
         None => "default".into(),
-        Some(v) => format!("{{{}}}", v.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(",")),
+        Some(v) => format!(
+            "{{{}}}",
+            v.iter()
+                .map(|d| d.to_string())
+                .collect::<Vec<_>>()
+                .join(",")
+        ),
     }
 }
 
@@ -208,20 +241,47 @@ impl Pass for LayoutPass {
                 b.set_position(done as u64);
             }
         };
-        let outcome = search::search(&sizes, &default, &mut fitness, budget, cx.options.seed, &mut progress)?;
+        let outcome = search::search(
+            &sizes,
+            &default,
+            &mut fitness,
+            budget,
+            cx.options.seed,
+            &mut progress,
+        )?;
         if let Some(b) = bar.take() {
             b.finish_and_clear();
         }
         let search_secs = search_start.elapsed().as_secs_f64();
 
-        let all_laid_out = m.all_instructions().all(|i| shapes::is_filled(m, m.inst(i).shape));
+        let all_laid_out = m
+            .all_instructions()
+            .all(|i| shapes::is_filled(m, m.inst(i).shape));
         if outcome.best == default && all_laid_out {
-            report(m, cx, &spaces, &outcome, None, search_secs, &mut fitness, &default)?;
+            report(
+                m,
+                cx,
+                &spaces,
+                &outcome,
+                None,
+                search_secs,
+                &mut fitness,
+                &default,
+            )?;
             return Ok(false);
         }
         let dec = decisions(m, &spaces, &outcome.best);
         let assignment = assign::assign(m, &dec)?;
-        report(m, cx, &spaces, &outcome, Some(&assignment), search_secs, &mut fitness, &default)?;
+        report(
+            m,
+            cx,
+            &spaces,
+            &outcome,
+            Some(&assignment),
+            search_secs,
+            &mut fitness,
+            &default,
+        )?;
         let _ = start;
         Ok(!dec.is_empty() || assignment.relayouted > 0 || !assignment.copies.is_empty())
     }
@@ -239,7 +299,11 @@ fn report(
     default: &[u16],
 ) -> Result<(), PassError> {
     let e = &mut cx.explain;
-    let space = if o.space == u128::MAX { "more than 3.4e38".to_string() } else { format!("{:.3e}", o.space as f64) };
+    let space = if o.space == u128::MAX {
+        "more than 3.4e38".to_string()
+    } else {
+        format!("{:.3e}", o.space as f64)
+    };
     let _ = writeln!(
         e,
         "layout: {} configurable nodes, {} configurations; {} search scored {} in {:.2} s ({:.0}/s), seed {}",
@@ -253,7 +317,9 @@ fn report(
     );
     if cx.options.explain {
         // Marginal effect of each changed node: the default with only that node changed.
-        let changed: Vec<usize> = (0..spaces.len()).filter(|&j| o.best[j] != default[j]).collect();
+        let changed: Vec<usize> = (0..spaces.len())
+            .filter(|&j| o.best[j] != default[j])
+            .collect();
         let mut marginal = vec![None; spaces.len()];
         for chunk in changed.chunks(search::BATCH) {
             let genomes: Vec<Vec<u16>> = chunk
@@ -306,7 +372,10 @@ fn report(
     let speed = if o.best_score > 0.0 && o.default_score > 0.0 {
         format!("predicted speedup {:.3}x", o.default_score / o.best_score)
     } else {
-        format!("predicted change {:+.2}%", pct(o.best_score, o.default_score))
+        format!(
+            "predicted change {:+.2}%",
+            pct(o.best_score, o.default_score)
+        )
     };
     let _ = writeln!(
         e,

@@ -90,7 +90,11 @@ impl State<'_> {
             if scores.len() != chunk.len() {
                 return Err(PassError::Failed {
                     pass: "layout",
-                    message: format!("the cost model returned {} scores for {} configurations", scores.len(), chunk.len()),
+                    message: format!(
+                        "the cost model returned {} scores for {} configurations",
+                        scores.len(),
+                        chunk.len()
+                    ),
                 });
             }
             for (g, s) in chunk.iter().zip(scores) {
@@ -123,8 +127,16 @@ pub fn search(
     seed: u64,
     progress: &mut dyn FnMut(usize),
 ) -> Result<Outcome, PassError> {
-    let space = sizes.iter().fold(1u128, |a, &s| a.saturating_mul(s.max(1) as u128));
-    let mut st = State { fitness, cache: HashMap::new(), log: Vec::new(), budget: budget.max(1), progress };
+    let space = sizes
+        .iter()
+        .fold(1u128, |a, &s| a.saturating_mul(s.max(1) as u128));
+    let mut st = State {
+        fitness,
+        cache: HashMap::new(),
+        log: Vec::new(),
+        budget: budget.max(1),
+        progress,
+    };
     st.score(vec![default.to_vec()])?;
     let default_score = st.log[0].1;
     let method = if space <= 1 {
@@ -137,7 +149,14 @@ pub fn search(
         Method::Genetic
     };
     let (best, best_score) = st.best();
-    Ok(Outcome { best, best_score, default_score, scored: st.log.len(), method, space })
+    Ok(Outcome {
+        best,
+        best_score,
+        default_score,
+        scored: st.log.len(),
+        method,
+        space,
+    })
 }
 
 fn exhaustive(st: &mut State<'_>, sizes: &[usize]) -> Result<(), PassError> {
@@ -165,7 +184,12 @@ fn exhaustive(st: &mut State<'_>, sizes: &[usize]) -> Result<(), PassError> {
     }
 }
 
-fn genetic(st: &mut State<'_>, sizes: &[usize], default: &[u16], seed: u64) -> Result<(), PassError> {
+fn genetic(
+    st: &mut State<'_>,
+    sizes: &[usize],
+    default: &[u16],
+    seed: u64,
+) -> Result<(), PassError> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let free: Vec<usize> = (0..sizes.len()).filter(|&j| sizes[j] > 1).collect();
 
@@ -239,8 +263,15 @@ fn genetic(st: &mut State<'_>, sizes: &[usize], default: &[u16], seed: u64) -> R
             tries += 1;
             let a = tournament(&pop, &mut rng);
             let b = tournament(&pop, &mut rng);
-            let mut g: Vec<u16> =
-                (0..sizes.len()).map(|j| if rng.gen_bool(0.5) { pop[a].0[j] } else { pop[b].0[j] }).collect();
+            let mut g: Vec<u16> = (0..sizes.len())
+                .map(|j| {
+                    if rng.gen_bool(0.5) {
+                        pop[a].0[j]
+                    } else {
+                        pop[b].0[j]
+                    }
+                })
+                .collect();
             for &j in &free {
                 if rng.gen_bool(rate) {
                     g[j] = rng.gen_range(0..sizes[j] as u16);
@@ -274,7 +305,12 @@ fn genetic(st: &mut State<'_>, sizes: &[usize], default: &[u16], seed: u64) -> R
 /// The population: the best `n` scored so far.
 fn refill(pop: &mut Vec<(Vec<u16>, f32, usize)>, st: &State<'_>, n: usize) {
     pop.clear();
-    pop.extend(st.log.iter().enumerate().map(|(k, (g, s))| (g.clone(), *s, k)));
+    pop.extend(
+        st.log
+            .iter()
+            .enumerate()
+            .map(|(k, (g, s))| (g.clone(), *s, k)),
+    );
     pop.sort_by(|x, y| x.1.total_cmp(&y.1).then(x.2.cmp(&y.2)));
     pop.truncate(n);
 }
@@ -309,7 +345,15 @@ mod tests {
         fn score(&mut self, genomes: &[Vec<u16>]) -> Result<Vec<f32>, PassError> {
             self.calls += 1;
             self.max_batch = self.max_batch.max(genomes.len());
-            Ok(genomes.iter().map(|g| g.iter().enumerate().map(|(j, &c)| self.weights[j][c as usize]).sum()).collect())
+            Ok(genomes
+                .iter()
+                .map(|g| {
+                    g.iter()
+                        .enumerate()
+                        .map(|(j, &c)| self.weights[j][c as usize])
+                        .sum()
+                })
+                .collect())
         }
     }
 
@@ -319,11 +363,18 @@ mod tests {
             .enumerate()
             .map(|(j, &n)| (0..n).map(|c| ((j * 7 + c * 13) % 11) as f32).collect())
             .collect();
-        Additive { weights, calls: 0, max_batch: 0 }
+        Additive {
+            weights,
+            calls: 0,
+            max_batch: 0,
+        }
     }
 
     fn optimum(f: &Additive) -> f32 {
-        f.weights.iter().map(|w| w.iter().copied().fold(f32::INFINITY, f32::min)).sum()
+        f.weights
+            .iter()
+            .map(|w| w.iter().copied().fold(f32::INFINITY, f32::min))
+            .sum()
     }
 
     #[test]

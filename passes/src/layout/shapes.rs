@@ -14,12 +14,19 @@ use super::dims::{default_m2m, M2M};
 /// The minor-to-major order of an array shape; `None` for non-arrays and
 /// arrays without a layout.
 pub fn m2m(m: &Module, s: ShapeId) -> Option<M2M> {
-    m.shape(s).as_array()?.layout.as_ref().map(|l| l.minor_to_major.clone())
+    m.shape(s)
+        .as_array()?
+        .layout
+        .as_ref()
+        .map(|l| l.minor_to_major.clone())
 }
 
 /// Dimensions of an array shape (empty for non-arrays).
 pub fn dims(m: &Module, s: ShapeId) -> SmallVec<[i64; 6]> {
-    m.shape(s).as_array().map(|a| a.dims.clone()).unwrap_or_default()
+    m.shape(s)
+        .as_array()
+        .map(|a| a.dims.clone())
+        .unwrap_or_default()
 }
 
 /// Rank of an array shape; `None` for non-arrays.
@@ -39,7 +46,8 @@ pub fn fill_default(m: &mut Module, s: ShapeId) -> ShapeId {
             m.intern_shape(Shape::Array(a))
         }
         Shape::Tuple(elems) => {
-            let filled: SmallVec<[ShapeId; 4]> = elems.iter().map(|&e| fill_default(m, e)).collect();
+            let filled: SmallVec<[ShapeId; 4]> =
+                elems.iter().map(|&e| fill_default(m, e)).collect();
             if filled == elems {
                 s
             } else {
@@ -62,11 +70,16 @@ pub fn is_filled(m: &Module, s: ShapeId) -> bool {
 /// The array shape `s` with its minor-to-major order replaced by `order`
 /// (other layout fields kept). `s` unchanged for non-arrays or a rank mismatch.
 pub fn with_m2m(m: &mut Module, s: ShapeId, order: &[i64]) -> ShapeId {
-    let Shape::Array(mut a) = m.shape(s).clone() else { return s };
+    let Shape::Array(mut a) = m.shape(s).clone() else {
+        return s;
+    };
     if a.rank() != order.len() || (a.rank() == 0 && a.layout.is_none()) {
         return s;
     }
-    let mut layout = a.layout.take().unwrap_or_else(|| Layout::default_for_rank(order.len()));
+    let mut layout = a
+        .layout
+        .take()
+        .unwrap_or_else(|| Layout::default_for_rank(order.len()));
     if layout.minor_to_major.as_slice() == order {
         a.layout = Some(layout);
         return m.intern_shape(Shape::Array(a));
@@ -95,14 +108,20 @@ pub fn tuple_elem(m: &Module, s: ShapeId, k: usize) -> Option<ShapeId> {
 /// A shape as written in attribute text, reduced to what layout checks need.
 #[derive(Clone, Debug, PartialEq)]
 pub enum TextShape {
-    Array { dims: Vec<i64>, m2m: Option<Vec<i64>> },
+    Array {
+        dims: Vec<i64>,
+        m2m: Option<Vec<i64>>,
+    },
     Tuple(Vec<TextShape>),
     Other,
 }
 
 /// Reads `(shape, shape, ...)->shape` (the entry computation layout).
 pub fn parse_program_shape(text: &str) -> Option<(Vec<TextShape>, TextShape)> {
-    let mut r = Reader { s: text.as_bytes(), i: 0 };
+    let mut r = Reader {
+        s: text.as_bytes(),
+        i: 0,
+    };
     let params = match r.shape()? {
         TextShape::Tuple(p) => p,
         _ => return None,
@@ -117,7 +136,10 @@ pub fn parse_program_shape(text: &str) -> Option<(Vec<TextShape>, TextShape)> {
 
 /// Reads a `{shape, shape, ...}` list (operand layout constraints).
 pub fn parse_shape_list(text: &str) -> Option<Vec<TextShape>> {
-    let mut r = Reader { s: text.as_bytes(), i: 0 };
+    let mut r = Reader {
+        s: text.as_bytes(),
+        i: 0,
+    };
     r.ws();
     if !r.eat("{") {
         return None;
@@ -171,7 +193,10 @@ impl Reader<'_> {
         while self.i < self.s.len() && self.s[self.i].is_ascii_digit() {
             self.i += 1;
         }
-        std::str::from_utf8(&self.s[start..self.i]).ok()?.parse().ok()
+        std::str::from_utf8(&self.s[start..self.i])
+            .ok()?
+            .parse()
+            .ok()
     }
     fn shape(&mut self) -> Option<TextShape> {
         self.ws();
@@ -188,7 +213,9 @@ impl Reader<'_> {
             }
         }
         let start = self.i;
-        while self.i < self.s.len() && (self.s[self.i].is_ascii_alphanumeric() || self.s[self.i] == b'_') {
+        while self.i < self.s.len()
+            && (self.s[self.i].is_ascii_alphanumeric() || self.s[self.i] == b'_')
+        {
             self.i += 1;
         }
         if self.i == start {
@@ -234,7 +261,10 @@ impl Reader<'_> {
                 b')' => depth -= 1,
                 b'}' if depth == 0 => {
                     self.i += 1;
-                    return Some(TextShape::Array { dims, m2m: Some(order) });
+                    return Some(TextShape::Array {
+                        dims,
+                        m2m: Some(order),
+                    });
                 }
                 _ => {}
             }
@@ -255,7 +285,9 @@ pub fn agrees(m: &Module, s: ShapeId, t: &TextShape) -> bool {
                     _ => true,
                 }
         }
-        (Shape::Tuple(e), TextShape::Tuple(te)) => e.len() == te.len() && e.iter().zip(te).all(|(&x, y)| agrees(m, x, y)),
+        (Shape::Tuple(e), TextShape::Tuple(te)) => {
+            e.len() == te.len() && e.iter().zip(te).all(|(&x, y)| agrees(m, x, y))
+        }
         (Shape::Token | Shape::Opaque, TextShape::Other) => true,
         _ => false,
     }
@@ -266,7 +298,11 @@ pub fn apply_text_layout(m: &mut Module, s: ShapeId, t: &TextShape) -> ShapeId {
     match (m.shape(s).clone(), t) {
         (Shape::Array(_), TextShape::Array { m2m: Some(o), .. }) => with_m2m(m, s, o),
         (Shape::Tuple(e), TextShape::Tuple(te)) if e.len() == te.len() => {
-            let elems: SmallVec<[ShapeId; 4]> = e.iter().zip(te).map(|(&x, y)| apply_text_layout(m, x, y)).collect();
+            let elems: SmallVec<[ShapeId; 4]> = e
+                .iter()
+                .zip(te)
+                .map(|(&x, y)| apply_text_layout(m, x, y))
+                .collect();
             m.intern_shape(Shape::Tuple(elems))
         }
         _ => s,
@@ -281,11 +317,23 @@ pub fn show(m: &Module, s: ShapeId) -> String {
             let layout = a
                 .layout
                 .as_ref()
-                .map(|l| format!("{{{}}}", l.minor_to_major.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(",")))
+                .map(|l| {
+                    format!(
+                        "{{{}}}",
+                        l.minor_to_major
+                            .iter()
+                            .map(|d| d.to_string())
+                            .collect::<Vec<_>>()
+                            .join(",")
+                    )
+                })
                 .unwrap_or_default();
             format!("{}[{}]{}", a.elem, dims.join(","), layout)
         }
-        Shape::Tuple(e) => format!("({})", e.iter().map(|&x| show(m, x)).collect::<Vec<_>>().join(", ")),
+        Shape::Tuple(e) => format!(
+            "({})",
+            e.iter().map(|&x| show(m, x)).collect::<Vec<_>>().join(", ")
+        ),
         Shape::Token => "token[]".into(),
         Shape::Opaque => "opaque[]".into(),
     }
@@ -301,12 +349,24 @@ mod tests {
             parse_program_shape("(f32[3072]{0}, f32[768,3072]{1,0}, /*index=2*/bf16[2,3]{0,1:T(8,128)})->(f32[2]{0}, s32[])")
                 .expect("parses");
         assert_eq!(params.len(), 3);
-        assert_eq!(params[2], TextShape::Array { dims: vec![2, 3], m2m: Some(vec![0, 1]) });
+        assert_eq!(
+            params[2],
+            TextShape::Array {
+                dims: vec![2, 3],
+                m2m: Some(vec![0, 1])
+            }
+        );
         assert_eq!(
             result,
             TextShape::Tuple(vec![
-                TextShape::Array { dims: vec![2], m2m: Some(vec![0]) },
-                TextShape::Array { dims: vec![], m2m: None }
+                TextShape::Array {
+                    dims: vec![2],
+                    m2m: Some(vec![0])
+                },
+                TextShape::Array {
+                    dims: vec![],
+                    m2m: None
+                }
             ])
         );
     }
@@ -314,7 +374,13 @@ mod tests {
     #[test]
     fn reads_operand_layout_constraints() {
         let l = parse_shape_list("{f32[2,3]{0,1}, f32[5]{0}}").expect("parses");
-        assert_eq!(l[0], TextShape::Array { dims: vec![2, 3], m2m: Some(vec![0, 1]) });
+        assert_eq!(
+            l[0],
+            TextShape::Array {
+                dims: vec![2, 3],
+                m2m: Some(vec![0, 1])
+            }
+        );
         assert_eq!(l.len(), 2);
     }
 }

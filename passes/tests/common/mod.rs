@@ -45,15 +45,28 @@ pub fn contrary() -> Box<dyn CostModel> {
 
 /// Options as the tests use them: verifier on, explain on.
 pub fn options(budget: usize, seed: u64) -> PassOptions {
-    PassOptions { budget, seed, verify_each: true, explain: true, ..Default::default() }
+    PassOptions {
+        budget,
+        seed,
+        verify_each: true,
+        explain: true,
+        ..Default::default()
+    }
 }
 
 /// Parses `text`, runs the layout pass with `model`, verifies; returns the
 /// module and the explain report.
-pub fn run_layout(text: &str, model: Box<dyn CostModel>, budget: usize, seed: u64) -> (hlo::Module, String, bool) {
+pub fn run_layout(
+    text: &str,
+    model: Box<dyn CostModel>,
+    budget: usize,
+    seed: u64,
+) -> (hlo::Module, String, bool) {
     let mut m = hlo::parse_module(text).expect("parses");
     let mut cx = PassContext::new(options(budget, seed));
-    let changed = LayoutPass::with_model(model).run(&mut m, &mut cx).expect("layout pass runs");
+    let changed = LayoutPass::with_model(model)
+        .run(&mut m, &mut cx)
+        .expect("layout pass runs");
     passes::verify_module(&m).expect("the output verifies");
     (m, cx.explain, changed)
 }
