@@ -88,7 +88,11 @@ impl Cli {
             ..passes::PassOptions::default()
         };
         if let Some(model) = &self.model {
-            let names: Vec<&str> = passes.split(',').map(str::trim).filter(|s| !s.is_empty()).collect();
+            let names: Vec<&str> = passes
+                .split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .collect();
             match names.as_slice() {
                 ["layout"] => o.layout_model = Some(model.clone()),
                 ["tile"] => o.tile_model = Some(model.clone()),
@@ -144,9 +148,10 @@ fn transform(cli: &Cli, m: &mut hlo::Module) -> Result<(), CliError> {
             eprint!("{}", cx.explain);
         }
         result.map_err(|e| match e {
-            passes::PassError::Verify { pass, source } => {
-                CliError(format!("the module does not verify after pass {pass}:\n{}", render(&source)))
-            }
+            passes::PassError::Verify { pass, source } => CliError(format!(
+                "the module does not verify after pass {pass}:\n{}",
+                render(&source)
+            )),
             passes::PassError::Hlo(source) => CliError(render(&source)),
             other => CliError(format!("error: {other}")),
         })?;

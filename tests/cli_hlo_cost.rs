@@ -520,4 +520,32 @@ fn eval_with_the_default_onnx_models() {
     }
     // The inception kernel's 9 tile configs have runtimes: metrics are numbers.
     assert!(doc["files"][2]["metrics"]["kaggle_tile_score"].is_number());
+
+    // A custom model file: the default tile model given as a path scores the same.
+    let out = hlo_cost(&[
+        "eval",
+        "--json",
+        "--predictions",
+        "--threads",
+        "1",
+        "--model",
+        "costmodel/models/tile.hlocm",
+        &rel(TILE),
+        &rel(LAYOUT),
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "the layout file has no layout model"
+    );
+    let custom = json(&out);
+    assert_eq!(
+        custom["files"][0]["predictions"],
+        doc["files"][2]["predictions"]
+    );
+    let err = custom["files"][1]["error"].as_str().expect("error");
+    assert!(
+        err.contains("tile model") && err.contains("layout"),
+        "{err}"
+    );
 }

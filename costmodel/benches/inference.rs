@@ -23,7 +23,9 @@ fn repo() -> PathBuf {
 }
 
 fn layout_npz() -> PathBuf {
-    let nlp = repo().join("../shared/data/tpugraphs/npz/layout/nlp/default/test/3a0c5517a87df8d82fd637b83298a3ba.npz");
+    let nlp = repo().join(
+        "../shared/data/tpugraphs/npz/layout/nlp/default/test/3a0c5517a87df8d82fd637b83298a3ba.npz",
+    );
     if nlp.is_file() {
         nlp
     } else {
@@ -33,7 +35,10 @@ fn layout_npz() -> PathBuf {
 }
 
 fn threads() -> usize {
-    std::env::var("HLO_OPT_BENCH_THREADS").ok().and_then(|v| v.parse().ok()).unwrap_or(2)
+    std::env::var("HLO_OPT_BENCH_THREADS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(2)
 }
 
 fn peak_rss_mib() -> Option<f64> {
@@ -77,7 +82,10 @@ fn bench_layout(c: &mut Criterion) {
     let (enc, enc_cpu) = (t.elapsed().as_secs_f64(), cpu_seconds() - cpu);
     let batches: Vec<_> = (0..all.num_configs)
         .step_by(1000)
-        .map(|s| file.configs(s..(s + 1000).min(all.num_configs)).expect("configs"))
+        .map(|s| {
+            file.configs(s..(s + 1000).min(all.num_configs))
+                .expect("configs")
+        })
         .collect();
     let (t, cpu) = (Instant::now(), cpu_seconds());
     let mut scored = 0;
@@ -100,11 +108,20 @@ fn bench_layout(c: &mut Criterion) {
 
 /// User + system CPU time of this process (from /proc; 0 elsewhere).
 fn cpu_seconds() -> f64 {
-    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else { return 0.0 };
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
+        return 0.0;
+    };
     // Fields after the parenthesised command name; utime and stime are the 14th and 15th.
-    let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else { return 0.0 };
+    let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else {
+        return 0.0;
+    };
     let fields: Vec<&str> = rest.split_whitespace().collect();
-    let ticks = |i: usize| fields.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
     (ticks(11) + ticks(12)) / 100.0
 }
 
@@ -112,7 +129,8 @@ fn bench_tile(c: &mut Criterion) {
     if costmodel::onnx::environment().is_err() {
         return;
     }
-    let file = NpzGraphFile::open(repo().join("testdata/costmodel/npz/tile_xla_test_0a8a2b24.npz")).expect("tile npz");
+    let file = NpzGraphFile::open(repo().join("testdata/costmodel/npz/tile_xla_test_0a8a2b24.npz"))
+        .expect("tile npz");
     let model = load_model(None, Task::Tile, threads()).expect("tile model");
     let prepared = model.prepare(file.graph()).expect("prepare");
     let configs = file.all_configs().expect("configs");

@@ -526,10 +526,9 @@ pub fn environment() -> Result<&'static Environment> {
 fn install_hint() -> String {
     format!(
         "Install ONNX Runtime with `pip install onnxruntime=={ORT_VERSION}` (e.g. into the repository's .venv: \
-         `python3 -m venv .venv && .venv/bin/pip install onnxruntime=={ORT_VERSION}`), then set \
-         ORT_DYLIB_PATH=<site-packages>/onnxruntime/capi/libonnxruntime.so.{ORT_VERSION} \
-         (print the folder with `python3 -c \"import onnxruntime,os;print(os.path.dirname(onnxruntime.__file__))\"`), \
-         or copy that library next to the executable"
+         `python3 -m venv .venv && .venv/bin/pip install onnxruntime=={ORT_VERSION}`), then \
+         `export ORT_DYLIB_PATH=$(python3 -c \"import onnxruntime,os;print(os.path.dirname(onnxruntime.__file__))\")/capi/libonnxruntime.so.{ORT_VERSION}` \
+         (with the python of that install), or copy that library next to the executable"
     )
 }
 
@@ -695,9 +694,9 @@ fn new_session(
 
 /// True when every value is finite (vectorisable: no early exit).
 fn all_finite(values: &[f32]) -> bool {
-    values.iter().fold(false, |bad, x| {
+    !values.iter().fold(false, |bad, x| {
         bad | (x.to_bits() & 0x7f80_0000 == 0x7f80_0000)
-    }) == false
+    })
 }
 
 fn validate_graph(graph: &Graph, task: Task) -> Result<()> {

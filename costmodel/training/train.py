@@ -96,7 +96,7 @@ def batches_for(g: D.GraphData, rng: np.random.Generator, batch: int):
     return np.sort(rng.choice(c, size=batch, replace=False))
 
 
-def evaluate(task, hp, params, graphs, chunk=None):
+def evaluate(task, hp, params, graphs):
     """Per-graph metrics over all (deduplicated) configurations of each graph."""
     fwd = jax.jit(forward_fn(task, hp))
     out = {}

@@ -171,16 +171,17 @@ pub unsafe extern "C" fn hlo_opt_module_run_passes(
             None => crate::options::default_pass_options(),
         };
         pass_options.explain = !explain_out.is_null();
-        let mut guard = m.lock();
-        let mut work = guard.clone();
+        let mut locked = m.lock();
+        let mut work = locked.clone();
         let (changed, explain) =
             backend::run_pipeline(&mut work, passes, pass_options).map_err(|e| pass_failure(&e))?;
-        let explain = match explain_out.is_null() {
-            true => None,
-            false => Some(into_c_string(explain, "explain report")?),
+        let explain = if explain_out.is_null() {
+            None
+        } else {
+            Some(into_c_string(explain, "explain report")?)
         };
-        *guard = work;
-        drop(guard);
+        *locked = work;
+        drop(locked);
         if !changed_out.is_null() {
             unsafe { *changed_out = c_int::from(changed) };
         }

@@ -410,8 +410,9 @@ pub struct Instruction {
     pub shape: ShapeId,
     pub operands: SmallVec<[InstId; 3]>,
     /// The operation's payload in parentheses that is not an operand list:
-    /// `parameter(3)` -> `3`, `constant({1,2})` -> the literal text verbatim,
-    /// `iota()` -> empty. `None` for ordinary instructions.
+    /// `parameter(3)` -> `3`, `constant({1,2})` -> the literal text verbatim
+    /// (trimmed). `None` for every other opcode (`iota()` has no payload,
+    /// just no operands).
     pub payload: Option<Box<str>>,
     /// `key=value` attributes in source order (including `control-predecessors`,
     /// calls, metadata, backend_config, sharding, ...).

@@ -923,6 +923,18 @@ impl<'a> Lowerer<'a> {
                 attrs.push(self.inst_attr(a, placeholder_user, &mut pend)?);
             }
         }
+        if let (Opcode::Constant, Some(sid), Some(lit)) = (opcode, shape, payload.as_deref()) {
+            if let Shape::Array(a) = self.m.shape(sid) {
+                if let Err((o, msg)) = check_literal(a, lit) {
+                    let lit_off = self
+                        .text
+                        .get(call_off..)
+                        .and_then(|t| t.find(lit))
+                        .map_or(call_off, |p| call_off + p);
+                    return Err(self.err(lit_off + o, msg));
+                }
+            }
+        }
         let shape = match shape {
             Some(s) => s,
             None => {
@@ -1025,19 +1037,16 @@ impl<'a> Lowerer<'a> {
             if let Some(base) = s.strip_suffix(suffix) {
                 match Opcode::from_name(base) {
                     // These have their own async opcodes (or none at all).
-                    Some(
-                        Opcode::AllGather
-                        | Opcode::AllReduce
-                        | Opcode::CollectivePermute
-                        | Opcode::Copy
-                        | Opcode::Send
-                        | Opcode::Recv,
-                    ) => {
+                    Some(Opcode::Send | Opcode::Recv) => {
                         return Err(self.err(
                             off,
-                            format!(
-                                "unknown opcode `{s}`: {base} has no `{suffix}` form (use {base}-start / {base}-done, or send/recv with send-done/recv-done)"
-                            ),
+                            format!("unknown opcode `{s}`: {base} is asynchronous already; use {base} and {base}-done"),
+                        ))
+                    }
+                    Some(Opcode::AllGather | Opcode::AllReduce | Opcode::CollectivePermute | Opcode::Copy) => {
+                        return Err(self.err(
+                            off,
+                            format!("unknown opcode `{s}`: {base} has its own async form; use {base}-start and {base}-done"),
                         ))
                     }
                     Some(_) => return Ok((op, Some(base))),
@@ -1458,4 +1467,255 @@ fn shapes_compatible(m: &Module, a: ShapeId, b: ShapeId) -> bool {
 #[doc(hidden)]
 pub fn grammar_only(text: &str) -> usize {
     HloParser::parse(Rule::module, text).map_or(0, |p| p.flatten().count())
+}
+
+// ---------------------------------------------------------------------------
+// constant literals
+
+/// Checks a `constant(...)` literal against the instruction's array shape the
+/// way XLA does: nesting depth equal to the rank, element counts equal to the
+/// dimensions, and each value in range of the element type. Elided
+/// literals (`{...}`) and tuple shapes are accepted as they are. Returns the
+/// byte offset (within `lit`) and message of the first problem.
+fn check_literal(a: &ArrayShape, lit: &str) -> std::result::Result<(), (usize, String)> {
+    let lit_trim = lit.trim();
+    if lit_trim == "{...}" || lit_trim.is_empty() {
+        return Ok(());
+    }
+    let mut c = LitCursor {
+        s: lit.as_bytes(),
+        i: 0,
+    };
+    c.skip_ws();
+    if a.rank() > 0 && c.peek() != Some(b'{') {
+        // XLA fills an array from a single value: `f32[3,3] constant(1)`.
+        c.value(a.elem)?;
+    } else if a.rank() == 0 {
+        if c.peek() == Some(b'{') {
+            // XLA accepts one level of braces around a scalar: `{5}`? No: it
+            // reports "expects nested array in rank 0, but sees larger".
+            return Err((
+                c.i,
+                "a scalar constant takes a single value, not a nested array `{...}`".into(),
+            ));
+        }
+        c.value(a.elem)?;
+    } else {
+        c.level(a, 0)?;
+    }
+    c.skip_ws();
+    if c.i < c.s.len() {
+        return Err((c.i, "unexpected text after the literal".into()));
+    }
+    Ok(())
+}
+
+struct LitCursor<'s> {
+    s: &'s [u8],
+    i: usize,
+}
+
+impl LitCursor<'_> {
+    fn peek(&self) -> Option<u8> {
+        self.s.get(self.i).copied()
+    }
+    fn skip_ws(&mut self) {
+        while matches!(self.peek(), Some(b' ' | b'\t' | b'\n' | b'\r')) {
+            self.i += 1;
+        }
+        // `/*index=5*/`-style comments XLA prints in long literals.
+        if self.s.get(self.i..self.i + 2) == Some(b"/*") {
+            if let Some(p) = self.s[self.i + 2..].windows(2).position(|w| w == b"*/") {
+                self.i += p + 4;
+                self.skip_ws();
+            }
+        }
+    }
+    fn eat(&mut self, b: u8) -> bool {
+        self.skip_ws();
+        if self.peek() == Some(b) {
+            self.i += 1;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// One nesting level `{...}` for dimension `d`.
+    fn level(&mut self, a: &ArrayShape, d: usize) -> std::result::Result<(), (usize, String)> {
+        let rank = a.rank();
+        let start = self.i;
+        if !self.eat(b'{') {
+            return Err((
+                self.i,
+                format!(
+                    "expects a nested array `{{...}}` for dimension {d} of a rank-{rank} literal"
+                ),
+            ));
+        }
+        let mut count: i64 = 0;
+        self.skip_ws();
+        if self.peek() == Some(b'.') && self.s.get(self.i..self.i + 4) == Some(b"...}") {
+            self.i += 4;
+            return Ok(());
+        }
+        if !self.eat(b'}') {
+            loop {
+                self.skip_ws();
+                if d + 1 < rank {
+                    if self.peek() != Some(b'{') {
+                        return Err((
+                            self.i,
+                            format!("expects nested array in rank {rank}, but sees {}", d + 1),
+                        ));
+                    }
+                    self.level(a, d + 1)?;
+                } else {
+                    if self.peek() == Some(b'{') {
+                        return Err((
+                            self.i,
+                            format!("expects nested array in rank {rank}, but sees larger"),
+                        ));
+                    }
+                    self.value(a.elem)?;
+                }
+                count += 1;
+                if self.eat(b',') {
+                    continue;
+                }
+                if self.eat(b'}') {
+                    break;
+                }
+                return Err((self.i, "expects `,` or `}` in the literal".into()));
+            }
+        }
+        let want = a.dims[d];
+        if !a.is_dynamic_dim(d) && want >= 0 && count != want {
+            return Err((
+                start,
+                format!(
+                    "dimension {d} of the shape has {want} elements but the literal has {count}"
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// One element value of type `t`.
+    fn value(&mut self, t: PrimType) -> std::result::Result<(), (usize, String)> {
+        self.skip_ws();
+        let start = self.i;
+        if t.is_complex() {
+            if !self.eat(b'(') {
+                return Err((self.i, format!("a {t} value is written `(real, imag)`")));
+            }
+            let part = if t == PrimType::C64 {
+                PrimType::F32
+            } else {
+                PrimType::F64
+            };
+            self.value(part)
+                .map_err(|(o, m)| (o, format!("real part: {m}")))?;
+            if !self.eat(b',') {
+                return Err((
+                    self.i,
+                    "expects `,` between the real and imaginary parts".into(),
+                ));
+            }
+            self.value(part)
+                .map_err(|(o, m)| (o, format!("imaginary part: {m}")))?;
+            if !self.eat(b')') {
+                return Err((self.i, "expects `)` after the imaginary part".into()));
+            }
+            return Ok(());
+        }
+        while let Some(b) = self.peek() {
+            if matches!(b, b',' | b'}' | b')' | b' ' | b'\t' | b'\n' | b'\r') {
+                break;
+            }
+            if b == b'(' {
+                // nan(0x...) payloads: skip to the closing parenthesis.
+                while let Some(b) = self.peek() {
+                    self.i += 1;
+                    if b == b')' {
+                        break;
+                    }
+                }
+                break;
+            }
+            self.i += 1;
+        }
+        let tok = std::str::from_utf8(&self.s[start..self.i]).unwrap_or("");
+        if tok.is_empty() {
+            return Err((start, "expects a value".into()));
+        }
+        check_value(t, tok).map_err(|m| (start, m))
+    }
+}
+
+/// Range check of one scalar value token for element type `t`.
+fn check_value(t: PrimType, tok: &str) -> std::result::Result<(), String> {
+    use PrimType::*;
+    let lower = tok.to_ascii_lowercase();
+    let int_range: Option<(i128, i128)> = match t {
+        S1 => Some((-1, 0)),
+        S2 => Some((-2, 1)),
+        S4 => Some((-8, 7)),
+        S8 => Some((i8::MIN as i128, i8::MAX as i128)),
+        S16 => Some((i16::MIN as i128, i16::MAX as i128)),
+        S32 => Some((i32::MIN as i128, i32::MAX as i128)),
+        S64 => Some((i64::MIN as i128, i64::MAX as i128)),
+        U1 => Some((0, 1)),
+        U2 => Some((0, 3)),
+        U4 => Some((0, 15)),
+        U8 => Some((0, u8::MAX as i128)),
+        U16 => Some((0, u16::MAX as i128)),
+        U32 => Some((0, u32::MAX as i128)),
+        // XLA reads u64 literals through int64 as well: `u64[] constant(-1)`.
+        U64 => Some((i64::MIN as i128, u64::MAX as i128)),
+        _ => None,
+    };
+    if let Some((lo, hi)) = int_range {
+        return match tok.parse::<i128>() {
+            Ok(v) if v < lo || v > hi => {
+                Err(format!("value {tok} is out of range for {t} [{lo}, {hi}]"))
+            }
+            _ => Ok(()),
+        };
+    }
+    if t == Pred {
+        return Ok(());
+    }
+    if !t.is_float() {
+        return Ok(());
+    }
+    let body = lower.trim_start_matches(['-', '+']);
+    if body.starts_with("nan") || body.starts_with("inf") {
+        return Ok(());
+    }
+    let Ok(v) = lower.parse::<f64>() else {
+        return Ok(()); // spellings XLA may accept that we do not model (hex floats)
+    };
+    if v.is_infinite() {
+        return Err(format!(
+            "value {tok} is out of range for a double (±1.79769e+308)"
+        ));
+    }
+    // Largest finite value and the bound past which it rounds to infinity
+    // (largest value plus half a unit in the last place).
+    let (max, limit) = match t {
+        F16 => (65504.0, 65520.0),
+        Bf16 => (
+            3.3895313892515355e38,
+            3.3895313892515355e38 + 2f64.powi(119),
+        ),
+        F32 => (f32::MAX as f64, f32::MAX as f64 + 2f64.powi(103)),
+        _ => return Ok(()),
+    };
+    if v.abs() >= limit {
+        return Err(format!(
+            "value {tok} is out of range for {t} [-{max:e}, {max:e}]"
+        ));
+    }
+    Ok(())
 }

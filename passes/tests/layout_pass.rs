@@ -254,3 +254,39 @@ fn xla_runs_the_rewritten_modules_to_the_same_results() {
     let _ = std::fs::remove_dir_all(&dir);
     assert!(ran >= 4, "only {ran} modules ran");
 }
+
+/// With a measurement callback and `top_k`, the pass measures the model's
+/// best candidates and the compiler default, and keeps the fastest measured
+/// (here "runtime" = the number of copies in the module).
+#[test]
+fn measured_top_k_candidates_decide_among_the_models_best() {
+    let text =
+        std::fs::read_to_string(root().join("testdata/layout/convnet_unet3d.hlo")).expect("reads");
+    let measured = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = measured.clone();
+    let mut m = hlo::parse_module(&text).expect("parses");
+    let mut cx = PassContext::new(PassOptions {
+        budget: 500,
+        top_k: 4,
+        verify_each: true,
+        measure: Some(Box::new(move |t: &str| {
+            let copies = t.matches(" copy(").count() as f64;
+            log.lock().ok()?.push(copies);
+            Some(copies)
+        })),
+        ..Default::default()
+    });
+    LayoutPass::with_model(contrary())
+        .run(&mut m, &mut cx)
+        .expect("runs");
+    let measured = measured.lock().expect("lock").clone();
+    assert_eq!(measured.len(), 5, "top 4 and the default: {measured:?}");
+    let min = measured.iter().copied().fold(f64::INFINITY, f64::min);
+    let copies = hlo::print_module(&m).matches(" copy(").count() as f64;
+    assert_eq!(copies, min, "kept the fastest measured; {}", cx.explain);
+    assert!(
+        cx.explain.contains("measured 5 candidates"),
+        "{}",
+        cx.explain
+    );
+}

@@ -354,12 +354,14 @@ fn configs_from_runs(
 // ---------------------------------------------------------------------------
 // eval
 
-/// The model choice, with models loaded once per task on first use.
+/// The model choice, with models loaded once per task on first use. A model
+/// that fails to load is reported once (for the first file that needs it);
+/// later files of that task get a short reference to that error.
 struct Models {
     spec: Option<String>,
     threads: usize,
-    layout: Option<Box<dyn CostModel>>,
-    tile: Option<Box<dyn CostModel>>,
+    layout: Option<Result<Box<dyn CostModel>, String>>,
+    tile: Option<Result<Box<dyn CostModel>, String>>,
 }
 
 impl Models {
@@ -371,30 +373,50 @@ impl Models {
         }
     }
 
-    fn get(&mut self, task: Task) -> Result<&dyn CostModel, CliError> {
-        let description = self.describe();
-        let slot = match task {
-            Task::Layout => &mut self.layout,
-            Task::Tile => &mut self.tile,
+    fn load(&self, task: Task) -> Result<Box<dyn CostModel>, String> {
+        let model: Box<dyn CostModel> = match self.spec.as_deref() {
+            Some("reference") => Box::new(ReferenceModel::new(task)),
+            Some(path) => costmodel::load_model(Some(Path::new(path)), task, self.threads)
+                .map_err(|e| e.to_string())?,
+            None => costmodel::load_model(None, task, self.threads).map_err(|e| e.to_string())?,
         };
-        if slot.is_none() {
-            let model: Box<dyn CostModel> = match self.spec.as_deref() {
-                Some("reference") => Box::new(ReferenceModel::new(task)),
-                Some(path) => costmodel::load_model(Some(Path::new(path)), task, self.threads)?,
-                None => costmodel::load_model(None, task, self.threads)?,
-            };
-            if model.task() != task {
-                return Err(CliError(format!(
-                    "model {} is for the {} task, not {}",
-                    description,
-                    model.task().name(),
-                    task.name()
-                )));
-            }
-            *slot = Some(model);
+        if model.task() != task {
+            return Err(format!(
+                "model {} is for the {} task, not {}",
+                self.describe(),
+                model.task().name(),
+                task.name()
+            ));
         }
-        slot.as_deref()
-            .ok_or_else(|| CliError("model slot empty".into()))
+        Ok(model)
+    }
+
+    fn get(&mut self, task: Task) -> Result<&dyn CostModel, CliError> {
+        let loaded = match task {
+            Task::Layout => self.layout.is_some(),
+            Task::Tile => self.tile.is_some(),
+        };
+        let first = !loaded;
+        if first {
+            let model = self.load(task);
+            match task {
+                Task::Layout => self.layout = Some(model),
+                Task::Tile => self.tile = Some(model),
+            }
+        }
+        let slot = match task {
+            Task::Layout => &self.layout,
+            Task::Tile => &self.tile,
+        };
+        match slot {
+            Some(Ok(model)) => Ok(model.as_ref()),
+            Some(Err(e)) if first => Err(CliError(e.clone())),
+            Some(Err(_)) => Err(CliError(format!(
+                "no {} model (its loading failed, see above)",
+                task.name()
+            ))),
+            None => Err(CliError("model slot empty".into())),
+        }
     }
 }
 
@@ -435,7 +457,9 @@ fn eval_file(
         _ => {}
     }
     let in_file = |e: costmodel::CostModelError| CliError(format!("{}: {e}", path.display()));
-    let model = models.get(task)?;
+    let model = models
+        .get(task)
+        .map_err(|CliError(m)| CliError(format!("{}: {m}", path.display())))?;
     let prepared = model.prepare(file.graph()).map_err(in_file)?;
     let total = file.num_configs();
     let mut predictions = Vec::with_capacity(total);

@@ -202,7 +202,6 @@ impl Pass for LayoutPass {
     }
 
     fn run(&mut self, m: &mut Module, cx: &mut PassContext) -> Result<Changed, PassError> {
-        let start = Instant::now();
         let f = featurize(m, Task::Layout)?;
         if f.config_nodes.is_empty() {
             let _ = writeln!(
@@ -241,12 +240,18 @@ impl Pass for LayoutPass {
                 b.set_position(done as u64);
             }
         };
-        let outcome = search::search(
+        let keep = if cx.options.measure.is_some() {
+            cx.options.top_k.max(1)
+        } else {
+            1
+        };
+        let mut outcome = search::search_top(
             &sizes,
             &default,
             &mut fitness,
             budget,
             cx.options.seed,
+            keep,
             &mut progress,
         )?;
         if let Some(b) = bar.take() {
@@ -254,6 +259,45 @@ impl Pass for LayoutPass {
         }
         let search_secs = search_start.elapsed().as_secs_f64();
 
+        if let Some(measure) = cx.options.measure.as_mut() {
+            if keep > 1 {
+                // Model-guided autotuning: measure the model's top candidates
+                // (and the compiler default) and keep the fastest measured.
+                let mut cands: Vec<Vec<u16>> =
+                    outcome.ranked.iter().map(|(g, _)| g.clone()).collect();
+                if !cands.contains(&default) {
+                    cands.push(default.clone());
+                }
+                let mut best: Option<(f64, usize)> = None;
+                for (r, g) in cands.iter().enumerate() {
+                    let mut trial = m.clone();
+                    let dec = decisions(&trial, &spaces, g);
+                    assign::assign(&mut trial, &dec)?;
+                    if let Some(t) = measure(&hlo::print_module(&trial)).filter(|t| t.is_finite()) {
+                        if best.is_none_or(|(b, _)| t < b) {
+                            best = Some((t, r));
+                        }
+                    }
+                }
+                let _ = writeln!(
+                    cx.explain,
+                    "layout: measured {} candidates: {}",
+                    cands.len(),
+                    match best {
+                        Some((t, r)) => format!("kept the model's rank {} (measured {t})", r + 1),
+                        None => "no measurement succeeded; kept the model's best".to_string(),
+                    }
+                );
+                if let Some((_, r)) = best {
+                    outcome.best = cands[r].clone();
+                    outcome.best_score = outcome
+                        .ranked
+                        .iter()
+                        .find(|(g, _)| *g == outcome.best)
+                        .map_or(outcome.default_score, |(_, s)| *s);
+                }
+            }
+        }
         let all_laid_out = m
             .all_instructions()
             .all(|i| shapes::is_filled(m, m.inst(i).shape));
@@ -282,7 +326,6 @@ impl Pass for LayoutPass {
             &mut fitness,
             &default,
         )?;
-        let _ = start;
         Ok(!dec.is_empty() || assignment.relayouted > 0 || !assignment.copies.is_empty())
     }
 }

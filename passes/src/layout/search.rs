@@ -56,6 +56,8 @@ pub struct Outcome {
     pub method: Method,
     /// Size of the product space (saturating).
     pub space: u128,
+    /// The best distinct configurations scored, best first (at most `keep`).
+    pub ranked: Vec<(Vec<u16>, f32)>,
 }
 
 /// Configurations per model call.
@@ -106,14 +108,14 @@ impl State<'_> {
         }
         Ok(())
     }
-    fn best(&self) -> (Vec<u16>, f32) {
-        let mut best = 0;
-        for k in 1..self.log.len() {
-            if self.log[k].1.total_cmp(&self.log[best].1).is_lt() {
-                best = k;
-            }
-        }
-        self.log[best].clone()
+    /// The `n` best scored genomes, best first (ties: first scored).
+    fn ranked(&self, n: usize) -> Vec<(Vec<u16>, f32)> {
+        let mut idx: Vec<usize> = (0..self.log.len()).collect();
+        idx.sort_by(|&a, &b| self.log[a].1.total_cmp(&self.log[b].1).then(a.cmp(&b)));
+        idx.into_iter()
+            .take(n.max(1))
+            .map(|k| self.log[k].clone())
+            .collect()
     }
 }
 
@@ -125,6 +127,19 @@ pub fn search(
     fitness: &mut dyn Fitness,
     budget: usize,
     seed: u64,
+    progress: &mut dyn FnMut(usize),
+) -> Result<Outcome, PassError> {
+    search_top(sizes, default, fitness, budget, seed, 1, progress)
+}
+
+/// [`search`], also keeping the `keep` best configurations in [`Outcome::ranked`].
+pub fn search_top(
+    sizes: &[usize],
+    default: &[u16],
+    fitness: &mut dyn Fitness,
+    budget: usize,
+    seed: u64,
+    keep: usize,
     progress: &mut dyn FnMut(usize),
 ) -> Result<Outcome, PassError> {
     let space = sizes
@@ -148,7 +163,8 @@ pub fn search(
         genetic(&mut st, sizes, default, seed)?;
         Method::Genetic
     };
-    let (best, best_score) = st.best();
+    let ranked = st.ranked(keep);
+    let (best, best_score) = ranked[0].clone();
     Ok(Outcome {
         best,
         best_score,
@@ -156,6 +172,7 @@ pub fn search(
         scored: st.log.len(),
         method,
         space,
+        ranked,
     })
 }
 
@@ -391,7 +408,7 @@ mod tests {
     fn budget_bounds_scored_configurations() {
         let sizes = vec![8; 40];
         let mut f = additive(&sizes);
-        let out = search(&sizes, &vec![0; 40], &mut f, 500, 1, &mut |_| {}).expect("search");
+        let out = search(&sizes, &[0; 40], &mut f, 500, 1, &mut |_| {}).expect("search");
         assert_eq!(out.method, Method::Genetic);
         assert!(out.scored <= 500, "scored {}", out.scored);
         assert!(f.max_batch <= BATCH);
@@ -402,7 +419,7 @@ mod tests {
     fn genetic_search_finds_the_optimum_of_an_additive_model() {
         let sizes = vec![8; 53];
         let mut f = additive(&sizes);
-        let out = search(&sizes, &vec![0; 53], &mut f, 10_000, 7, &mut |_| {}).expect("search");
+        let out = search(&sizes, &[0; 53], &mut f, 10_000, 7, &mut |_| {}).expect("search");
         assert_eq!(out.best_score, optimum(&f));
     }
 
@@ -412,7 +429,7 @@ mod tests {
         let run = |seed| {
             let mut f = additive(&sizes);
             // A budget too small for the sweep: pure genetic search.
-            search(&sizes, &vec![0; 30], &mut f, 100, seed, &mut |_| {}).expect("search")
+            search(&sizes, &[0; 30], &mut f, 100, seed, &mut |_| {}).expect("search")
         };
         let (a, b) = (run(3), run(3));
         assert_eq!(a.best, b.best);
