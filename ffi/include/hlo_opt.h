@@ -190,7 +190,8 @@ hlo_opt_status_t hlo_opt_options_set_verify_each(hlo_opt_options_t *options, int
 /**
  * Installs a measure callback with its context pointer (see
  * hlo_opt_measure_fn for the rules), or removes it when `measure` is NULL.
- * With a callback, passes measure their top-k candidates and keep the fastest
+ * With a callback and a top-k above 1, passes measure their top-k candidates
+ * (the layout pass also the compiler's default layouts) and keep the fastest
  * measured one; candidates whose measurement failed are skipped, and when all
  * fail the pass keeps the cost model's best candidate.
  */

@@ -28,7 +28,10 @@ pub enum PassError {
     #[error("pass {pass}: {message}")]
     Failed { pass: &'static str, message: String },
     #[error("after pass {pass}: {source}")]
-    Verify { pass: &'static str, source: hlo::Error },
+    Verify {
+        pass: &'static str,
+        source: hlo::Error,
+    },
     #[error(transparent)]
     CostModel(#[from] costmodel::CostModelError),
     #[error(transparent)]
@@ -93,7 +96,10 @@ pub struct PassContext {
 
 impl PassContext {
     pub fn new(options: PassOptions) -> Self {
-        PassContext { options, explain: String::new() }
+        PassContext {
+            options,
+            explain: String::new(),
+        }
     }
 }
 

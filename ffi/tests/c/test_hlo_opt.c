@@ -331,7 +331,8 @@ static void test_missing_model(const char *text, size_t len) {
 typedef struct {
   int calls;
   int bad_text;
-  double result; /* < 0: fail every measurement */
+  double result;   /* < 0: fail every measurement */
+  char *fastest;   /* the candidate given the lowest runtime (strdup) */
 } measure_ctx;
 
 static double measure(void *ctx, const char *candidate, size_t len) {
@@ -345,7 +346,11 @@ static double measure(void *ctx, const char *candidate, size_t len) {
     if (hlo_opt_module_parse(candidate, len, &m) != HLO_OPT_OK) c->bad_text++;
     hlo_opt_module_free(m);
   }
-  return c->result < 0 ? c->result : c->result + (double)c->calls; /* the first is the fastest */
+  if (c->result < 0) return c->result;
+  /* Each candidate measures faster than the one before: the last is the fastest. */
+  free(c->fastest);
+  c->fastest = strdup(candidate);
+  return c->result - (double)c->calls;
 }
 
 static void test_measure(const char *text) {
@@ -354,23 +359,28 @@ static void test_measure(const char *text) {
   CHECK_STATUS(hlo_opt_options_set_top_k(opts, top_k), HLO_OPT_OK);
   char *model_only = optimize(text, "layout", opts);
 
+  /* The pass measures its top-k candidates plus, for layout, the compiler default. */
+  const int most_calls = (int)top_k + 1;
+
   /* A callback whose measurements all fail: the model's choice stands. */
-  measure_ctx failing = {0, 0, -1.0};
+  measure_ctx failing = {0, 0, -1.0, NULL};
   CHECK_STATUS(hlo_opt_options_set_measure(opts, measure, &failing), HLO_OPT_OK);
   char *with_failing = optimize(text, "layout", opts);
-  CHECK(failing.calls >= 1 && (size_t)failing.calls <= top_k, "the pass measured %d candidates, want 1..%zu",
-        failing.calls, top_k);
+  CHECK(failing.calls >= 1 && failing.calls <= most_calls, "the pass measured %d candidates, want 1..%d",
+        failing.calls, most_calls);
   CHECK(failing.bad_text == 0, "%d candidates were not valid NUL-terminated modules", failing.bad_text);
   CHECK(same(model_only, with_failing), "failed measurements leave the model's choice");
 
-  /* A working callback: called for the top-k candidates, each a valid module. */
-  measure_ctx working = {0, 0, 1.0};
+  /* A working callback: each candidate a valid module; the fastest one is kept. */
+  measure_ctx working = {0, 0, 100.0, NULL};
   CHECK_STATUS(hlo_opt_options_set_measure(opts, measure, &working), HLO_OPT_OK);
   char *with_working = optimize(text, "layout", opts);
-  CHECK(working.calls >= 1 && (size_t)working.calls <= top_k, "the pass measured %d candidates, want 1..%zu",
-        working.calls, top_k);
+  CHECK(working.calls >= 2 && working.calls <= most_calls, "the pass measured %d candidates, want 2..%d",
+        working.calls, most_calls);
   CHECK(working.bad_text == 0, "%d candidates were not valid NUL-terminated modules", working.bad_text);
-  CHECK(with_working != NULL, "the run with measurements succeeded");
+  CHECK(same(with_working, working.fastest), "the pass keeps the candidate measured fastest");
+  CHECK(!same(with_working, model_only), "measurements overrule the model (the model's best measured slowest)");
+  free(working.fastest);
 
   /* Clearing the callback restores the model-only run. */
   CHECK_STATUS(hlo_opt_options_set_measure(opts, NULL, NULL), HLO_OPT_OK);

@@ -7,8 +7,17 @@
 //! 3. search the product space with the model as fitness ([`search`]);
 //! 4. apply the best configuration: slots that differ from the compiler
 //!    default become decisions; [`assign`] propagates them and inserts copies;
-//! 5. report (`--explain`): per node the chosen layouts and the predicted
-//!    effect, the copies, the predicted speedup.
+//! 5. report (`--explain`): per node the chosen layouts and their model
+//!    score alone, the copies, the chosen configuration's score against the
+//!    compiler default's.
+//!
+//! Scores are model scores (lower = predicted faster; only their order is
+//! meaningful, costmodel/MODEL.md), not runtimes, and they are relative to
+//! the batch they were scored in (the layout model attends across the
+//! configurations of one call): every pair of scores the pass compares or
+//! reports side by side comes from one model call ([`search`] rescores its
+//! finalists together; the per-node lines are scored in one call with the
+//! default and the chosen configuration).
 //!
 //! Invariants: the entry computation's parameter and result layouts never
 //! change; the same module, model and seed give the same output; a module
@@ -349,32 +358,47 @@ fn report(
     };
     let _ = writeln!(
         e,
-        "layout: {} configurable nodes, {} configurations; {} search scored {} in {:.2} s ({:.0}/s), seed {}",
+        "layout: {} configurable nodes, {} configurations; {} search scored {} in {:.2} s ({:.0}/s), seed {}{}",
         spaces.len(),
         space,
         o.method.name(),
         o.scored,
         secs,
         o.scored as f64 / secs.max(1e-9),
-        cx.options.seed
+        cx.options.seed,
+        if o.rescored > 0 {
+            format!("; the best {} rescored in one batch", o.rescored)
+        } else {
+            String::new()
+        }
     );
     if cx.options.explain {
-        // Marginal effect of each changed node: the default with only that node changed.
+        // Marginal effect of each changed node: the default with only that
+        // node changed, scored in one call together with the default (and
+        // the chosen configuration, so that the batch resembles the final
+        // one); extra to the budget (only with --explain).
         let changed: Vec<usize> = (0..spaces.len())
             .filter(|&j| o.best[j] != default[j])
             .collect();
         let mut marginal = vec![None; spaces.len()];
-        for chunk in changed.chunks(search::BATCH) {
-            let genomes: Vec<Vec<u16>> = chunk
-                .iter()
-                .map(|&j| {
-                    let mut g = default.to_vec();
-                    g[j] = o.best[j];
-                    g
-                })
-                .collect();
+        let mut base = o.default_score;
+        if !changed.is_empty() {
+            let mut genomes: Vec<Vec<u16>> = vec![default.to_vec(), o.best.clone()];
+            genomes.extend(changed.iter().map(|&j| {
+                let mut g = default.to_vec();
+                g[j] = o.best[j];
+                g
+            }));
             let scores = fitness.score(&genomes)?;
-            for (&j, s) in chunk.iter().zip(scores) {
+            if scores.len() != genomes.len() {
+                return Err(fail(format!(
+                    "the cost model returned {} scores for {} configurations",
+                    scores.len(),
+                    genomes.len()
+                )));
+            }
+            base = scores[0];
+            for (&j, &s) in changed.iter().zip(&scores[2..]) {
                 marginal[j] = Some(s);
             }
         }
@@ -385,12 +409,12 @@ fn report(
                 Some(ms) => {
                     let _ = writeln!(
                         e,
-                        "  %{name}: {} (default {}); predicted {:.4} alone vs {:.4} default ({:+.2}%)",
+                        "  %{name}: {} (default {}); score {:.4} alone vs {:.4} default ({:+.2}%)",
                         show_config(chosen),
                         show_config(&s.candidates[s.default]),
                         ms,
-                        o.default_score,
-                        pct(ms, o.default_score)
+                        base,
+                        pct(ms, base)
                     );
                 }
                 None => {
@@ -412,19 +436,14 @@ fn report(
         }
     }
     let (copies, relayouted) = assignment.map_or((0, 0), |a| (a.copies.len(), a.relayouted));
-    let speed = if o.best_score > 0.0 && o.default_score > 0.0 {
-        format!("predicted speedup {:.3}x", o.default_score / o.best_score)
-    } else {
-        format!(
-            "predicted change {:+.2}%",
-            pct(o.best_score, o.default_score)
-        )
-    };
+    // Scores are ranking scores, not runtimes: report the relative change of
+    // the score, never a ratio read as a speedup.
     let _ = writeln!(
         e,
-        "layout: predicted {:.4} vs {:.4} for the compiler default ({speed}); {} nodes changed, {copies} copies added, {relayouted} instructions relaid out",
+        "layout: model score {:.4} vs {:.4} for the compiler default ({:+.2}%; lower is predicted faster); {} nodes changed, {copies} copies added, {relayouted} instructions relaid out",
         o.best_score,
         o.default_score,
+        pct(o.best_score, o.default_score),
         o.best.iter().zip(default).filter(|(a, b)| a != b).count()
     );
     Ok(())
