@@ -41,7 +41,7 @@ struct Cli {
     /// Run the verifier after every pass.
     #[arg(long)]
     verify_each: bool,
-    /// Report what the passes decided (per node, copies, predicted speedup) on stderr.
+    /// Report what the passes decided (per node, copies, model scores vs the compiler default) on stderr.
     #[arg(long)]
     explain: bool,
     /// Maximum number of configurations a pass's search scores.

@@ -348,11 +348,16 @@ impl ArrayShape {
     }
 }
 
-/// A shape: an array, a tuple of shapes, a token, or opaque.
+/// A shape: an array, a tuple of shapes, a buffer, a token, or opaque.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub enum Shape {
     Array(ArrayShape),
     Tuple(SmallVec<[ShapeId; 4]>),
+    /// XLA's buffer shape `b(f32[2,4]{1,0})` (`Shape::IsBuffer` in
+    /// xla/shape.h): a mutable buffer holding a value of the inner shape,
+    /// which is always an array (XLA's parser and `ShapeUtil::MakeBufferShape`
+    /// accept only an array inside).
+    Buffer(ShapeId),
     Token,
     Opaque,
 }

@@ -1237,7 +1237,16 @@ impl<'a> Lowerer<'a> {
         let off = self.pos(&pair);
         match pair.as_rule() {
             Rule::buffer_shape => {
-                Err(self.err(off, "buffer shapes `b(...)` are not supported yet"))
+                let inner = pair
+                    .into_inner()
+                    .next()
+                    .ok_or_else(|| self.err(off, "expected a shape inside `b(...)`"))?;
+                let id = self.shape(inner)?;
+                // As in XLA: the buffer's value is an array.
+                if self.m.shape(id).as_array().is_none() {
+                    return Err(self.err(off, "a buffer shape `b(...)` must hold an array shape"));
+                }
+                Ok(Shape::Buffer(id))
             }
             Rule::tuple_shape => {
                 let mut elems = SmallVec::new();
@@ -1457,6 +1466,7 @@ fn shapes_compatible(m: &Module, a: ShapeId, b: ShapeId) -> bool {
                     .zip(y.iter())
                     .all(|(&p, &q)| shapes_compatible(m, p, q))
         }
+        (Shape::Buffer(x), Shape::Buffer(y)) => shapes_compatible(m, *x, *y),
         (Shape::Token, Shape::Token) | (Shape::Opaque, Shape::Opaque) => true,
         _ => false,
     }

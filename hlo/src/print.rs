@@ -107,6 +107,11 @@ fn write_shape(m: &Module, s: ShapeId, with_layout: bool, out: &mut String) {
             }
             out.push(')');
         }
+        Shape::Buffer(inner) => {
+            out.push_str("b(");
+            write_shape(m, *inner, with_layout, out);
+            out.push(')');
+        }
         Shape::Token => out.push_str("token[]"),
         Shape::Opaque => out.push_str("opaque[]"),
     }

@@ -450,6 +450,7 @@ impl<'m> Verifier<'m> {
                 }
                 Ok(())
             }
+            Shape::Buffer(inner) => self.check_layouts(*inner),
             Shape::Token | Shape::Opaque => Ok(()),
         }
     }
@@ -1743,6 +1744,9 @@ fn shapes_compatible(m: &Module, a: &Shape, b: &Shape) -> bool {
                     .zip(ys)
                     .all(|(&x, &y)| x == y || shapes_compatible(m, m.shape(x), m.shape(y)))
         }
+        (Shape::Buffer(x), Shape::Buffer(y)) => {
+            x == y || shapes_compatible(m, m.shape(*x), m.shape(*y))
+        }
         (Shape::Token, Shape::Token) | (Shape::Opaque, Shape::Opaque) => true,
         _ => false,
     }
@@ -1756,6 +1760,7 @@ fn shape_to_string(m: &Module, id: ShapeId) -> String {
             let parts: Vec<String> = es.iter().map(|&e| shape_to_string(m, e)).collect();
             format!("({})", parts.join(", "))
         }
+        Shape::Buffer(inner) => format!("b({})", shape_to_string(m, *inner)),
         Shape::Token => "token[]".into(),
         Shape::Opaque => "opaque[]".into(),
     }

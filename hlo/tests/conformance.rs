@@ -23,16 +23,6 @@ const KNOWN_DIFFERENCES: &[(&str, &str)] = &[
         "transforms.layout_assignment_test__20.hlo",
         "XLA ignores the written send shape's layout",
     ),
-    // Buffer shapes `b(...)` are not in the IR yet (see roundtrip.rs).
-    ("custom_call__0.hlo", "buffer shape"),
-    ("types__0.hlo", "buffer shape"),
-    ("service.layout_assignment_test__38.hlo", "buffer shape"),
-    ("service.layout_assignment_test__39.hlo", "buffer shape"),
-    ("service.layout_assignment_test__42.hlo", "buffer shape"),
-    ("service.layout_assignment_test__43.hlo", "buffer shape"),
-    ("service.layout_assignment_test__44.hlo", "buffer shape"),
-    ("service.layout_assignment_test__45.hlo", "buffer shape"),
-    ("service.layout_assignment_test__46.hlo", "buffer shape"),
 ];
 
 /// Prints every file into a fresh folder under the target dir and runs the

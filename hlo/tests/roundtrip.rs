@@ -35,19 +35,8 @@ const SHARED_VALID: &[&str] = &[
 ];
 
 /// Valid modules of the shared corpus this parser rejects, with the reason.
-/// Buffer shapes `b(f32[2])` need a new `Shape` variant, which every crate
-/// matching on `Shape` must learn first.
-const KNOWN_UNSUPPORTED: &[(&str, &str)] = &[
-    ("custom_call__0.hlo", "buffer shape"),
-    ("types__0.hlo", "buffer shape"),
-    ("service.layout_assignment_test__38.hlo", "buffer shape"),
-    ("service.layout_assignment_test__39.hlo", "buffer shape"),
-    ("service.layout_assignment_test__42.hlo", "buffer shape"),
-    ("service.layout_assignment_test__43.hlo", "buffer shape"),
-    ("service.layout_assignment_test__44.hlo", "buffer shape"),
-    ("service.layout_assignment_test__45.hlo", "buffer shape"),
-    ("service.layout_assignment_test__46.hlo", "buffer shape"),
-];
+/// Empty: every valid module parses and round-trips.
+const KNOWN_UNSUPPORTED: &[(&str, &str)] = &[];
 
 #[test]
 fn shared_corpus_round_trips() {

@@ -206,7 +206,12 @@ fn decode<T>(
 /// The 140 features of instruction `id` of `m`.
 pub fn node_features(m: &Module, id: InstId, out: &mut [f32; NODE_FEAT_DIM]) -> Result<()> {
     let inst = m.inst(id);
-    let shape = m.shape(inst.shape);
+    // A buffer shape `b(f32[2,4])` (newer than TpuGraphs, which never shows
+    // one) is featurized as the array it holds: same element type and dims.
+    let shape = match m.shape(inst.shape) {
+        Shape::Buffer(held) => m.shape(*held),
+        s => s,
+    };
     let mut w = Writer { out, at: 0 };
     let a = Found::scan(inst);
 
@@ -217,6 +222,8 @@ pub fn node_features(m: &Module, id: InstId, out: &mut [f32; NODE_FEAT_DIM]) -> 
     let slot = match shape {
         Shape::Array(a) => element_type_slot(a.elem),
         Shape::Tuple(_) => Some(TUPLE_SLOT),
+        // Unreachable after the unwrapping above (a buffer holds an array).
+        Shape::Buffer(_) => None,
         Shape::Token => element_type_slot(PrimType::Token),
         Shape::Opaque => element_type_slot(PrimType::Opaque),
     };

@@ -54,7 +54,10 @@ pub fn fill_default(m: &mut Module, s: ShapeId) -> ShapeId {
                 m.intern_shape(Shape::Tuple(filled))
             }
         }
-        Shape::Token | Shape::Opaque => s,
+        // Buffer shapes (`b(...)`) are left alone: layout assignment does
+        // not touch them, as their layout belongs to the custom call that
+        // creates the buffer.
+        Shape::Buffer(_) | Shape::Token | Shape::Opaque => s,
     }
 }
 
@@ -63,7 +66,8 @@ pub fn is_filled(m: &Module, s: ShapeId) -> bool {
     match m.shape(s) {
         Shape::Array(a) => a.layout.is_some() || a.rank() == 0,
         Shape::Tuple(elems) => elems.iter().all(|&e| is_filled(m, e)),
-        Shape::Token | Shape::Opaque => true,
+        // Left alone by layout assignment (see `fill_default`).
+        Shape::Buffer(_) | Shape::Token | Shape::Opaque => true,
     }
 }
 
@@ -334,6 +338,7 @@ pub fn show(m: &Module, s: ShapeId) -> String {
             "({})",
             e.iter().map(|&x| show(m, x)).collect::<Vec<_>>().join(", ")
         ),
+        Shape::Buffer(inner) => format!("b({})", show(m, *inner)),
         Shape::Token => "token[]".into(),
         Shape::Opaque => "opaque[]".into(),
     }

@@ -26,6 +26,7 @@ fn copy_shape(src: &Module, dst: &mut Module, id: ShapeId) -> ShapeId {
         Shape::Tuple(items) => {
             Shape::Tuple(items.iter().map(|&s| copy_shape(src, dst, s)).collect())
         }
+        Shape::Buffer(held) => Shape::Buffer(copy_shape(src, dst, *held)),
         other => other.clone(),
     };
     dst.intern_shape(shape)

@@ -489,7 +489,8 @@ fn arrays_in(m: &Module, shape: &Shape, out: &mut Vec<ArrayShape>) {
                 arrays_in(m, m.shape(s), out);
             }
         }
-        Shape::Token | Shape::Opaque => {}
+        // A buffer is not a tileable value: buffer shapes are left alone.
+        Shape::Buffer(_) | Shape::Token | Shape::Opaque => {}
     }
 }
 
