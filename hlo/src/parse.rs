@@ -432,7 +432,7 @@ impl<'a> Lowerer<'a> {
                         match h.as_rule() {
                             Rule::module_name => name = Some(h.as_str()),
                             Rule::attr => {
-                                let a = self.raw_attr(h);
+                                let a = self.raw_attr(h)?;
                                 self.m.attrs.push(a);
                             }
                             _ => {}
@@ -519,7 +519,7 @@ impl<'a> Lowerer<'a> {
                     }
                 }
                 Rule::instruction => insts.push(p),
-                Rule::attr => attrs.push(self.raw_attr(p)),
+                Rule::attr => attrs.push(self.raw_attr(p)?),
                 _ => {}
             }
         }
@@ -698,12 +698,37 @@ impl<'a> Lowerer<'a> {
         Ok(())
     }
 
-    fn raw_attr(&self, pair: Pair<'a, Rule>) -> Attr {
-        let (key, value, _) = self.split_attr(&pair);
-        Attr {
+    fn raw_attr(&self, pair: Pair<'a, Rule>) -> Result<Attr> {
+        let (key, value, voff) = self.split_attr(&pair);
+        self.check_raw_value(value, voff)?;
+        Ok(Attr {
             key: key.into(),
             value: AttrValue::Raw(value.into()),
+        })
+    }
+
+    /// A value kept verbatim is printed back as is, so a `/*` comment opened in
+    /// it must also close in it: otherwise the comment would swallow text after
+    /// the value when the module is read back (the opaque-span scan of the
+    /// grammar does not know comments).
+    fn check_raw_value(&self, value: &str, voff: usize) -> Result<()> {
+        let mut rest = value;
+        let mut base = 0;
+        while let Some(p) = rest.find("/*") {
+            match rest[p + 2..].find("*/") {
+                Some(q) => {
+                    base += p + 2 + q + 2;
+                    rest = &value[base..];
+                }
+                None => {
+                    return Err(self.err(
+                        voff + base + p,
+                        "comment `/*` inside an attribute value is not closed before the value ends",
+                    ))
+                }
+            }
         }
+        Ok(())
     }
 
     /// Splits an atomic `attr` token into key, value and the value's offset.
@@ -760,6 +785,7 @@ impl<'a> Lowerer<'a> {
             }
             AttrValue::Insts(SmallVec::new())
         } else {
+            self.check_raw_value(value, voff)?;
             AttrValue::Raw(value.into())
         };
         Ok(Attr {
