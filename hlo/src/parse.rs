@@ -720,12 +720,10 @@ impl<'a> Lowerer<'a> {
                     base += p + 2 + q + 2;
                     rest = &value[base..];
                 }
-                None => {
-                    return Err(self.err(
-                        voff + base + p,
-                        "comment `/*` inside an attribute value is not closed before the value ends",
-                    ))
-                }
+                None => return Err(self.err(
+                    voff + base + p,
+                    "comment `/*` inside an attribute value is not closed before the value ends",
+                )),
             }
         }
         Ok(())
