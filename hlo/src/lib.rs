@@ -22,6 +22,7 @@ pub mod ir;
 pub mod opcode;
 pub mod parse;
 pub mod print;
+pub mod semantic;
 pub mod shape_infer;
 pub mod verify;
 

@@ -59,7 +59,14 @@ pub fn parse_module_named(text: &str, filename: &str) -> Result<Module> {
     let pairs =
         HloParser::parse(Rule::module, text).map_err(|e| pest_error(e, text, filename, 0))?;
     let scratch = bumpalo::Bump::new();
-    Lowerer::new(text, filename, &scratch).module(pairs)
+    let mut lowerer = Lowerer::new(text, filename, &scratch);
+    let module = lowerer.module(pairs)?;
+    // Rules XLA's parser enforces beyond the syntax (attribute formats,
+    // per-opcode requirements, async wrapping); reported at the instruction.
+    if let Err(f) = crate::semantic::check(&module) {
+        return Err(lowerer.finding_error(&module, f));
+    }
+    Ok(module)
 }
 
 // ---------------------------------------------------------------------------
@@ -396,6 +403,11 @@ struct Lowerer<'a> {
     pending: Vec<PendingRef<'a>>,
     /// Parse-time scratch for generated names (nested instructions).
     scratch: &'a bumpalo::Bump,
+    /// Byte offset of each instruction's name (indexed by `InstId::index`;
+    /// 0 for the arena's unused slot 0), for errors found after lowering.
+    inst_offsets: Vec<u32>,
+    /// Byte offset of each computation's name (indexed by `CompId::index`).
+    comp_offsets: Vec<u32>,
 }
 
 fn strip_pct(s: &str) -> &str {
@@ -413,14 +425,64 @@ impl<'a> Lowerer<'a> {
             names: FxMap::default(),
             pending: Vec::new(),
             scratch,
+            inst_offsets: Vec::new(),
+            comp_offsets: Vec::new(),
         }
+    }
+
+    /// Records the source offset of a newly created instruction.
+    fn note_inst_offset(&mut self, id: InstId, offset: usize) {
+        let i = id.index();
+        if self.inst_offsets.len() <= i {
+            self.inst_offsets.resize(i + 1, 0);
+        }
+        self.inst_offsets[i] = offset as u32;
+    }
+
+    /// Records the source offset of a computation's name.
+    fn note_comp_offset(&mut self, id: CompId, offset: usize) {
+        let i = id.index();
+        if self.comp_offsets.len() <= i {
+            self.comp_offsets.resize(i + 1, 0);
+        }
+        self.comp_offsets[i] = offset as u32;
+    }
+
+    /// Turns a finding of [`crate::semantic::check`] into a positioned error:
+    /// at `attr=` on the instruction's line when the finding names an
+    /// attribute present there, else at the instruction (or computation) name.
+    fn finding_error(&self, m: &Module, f: crate::semantic::Finding) -> Error {
+        let mut offset = match (f.inst, f.comp) {
+            (Some(i), _) => self.inst_offsets.get(i.index()).copied().unwrap_or(0) as usize,
+            (None, Some(c)) => self.comp_offsets.get(c.index()).copied().unwrap_or(0) as usize,
+            (None, None) => 0,
+        };
+        if let (Some(key), Some(_)) = (f.attr.as_deref(), f.inst) {
+            let line_end = self.text[offset.min(self.text.len())..]
+                .find('\n')
+                .map_or(self.text.len(), |p| offset + p);
+            let line = &self.text[offset.min(line_end)..line_end];
+            let needle = format!("{key}=");
+            let mut from = 0;
+            while let Some(p) = line[from..].find(&needle) {
+                let at = from + p;
+                let before = line[..at].chars().next_back();
+                if matches!(before, Some(' ' | ',' | '\t') | None) {
+                    offset += at;
+                    break;
+                }
+                from = at + needle.len();
+            }
+        }
+        let _ = m;
+        self.err(offset, f.message)
     }
 
     fn err(&self, offset: usize, msg: impl Into<String>) -> Error {
         error_at(self.text, self.file, offset, msg)
     }
 
-    fn module(mut self, mut pairs: Pairs<'a, Rule>) -> Result<Module> {
+    fn module(&mut self, mut pairs: Pairs<'a, Rule>) -> Result<Module> {
         let module = pairs.next().ok_or_else(|| self.err(0, "empty input"))?;
         let mut name: Option<&str> = None;
         let mut entry: Option<CompId> = None;
@@ -476,7 +538,7 @@ impl<'a> Lowerer<'a> {
             None => format!("module_{}", self.m.comp(entry).name),
         };
         self.m.name = name.into();
-        Ok(self.m)
+        Ok(std::mem::replace(&mut self.m, Module::new("")))
     }
 
     /// Looks up or reserves a computation by name.
@@ -508,7 +570,10 @@ impl<'a> Lowerer<'a> {
                 Rule::entry_kw => is_entry = true,
                 Rule::name => {
                     let name = strip_pct(p.as_str());
-                    id = Some(self.define_computation(name, self.pos(&p))?);
+                    let off = self.pos(&p);
+                    let cid = self.define_computation(name, off)?;
+                    self.note_comp_offset(cid, off);
+                    id = Some(cid);
                 }
                 Rule::signature => {
                     for s in p.into_inner() {
@@ -652,6 +717,7 @@ impl<'a> Lowerer<'a> {
             .collect();
         let name = self.unique_comp_name("_");
         let cid = self.define_computation(name, start)?;
+        self.note_comp_offset(cid, start);
         self.body(cid, insts, start)?;
         self.m.place_computation(cid);
         Ok(cid)
@@ -989,6 +1055,7 @@ impl<'a> Lowerer<'a> {
             attrs,
             parent: cid,
         });
+        self.note_inst_offset(id, name_off);
         if opcode == Opcode::Parameter {
             let n = self
                 .m
