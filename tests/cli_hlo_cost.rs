@@ -7,7 +7,8 @@
 //!   snapshot; the batch size does not change anything;
 //! - errors (missing or corrupt file, wrong task, bad model) are rendered on
 //!   stderr with exit status 1 while the other files are still evaluated;
-//!   never a panic;
+//!   never a panic; invalid HLO given to `featurize` is rendered as `hlo-opt`
+//!   renders it (`file:line:col: error: ...`, source line, caret);
 //! - `featurize` writes npz files that read back like the published ones (the
 //!   unet_3d module with its runs: the published graph structure and, for each
 //!   run, the published configuration row with the same runtime);
@@ -52,6 +53,34 @@ fn hlo_cost(args: &[&str]) -> Output {
     out
 }
 
+/// `out`, after checking that the command succeeded (stderr otherwise).
+fn succeeded(out: Output) -> Output {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// `hlo-cost featurize --task TASK HLO [--runs RUNS] -o OUT`.
+fn featurize(task: &str, hlo: &Path, runs: Option<&Path>, out: &Path) -> Output {
+    let (hlo, out) = (hlo.display().to_string(), out.display().to_string());
+    let runs = runs.map(|r| r.display().to_string());
+    let mut args = vec!["featurize", "--task", task, &hlo, "-o", &out];
+    if let Some(runs) = &runs {
+        args.extend(["--runs", runs.as_str()]);
+    }
+    hlo_cost(&args)
+}
+
+/// The TpuGraphs sample `testdata/tpugraphs/<name>`.
+fn tpugraphs(name: &str) -> PathBuf {
+    repo().join("testdata/tpugraphs").join(name)
+}
+
+const UNET: &str = "layout_xla_default_valid_unet_3d.4x4.bf16";
+
 fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
@@ -70,12 +99,7 @@ fn eval_json_agrees_with_the_library() {
     let mut args = vec!["eval", "--model", "reference", "--json", "--predictions"];
     let paths: Vec<String> = files.iter().map(|f| rel(f)).collect();
     args.extend(paths.iter().map(String::as_str));
-    let out = hlo_cost(&args);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = succeeded(hlo_cost(&args));
     let doc = json(&out);
     assert_eq!(doc["model"], "reference (hand-written heuristic)");
     assert_eq!(doc["errors"], 0);
@@ -149,15 +173,14 @@ fn eval_table_for_people() {
     .collect();
     let mut args = vec!["eval", "--model", "reference"];
     args.extend(paths.iter().map(String::as_str));
-    let out = hlo_cost(&args);
-    assert!(out.status.success());
+    let out = succeeded(hlo_cost(&args));
     insta::assert_snapshot!("eval_reference_table", stdout(&out));
 }
 
 #[test]
 fn batch_size_does_not_change_predictions() {
     let run = |batch: &str| {
-        let out = hlo_cost(&[
+        let out = succeeded(hlo_cost(&[
             "eval",
             "--model",
             "reference",
@@ -166,8 +189,7 @@ fn batch_size_does_not_change_predictions() {
             "--batch",
             batch,
             &rel(TILE_TEST),
-        ]);
-        assert!(out.status.success());
+        ]));
         json(&out)["files"][0]["predictions"].clone()
     };
     let one = run("1");
@@ -178,8 +200,13 @@ fn batch_size_does_not_change_predictions() {
 
 #[test]
 fn predictions_in_the_table_are_in_config_order() {
-    let out = hlo_cost(&["eval", "--model", "reference", "--predictions", &rel(TILE)]);
-    assert!(out.status.success());
+    let out = succeeded(hlo_cost(&[
+        "eval",
+        "--model",
+        "reference",
+        "--predictions",
+        &rel(TILE),
+    ]));
     let text = stdout(&out);
     let lines: Vec<&str> = text
         .lines()
@@ -278,33 +305,20 @@ fn wrong_task_and_bad_model_are_errors() {
 
 #[test]
 fn featurize_unet_3d_with_its_runs_matches_the_published_npz() {
-    let dir = repo().join("testdata/tpugraphs");
-    let hlo = dir.join("layout_xla_default_valid_unet_3d.4x4.bf16.hlo");
-    let runs = dir.join("layout_xla_default_valid_unet_3d.4x4.bf16.runs.json");
     let out_path = tmp("unet_3d.npz");
-    let out = hlo_cost(&[
-        "featurize",
-        "--task",
+    let out = succeeded(featurize(
         "layout",
-        &hlo.display().to_string(),
-        "--runs",
-        &runs.display().to_string(),
-        "-o",
-        &out_path.display().to_string(),
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+        &tpugraphs(&format!("{UNET}.hlo")),
+        Some(&tpugraphs(&format!("{UNET}.runs.json"))),
+        &out_path,
+    ));
     assert!(
         stdout(&out).contains("layout task, 3163 nodes"),
         "{}",
         stdout(&out)
     );
     let ours = NpzGraphFile::open(&out_path).expect("ours");
-    let published = NpzGraphFile::open(dir.join("layout_xla_default_valid_unet_3d.4x4.bf16.npz"))
-        .expect("published");
+    let published = NpzGraphFile::open(tpugraphs(&format!("{UNET}.npz"))).expect("published");
     assert_eq!(ours.task(), Task::Layout);
     let (g, p) = (ours.graph(), published.graph());
     assert_eq!(g.node_opcode, p.node_opcode);
@@ -333,21 +347,12 @@ fn featurize_unet_3d_with_its_runs_matches_the_published_npz() {
 fn featurize_tile_kernel_with_runs_and_evaluate_it() {
     let dir = repo().join("testdata/tpugraphs/tile_kernels");
     let out_path = tmp("kernel_00.npz");
-    let out = hlo_cost(&[
-        "featurize",
-        "--task",
+    succeeded(featurize(
         "tile",
-        &dir.join("kernel_00.hlo").display().to_string(),
-        "--runs",
-        &dir.join("kernel_00.runs.json").display().to_string(),
-        "-o",
-        &out_path.display().to_string(),
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+        &dir.join("kernel_00.hlo"),
+        Some(&dir.join("kernel_00.runs.json")),
+        &out_path,
+    ));
     let f = NpzGraphFile::open(&out_path).expect("open");
     assert_eq!(f.task(), Task::Tile);
     assert_eq!(f.num_configs(), 61);
@@ -359,34 +364,25 @@ fn featurize_tile_kernel_with_runs_and_evaluate_it() {
         &c.feat[8..16],
         &[2.0, 26.0, 4.0, 2.0, 0.0, 0.0, 34.0, 416.0]
     );
-    let out = hlo_cost(&[
+    let out = succeeded(hlo_cost(&[
         "eval",
         "--model",
         "reference",
         "--json",
         &out_path.display().to_string(),
-    ]);
-    assert!(out.status.success());
+    ]));
     assert!(json(&out)["files"][0]["metrics"]["kendall_tau"].is_number());
 }
 
 #[test]
 fn featurize_without_runs_writes_the_default_layout() {
-    let hlo = repo().join("testdata/tpugraphs/layout_xla_brax_es.hlo");
     let out_path = tmp("brax_es.npz");
-    let out = hlo_cost(&[
-        "featurize",
-        "--task",
+    succeeded(featurize(
         "layout",
-        &hlo.display().to_string(),
-        "-o",
-        &out_path.display().to_string(),
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+        &tpugraphs("layout_xla_brax_es.hlo"),
+        None,
+        &out_path,
+    ));
     let f = NpzGraphFile::open(&out_path).expect("open");
     assert_eq!(f.graph().num_config_nodes(), 81);
     assert_eq!(f.num_configs(), 1);
@@ -407,27 +403,21 @@ fn featurize_errors_are_rendered() {
         "HloModule m\n\nENTRY e {\n  ROOT x = f32[] bogus-op()\n}\n",
     )
     .expect("write");
-    let out = hlo_cost(&[
-        "featurize",
-        "--task",
-        "tile",
-        &bad.display().to_string(),
-        "-o",
-        &tmp("bad.npz").display().to_string(),
-    ]);
+    let out = featurize("tile", &bad, None, &tmp("bad.npz"));
+    assert_eq!(out.status.code(), Some(1));
+    // Invalid HLO: rendered as hlo-opt renders it, position, source line, caret.
+    let err = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<&str> = err.lines().collect();
+    assert!(
+        lines[0].starts_with(&format!("{}:4:", bad.display())) && lines[0].contains(": error: "),
+        "{err}"
+    );
+    assert_eq!(lines.get(1), Some(&"  ROOT x = f32[] bogus-op()"), "{err}");
+    assert!(lines.get(2).is_some_and(|l| l.trim_end().ends_with('^')), "{err}");
+    let out = featurize("layout", Path::new("no/such.hlo"), None, &tmp("x.npz"));
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.starts_with("hlo-cost: error: "), "{err}");
-    let out = hlo_cost(&[
-        "featurize",
-        "--task",
-        "layout",
-        "no/such.hlo",
-        "-o",
-        &tmp("x.npz").display().to_string(),
-    ]);
-    assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("no/such.hlo"));
+    assert!(err.starts_with("hlo-cost: error: no/such.hlo"), "{err}");
 }
 
 #[test]
@@ -439,23 +429,13 @@ fn featurized_files_load_in_numpy_like_published_ones() {
         println!("skipped: HLO_OPT_PYTHON is not set");
         return;
     };
-    let dir = repo().join("testdata/tpugraphs");
     let ours = tmp("unet_numpy.npz");
-    let out = hlo_cost(&[
-        "featurize",
-        "--task",
+    succeeded(featurize(
         "layout",
-        &dir.join("layout_xla_default_valid_unet_3d.4x4.bf16.hlo")
-            .display()
-            .to_string(),
-        "--runs",
-        &dir.join("layout_xla_default_valid_unet_3d.4x4.bf16.runs.json")
-            .display()
-            .to_string(),
-        "-o",
-        &ours.display().to_string(),
-    ]);
-    assert!(out.status.success());
+        &tpugraphs(&format!("{UNET}.hlo")),
+        Some(&tpugraphs(&format!("{UNET}.runs.json"))),
+        &ours,
+    ));
     let script = r#"
 import sys, numpy as np
 ref, ours = np.load(sys.argv[1]), np.load(sys.argv[2])
@@ -467,7 +447,7 @@ for k in ref.files:
 assert ours["node_config_feat"].shape[1:] == ref["node_config_feat"].shape[1:]
 print("ok")
 "#;
-    let published = dir.join("layout_xla_default_valid_unet_3d.4x4.bf16.npz");
+    let published = tpugraphs(&format!("{UNET}.npz"));
     let run = Command::new(&py)
         .arg("-c")
         .arg(script)
@@ -494,12 +474,7 @@ fn eval_with_the_default_onnx_models() {
         .collect();
     let mut args = vec!["eval", "--json", "--predictions", "--threads", "1"];
     args.extend(paths.iter().map(String::as_str));
-    let out = hlo_cost(&args);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = succeeded(hlo_cost(&args));
     let doc = json(&out);
     assert_eq!(doc["model"], "default (embedded ONNX model)");
     for (r, name) in

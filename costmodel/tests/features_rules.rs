@@ -293,6 +293,60 @@ fn a_malformed_attribute_is_an_error_naming_the_instruction() {
     }
 }
 
+/// Each attribute of XLA's text lands in the proto field TpuGraphs reads:
+/// `lhs_dilate` is the window's base dilation, `rhs_dilate` its window
+/// dilation; a pad's `lo_hi_interior` gives edge_padding_low and _high; a
+/// slice's `[start:limit:stride]` is read as start, stride, limit.
+const ATTRIBUTES: &str = r#"
+HloModule attributes
+
+ENTRY %main (x: f32[1,8,8,4], k: f32[3,3,4,2], v: f32[10]) -> (f32[1,16,5,2], f32[13], f32[3]) {
+  %x = f32[1,8,8,4]{3,2,1,0} parameter(0)
+  %k = f32[3,3,4,2]{3,2,1,0} parameter(1)
+  %v = f32[10]{0} parameter(2)
+  %conv = f32[1,16,5,2]{3,2,1,0} convolution(%x, %k), window={size=3x3 stride=1x2 pad=1_2x3_4 lhs_dilate=2x1 rhs_dilate=1x3 rhs_reversal=1x0}, dim_labels=b01f_01io->b01f
+  %z = f32[] constant(0)
+  %pad = f32[13]{0} pad(%v, %z), padding=2_1_0
+  %sl = f32[3]{0} slice(%v), slice={[1:8:3]}
+  ROOT %t = (f32[1,16,5,2]{3,2,1,0}, f32[13]{0}, f32[3]{0}) tuple(%conv, %pad, %sl)
+}
+"#;
+
+#[test]
+fn window_padding_and_slice_attributes_map_to_their_proto_fields() {
+    let m = parse(ATTRIBUTES);
+    let g = featurize(&m, Task::Layout).expect("featurize").graph;
+    let group = |f: &[f32], k: usize| f[idx::WINDOW + 8 * k..idx::WINDOW + 8 * k + 8].to_vec();
+    let conv = feat(&g, 3);
+    assert_eq!(group(conv, 1), [1.0, 2.0, 0.0, 0.0, 0.0, 0.0, 3.0, 2.0], "stride");
+    assert_eq!(group(conv, 2), [1.0, 3.0, 0.0, 0.0, 0.0, 0.0, 4.0, 3.0], "padding_low");
+    assert_eq!(group(conv, 3), [2.0, 4.0, 0.0, 0.0, 0.0, 0.0, 6.0, 8.0], "padding_high");
+    assert_eq!(group(conv, 4), [1.0, 3.0, 0.0, 0.0, 0.0, 0.0, 4.0, 3.0], "window_dilation");
+    assert_eq!(group(conv, 5), [2.0, 1.0, 0.0, 0.0, 0.0, 0.0, 3.0, 2.0], "base_dilation");
+    assert_eq!(group(conv, 6), [1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 1.0], "window_reversal");
+    let pad = feat(&g, 5);
+    assert_eq!(
+        &pad[idx::PADDING..idx::PADDING + 8],
+        &[2.0, 0.0, 2.0, 2.0, 1.0, 0.0, 1.0, 1.0]
+    );
+    let sl = feat(&g, 6);
+    assert_eq!(
+        &sl[idx::SLICE_DIMS..idx::SLICE_DIMS + 12],
+        &[1.0, 0.0, 1.0, 1.0, 3.0, 0.0, 3.0, 3.0, 8.0, 0.0, 8.0, 8.0]
+    );
+}
+
+#[test]
+fn dim_labels_that_leave_a_dimension_unassigned_are_an_error() {
+    let text = ATTRIBUTES.replace("dim_labels=b01f_01io->b01f", "dim_labels=b01f_01io->b0?f");
+    match featurize(&parse(&text), Task::Layout) {
+        Err(CostModelError::Featurize(msg)) => {
+            assert!(msg.contains("%conv") && msg.contains("dim_labels"), "{msg}")
+        }
+        other => panic!("expected a featurization error, got {other:?}"),
+    }
+}
+
 #[test]
 fn a_module_without_instructions_is_an_error() {
     let m = hlo::Module::new("empty");

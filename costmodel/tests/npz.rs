@@ -9,19 +9,14 @@
 //! - what we write reads back equal, and (with `HLO_OPT_PYTHON`) numpy reads it
 //!   with the published keys, dtypes, shapes and values.
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use std::path::PathBuf;
 use std::process::Command;
 
-use costmodel::npz::{write_npz, write_npz_with, NpzGraphFile, WriteOptions};
+use common::{fixture, python, repo, rewrite, LAYOUT, TILE};
+use costmodel::npz::{write_npz, NpzGraphFile};
 use costmodel::{ConfigBatch, Task};
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-fn fixture(name: &str) -> PathBuf {
-    repo().join("testdata/costmodel/npz").join(name)
-}
 
 fn fixtures() -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = std::fs::read_dir(repo().join("testdata/costmodel/npz"))
@@ -35,15 +30,13 @@ fn fixtures() -> Vec<PathBuf> {
 }
 
 fn tmp(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("npz_tests");
-    std::fs::create_dir_all(&dir).expect("tmp dir");
-    dir.join(name)
+    common::tmp("npz_tests", name)
 }
 
 #[test]
 fn published_layout_file_opens_with_its_shapes_and_runtimes() {
     let f =
-        NpzGraphFile::open(fixture("layout_xla_random_openai_v0_rnn_optimized.npz")).expect("open");
+        NpzGraphFile::open(fixture(LAYOUT)).expect("open");
     assert_eq!(f.task(), Task::Layout);
     let g = f.graph();
     assert_eq!(g.num_nodes(), 1277);
@@ -77,7 +70,7 @@ fn published_layout_file_opens_with_its_shapes_and_runtimes() {
 
 #[test]
 fn published_tile_files_open_with_normalizers() {
-    let f = NpzGraphFile::open(fixture("tile_xla_valid_inception_v3.npz")).expect("open");
+    let f = NpzGraphFile::open(fixture(TILE)).expect("open");
     assert_eq!(f.task(), Task::Tile);
     assert_eq!(f.graph().num_nodes(), 2);
     assert_eq!(f.graph().node_opcode, vec![63, 27]);
@@ -158,19 +151,7 @@ fn written_files_read_back_equal_stored_and_deflated() {
                 "{}{name}",
                 if stored { "stored_" } else { "deflated_" }
             ));
-            let opts = WriteOptions {
-                stored,
-                runtime_normalizers: f.runtime_normalizers(),
-            };
-            write_npz_with(
-                &out,
-                f.graph(),
-                Some(&configs),
-                Some(f.runtimes()),
-                f.task(),
-                &opts,
-            )
-            .expect("write");
+            rewrite(&f, &out, stored);
             let back = NpzGraphFile::open(&out).expect("read back");
             assert_eq!(back.task(), f.task());
             assert_eq!(back.graph(), f.graph(), "{name}");
@@ -200,7 +181,7 @@ fn writing_is_deterministic_and_defaults_runtimes_to_zero() {
 #[test]
 fn writing_refuses_inconsistent_input() {
     let f =
-        NpzGraphFile::open(fixture("layout_xla_random_openai_v0_rnn_optimized.npz")).expect("open");
+        NpzGraphFile::open(fixture(LAYOUT)).expect("open");
     let configs = f.all_configs().expect("configs");
     let out = tmp("refused.npz");
     let err = |r: costmodel::Result<()>| format!("{}", r.expect_err("must be refused"));
@@ -256,18 +237,11 @@ fn big_nlp_graph_slices_without_decoding_everything() {
     assert_eq!(&tail.feat[9 * 848 * 18..], &last.feat[..]);
 }
 
-fn python() -> Option<String> {
-    std::env::var("HLO_OPT_PYTHON")
-        .ok()
-        .filter(|p| !p.is_empty())
-}
-
 /// numpy reads what we write exactly as it reads the published file: same
 /// keys, dtypes, shapes and values.
 #[test]
 fn numpy_reads_written_files_like_the_published_ones() {
     let Some(py) = python() else {
-        println!("skipped: HLO_OPT_PYTHON is not set");
         return;
     };
     let script = r#"
@@ -283,24 +257,11 @@ print("ok", len(ref.files))
 "#;
     for path in fixtures() {
         let f = NpzGraphFile::open(&path).expect("open");
-        let configs = f.all_configs().expect("configs");
         let out = tmp(&format!(
             "numpy_{}",
             path.file_name().expect("name").to_string_lossy()
         ));
-        let opts = WriteOptions {
-            stored: false,
-            runtime_normalizers: f.runtime_normalizers(),
-        };
-        write_npz_with(
-            &out,
-            f.graph(),
-            Some(&configs),
-            Some(f.runtimes()),
-            f.task(),
-            &opts,
-        )
-        .expect("write");
+        rewrite(&f, &out, false);
         let run = Command::new(&py)
             .arg("-c")
             .arg(script)
@@ -323,10 +284,9 @@ print("ok", len(ref.files))
 #[test]
 fn files_written_by_numpy_savez_are_read() {
     let Some(py) = python() else {
-        println!("skipped: HLO_OPT_PYTHON is not set");
         return;
     };
-    let src = fixture("layout_xla_random_openai_v0_rnn_optimized.npz");
+    let src = fixture(LAYOUT);
     let out = tmp("numpy_savez_stored.npz");
     let script = r#"
 import sys, numpy as np

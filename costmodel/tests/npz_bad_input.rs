@@ -3,26 +3,18 @@
 //! file and saying what is wrong — never a panic. The corrupted files are
 //! made here from the copies in `testdata/costmodel/npz/`.
 
+mod common;
+
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
+use common::{fixture, rewrite, LAYOUT, TILE};
 use costmodel::npz::NpzGraphFile;
 use costmodel::CostModelError;
 use npyz::WriterBuilder;
 
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../testdata/costmodel/npz")
-        .join(name)
-}
-
-const LAYOUT: &str = "layout_xla_random_openai_v0_rnn_optimized.npz";
-const TILE: &str = "tile_xla_valid_inception_v3.npz";
-
 fn tmp(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("npz_bad_input");
-    std::fs::create_dir_all(&dir).expect("tmp dir");
-    dir.join(name)
+    common::tmp("npz_bad_input", name)
 }
 
 /// The entries of an npz: (name, uncompressed bytes), in file order.
@@ -409,23 +401,9 @@ fn stored_entries_with_bad_data_are_refused_too() {
 /// zip CRC-32, for the graph arrays and for whole-array configuration reads.
 #[test]
 fn a_changed_value_in_stored_data_fails_the_crc_check() {
-    use costmodel::npz::{write_npz_with, WriteOptions};
     let f = NpzGraphFile::open(fixture(LAYOUT)).expect("open");
-    let configs = f.all_configs().expect("configs");
     let stored = tmp("stored_ok.npz");
-    let opts = WriteOptions {
-        stored: true,
-        runtime_normalizers: None,
-    };
-    write_npz_with(
-        &stored,
-        f.graph(),
-        Some(&configs),
-        Some(f.runtimes()),
-        f.task(),
-        &opts,
-    )
-    .expect("write");
+    rewrite(&f, &stored, true);
     let bytes = std::fs::read(&stored).expect("read");
     let mut zip = zip::ZipArchive::new(std::io::Cursor::new(bytes.clone())).expect("zip");
     let start = |zip: &mut zip::ZipArchive<_>, name: &str| {

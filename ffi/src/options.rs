@@ -66,6 +66,12 @@ impl CMeasure {
 }
 
 impl hlo_opt_options_t {
+    fn with_defaults() -> Self {
+        hlo_opt_options_t {
+            inner: Mutex::new(OptionsData::default()),
+        }
+    }
+
     fn lock(&self) -> MutexGuard<'_, OptionsData> {
         // Setters store plain values and never panic halfway, so a poisoned
         // lock still guards consistent data.
@@ -109,19 +115,34 @@ impl Default for OptionsData {
     }
 }
 
-/// Runs `f` on the options behind `options`.
+/// The body of every setter: checks the handle, then decodes the argument
+/// (`value`, which may refuse it), then stores it in the field `field` selects.
 ///
 /// # Safety
 /// `options` must be NULL or a live handle from `hlo_opt_options_new`.
-unsafe fn with_options(
+unsafe fn set<T>(
     options: *mut hlo_opt_options_t,
-    f: impl FnOnce(&mut OptionsData) -> Result<(), Failure>,
+    value: impl FnOnce() -> Result<T, Failure>,
+    field: impl FnOnce(&mut OptionsData) -> &mut T,
 ) -> hlo_opt_status_t {
     guard(|| {
         // SAFETY: forwarded from the caller.
         let o = unsafe { deref(options, "options") }?;
-        f(&mut o.lock())
+        let v = value()?;
+        *field(&mut o.lock()) = v;
+        Ok(())
     })
+}
+
+/// A count that must be positive (`budget`, `top_k`).
+fn positive(value: usize, argument: &str) -> Result<usize, Failure> {
+    if value == 0 {
+        return Err(Failure::new(
+            hlo_opt_status_t::HLO_OPT_ERROR_INVALID_ARGUMENT,
+            format!("{argument} must be > 0"),
+        ));
+    }
+    Ok(value)
 }
 
 /// A path argument: NULL = `None` (the embedded default).
@@ -155,9 +176,7 @@ unsafe fn path_arg(path: *const c_char, argument: &str) -> Result<Option<PathBuf
 pub unsafe extern "C" fn hlo_opt_options_new(out: *mut *mut hlo_opt_options_t) -> hlo_opt_status_t {
     guard(|| {
         crate::guard::check_out(out, "out")?;
-        let o = Box::new(hlo_opt_options_t {
-            inner: Mutex::new(OptionsData::default()),
-        });
+        let o = Box::new(hlo_opt_options_t::with_defaults());
         // SAFETY: `out` is non-NULL and valid for writes (caller's guarantee).
         unsafe { *out = Box::into_raw(o) };
         Ok(())
@@ -187,12 +206,7 @@ pub unsafe extern "C" fn hlo_opt_options_set_layout_model(
     path: *const c_char,
 ) -> hlo_opt_status_t {
     // SAFETY: forwarded from the caller.
-    unsafe {
-        with_options(options, |o| {
-            o.layout_model = path_arg(path, "path")?;
-            Ok(())
-        })
-    }
+    unsafe { set(options, || path_arg(path, "path"), |o| &mut o.layout_model) }
 }
 
 /// Sets the tile cost model file; NULL selects the embedded default.
@@ -205,12 +219,7 @@ pub unsafe extern "C" fn hlo_opt_options_set_tile_model(
     path: *const c_char,
 ) -> hlo_opt_status_t {
     // SAFETY: forwarded from the caller.
-    unsafe {
-        with_options(options, |o| {
-            o.tile_model = path_arg(path, "path")?;
-            Ok(())
-        })
-    }
+    unsafe { set(options, || path_arg(path, "path"), |o| &mut o.tile_model) }
 }
 
 /// Sets the seed of every randomized search (same input, model and seed give
@@ -224,12 +233,7 @@ pub unsafe extern "C" fn hlo_opt_options_set_seed(
     seed: u64,
 ) -> hlo_opt_status_t {
     // SAFETY: forwarded from the caller.
-    unsafe {
-        with_options(options, |o| {
-            o.seed = seed;
-            Ok(())
-        })
-    }
+    unsafe { set(options, || Ok(seed), |o| &mut o.seed) }
 }
 
 /// Sets the maximum number of configurations a search scores per module (> 0).
@@ -242,18 +246,7 @@ pub unsafe extern "C" fn hlo_opt_options_set_budget(
     budget: usize,
 ) -> hlo_opt_status_t {
     // SAFETY: forwarded from the caller.
-    unsafe {
-        with_options(options, |o| {
-            if budget == 0 {
-                return Err(Failure::new(
-                    hlo_opt_status_t::HLO_OPT_ERROR_INVALID_ARGUMENT,
-                    "budget must be > 0",
-                ));
-            }
-            o.budget = budget;
-            Ok(())
-        })
-    }
+    unsafe { set(options, || positive(budget, "budget"), |o| &mut o.budget) }
 }
 
 /// Sets how many of the best-scored candidates a pass records in its report
@@ -267,18 +260,7 @@ pub unsafe extern "C" fn hlo_opt_options_set_top_k(
     top_k: usize,
 ) -> hlo_opt_status_t {
     // SAFETY: forwarded from the caller.
-    unsafe {
-        with_options(options, |o| {
-            if top_k == 0 {
-                return Err(Failure::new(
-                    hlo_opt_status_t::HLO_OPT_ERROR_INVALID_ARGUMENT,
-                    "top_k must be > 0",
-                ));
-            }
-            o.top_k = top_k;
-            Ok(())
-        })
-    }
+    unsafe { set(options, || positive(top_k, "top_k"), |o| &mut o.top_k) }
 }
 
 /// Sets ONNX Runtime's intra-op thread count (0 = ONNX Runtime's default).
@@ -291,12 +273,7 @@ pub unsafe extern "C" fn hlo_opt_options_set_threads(
     threads: usize,
 ) -> hlo_opt_status_t {
     // SAFETY: forwarded from the caller.
-    unsafe {
-        with_options(options, |o| {
-            o.threads = threads;
-            Ok(())
-        })
-    }
+    unsafe { set(options, || Ok(threads), |o| &mut o.threads) }
 }
 
 /// Whether to run the verifier after each pass (non-zero = yes, the default).
@@ -309,12 +286,7 @@ pub unsafe extern "C" fn hlo_opt_options_set_verify_each(
     verify_each: c_int,
 ) -> hlo_opt_status_t {
     // SAFETY: forwarded from the caller.
-    unsafe {
-        with_options(options, |o| {
-            o.verify_each = verify_each != 0;
-            Ok(())
-        })
-    }
+    unsafe { set(options, || Ok(verify_each != 0), |o| &mut o.verify_each) }
 }
 
 /// Sets (or, with `measure` NULL, clears) the measure callback.
@@ -330,18 +302,14 @@ pub unsafe extern "C" fn hlo_opt_options_set_measure(
     ctx: *mut c_void,
 ) -> hlo_opt_status_t {
     // SAFETY: forwarded from the caller.
-    unsafe {
-        with_options(options, |o| {
-            o.measure = measure.map(|f| CMeasure { f, ctx });
-            Ok(())
-        })
-    }
+    unsafe { set(
+            options,
+            || Ok(measure.map(|f| CMeasure { f, ctx })),
+            |o| &mut o.measure,
+        ) }
 }
 
 /// The options of a run given no options handle (the same as a fresh handle).
 pub(crate) fn default_pass_options() -> passes::PassOptions {
-    hlo_opt_options_t {
-        inner: Mutex::new(OptionsData::default()),
-    }
-    .to_pass_options()
+    hlo_opt_options_t::with_defaults().to_pass_options()
 }

@@ -27,6 +27,8 @@ use crate::error::{Error, Pos, Result};
 use crate::ir::*;
 use crate::opcode::Opcode;
 
+mod compact_gte;
+
 #[derive(pest_derive::Parser)]
 #[grammar = "hlo.pest"]
 struct HloParser;
@@ -143,8 +145,9 @@ fn describe(rule: &Rule) -> &'static str {
         Rule::param_decl => "a parameter declaration `name: shape`",
         Rule::instruction => "an instruction (`name = shape opcode(operands)`) or `}`",
         Rule::root_kw => "`ROOT`",
-        Rule::parameter_call => "`parameter(N)`",
-        Rule::constant_call => "`constant(literal)`",
+        // `constant({...})` is only tried after the generic `opcode(...)`
+        // form failed; to a person both are "an opcode".
+        Rule::constant_call => "an opcode",
         Rule::literal => "a literal",
         Rule::generic_call => "an opcode with operands `opcode(...)`",
         Rule::opcode => "an opcode",
@@ -190,9 +193,17 @@ fn pest_error(e: pest::error::Error<Rule>, text: &str, filename: &str, base: usi
             positives,
             negatives,
         } => {
-            let mut pos: Vec<&str> = positives.iter().map(describe).collect();
-            pos.dedup();
+            let mut pos: Vec<&str> = Vec::new();
+            for d in positives.iter().map(describe) {
+                if !pos.contains(&d) {
+                    pos.push(d);
+                }
+            }
             let found = found_token(text, offset);
+            // `%t#a`: a compact tuple-element operand needs an index.
+            if pos == ["an integer"] && offset > 0 && text.as_bytes().get(offset - 1) == Some(&b'#') {
+                pos[0] = "a tuple index (an integer) after `#`";
+            }
             if !pos.is_empty() {
                 let mut m = format!("expected {}", join_or(&pos));
                 m.push_str(&format!(", found {found}"));
@@ -408,6 +419,8 @@ struct Lowerer<'a> {
     inst_offsets: Vec<u32>,
     /// Byte offset of each computation's name (indexed by `CompId::index`).
     comp_offsets: Vec<u32>,
+    /// Per computation: get-tuple-elements made for `%t#i` operands.
+    gte: compact_gte::CompactGtes,
 }
 
 fn strip_pct(s: &str) -> &str {
@@ -427,6 +440,7 @@ impl<'a> Lowerer<'a> {
             scratch,
             inst_offsets: Vec::new(),
             comp_offsets: Vec::new(),
+            gte: Default::default(),
         }
     }
 
@@ -645,9 +659,11 @@ impl<'a> Lowerer<'a> {
     fn body(&mut self, cid: CompId, insts: Vec<Pair<'a, Rule>>, start: usize) -> Result<InstId> {
         let saved_names = std::mem::take(&mut self.names);
         let saved_pending = std::mem::take(&mut self.pending);
+        let saved_gte = std::mem::take(&mut self.gte);
         let r = self.body_inner(cid, insts, start);
         self.names = saved_names;
         self.pending = saved_pending;
+        self.gte = saved_gte;
         r
     }
 
@@ -674,6 +690,7 @@ impl<'a> Lowerer<'a> {
             }
         }
         self.resolve_pending()?;
+        self.finish_compact_gtes(cid);
         let comp_name = self.m.comp(cid).name.clone();
         let root = root.ok_or_else(|| {
             self.err(
@@ -741,8 +758,12 @@ impl<'a> Lowerer<'a> {
                 name,
                 offset,
             } = self.pending[i];
-            let Some(&target) = self.names.get(name) else {
-                return Err(self.err(offset, format!("use of undefined instruction %{name}")));
+            let target = match self.names.get(name) {
+                Some(&t) => t,
+                None if name.contains('#') => self.resolve_compact(name, offset)?,
+                None => {
+                    return Err(self.err(offset, format!("use of undefined instruction %{name}")))
+                }
             };
             let inst = self.m.inst_mut(user);
             if slot == usize::MAX {
@@ -910,24 +931,40 @@ impl<'a> Lowerer<'a> {
         let placeholder = InstId::from_index(0);
         let mut wrapped_op: Option<&'a str> = None;
         let opcode = match call.as_rule() {
-            Rule::parameter_call => {
-                let n = call.into_inner().next().map_or("", |p| p.as_str());
-                payload = Some(n.into());
-                Opcode::Parameter
-            }
             Rule::constant_call => {
                 let lit = call.into_inner().next().map_or("", |p| p.as_str()).trim();
                 payload = Some(lit.into());
                 Opcode::Constant
             }
             _ => {
+                let call_text = call.as_str();
                 let mut inner = call.into_inner();
                 let op = inner
                     .next()
                     .ok_or_else(|| self.err(call_off, "expected an opcode"))?;
                 let (opcode, wrapped) = self.opcode(op.as_str(), call_off)?;
                 wrapped_op = wrapped;
+                if matches!(opcode, Opcode::Parameter | Opcode::Constant) {
+                    // `parameter(3)` / `constant(1.5)` parsed in the generic
+                    // form: the parenthesised text is the payload.
+                    let text = call_text;
+                    let open = text.find('(').map_or(text.len(), |p| p + 1);
+                    let close = text.rfind(')').unwrap_or(text.len()).max(open);
+                    let inner_text = text[open..close].trim();
+                    if opcode == Opcode::Parameter
+                        && (inner_text.is_empty() || !inner_text.bytes().all(|b| b.is_ascii_digit()))
+                    {
+                        return Err(self.err(
+                            call_off + open,
+                            format!("`parameter` expects its number, e.g. `parameter(0)`, found `{inner_text}`"),
+                        ));
+                    }
+                    payload = Some(inner_text.into());
+                }
                 for operand in inner {
+                    if payload.is_some() {
+                        break;
+                    }
                     let otext = operand.as_str();
                     if is_name(otext) {
                         let n = strip_pct(otext);
@@ -974,13 +1011,31 @@ impl<'a> Lowerer<'a> {
                         continue;
                     }
                     let roff = self.pos(&r);
+                    let rtext = strip_pct(r.as_str());
                     let mut ri = r.into_inner();
                     let n = strip_pct(ri.next().map_or("", |p| p.as_str()));
                     if ri.next().is_some() {
-                        return Err(self.err(
-                            roff,
-                            format!("tuple-element operands (`%{n}#i`) are not supported; use get-tuple-element"),
-                        ));
+                        // `%t#i#j`: XLA's compact get-tuple-element (compact_gte.rs).
+                        let typed = match typed {
+                            Some(t) => {
+                                let toff = self.pos(&t);
+                                Some((self.shape(t)?, toff))
+                            }
+                            None => None,
+                        };
+                        match self.compact_operand(rtext, roff, typed)? {
+                            Some(g) => operands.push(g),
+                            None => {
+                                pend.push(PendingRef {
+                                    user: placeholder,
+                                    slot: operands.len(),
+                                    name: rtext,
+                                    offset: roff,
+                                });
+                                operands.push(placeholder);
+                            }
+                        }
+                        continue;
                     }
                     match self.names.get(n) {
                         Some(&target) => operands.push(target),
@@ -1095,7 +1150,6 @@ impl<'a> Lowerer<'a> {
         let it = pair.clone().into_inner();
         let opname = match it.clone().next() {
             Some(c) => match c.as_rule() {
-                Rule::parameter_call => "parameter",
                 Rule::constant_call => "constant",
                 _ => c.into_inner().next().map_or("op", |o| o.as_str()),
             },
@@ -1791,7 +1845,10 @@ fn check_value(t: PrimType, tok: &str) -> std::result::Result<(), String> {
         return Ok(());
     }
     let body = lower.trim_start_matches(['-', '+']);
-    if body.starts_with("nan") || body.starts_with("inf") {
+    if let Some(payload) = body.strip_prefix("nan") {
+        return check_nan_payload(t, payload, tok);
+    }
+    if body.starts_with("inf") {
         return Ok(());
     }
     let Ok(v) = lower.parse::<f64>() else {
@@ -1816,6 +1873,60 @@ fn check_value(t: PrimType, tok: &str) -> std::result::Result<(), String> {
     if v.abs() >= limit {
         return Err(format!(
             "value {tok} is out of range for {t} [-{max:e}, {max:e}]"
+        ));
+    }
+    Ok(())
+}
+
+/// Payload bits of a NaN of element type `t` as XLA counts them
+/// (`NanPayloadBits`): the mantissa bits of types with signaling NaNs, 0 for
+/// the `fn`/`fnuz`/`fnu` types, whose single NaN encoding has no payload.
+fn nan_payload_bits(t: PrimType) -> u32 {
+    match t {
+        PrimType::F16 => 10,
+        PrimType::Bf16 => 7,
+        PrimType::F32 => 23,
+        PrimType::F64 => 52,
+        PrimType::F8E5M2 => 2,
+        PrimType::F8E4M3 => 3,
+        PrimType::F8E3M4 => 4,
+        _ => 0,
+    }
+}
+
+/// `nan` or `nan(0x<hex>)` (`rest` is what follows `nan`, lowercased): XLA
+/// reads the payload into a double NaN, then requires it to fit the
+/// element type's payload bits. The payload of a plain quiet NaN
+/// (`0x8000000000000`) fits every type.
+fn check_nan_payload(t: PrimType, rest: &str, tok: &str) -> std::result::Result<(), String> {
+    if rest.is_empty() {
+        return Ok(());
+    }
+    let hex = rest
+        .strip_prefix("(0x")
+        .and_then(|r| r.strip_suffix(')'))
+        .filter(|h| !h.is_empty() && h.bytes().all(|b| b.is_ascii_hexdigit()));
+    let payload = hex.and_then(|h| u64::from_str_radix(h, 16).ok());
+    const DOUBLE_MASK: u64 = (1 << 52) - 1;
+    const QUIET_WITHOUT_PAYLOAD: u64 = 1 << 51;
+    let Some(payload) = payload.filter(|&p| p >= 1 && p <= DOUBLE_MASK) else {
+        return Err(format!(
+            "a NaN with payload is written `nan(0x<hex>)` with a payload between 0x1 and 0x{DOUBLE_MASK:x}, found `{tok}`"
+        ));
+    };
+    if payload == QUIET_WITHOUT_PAYLOAD {
+        return Ok(());
+    }
+    let bits = nan_payload_bits(t);
+    if bits == 0 {
+        return Err(format!(
+            "{t} does not support NaN payloads; write `nan` instead of `{tok}`"
+        ));
+    }
+    let largest = (1u64 << bits) - 1;
+    if payload > largest {
+        return Err(format!(
+            "NaN payload 0x{payload:x} is out of range for {t}: the largest payload is 0x{largest:x}"
         ));
     }
     Ok(())

@@ -358,6 +358,34 @@ fn overflow<T>(what: &str) -> Result<T> {
     err(format!("{what} overflows a 64-bit size"))
 }
 
+/// The shape of an operation with one `what=` entry per operand dimension
+/// (reduce-window, slice, pad): dimension `i` has size `size(i, operand
+/// size, entry)`; element type and dynamic dimensions are the operand's.
+fn per_dimension<T>(
+    operand: &ArrayShape,
+    what: &str,
+    entries: &[T],
+    mut size: impl FnMut(usize, i64, &T) -> Result<i64>,
+) -> Result<ArrayShape> {
+    if entries.len() != operand.rank() {
+        return err(format!(
+            "{what} has {} dimensions but the operand {} has rank {}",
+            entries.len(),
+            fmt_array(operand),
+            operand.rank()
+        ));
+    }
+    let dims = entries
+        .iter()
+        .enumerate()
+        .map(|(i, e)| size(i, operand.dims[i], e))
+        .collect::<Result<Dims>>()?;
+    let dynamic = (0..operand.rank())
+        .map(|d| operand.is_dynamic_dim(d))
+        .collect();
+    Ok(array(operand.elem, dims, dynamic))
+}
+
 /// Output size of one window dimension over a base of size `base` (XLA's
 /// `InferWindowOutputShape`): the base is dilated and padded, the window is
 /// dilated, and the window is placed every `stride` elements.
@@ -414,25 +442,9 @@ pub fn window_output_dim(base: i64, w: &WindowDim) -> Result<i64> {
 
 /// `reduce-window`: one window dimension per operand dimension.
 pub fn infer_reduce_window_shape(operand: &ArrayShape, window: &[WindowDim]) -> Result<ArrayShape> {
-    if window.len() != operand.rank() {
-        return err(format!(
-            "window has {} dimensions but the operand {} has rank {}",
-            window.len(),
-            fmt_array(operand),
-            operand.rank()
-        ));
-    }
-    let mut dims = Dims::new();
-    for (i, w) in window.iter().enumerate() {
-        dims.push(
-            window_output_dim(operand.dims[i], w)
-                .map_err(|e| ShapeError(format!("window dimension {i}: {e}")))?,
-        );
-    }
-    let dynamic = (0..operand.rank())
-        .map(|d| operand.is_dynamic_dim(d))
-        .collect();
-    Ok(array(operand.elem, dims, dynamic))
+    per_dimension(operand, "window", window, |i, size, w| {
+        window_output_dim(size, w).map_err(|e| ShapeError(format!("window dimension {i}: {e}")))
+    })
 }
 
 // ---------------------------------------------------------------------------
@@ -689,17 +701,7 @@ pub struct SliceDim {
 /// `slice(operand)`: size `ceil((limit - start) / stride)` per dimension,
 /// with `0 <= start <= limit <= size` and `stride >= 1`.
 pub fn infer_slice_shape(operand: &ArrayShape, slice: &[SliceDim]) -> Result<ArrayShape> {
-    if slice.len() != operand.rank() {
-        return err(format!(
-            "slice has {} dimensions but the operand {} has rank {}",
-            slice.len(),
-            fmt_array(operand),
-            operand.rank()
-        ));
-    }
-    let mut dims = Dims::new();
-    for (i, s) in slice.iter().enumerate() {
-        let size = operand.dims[i];
+    per_dimension(operand, "slice", slice, |i, size, s| {
         let in_range =
             0 <= s.start && s.start <= s.limit && (size == UNBOUNDED_DIM || s.limit <= size);
         if !in_range || s.stride < 1 {
@@ -712,12 +714,8 @@ pub fn infer_slice_shape(operand: &ArrayShape, slice: &[SliceDim]) -> Result<Arr
             ));
         }
         let len = s.limit - s.start;
-        dims.push(len / s.stride + i64::from(len % s.stride != 0));
-    }
-    let dynamic = (0..operand.rank())
-        .map(|d| operand.is_dynamic_dim(d))
-        .collect();
-    Ok(array(operand.elem, dims, dynamic))
+        Ok(len / s.stride + i64::from(len % s.stride != 0))
+    })
 }
 
 /// `concatenate(a, b, ...), dimensions={d}`: equal ranks, equal sizes except
@@ -777,17 +775,7 @@ pub struct PadDim {
 /// `pad(operand, value)`: `lo + size + (size - 1) * interior + hi` per
 /// dimension; `lo`/`hi` may be negative, `interior` may not.
 pub fn infer_pad_shape(operand: &ArrayShape, padding: &[PadDim]) -> Result<ArrayShape> {
-    if padding.len() != operand.rank() {
-        return err(format!(
-            "padding has {} dimensions but the operand {} has rank {}",
-            padding.len(),
-            fmt_array(operand),
-            operand.rank()
-        ));
-    }
-    let mut dims = Dims::new();
-    for (i, p) in padding.iter().enumerate() {
-        let size = operand.dims[i];
+    per_dimension(operand, "padding", padding, |i, size, p| {
         if p.interior < 0 {
             return err(format!(
                 "interior padding {} of dimension {i} is negative",
@@ -795,8 +783,7 @@ pub fn infer_pad_shape(operand: &ArrayShape, padding: &[PadDim]) -> Result<Array
             ));
         }
         if size == UNBOUNDED_DIM {
-            dims.push(UNBOUNDED_DIM);
-            continue;
+            return Ok(UNBOUNDED_DIM);
         }
         let out = (size.max(1) - 1)
             .checked_mul(p.interior)
@@ -804,20 +791,14 @@ pub fn infer_pad_shape(operand: &ArrayShape, padding: &[PadDim]) -> Result<Array
             .and_then(|x| x.checked_add(p.lo))
             .and_then(|x| x.checked_add(p.hi));
         match out {
-            Some(v) if v >= 0 => dims.push(v),
-            Some(v) => {
-                return err(format!(
-                    "padding {}_{}_{} of dimension {i} (size {size}) gives a negative size {v}",
-                    p.lo, p.hi, p.interior
-                ))
-            }
-            None => return overflow("padded size"),
+            Some(v) if v >= 0 => Ok(v),
+            Some(v) => err(format!(
+                "padding {}_{}_{} of dimension {i} (size {size}) gives a negative size {v}",
+                p.lo, p.hi, p.interior
+            )),
+            None => overflow("padded size"),
         }
-    }
-    let dynamic = (0..operand.rank())
-        .map(|d| operand.is_dynamic_dim(d))
-        .collect();
-    Ok(array(operand.elem, dims, dynamic))
+    })
 }
 
 // ---------------------------------------------------------------------------
@@ -954,14 +935,19 @@ fn parse_i64(s: &str, whole: &str, what: &str) -> Result<i64> {
     })
 }
 
-/// Decodes `{1,0}` (braces optional, spaces allowed, `{}` is empty).
-pub fn parse_int_list(text: &str) -> Result<Dims> {
+/// `text` without surrounding white space and one optional pair of braces
+/// (`{1,0}` -> `1,0`).
+pub fn strip_braces(text: &str) -> &str {
     let t = text.trim();
-    let inner = t
-        .strip_prefix('{')
+    t.strip_prefix('{')
         .and_then(|r| r.strip_suffix('}'))
         .unwrap_or(t)
-        .trim();
+        .trim()
+}
+
+/// Decodes `{1,0}` (braces optional, spaces allowed, `{}` is empty).
+pub fn parse_int_list(text: &str) -> Result<Dims> {
+    let inner = strip_braces(text);
     if inner.is_empty() {
         return Ok(Dims::new());
     }
@@ -975,12 +961,7 @@ pub fn parse_int_list(text: &str) -> Result<Dims> {
 /// (braces optional). Fields may come in any order; absent fields take
 /// their defaults.
 pub fn parse_window(text: &str) -> Result<Vec<WindowDim>> {
-    let t = text.trim();
-    let inner = t
-        .strip_prefix('{')
-        .and_then(|r| r.strip_suffix('}'))
-        .unwrap_or(t)
-        .trim();
+    let inner = strip_braces(text);
     let mut dims: Vec<WindowDim> = Vec::new();
     let mut rank: Option<usize> = None;
     for field in inner.split_whitespace() {
@@ -1027,12 +1008,7 @@ pub fn parse_window(text: &str) -> Result<Vec<WindowDim>> {
 
 /// Decodes `slice={[0:4:1], [2:3]}` (stride defaults to 1).
 pub fn parse_slice(text: &str) -> Result<Vec<SliceDim>> {
-    let t = text.trim();
-    let inner = t
-        .strip_prefix('{')
-        .and_then(|r| r.strip_suffix('}'))
-        .unwrap_or(t)
-        .trim();
+    let inner = strip_braces(text);
     if inner.is_empty() {
         return Ok(Vec::new());
     }

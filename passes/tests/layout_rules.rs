@@ -4,7 +4,7 @@
 
 use hlo::{InstId, Module, Opcode};
 use indexmap::IndexMap;
-use passes::layout::assign::{assign, Decision};
+use passes::layout::assign::{assign, Assignment, Decision};
 use passes::layout::dims::M2M;
 use smallvec::SmallVec;
 
@@ -47,6 +47,21 @@ fn decide(
     d
 }
 
+/// Parses `text`, assigns the one decision `decide` makes for `%name`, and
+/// checks that the rewritten module verifies.
+fn assign_one(
+    text: &str,
+    name: &str,
+    output: Option<&[i64]>,
+    operands: &[(usize, &[i64])],
+) -> (Module, Assignment) {
+    let mut m = parse(text);
+    let d = decide(&m, name, output, operands);
+    let a = assign(&mut m, &d).expect("assigns");
+    hlo::verify(&m).expect("verifies");
+    (m, a)
+}
+
 fn copies(m: &Module) -> Vec<String> {
     m.all_instructions()
         .filter(|&i| m.inst(i).opcode == Opcode::Copy)
@@ -72,9 +87,7 @@ ENTRY %main (a: f32[8,16], b: f32[16,4]) -> f32[8,4] {
 
 #[test]
 fn a_chosen_layout_flows_to_consumers_until_a_constraint_needs_a_copy() {
-    let mut m = parse(DOT_CHAIN);
-    let d = decide(&m, "dot", Some(&[0, 1]), &[]);
-    let a = assign(&mut m, &d).expect("assigns");
+    let (m, a) = assign_one(DOT_CHAIN, "dot", Some(&[0, 1]), &[]);
     // The root keeps {1,0}; between the dot ({0,1}) and the root exactly one
     // copy converts (the free exponential may sit on either side of it).
     assert_eq!(layout_of(&m, "dot"), vec![0, 1]);
@@ -89,16 +102,13 @@ fn a_chosen_layout_flows_to_consumers_until_a_constraint_needs_a_copy() {
     // Both operands of the add read the same value: one copy serves both.
     let r = m.inst(find(&m, "r"));
     assert_eq!(r.operands[0], r.operands[1]);
-    hlo::verify(&m).expect("verifies");
 }
 
 #[test]
 fn an_operand_requirement_is_adopted_by_a_free_producer_instead_of_copying() {
-    let mut m = parse(DOT_CHAIN);
     // The dot wants its lhs column-major: %na (a negate) can produce that
     // directly, so the copy moves up to the parameter, which may not change.
-    let d = decide(&m, "dot", None, &[(0, &[0, 1])]);
-    assign(&mut m, &d).expect("assigns");
+    let (m, _) = assign_one(DOT_CHAIN, "dot", None, &[(0, &[0, 1])]);
     assert_eq!(layout_of(&m, "na"), vec![0, 1]);
     assert_eq!(
         layout_of(&m, "a"),
@@ -106,7 +116,6 @@ fn an_operand_requirement_is_adopted_by_a_free_producer_instead_of_copying() {
         "entry parameters keep their layout"
     );
     assert_eq!(copies(&m), vec!["copy.1 <- a".to_string()]);
-    hlo::verify(&m).expect("verifies");
 }
 
 #[test]
@@ -141,9 +150,7 @@ ENTRY %main (p: f32[2,3,4]) -> (f32[4,4], f32[2,2]) {
   ROOT %out = (f32[4,4]{1,0}, f32[2,2]{1,0}) tuple(%d1, %d2)
 }
 "#;
-    let mut m = parse(text);
-    let d = decide(&m, "n", Some(&[0, 1, 2]), &[]);
-    let a = assign(&mut m, &d).expect("assigns");
+    let (m, a) = assign_one(text, "n", Some(&[0, 1, 2]), &[]);
     // transpose: output dim i is operand dim perm[i]; the bitcast layout of
     // {0,1,2} through perm {2,0,1} is {1,2,0}.
     assert_eq!(layout_of(&m, "t"), vec![1, 2, 0]);
@@ -153,7 +160,6 @@ ENTRY %main (p: f32[2,3,4]) -> (f32[4,4], f32[2,2]) {
     // need nothing), so the copy is the only one, at the parameter.
     assert_eq!(a.copies.len(), 1);
     assert_eq!(copies(&m), vec!["copy.1 <- p".to_string()]);
-    hlo::verify(&m).expect("verifies");
 }
 
 #[test]
@@ -187,13 +193,10 @@ ENTRY %main (p: f32[4,8]) -> f32[4,8] {
   ROOT %res = f32[4,8]{1,0} get-tuple-element(%loop), index=1
 }
 "#;
-    let mut m = parse(text);
-    let d = decide(&m, "d", Some(&[0, 1]), &[]);
-    assign(&mut m, &d).expect("assigns");
+    let (m, _) = assign_one(text, "d", Some(&[0, 1]), &[]);
     assert_eq!(layout_of(&m, "d"), vec![0, 1]);
     // The body must hand back what it received: a copy before its root tuple.
     assert_eq!(copies(&m), vec!["copy.1 <- d".to_string()]);
-    hlo::verify(&m).expect("verifies");
 }
 
 #[test]
@@ -207,12 +210,9 @@ ENTRY %main (p: f32[4,8]) -> f32[4,4] {
   ROOT %c = f32[4,4]{1,0} custom-call(%d), custom_call_target="foo", operand_layout_constraints={f32[4,4]{1,0}}
 }
 "#;
-    let mut m = parse(text);
-    let d = decide(&m, "d", Some(&[0, 1]), &[]);
-    assign(&mut m, &d).expect("assigns");
+    let (m, _) = assign_one(text, "d", Some(&[0, 1]), &[]);
     assert_eq!(layout_of(&m, "d"), vec![0, 1]);
     assert_eq!(copies(&m), vec!["copy.1 <- d".to_string()]);
-    hlo::verify(&m).expect("verifies");
 }
 
 #[test]

@@ -13,8 +13,10 @@
 //!   default ONNX model of each file's task.
 //!
 //! Output is deterministic for the same input and model. Errors are rendered
-//! for people on stderr with exit status 1 (2 for bad flags); an error in one
-//! file of `eval` is reported and the other files are still evaluated.
+//! for people on stderr with exit status 1 (2 for bad flags): invalid HLO as
+//! `hlo-opt` renders it (`file:line:col: error: ...`, the source line and a
+//! caret), anything else as `hlo-cost: error: ...`; an error in one file of
+//! `eval` is reported and the other files are still evaluated.
 
 use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
@@ -125,15 +127,40 @@ impl From<costmodel::CostModelError> for CliError {
     }
 }
 
+/// A failure of a command: an HLO error is printed as [`hlo::Error::render`]
+/// renders it (`file:line:col: error: ...`, the source line and a caret, as
+/// `hlo-opt` prints it); anything else as `hlo-cost: error: MESSAGE`.
+#[derive(Debug)]
+enum Failure {
+    Hlo(hlo::Error),
+    Cli(CliError),
+}
+
+impl From<CliError> for Failure {
+    fn from(e: CliError) -> Self {
+        Failure::Cli(e)
+    }
+}
+
+impl From<costmodel::CostModelError> for Failure {
+    fn from(e: costmodel::CostModelError) -> Self {
+        Failure::Cli(e.into())
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Featurize(args) => featurize(&args),
-        Command::Eval(args) => eval(&args),
+        Command::Eval(args) => eval(&args).map_err(Failure::Cli),
     };
     match result {
         Ok(code) => code,
-        Err(CliError(message)) => {
+        Err(Failure::Hlo(e)) => {
+            eprintln!("{}", e.render());
+            ExitCode::FAILURE
+        }
+        Err(Failure::Cli(CliError(message))) => {
             eprintln!("hlo-cost: error: {message}");
             ExitCode::FAILURE
         }
@@ -143,31 +170,12 @@ fn main() -> ExitCode {
 // ---------------------------------------------------------------------------
 // featurize
 
-/// Renders an `hlo::Error` with the source line and a caret under the column.
-fn render_hlo(e: &hlo::Error) -> String {
-    match e {
-        hlo::Error::Parse {
-            pos,
-            message,
-            snippet,
-        } => {
-            let pad: String = snippet
-                .chars()
-                .take(pos.col.saturating_sub(1))
-                .map(|c| if c == '\t' { '\t' } else { ' ' })
-                .collect();
-            format!("{pos}: {message}\n{snippet}\n{pad}^")
-        }
-        other => other.to_string(),
-    }
-}
-
-fn featurize(args: &FeaturizeArgs) -> Result<ExitCode, CliError> {
+fn featurize(args: &FeaturizeArgs) -> Result<ExitCode, Failure> {
     let task = args.task.task();
     let name = args.input.display().to_string();
     let text =
         std::fs::read_to_string(&args.input).map_err(|e| CliError(format!("{name}: {e}")))?;
-    let module = hlo::parse_module_named(&text, &name).map_err(|e| CliError(render_hlo(&e)))?;
+    let module = hlo::parse_module_named(&text, &name).map_err(Failure::Hlo)?;
     let f = costmodel::features::featurize(&module, task)
         .map_err(|e| CliError(format!("{name}: {e}")))?;
     let graph = &f.graph;

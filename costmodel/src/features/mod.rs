@@ -17,6 +17,10 @@
 //!
 //! Configuration rows: [`layout_config_row`] (18) and [`tile_config_row`] (24).
 //!
+//! Attribute values (window, dim_labels, slice, padding, integer lists) are
+//! decoded by [`hlo::attrs`], the one decoding path the verifier and the
+//! passes also use.
+//!
 //! Documented fallbacks (the dataset's own behaviour): an opcode the TpuGraphs
 //! list does not know gets id 0; an element type it has no slot for leaves the
 //! one-hot group all zero; a rank above 6 is truncated to 6 leading values
@@ -25,7 +29,6 @@
 pub mod config;
 pub mod node;
 pub mod opcode;
-mod text;
 
 use hlo::{CompId, InstId, Module, Opcode};
 

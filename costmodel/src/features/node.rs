@@ -12,9 +12,8 @@
 //!   `_sum` / `_product` cover every element, as the dataset does; sums and
 //!   products are 64-bit integers with wrap-around, then rounded to `f32`.
 
-use hlo::{AttrValue, InstId, Instruction, Module, Opcode, PrimType, Shape};
-
-use super::text;
+use hlo::attrs::{AttrError, ConvDims};
+use hlo::{InstId, Instruction, Module, Opcode, PrimType, Shape};
 use crate::error::{CostModelError, Result};
 use crate::graph::NODE_FEAT_DIM;
 
@@ -144,63 +143,29 @@ fn element_type_slot(t: PrimType) -> Option<usize> {
 }
 const TUPLE_SLOT: usize = 16;
 
-fn attr_err(inst: &Instruction, key: &str, e: String) -> CostModelError {
-    CostModelError::Featurize(format!("%{}: attribute `{key}`: {e}", inst.name))
+/// An attribute the instruction carries but [`hlo::attrs`] cannot decode,
+/// named with the instruction.
+fn attr_err(inst: &Instruction, e: AttrError) -> CostModelError {
+    CostModelError::Featurize(format!("%{}: {e}", inst.name))
 }
 
-/// The raw text of the attributes the features read, found in one pass over
-/// the instruction's attributes (the first of a repeated key wins).
-#[derive(Default)]
-struct Found<'a> {
-    dimensions: Option<&'a str>,
-    iota_dimension: Option<&'a str>,
-    window: Option<&'a str>,
-    dim_labels: Option<&'a str>,
-    feature_group_count: Option<&'a str>,
-    batch_group_count: Option<&'a str>,
-    slice: Option<&'a str>,
-    dynamic_slice_sizes: Option<&'a str>,
-    padding: Option<&'a str>,
-    is_stable: Option<&'a str>,
-}
-
-impl<'a> Found<'a> {
-    fn scan(inst: &'a Instruction) -> Self {
-        let mut f = Found::default();
-        for a in &inst.attrs {
-            let AttrValue::Raw(v) = &a.value else {
-                continue;
-            };
-            let slot = match &*a.key {
-                "dimensions" => &mut f.dimensions,
-                "iota_dimension" => &mut f.iota_dimension,
-                "window" => &mut f.window,
-                "dim_labels" => &mut f.dim_labels,
-                "feature_group_count" => &mut f.feature_group_count,
-                "batch_group_count" => &mut f.batch_group_count,
-                "slice" => &mut f.slice,
-                "dynamic_slice_sizes" => &mut f.dynamic_slice_sizes,
-                "padding" => &mut f.padding,
-                "is_stable" => &mut f.is_stable,
-                _ => continue,
-            };
-            slot.get_or_insert(v);
-        }
-        f
+/// The convolution dimension numbers as the proto holds them (all 0 when
+/// absent); labels that leave a role unassigned (`?`) are an error, since
+/// the proto has no value for them.
+fn conv_dims(inst: &Instruction) -> Result<ConvDims> {
+    let Some(c) = inst.conv_dims().map_err(|e| attr_err(inst, e))? else {
+        return Ok(ConvDims::default());
+    };
+    if !c.is_complete() {
+        return Err(attr_err(
+            inst,
+            AttrError {
+                key: "dim_labels".into(),
+                message: "a dimension has no role (`?` or a missing label)".into(),
+            },
+        ));
     }
-}
-
-/// Decodes a raw attribute text with `f`; `None` when the instruction lacks it.
-fn decode<T>(
-    inst: &Instruction,
-    key: &str,
-    raw: Option<&str>,
-    f: impl FnOnce(&str) -> Result<T, String>,
-) -> Result<Option<T>> {
-    match raw {
-        None => Ok(None),
-        Some(s) => f(s).map(Some).map_err(|e| attr_err(inst, key, e)),
-    }
+    Ok(c)
 }
 
 /// The 140 features of instruction `id` of `m`.
@@ -213,7 +178,7 @@ pub fn node_features(m: &Module, id: InstId, out: &mut [f32; NODE_FEAT_DIM]) -> 
         s => s,
     };
     let mut w = Writer { out, at: 0 };
-    let a = Found::scan(inst);
+    let attr = |e: AttrError| attr_err(inst, e);
 
     w.push_bool(m.comp(inst.parent).root == id);
     w.push(0.0); // element_size_in_bits: deprecated, always 0.
@@ -249,73 +214,59 @@ pub fn node_features(m: &Module, id: InstId, out: &mut [f32; NODE_FEAT_DIM]) -> 
     });
 
     // `dimensions` of the proto: `dimensions={...}`, or iota's `iota_dimension=`.
-    let dimensions = match decode(inst, "dimensions", a.dimensions, text::int_list)? {
+    let dimensions = match inst.dimensions().map_err(attr)? {
         Some(d) => d,
-        None => match decode(inst, "iota_dimension", a.iota_dimension, text::int)? {
-            Some(d) => std::iter::once(d).collect(),
-            None => text::Ints::new(),
-        },
+        None => inst
+            .iota_dimension()
+            .map_err(attr)?
+            .into_iter()
+            .collect(),
     };
     w.seq_no_agg::<6>(dimensions.iter().copied());
 
-    let window = decode(inst, "window", a.window, text::window)?.unwrap_or_default();
+    let window = inst.window().map_err(attr)?.unwrap_or_default();
     w.seq::<6>(window.iter().map(|d| d.size));
     w.seq::<6>(window.iter().map(|d| d.stride));
-    w.seq::<6>(window.iter().map(|d| d.padding_low));
-    w.seq::<6>(window.iter().map(|d| d.padding_high));
-    w.seq::<6>(window.iter().map(|d| d.window_dilation));
-    w.seq::<6>(window.iter().map(|d| d.base_dilation));
-    w.bools::<6>(window.iter().map(|d| d.window_reversal));
+    w.seq::<6>(window.iter().map(|d| d.pad_lo));
+    w.seq::<6>(window.iter().map(|d| d.pad_hi));
+    w.seq::<6>(window.iter().map(|d| d.rhs_dilation)); // window_dilation
+    w.seq::<6>(window.iter().map(|d| d.lhs_dilation)); // base_dilation
+    w.bools::<6>(window.iter().map(|d| d.reversal));
 
-    let conv = decode(inst, "dim_labels", a.dim_labels, text::dim_labels)?.unwrap_or_default();
-    w.push_i(conv.input_batch);
-    w.push_i(conv.input_feature);
+    let conv = conv_dims(inst)?;
+    w.push_i(conv.input_batch.unwrap_or(0));
+    w.push_i(conv.input_feature.unwrap_or(0));
     w.seq_no_agg::<4>(conv.input_spatial.iter().copied());
-    w.push_i(conv.kernel_input_feature);
-    w.push_i(conv.kernel_output_feature);
+    w.push_i(conv.kernel_input_feature.unwrap_or(0));
+    w.push_i(conv.kernel_output_feature.unwrap_or(0));
     w.seq_no_agg::<4>(conv.kernel_spatial.iter().copied());
-    w.push_i(conv.output_batch);
-    w.push_i(conv.output_feature);
+    w.push_i(conv.output_batch.unwrap_or(0));
+    w.push_i(conv.output_feature.unwrap_or(0));
 
     // Group counts live on convolutions and custom-calls (default 1); other protos leave them 0.
     let has_groups = matches!(inst.opcode, Opcode::Convolution | Opcode::CustomCall);
     let group_default = if has_groups { 1 } else { 0 };
-    w.push_i(
-        decode(
-            inst,
-            "feature_group_count",
-            a.feature_group_count,
-            text::int,
-        )?
-        .unwrap_or(group_default),
-    );
-    w.push_i(
-        decode(inst, "batch_group_count", a.batch_group_count, text::int)?.unwrap_or(group_default),
-    );
+    for key in ["feature_group_count", "batch_group_count"] {
+        w.push_i(inst.int_attr(key).map_err(attr)?.unwrap_or(group_default));
+    }
 
-    let slice = decode(inst, "slice", a.slice, text::slice)?.unwrap_or_default();
+    let slice = inst.slice().map_err(attr)?.unwrap_or_default();
     w.seq::<2>(slice.iter().map(|d| d.start));
     w.seq::<2>(slice.iter().map(|d| d.stride));
     w.seq::<2>(slice.iter().map(|d| d.limit));
 
-    let ds = decode(
-        inst,
-        "dynamic_slice_sizes",
-        a.dynamic_slice_sizes,
-        text::int_list,
-    )?
-    .unwrap_or_default();
+    let ds = inst.dynamic_slice_sizes().map_err(attr)?.unwrap_or_default();
     w.seq::<2>(ds.iter().copied());
 
     let pad = if inst.opcode == Opcode::Pad {
-        decode(inst, "padding", a.padding, text::padding)?.unwrap_or_default()
+        inst.padding().map_err(attr)?.unwrap_or_default()
     } else {
         Vec::new()
     };
-    w.seq::<2>(pad.iter().map(|d| d.low));
-    w.seq::<2>(pad.iter().map(|d| d.high));
+    w.seq::<2>(pad.iter().map(|d| d.lo)); // edge_padding_low
+    w.seq::<2>(pad.iter().map(|d| d.hi)); // edge_padding_high
 
-    w.push_bool(decode(inst, "is_stable", a.is_stable, text::boolean)?.unwrap_or(false));
+    w.push_bool(inst.bool_attr("is_stable").map_err(attr)?.unwrap_or(false));
 
     // Layout: the shape's minor-to-major; an array printed without a layout
     // gets XLA's default (descending) layout, as XLA's parser assigns it.

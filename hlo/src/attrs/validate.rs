@@ -1,0 +1,498 @@
+//! Format checks of attribute values against the grammar XLA's parser applies
+//! to them (`xla/hlo/parser/hlo_parser.cc`): windows, padding configs, shape
+//! indices, aliasing and buffer-donor lists, result accuracy, custom-call API
+//! versions, operand layout constraints, debug attributes.
+//!
+//! Every check takes the verbatim attribute text and returns `Err(message)`
+//! naming what is wrong and what was expected. The checks do not allocate on
+//! well-formed input (they run on every parse) and never panic on any text.
+
+use crate::ir::PrimType;
+
+/// Splits `text` at `sep` characters that are not nested inside `()`, `[]`,
+/// `{}` or a string, without allocating.
+pub fn split_top_level(text: &str, sep: u8) -> impl Iterator<Item = &str> {
+    let bytes = text.as_bytes();
+    let mut start = 0usize;
+    let mut i = 0usize;
+    let mut done = false;
+    std::iter::from_fn(move || {
+        if done {
+            return None;
+        }
+        let mut depth = 0i32;
+        let mut in_str = false;
+        while i < bytes.len() {
+            let b = bytes[i];
+            if in_str {
+                if b == b'\\' {
+                    i += 1;
+                } else if b == b'"' {
+                    in_str = false;
+                }
+            } else {
+                match b {
+                    b'"' => in_str = true,
+                    b'(' | b'[' | b'{' => depth += 1,
+                    b')' | b']' | b'}' => depth -= 1,
+                    _ if b == sep && depth == 0 => {
+                        let item = &text[start..i];
+                        i += 1;
+                        start = i;
+                        return Some(item);
+                    }
+                    _ => {}
+                }
+            }
+            i += 1;
+        }
+        done = true;
+        Some(&text[start.min(text.len())..])
+    })
+}
+
+fn strip_outer<'a>(text: &'a str, open: char, close: char) -> Option<&'a str> {
+    text.trim()
+        .strip_prefix(open)
+        .and_then(|r| r.strip_suffix(close))
+        .map(str::trim)
+}
+
+fn is_int(s: &str) -> bool {
+    s.trim().parse::<i64>().is_ok()
+}
+
+const WINDOW_FIELDS: [&str; 6] = [
+    "size",
+    "stride",
+    "pad",
+    "lhs_dilate",
+    "rhs_dilate",
+    "rhs_reversal",
+];
+
+/// `window={size=3x3 stride=2x2 pad=0_1x0_1 lhs_dilate=1x1 rhs_dilate=1x1
+/// rhs_reversal=0x0}`: known fields, each at most once, integers joined by
+/// `x` (`low_high` pairs for `pad`), every field with as many dimensions as
+/// `size`.
+pub fn check_window(text: &str) -> Result<(), String> {
+    let Some(inner) = strip_outer(text, '{', '}') else {
+        return Err(format!(
+            "window expects `{{size=... stride=... pad=...}}`, found `{}`",
+            text.trim()
+        ));
+    };
+    let mut counts: [Option<usize>; 6] = [None; 6];
+    for field in inner.split_whitespace() {
+        let Some((key, value)) = field.split_once('=') else {
+            return Err(format!(
+                "window expects `key=value` sub-attributes (size, stride, pad, lhs_dilate, rhs_dilate, rhs_reversal), found `{field}`"
+            ));
+        };
+        let Some(k) = WINDOW_FIELDS.iter().position(|f| *f == key) else {
+            return Err(format!(
+                "window has no sub-attribute `{key}`; expected size, stride, pad, lhs_dilate, rhs_dilate or rhs_reversal"
+            ));
+        };
+        if counts[k].is_some() {
+            return Err(format!("window sub-attribute `{key}=` appears twice"));
+        }
+        let mut n = 0usize;
+        for part in value.split('x') {
+            n += 1;
+            if key == "pad" {
+                let mut it = part.split('_');
+                let ok = matches!((it.next(), it.next(), it.next()), (Some(lo), Some(hi), None) if is_int(lo) && is_int(hi));
+                if !ok {
+                    return Err(format!(
+                        "window pad expects `low_high` pairs separated by '_' (one per dimension, joined by 'x'), found `{value}`"
+                    ));
+                }
+            } else if !is_int(part) {
+                return Err(format!(
+                    "window `{key}=` expects integers joined by 'x' (e.g. `3x3`), found `{value}`"
+                ));
+            }
+        }
+        counts[k] = Some(n);
+    }
+    let rank = counts[0].unwrap_or(0);
+    for (k, c) in counts.iter().enumerate().skip(1) {
+        if let Some(c) = *c {
+            if c != rank {
+                return Err(format!(
+                    "window `{}=` has {c} dimensions but `size=` has {rank}; they must match",
+                    WINDOW_FIELDS[k]
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `padding=0_0x1_1_2` of a pad: per dimension `low_high` or
+/// `low_high_interior`, dimensions joined by `x`.
+pub fn check_padding(text: &str) -> Result<(), String> {
+    let t = text.trim();
+    if t.is_empty() {
+        return Ok(());
+    }
+    for part in t.split('x') {
+        let mut n = 0usize;
+        for num in part.split('_') {
+            n += 1;
+            if !is_int(num) {
+                n = 0;
+                break;
+            }
+        }
+        if n != 2 && n != 3 {
+            return Err(format!(
+                "padding expects `low_high` or `low_high_interior` per dimension, joined by 'x' (e.g. `0_1x2_2_1`), found `{t}`"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A shape index `{}` or `{0, 1}`.
+pub fn check_shape_index(text: &str) -> Result<(), String> {
+    let Some(inner) = strip_outer(text, '{', '}') else {
+        return Err(format!(
+            "expects a shape index `{{i, j, ...}}` starting with '{{', found `{}`",
+            text.trim()
+        ));
+    };
+    if inner.is_empty() {
+        return Ok(());
+    }
+    for item in inner.split(',') {
+        if !is_int(item) {
+            return Err(format!(
+                "expects integers in the shape index `{{{inner}}}`, found `{}`",
+                item.trim()
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Module attribute `input_output_alias={ {out_index}: (param, {param_index}[, must-alias|may-alias]), ... }`.
+pub fn check_input_output_alias(text: &str) -> Result<(), String> {
+    let Some(inner) = strip_outer(text, '{', '}') else {
+        return Err(format!(
+            "input_output_alias expects `{{ {{output_index}}: (param, {{param_index}}), ... }}`, found `{}`",
+            text.trim()
+        ));
+    };
+    if inner.is_empty() {
+        return Ok(());
+    }
+    for entry in split_top_level(inner, b',') {
+        let entry = entry.trim();
+        let Some((out, rest)) = split_once_top_level(entry, b':') else {
+            return Err(format!(
+                "input_output_alias entries are `{{output_index}}: (param, {{param_index}})`, found `{entry}`"
+            ));
+        };
+        check_shape_index(out).map_err(|m| format!("input_output_alias output index: {m}"))?;
+        let Some(body) = strip_outer(rest, '(', ')') else {
+            return Err(format!(
+                "input_output_alias expects `(param, {{param_index}})` after `{}:`, found `{}`",
+                out.trim(),
+                rest.trim()
+            ));
+        };
+        let mut parts = split_top_level(body, b',');
+        let param = parts.next().unwrap_or("");
+        if !is_int(param) {
+            return Err(format!(
+                "input_output_alias expects an integer parameter number, found `{}`",
+                param.trim()
+            ));
+        }
+        let Some(index) = parts.next() else {
+            return Err(format!(
+                "input_output_alias expects `(param, {{param_index}})`, found `({body})`"
+            ));
+        };
+        check_shape_index(index)
+            .map_err(|m| format!("input_output_alias parameter index: {m}"))?;
+        if let Some(kind) = parts.next() {
+            let kind = kind.trim();
+            if kind != "must-alias" && kind != "may-alias" {
+                return Err(format!(
+                    "input_output_alias kind must be `must-alias` or `may-alias`, found `{kind}`"
+                ));
+            }
+        }
+        if let Some(extra) = parts.next() {
+            return Err(format!(
+                "input_output_alias entry has unexpected `{}`",
+                extra.trim()
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Module attribute `buffer_donor={ (param, {param_index}), ... }`.
+pub fn check_buffer_donor(text: &str) -> Result<(), String> {
+    let Some(inner) = strip_outer(text, '{', '}') else {
+        return Err(format!(
+            "buffer_donor expects `{{ (param, {{param_index}}), ... }}`, found `{}`",
+            text.trim()
+        ));
+    };
+    if inner.is_empty() {
+        return Ok(());
+    }
+    for entry in split_top_level(inner, b',') {
+        let entry = entry.trim();
+        let Some(body) = strip_outer(entry, '(', ')') else {
+            return Err(format!(
+                "buffer_donor entries are `(param, {{param_index}})`, found `{entry}`"
+            ));
+        };
+        let mut parts = split_top_level(body, b',');
+        let param = parts.next().unwrap_or("");
+        if !is_int(param) {
+            return Err(format!(
+                "buffer_donor expects an integer parameter number, found `{}`",
+                param.trim()
+            ));
+        }
+        match (parts.next(), parts.next()) {
+            (Some(index), None) => {
+                check_shape_index(index).map_err(|m| format!("buffer_donor parameter index: {m}"))?
+            }
+            _ => {
+                return Err(format!(
+                    "buffer_donor entries are `(param, {{param_index}})`, found `{entry}`"
+                ))
+            }
+        }
+    }
+    Ok(())
+}
+
+fn split_once_top_level(text: &str, sep: u8) -> Option<(&str, &str)> {
+    let first = split_top_level(text, sep).next()?;
+    if first.len() >= text.len() {
+        return None;
+    }
+    Some((first, &text[first.len() + 1..]))
+}
+
+/// Result accuracy modes (`ResultAccuracy::Mode`), matched case-insensitively
+/// as XLA does.
+pub const RESULT_ACCURACY_MODES: [&str; 3] = ["default", "highest", "tolerance"];
+
+/// `result_accuracy={mode=highest}` or `result_accuracy={tolerance={atol=0,rtol=0,ulps=1}}`.
+pub fn check_result_accuracy(text: &str) -> Result<(), String> {
+    let Some(inner) = strip_outer(text, '{', '}') else {
+        return Err(format!(
+            "result_accuracy expects `{{mode=...}}` or `{{tolerance={{atol=..,rtol=..,ulps=..}}}}`, found `{}`",
+            text.trim()
+        ));
+    };
+    let Some((key, value)) = inner.split_once('=') else {
+        return Err(format!(
+            "result_accuracy expects `mode=` or `tolerance=`, found `{inner}`"
+        ));
+    };
+    match key.trim() {
+        "mode" => {
+            let v = value.trim();
+            if RESULT_ACCURACY_MODES
+                .iter()
+                .any(|m| m.eq_ignore_ascii_case(v))
+            {
+                Ok(())
+            } else {
+                Err(format!(
+                    "unknown result accuracy mode `{v}`; expected one of {}",
+                    RESULT_ACCURACY_MODES.join(", ")
+                ))
+            }
+        }
+        "tolerance" => {
+            let Some(tol) = strip_outer(value, '{', '}') else {
+                return Err(format!(
+                    "result_accuracy tolerance expects `{{atol=..,rtol=..,ulps=..}}`, found `{}`",
+                    value.trim()
+                ));
+            };
+            if tol.is_empty() {
+                return Ok(());
+            }
+            for item in tol.split(',') {
+                let (k, v) = item.split_once('=').unwrap_or((item, ""));
+                let k = k.trim();
+                if !matches!(k, "atol" | "rtol" | "ulps") {
+                    return Err(format!(
+                        "result_accuracy tolerance has no field `{k}`; expected atol, rtol or ulps"
+                    ));
+                }
+                if v.trim().parse::<f64>().is_err() {
+                    return Err(format!(
+                        "result_accuracy tolerance `{k}=` expects a number, found `{}`",
+                        v.trim()
+                    ));
+                }
+            }
+            Ok(())
+        }
+        other => Err(format!(
+            "result_accuracy has no field `{other}`; expected `mode=` or `tolerance=`"
+        )),
+    }
+}
+
+/// The custom-call API versions XLA accepts in `api_version=`
+/// (`CustomCallApiVersion`, without `API_VERSION_UNSPECIFIED`).
+pub const CUSTOM_CALL_API_VERSIONS: [&str; 4] = [
+    "API_VERSION_ORIGINAL",
+    "API_VERSION_STATUS_RETURNING",
+    "API_VERSION_STATUS_RETURNING_UNIFIED",
+    "API_VERSION_TYPED_FFI",
+];
+
+/// `api_version=API_VERSION_TYPED_FFI` of a custom-call.
+pub fn check_api_version(text: &str) -> Result<(), String> {
+    let v = text.trim();
+    if CUSTOM_CALL_API_VERSIONS.contains(&v) {
+        return Ok(());
+    }
+    let expected = CUSTOM_CALL_API_VERSIONS.join(", ");
+    if v == "API_VERSION_UNSPECIFIED" {
+        Err(format!(
+            "API_VERSION_UNSPECIFIED is not a usable custom-call API version; expected one of {expected}"
+        ))
+    } else {
+        Err(format!(
+            "unknown custom-call API version `{v}`; expected one of {expected}"
+        ))
+    }
+}
+
+/// Log modes of a module's `debug_attributes={ {"inst"}:({log_mode=...}) }`.
+pub const DEBUG_LOG_MODES: [&str; 2] = ["default", "fusion_debugger"];
+
+/// Module attribute `debug_attributes`: every `log_mode=` names a known mode.
+pub fn check_debug_attributes(text: &str) -> Result<(), String> {
+    let mut rest = text;
+    while let Some(p) = rest.find("log_mode=") {
+        let after = &rest[p + "log_mode=".len()..];
+        let end = after
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(after.len());
+        let mode = &after[..end];
+        if !DEBUG_LOG_MODES.contains(&mode) {
+            return Err(format!(
+                "unknown debug log mode `{mode}` in debug_attributes; expected one of {}",
+                DEBUG_LOG_MODES.join(", ")
+            ));
+        }
+        rest = &after[end..];
+    }
+    Ok(())
+}
+
+/// The element type and dimension sizes of an array shape text
+/// `f32[2,<=3]{1,0}` (layout ignored); `None` for tuples, tokens and
+/// anything else that is not an array.
+pub fn array_head(text: &str) -> Option<(PrimType, &str)> {
+    let t = text.trim();
+    let open = t.find('[')?;
+    let elem = PrimType::from_name(t[..open].trim())?;
+    let close = open + t[open..].find(']')?;
+    Some((elem, &t[open + 1..close]))
+}
+
+/// Whether the dimension list text `2,<=3,?` equals `dims` (bounds of
+/// dynamic dimensions compared as written; `?` matches anything).
+pub fn dims_text_equal(text: &str, dims: &[i64]) -> bool {
+    let t = text.trim();
+    if t.is_empty() {
+        return dims.is_empty();
+    }
+    let mut n = 0usize;
+    for item in t.split(',') {
+        let item = item.trim();
+        let Some(&d) = dims.get(n) else {
+            return false;
+        };
+        n += 1;
+        if item == "?" {
+            continue;
+        }
+        match item.trim_start_matches("<=").trim().parse::<i64>() {
+            Ok(v) if v == d || d == crate::ir::UNBOUNDED_DIM => {}
+            _ => return false,
+        }
+    }
+    n == dims.len()
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn window_pad_takes_low_high_pairs_only() {
+        assert!(check_window("{size=3x3 stride=2x2 pad=0_1x1_1}").is_ok());
+        assert!(check_window("{}").is_ok());
+        let e = check_window("{pad=1_1_0 size=1}").unwrap_err();
+        assert!(e.contains("`low_high`") && e.contains("1_1_0"), "{e}");
+        assert!(check_window("{size=3 stride=1x1}").is_err());
+        assert!(check_window("{size=3 size=3}").is_err());
+        assert!(check_window("{size=3 bogus=1}").is_err());
+    }
+
+    #[test]
+    fn padding_takes_two_or_three_numbers_per_dimension() {
+        assert!(check_padding("0_0x1_1_2").is_ok());
+        assert!(check_padding("1").is_err());
+        assert!(check_padding("1_2_3_4").is_err());
+    }
+
+    #[test]
+    fn aliasing_and_donor_lists_need_integers_and_shape_indices() {
+        assert!(check_input_output_alias("{ {0}: (0, {}, may-alias), {1}: (1, {}) }").is_ok());
+        assert!(check_input_output_alias("{}").is_ok());
+        assert!(check_input_output_alias("{ {0, a}: (0, {0}) }").is_err());
+        assert!(check_input_output_alias("{ {0, 0}: (0, {0}), (0, {1}) }").is_err());
+        assert!(check_input_output_alias("{ {0}: (zero, {0}) }").is_err());
+        assert!(check_buffer_donor("{ (0, {0}), (0, {1}) }").is_ok());
+        assert!(check_buffer_donor("{ (0, {0, a}) }").is_err());
+        assert!(check_buffer_donor("{ (zero, {0}) }").is_err());
+    }
+
+    #[test]
+    fn result_accuracy_modes_are_case_insensitive() {
+        assert!(check_result_accuracy("{mode=DEFAULT}").is_ok());
+        assert!(check_result_accuracy("{mode=highest}").is_ok());
+        assert!(check_result_accuracy("{tolerance={atol=0,rtol=0,ulps=10}}").is_ok());
+        assert!(check_result_accuracy("{mode=high}").is_err());
+    }
+
+    #[test]
+    fn api_versions() {
+        assert!(check_api_version("API_VERSION_TYPED_FFI").is_ok());
+        assert!(check_api_version("API_VERSION_UNSPECIFIED").is_err());
+        assert!(check_api_version("API_VERSION_THAT_DOESNT_EXIST").is_err());
+    }
+
+    #[test]
+    fn shape_heads_and_dims() {
+        let (t, d) = array_head("f32[555,5]{1,0}").unwrap();
+        assert_eq!(t, PrimType::F32);
+        assert!(dims_text_equal(d, &[555, 5]));
+        assert!(!dims_text_equal(d, &[123, 4]));
+        assert!(array_head("(f32[1], s32[])").is_none());
+        let items: Vec<&str> = split_top_level("f32[1,2]{1,0}, (s32[], f32[3])", b',').collect();
+        assert_eq!(items, vec!["f32[1,2]{1,0}", " (s32[], f32[3])"]);
+    }
+}
