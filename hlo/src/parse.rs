@@ -799,6 +799,9 @@ impl<'a> Lowerer<'a> {
     /// the value when the module is read back (the opaque-span scan of the
     /// grammar does not know comments).
     fn check_raw_value(&self, value: &str, voff: usize) -> Result<()> {
+        if !value.as_bytes().contains(&b'*') {
+            return Ok(());
+        }
         let mut rest = value;
         let mut base = 0;
         while let Some(p) = rest.find("/*") {
@@ -1909,7 +1912,7 @@ fn check_nan_payload(t: PrimType, rest: &str, tok: &str) -> std::result::Result<
     let payload = hex.and_then(|h| u64::from_str_radix(h, 16).ok());
     const DOUBLE_MASK: u64 = (1 << 52) - 1;
     const QUIET_WITHOUT_PAYLOAD: u64 = 1 << 51;
-    let Some(payload) = payload.filter(|&p| p >= 1 && p <= DOUBLE_MASK) else {
+    let Some(payload) = payload.filter(|p| (1..=DOUBLE_MASK).contains(p)) else {
         return Err(format!(
             "a NaN with payload is written `nan(0x<hex>)` with a payload between 0x1 and 0x{DOUBLE_MASK:x}, found `{tok}`"
         ));

@@ -133,7 +133,8 @@ fn check_physical_shapes(m: &Module) -> Check {
             continue;
         };
         let Some(l) = &a.layout else { continue };
-        if l.physical_shape.is_none() || l.dim_levels.iter().any(|d| d.kind != DimLevelType::Dense) {
+        if l.physical_shape.is_none() || l.dim_levels.iter().any(|d| d.kind != DimLevelType::Dense)
+        {
             continue;
         }
         let message = format!(
@@ -312,14 +313,66 @@ fn arity(op: Opcode) -> Option<Arity> {
     use Opcode::*;
     Some(match op {
         Iota | ReplicaId | PartitionId | RngGetAndUpdateState => Exactly(0),
-        Abs | AllGatherDone | AllReduceDone | RoundNearestAfz | RoundNearestEven | Bitcast
-        | Ceil | Clz | CollectivePermuteDone | Copy | CopyDone | OptBarrier | Imag | IsFinite
-        | Floor | Not | Negate | Popcnt | Real | Sign | Acos | Acosh | Asin | Asinh | Atanh
-        | ExponentialMinusOne | Log | LogPlusOne | Logistic | Sqrt | Cbrt | Rsqrt | Tanh | Erf
-        | Sine | Sinh | Cosine | Cosh | Tan | Exponential | Convert | BitcastConvert | Topk
-        | CopyStart | Reshape | While | Recv | RecvDone | SendDone | GetTupleElement | Fft
-        | Cholesky | Broadcast | Reverse | Slice | Transpose | Infeed | ReducePrecision
-        | Domain | GetDimensionSize => Exactly(1),
+        Abs
+        | AllGatherDone
+        | AllReduceDone
+        | RoundNearestAfz
+        | RoundNearestEven
+        | Bitcast
+        | Ceil
+        | Clz
+        | CollectivePermuteDone
+        | Copy
+        | CopyDone
+        | OptBarrier
+        | Imag
+        | IsFinite
+        | Floor
+        | Not
+        | Negate
+        | Popcnt
+        | Real
+        | Sign
+        | Acos
+        | Acosh
+        | Asin
+        | Asinh
+        | Atanh
+        | ExponentialMinusOne
+        | Log
+        | LogPlusOne
+        | Logistic
+        | Sqrt
+        | Cbrt
+        | Rsqrt
+        | Tanh
+        | Erf
+        | Sine
+        | Sinh
+        | Cosine
+        | Cosh
+        | Tan
+        | Exponential
+        | Convert
+        | BitcastConvert
+        | Topk
+        | CopyStart
+        | Reshape
+        | While
+        | Recv
+        | RecvDone
+        | SendDone
+        | GetTupleElement
+        | Fft
+        | Cholesky
+        | Broadcast
+        | Reverse
+        | Slice
+        | Transpose
+        | Infeed
+        | ReducePrecision
+        | Domain
+        | GetDimensionSize => Exactly(1),
         Add | Divide | Multiply | Subtract | Atan2 | Complex | Maximum | Minimum | Power
         | Remainder | And | Or | Xor | ShiftLeft | ShiftRightArithmetic | ShiftRightLogical
         | StochasticConvert | Compare | AddDependency | Convolution | Send | SetDimensionSize
@@ -378,10 +431,10 @@ fn check_operand_count(m: &Module, id: InstId, inst: &Instruction) -> Check {
     let expected = match arity {
         Arity::Exactly(k) if n != k => format!("{k} operand{}", plural(k)),
         Arity::AtLeast(k) if n < k => format!("at least {k} operand{}", plural(k)),
-        Arity::Even if n == 0 || n % 2 != 0 => {
+        Arity::Even if n == 0 || !n.is_multiple_of(2) => {
             "an even number of operands (the inputs, then one init value per input)".to_string()
         }
-        Arity::Odd if n < 3 || n % 2 == 0 => {
+        Arity::Odd if n < 3 || n.is_multiple_of(2) => {
             "an odd number of operands, at least 3 (the inputs, the indices, then one update per input)"
                 .to_string()
         }
@@ -459,9 +512,10 @@ fn check_required_attrs(m: &Module, id: InstId, inst: &Instruction) -> Check {
     match inst.opcode {
         // `dimensions=` may be left out only when broadcasting a scalar.
         Opcode::Broadcast if inst.attr("dimensions").is_none() => {
-            let scalar = inst.operands.first().is_some_and(
-                |&o| matches!(m.inst_shape(o), Shape::Array(a) if a.rank() == 0),
-            );
+            let scalar = inst
+                .operands
+                .first()
+                .is_some_and(|&o| matches!(m.inst_shape(o), Shape::Array(a) if a.rank() == 0));
             if !scalar {
                 return Err(Finding::inst(
                     id,
@@ -813,7 +867,8 @@ fn check_async_continuation(m: &Module, id: InstId, inst: &Instruction) -> Check
         _ => n == 1,
     };
     let first = inst.operands.first().map(|&o| m.inst(o));
-    let operand_ok = first.is_some_and(|o| matches!(o.opcode, Opcode::AsyncStart | Opcode::AsyncUpdate));
+    let operand_ok =
+        first.is_some_and(|o| matches!(o.opcode, Opcode::AsyncStart | Opcode::AsyncUpdate));
     if !count_ok || !operand_ok {
         let found = match first {
             None => "no operand".to_string(),

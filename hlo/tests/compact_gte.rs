@@ -54,11 +54,7 @@ fn instructions(m: &hlo::Module) -> Vec<String> {
             .iter()
             .map(|&i| {
                 let inst = m.inst(i);
-                let operands: Vec<&str> = inst
-                    .operands
-                    .iter()
-                    .map(|&o| &*m.inst(o).name)
-                    .collect();
+                let operands: Vec<&str> = inst.operands.iter().map(|&o| &*m.inst(o).name).collect();
                 let attrs: Vec<String> = inst
                     .attrs
                     .iter()
@@ -91,8 +87,7 @@ fn compact_tuple_operands_desugar_like_xla() {
     insta::glob!("../../testdata/compact_gte", "*.hlo", |path| {
         let name = path.display().to_string();
         let text = std::fs::read_to_string(path).expect("readable test file");
-        let m = hlo::parse_module_named(&text, &name)
-            .unwrap_or_else(|e| panic!("{}", e.render()));
+        let m = hlo::parse_module_named(&text, &name).unwrap_or_else(|e| panic!("{}", e.render()));
         if !is_forward_reference(path) {
             hlo::verify(&m).unwrap_or_else(|e| panic!("{name}: {e}"));
         }

@@ -24,7 +24,10 @@ const KNOWN_ACCEPTED: &[(&str, &str)] = &[
     // The typed operand `f32[2,5] %constant.1` disagrees with the operand's
     // shape f32[2,2]; the lowering drops the written operand shape before
     // `semantic::check` runs, so only the parser can compare them.
-    ("hlo_parser_test__299.hlo", "cannot parse as an instruction name or as a nested instruction:"),
+    (
+        "hlo_parser_test__299.hlo",
+        "cannot parse as an instruction name or as a nested instruction:",
+    ),
 ];
 
 #[test]

@@ -51,7 +51,7 @@ pub fn split_top_level(text: &str, sep: u8) -> impl Iterator<Item = &str> {
     })
 }
 
-fn strip_outer<'a>(text: &'a str, open: char, close: char) -> Option<&'a str> {
+fn strip_outer(text: &str, open: char, close: char) -> Option<&str> {
     text.trim()
         .strip_prefix(open)
         .and_then(|r| r.strip_suffix(close))
@@ -216,8 +216,7 @@ pub fn check_input_output_alias(text: &str) -> Result<(), String> {
                 "input_output_alias expects `(param, {{param_index}})`, found `({body})`"
             ));
         };
-        check_shape_index(index)
-            .map_err(|m| format!("input_output_alias parameter index: {m}"))?;
+        check_shape_index(index).map_err(|m| format!("input_output_alias parameter index: {m}"))?;
         if let Some(kind) = parts.next() {
             let kind = kind.trim();
             if kind != "must-alias" && kind != "may-alias" {
@@ -263,9 +262,8 @@ pub fn check_buffer_donor(text: &str) -> Result<(), String> {
             ));
         }
         match (parts.next(), parts.next()) {
-            (Some(index), None) => {
-                check_shape_index(index).map_err(|m| format!("buffer_donor parameter index: {m}"))?
-            }
+            (Some(index), None) => check_shape_index(index)
+                .map_err(|m| format!("buffer_donor parameter index: {m}"))?,
             _ => {
                 return Err(format!(
                     "buffer_donor entries are `(param, {{param_index}})`, found `{entry}`"

@@ -141,7 +141,9 @@ impl<'a> Lowerer<'a> {
                 continue;
             }
             // `%t#1` so far, for messages (the instruction may be unnamed yet).
-            let upto = &text[..hash_off.saturating_sub(self.text_offset(text))];
+            let upto = text
+                .get(..hash_off.saturating_sub(self.text_offset(text)))
+                .unwrap_or(text);
             let tuple_shape = self.m.inst(cur).shape;
             let elem = match self.m.shape(tuple_shape) {
                 Shape::Tuple(elems) => match elems.get(index as usize) {
@@ -233,7 +235,8 @@ impl<'a> Lowerer<'a> {
         }
         // Schedule: the position of the first user in the current order; a
         // parent goes no later than its children.
-        let which: FxMap<InstId, usize> = created.iter().enumerate().map(|(i, c)| (c.id, i)).collect();
+        let which: FxMap<InstId, usize> =
+            created.iter().enumerate().map(|(i, c)| (c.id, i)).collect();
         let order = std::mem::take(&mut self.m.comp_mut(cid).order);
         let mut anchor = vec![usize::MAX; created.len()];
         for (pos, &u) in order.iter().enumerate() {
