@@ -2,7 +2,7 @@
 //!
 //! `hlo-opt FILE` (or `-` for stdin) parses the module, verifies it and
 //! prints it to stdout, or to `-o OUT` (never onto the input file). Errors are
-//! rendered as `file:line:col: message`, the offending source line and a
+//! rendered as `file:line:col: error: message`, the offending source line and a
 //! caret, and exit with status 1.
 //!
 //! `--pass=layout,tile` runs passes between verify and print (`--list-passes`
@@ -74,7 +74,7 @@ impl Cli {
     }
 
     /// The pass options the flags describe.
-    fn pass_options(&self, passes: &str) -> Result<passes::PassOptions, CliError> {
+    fn pass_options(&self, list: &str) -> Result<passes::PassOptions, CliError> {
         let mut o = passes::PassOptions {
             layout_model: self.layout_model.clone(),
             tile_model: self.tile_model.clone(),
@@ -88,12 +88,7 @@ impl Cli {
             ..passes::PassOptions::default()
         };
         if let Some(model) = &self.model {
-            let names: Vec<&str> = passes
-                .split(',')
-                .map(str::trim)
-                .filter(|s| !s.is_empty())
-                .collect();
-            match names.as_slice() {
+            match passes::split_pass_list(list).as_slice() {
                 ["layout"] => o.layout_model = Some(model.clone()),
                 ["tile"] => o.tile_model = Some(model.clone()),
                 _ => {
@@ -117,11 +112,6 @@ impl From<std::io::Error> for CliError {
     }
 }
 
-/// Renders an `hlo::Error` with the source line and a caret under the column.
-fn render(e: &hlo::Error) -> String {
-    e.render()
-}
-
 /// Reads and parses the input.
 fn load(cli: &Cli) -> Result<hlo::Module, CliError> {
     let (text, name) = if cli.input() == "-" {
@@ -133,7 +123,7 @@ fn load(cli: &Cli) -> Result<hlo::Module, CliError> {
             .map_err(|e| CliError(format!("{}: {e}", cli.input())))?;
         (s, cli.input().to_string())
     };
-    hlo::parse_module_named(&text, &name).map_err(|e| CliError(render(&e)))
+    hlo::parse_module_named(&text, &name).map_err(|e| CliError(e.render()))
 }
 
 /// Checks (and, with later flags, rewrites) the module.
@@ -150,9 +140,9 @@ fn transform(cli: &Cli, m: &mut hlo::Module) -> Result<(), CliError> {
         result.map_err(|e| match e {
             passes::PassError::Verify { pass, source } => CliError(format!(
                 "the module does not verify after pass {pass}:\n{}",
-                render(&source)
+                source.render()
             )),
-            passes::PassError::Hlo(source) => CliError(render(&source)),
+            passes::PassError::Hlo(source) => CliError(source.render()),
             other => CliError(format!("error: {other}")),
         })?;
     }
@@ -160,7 +150,7 @@ fn transform(cli: &Cli, m: &mut hlo::Module) -> Result<(), CliError> {
 }
 
 fn verify(m: &hlo::Module) -> Result<(), CliError> {
-    hlo::verify(m).map_err(|e| CliError(render(&e)))
+    hlo::verify(m).map_err(|e| CliError(e.render()))
 }
 
 /// Prints the module to stdout or `-o`.

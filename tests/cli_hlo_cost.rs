@@ -413,7 +413,10 @@ fn featurize_errors_are_rendered() {
         "{err}"
     );
     assert_eq!(lines.get(1), Some(&"  ROOT x = f32[] bogus-op()"), "{err}");
-    assert!(lines.get(2).is_some_and(|l| l.trim_end().ends_with('^')), "{err}");
+    assert!(
+        lines.get(2).is_some_and(|l| l.trim_end().ends_with('^')),
+        "{err}"
+    );
     let out = featurize("layout", Path::new("no/such.hlo"), None, &tmp("x.npz"));
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);

@@ -35,8 +35,7 @@ fn tmp(name: &str) -> PathBuf {
 
 #[test]
 fn published_layout_file_opens_with_its_shapes_and_runtimes() {
-    let f =
-        NpzGraphFile::open(fixture(LAYOUT)).expect("open");
+    let f = NpzGraphFile::open(fixture(LAYOUT)).expect("open");
     assert_eq!(f.task(), Task::Layout);
     let g = f.graph();
     assert_eq!(g.num_nodes(), 1277);
@@ -180,8 +179,7 @@ fn writing_is_deterministic_and_defaults_runtimes_to_zero() {
 
 #[test]
 fn writing_refuses_inconsistent_input() {
-    let f =
-        NpzGraphFile::open(fixture(LAYOUT)).expect("open");
+    let f = NpzGraphFile::open(fixture(LAYOUT)).expect("open");
     let configs = f.all_configs().expect("configs");
     let out = tmp("refused.npz");
     let err = |r: costmodel::Result<()>| format!("{}", r.expect_err("must be refused"));

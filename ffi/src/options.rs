@@ -302,11 +302,13 @@ pub unsafe extern "C" fn hlo_opt_options_set_measure(
     ctx: *mut c_void,
 ) -> hlo_opt_status_t {
     // SAFETY: forwarded from the caller.
-    unsafe { set(
+    unsafe {
+        set(
             options,
             || Ok(measure.map(|f| CMeasure { f, ctx })),
             |o| &mut o.measure,
-        ) }
+        )
+    }
 }
 
 /// The options of a run given no options handle (the same as a fresh handle).

@@ -68,7 +68,11 @@ pub fn unquote(text: &str) -> String {
 
 impl Instruction {
     /// Attribute `key` decoded by `decode`, under the module's convention.
-    fn decoded<T>(&self, key: &str, decode: fn(&str) -> Result<T, si::ShapeError>) -> AttrResult<T> {
+    fn decoded<T>(
+        &self,
+        key: &str,
+        decode: fn(&str) -> Result<T, si::ShapeError>,
+    ) -> AttrResult<T> {
         match self.raw_attr(key) {
             None => Ok(None),
             Some(t) => decode(t).map(Some).map_err(|e| bad(key, e.0)),

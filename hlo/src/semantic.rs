@@ -181,9 +181,14 @@ enum ValueKind {
     Padding,
     ResultAccuracy,
     ApiVersion,
+    Slice,
+    SourceTargetPairs,
+    Precisions,
+    /// One of the listed names; ASCII case ignored when the flag is set.
+    Enum(&'static [&'static str], bool),
 }
 
-fn value_kind(key: &str) -> Option<ValueKind> {
+fn value_kind(key: &str, op: Opcode) -> Option<ValueKind> {
     use ValueKind::*;
     Some(match key {
         "index"
@@ -235,6 +240,28 @@ fn value_kind(key: &str) -> Option<ValueKind> {
         "padding" => Padding,
         "result_accuracy" => ResultAccuracy,
         "api_version" => ApiVersion,
+        "slice" => Slice,
+        "source_target_pairs" => SourceTargetPairs,
+        "operand_precision" => Precisions,
+        // Keys with another meaning on other opcodes, or too generic to
+        // claim everywhere.
+        "kind" if matches!(op, Opcode::Fusion | Opcode::AsyncStart) => {
+            Enum(&["kLoop", "kInput", "kOutput", "kCustom"], false)
+        }
+        "type" if op == Opcode::Compare => {
+            Enum(&["FLOAT", "TOTALORDER", "SIGNED", "UNSIGNED"], true)
+        }
+        "algorithm" if op == Opcode::RngBitGenerator => {
+            Enum(&["rng_default", "rng_three_fry", "rng_philox"], true)
+        }
+        "fft_type" => Enum(&["FFT", "IFFT", "RFFT", "IRFFT"], false),
+        "distribution" => Enum(&["rng_invalid", "rng_uniform", "rng_normal"], true),
+        "schedule" => Enum(
+            &["SCHEDULE_NONE", "SCHEDULE_LATEST", "SCHEDULE_EARLIEST"],
+            false,
+        ),
+        "padding_type" => Enum(&["PADDING_INVALID", "PADDING_VALID", "PADDING_SAME"], false),
+        "conv_kind" => Enum(&["fprop", "wgrad", "dgrad", "unset"], false),
         _ => return None,
     })
 }
@@ -246,7 +273,7 @@ fn check_attr_values(id: InstId, inst: &Instruction) -> Check {
         let AttrValue::Raw(text) = &a.value else {
             continue;
         };
-        let Some(kind) = value_kind(&a.key) else {
+        let Some(kind) = value_kind(&a.key, inst.opcode) else {
             continue;
         };
         let key = &*a.key;
@@ -269,6 +296,10 @@ fn check_attr_values(id: InstId, inst: &Instruction) -> Check {
             ValueKind::Padding => v::check_padding(t),
             ValueKind::ResultAccuracy => v::check_result_accuracy(t),
             ValueKind::ApiVersion => v::check_api_version(t),
+            ValueKind::Slice => v::check_slice(t),
+            ValueKind::SourceTargetPairs => v::check_source_target_pairs(t),
+            ValueKind::Precisions => v::check_precision_list(t),
+            ValueKind::Enum(allowed, any_case) => v::check_enum(key, t, allowed, any_case),
         };
         r.map_err(|msg| Finding::attr(id, key, msg))?;
     }
@@ -810,6 +841,18 @@ fn wrapped_opcode<'m>(m: &'m Module, start: &'m Instruction) -> Option<&'m str> 
     }
 }
 
+/// The computation an explicit async-start (`async-start(...), calls=f`)
+/// runs; `None` for the shorthand, which wraps its op itself.
+fn async_computation(start: &Instruction) -> Option<CompId> {
+    if start.attr(ASYNC_WRAPPED_OPCODE).is_some() {
+        return None;
+    }
+    match start.attr("calls") {
+        Some(AttrValue::Comp(c)) => Some(*c),
+        _ => None,
+    }
+}
+
 fn async_thread(inst: &Instruction) -> &str {
     inst.raw_attr("async_execution_thread")
         .map(|t| t.trim().trim_matches('"'))
@@ -836,19 +879,21 @@ fn check_async_start(
             ),
         ));
     }
-    if let Some(AttrValue::Comp(c)) = inst.attr("calls") {
-        if let Some(&(_, first)) = callers.iter().find(|(k, _)| k == c) {
+    // The shorthand (`fusion-start(...), calls=f`) wraps its op in a
+    // computation of its own; its `calls=` belongs to the wrapped op.
+    if let Some(c) = async_computation(inst) {
+        if let Some(&(_, first)) = callers.iter().find(|(k, _)| *k == c) {
             return Err(Finding::attr(
                 id,
                 "calls",
                 format!(
                     "computation %{} is already called by async-start %{}; each async computation is wrapped by exactly one async-start",
-                    m.comp(*c).name,
+                    m.comp(c).name,
                     m.inst(first).name
                 ),
             ));
         }
-        callers.push((*c, id));
+        callers.push((c, id));
     }
     Ok(())
 }
@@ -944,10 +989,7 @@ fn check_async_continuation(m: &Module, id: InstId, inst: &Instruction) -> Check
         ));
     }
     if let Some(AttrValue::Comp(c)) = inst.attr("calls") {
-        let expected = match s.attr("calls") {
-            Some(AttrValue::Comp(sc)) => Some(*sc),
-            _ => None,
-        };
+        let expected = async_computation(s);
         if expected != Some(*c) {
             let want = match expected {
                 Some(sc) => format!("%{}", m.comp(sc).name),
@@ -991,5 +1033,84 @@ fn same_shape(m: &Module, a: ShapeId, b: ShapeId) -> bool {
         (Shape::Buffer(x), Shape::Buffer(y)) => same_shape(m, *x, *y),
         (Shape::Token, Shape::Token) | (Shape::Opaque, Shape::Opaque) => true,
         _ => false,
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use crate::parse_module;
+
+    fn error(text: &str) -> String {
+        match parse_module(text) {
+            Ok(_) => String::new(),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    const LATE_BINDING: &str = r#"HloModule m
+ENTRY e {
+  p0 = f32[] parameter(0)
+  p1 = f32[] parameter(1)
+  s = ((), (), s32[]) fusion-start(), kind=kLoop, calls={
+    a = f32[] parameter(0)
+    b = f32[] parameter(1)
+    ROOT add = f32[] add(a, b)
+  }
+  u = ((f32[]), (), s32[]) fusion-update(s, p0)
+  ROOT d = f32[] fusion-done(u)
+}"#;
+
+    #[test]
+    fn shorthand_async_update_may_bind_further_operands() {
+        assert_eq!(error(LATE_BINDING), "");
+    }
+
+    #[test]
+    fn explicit_async_update_takes_only_the_async_op() {
+        let text = r#"HloModule m
+c {
+  a = f32[2] parameter(0)
+  b = f32[2] parameter(1)
+  ROOT add = f32[2] add(a, b)
+}
+ENTRY e {
+  p0 = f32[2] parameter(0)
+  p1 = f32[2] parameter(1)
+  s = ((f32[2]), f32[2], s32[]) async-start(p0), calls=c
+  u = ((f32[2], f32[2]), f32[2], s32[]) async-update(s, p1)
+  ROOT d = f32[2] async-done(u)
+}"#;
+        let e = error(text);
+        assert!(e.contains("expects a single async op"), "{e}");
+    }
+
+    #[test]
+    fn conditional_index_type_selects_the_branch_attributes() {
+        let branches = "t {\n  p = f32[] parameter(0)\n  ROOT n = f32[] negate(p)\n}\nf {\n  p = f32[] parameter(0)\n  ROOT c = f32[] copy(p)\n}\n";
+        let pred = format!("HloModule m\n{branches}ENTRY e {{\n  i = pred[] parameter(0)\n  x = f32[] parameter(1)\n  ROOT r = f32[] conditional(i, x, x), true_computation=t, false_computation=f\n}}");
+        assert_eq!(error(&pred), "");
+        let s32 = format!("HloModule m\n{branches}ENTRY e {{\n  i = s32[] parameter(0)\n  x = f32[] parameter(1)\n  ROOT r = f32[] conditional(i, x, x), branch_computations={{t, f}}\n}}");
+        assert_eq!(error(&s32), "");
+        let wrong = s32.replace("s32[] parameter(0)", "f32[] parameter(0)");
+        assert!(error(&wrong).contains("PRED or S32"));
+        let too_few = s32.replace("conditional(i, x, x)", "conditional(i, x)");
+        assert!(error(&too_few).contains("takes 3 operands"));
+    }
+
+    #[test]
+    fn operand_layout_constraints_match_operands() {
+        let text = r#"HloModule m
+ENTRY e {
+  p = f32[2,3]{1,0} parameter(0)
+  t = token[] after-all()
+  ROOT cc = f32[2,3]{1,0} custom-call(p, t), custom_call_target="x", operand_layout_constraints={f32[2,3]{0,1}, token[]}
+}"#;
+        assert_eq!(error(text), "");
+        let e = error(&text.replace("{f32[2,3]{0,1}, token[]}", "{f32[2,3]{0,1}}"));
+        assert!(
+            e.contains("2 operands but 1 operand layout constraint"),
+            "{e}"
+        );
     }
 }

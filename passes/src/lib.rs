@@ -16,7 +16,9 @@ use hlo::Module;
 pub mod layout;
 pub mod manager;
 
-pub use manager::{create_pass, list_passes, pass_names, run_pipeline, verify_module};
+pub use manager::{
+    create_pass, list_passes, pass_names, run_pipeline, split_pass_list, verify_module,
+};
 
 pub mod tile;
 

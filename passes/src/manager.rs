@@ -48,6 +48,16 @@ pub fn create_pass(name: &str) -> Result<Box<dyn Pass>, PassError> {
     }
 }
 
+/// The pass names of a comma-separated `--pass` list, in order (blank
+/// entries and surrounding white space dropped).
+pub fn split_pass_list(passes: &str) -> Vec<&str> {
+    passes
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .collect()
+}
+
 /// Runs the comma-separated pass list `passes` on `m` in order. Unknown
 /// names are rejected before any pass runs. Returns whether any pass changed
 /// the module.
@@ -56,11 +66,7 @@ pub fn run_pipeline(
     passes: &str,
     cx: &mut PassContext,
 ) -> Result<Changed, PassError> {
-    let names: Vec<&str> = passes
-        .split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .collect();
+    let names = split_pass_list(passes);
     if names.is_empty() {
         return Err(PassError::UnknownPass {
             name: passes.to_string(),

@@ -12,10 +12,10 @@
 //!   `_sum` / `_product` cover every element, as the dataset does; sums and
 //!   products are 64-bit integers with wrap-around, then rounded to `f32`.
 
-use hlo::attrs::{AttrError, ConvDims};
-use hlo::{InstId, Instruction, Module, Opcode, PrimType, Shape};
 use crate::error::{CostModelError, Result};
 use crate::graph::NODE_FEAT_DIM;
+use hlo::attrs::{AttrError, ConvDims};
+use hlo::{InstId, Instruction, Module, Opcode, PrimType, Shape};
 
 /// Start index of each feature group (and single features) in the node feature vector.
 pub mod idx {
@@ -216,11 +216,7 @@ pub fn node_features(m: &Module, id: InstId, out: &mut [f32; NODE_FEAT_DIM]) -> 
     // `dimensions` of the proto: `dimensions={...}`, or iota's `iota_dimension=`.
     let dimensions = match inst.dimensions().map_err(attr)? {
         Some(d) => d,
-        None => inst
-            .iota_dimension()
-            .map_err(attr)?
-            .into_iter()
-            .collect(),
+        None => inst.iota_dimension().map_err(attr)?.into_iter().collect(),
     };
     w.seq_no_agg::<6>(dimensions.iter().copied());
 
@@ -255,7 +251,10 @@ pub fn node_features(m: &Module, id: InstId, out: &mut [f32; NODE_FEAT_DIM]) -> 
     w.seq::<2>(slice.iter().map(|d| d.stride));
     w.seq::<2>(slice.iter().map(|d| d.limit));
 
-    let ds = inst.dynamic_slice_sizes().map_err(attr)?.unwrap_or_default();
+    let ds = inst
+        .dynamic_slice_sizes()
+        .map_err(attr)?
+        .unwrap_or_default();
     w.seq::<2>(ds.iter().copied());
 
     let pad = if inst.opcode == Opcode::Pad {

@@ -397,6 +397,104 @@ pub fn check_debug_attributes(text: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// `slice={[0:2], [1:5:2]}`: per dimension `[start:limit]` or
+/// `[start:limit:stride]`.
+pub fn check_slice(text: &str) -> Result<(), String> {
+    let Some(inner) = strip_outer(text, '{', '}') else {
+        return Err(format!(
+            "slice expects `{{[start:limit:stride], ...}}`, found `{}`",
+            text.trim()
+        ));
+    };
+    if inner.is_empty() {
+        return Ok(());
+    }
+    for item in inner.split(',') {
+        let ok = strip_outer(item, '[', ']').is_some_and(|body| {
+            let mut n = 0usize;
+            body.split(':').all(|x| {
+                n += 1;
+                is_int(x)
+            }) && (n == 2 || n == 3)
+        });
+        if !ok {
+            return Err(format!(
+                "slice expects `[start:limit]` or `[start:limit:stride]` per dimension, found `{}`",
+                item.trim()
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `source_target_pairs={{0,1},{1,2}}`: a list of pairs of integers.
+pub fn check_source_target_pairs(text: &str) -> Result<(), String> {
+    let Some(inner) = strip_outer(text, '{', '}') else {
+        return Err(format!(
+            "source_target_pairs expects `{{{{source,target}}, ...}}`, found `{}`",
+            text.trim()
+        ));
+    };
+    if inner.is_empty() {
+        return Ok(());
+    }
+    for item in split_top_level(inner, b',') {
+        let ok = strip_outer(item, '{', '}').is_some_and(|pair| {
+            let mut it = pair.split(',');
+            matches!((it.next(), it.next(), it.next()), (Some(a), Some(b), None) if is_int(a) && is_int(b))
+        });
+        if !ok {
+            return Err(format!(
+                "source_target_pairs expects a list of pairs `{{source,target}}`, found `{}`",
+                item.trim()
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// One of `allowed` (ASCII case ignored when `any_case`), for enumerated
+/// attributes such as `kind=kLoop` or `fft_type=FFT`.
+pub fn check_enum(key: &str, text: &str, allowed: &[&str], any_case: bool) -> Result<(), String> {
+    let t = text.trim();
+    let found = allowed.iter().any(|a| {
+        if any_case {
+            a.eq_ignore_ascii_case(t)
+        } else {
+            *a == t
+        }
+    });
+    if found {
+        Ok(())
+    } else {
+        Err(format!(
+            "unknown `{key}=` value `{t}`; expected one of {}",
+            allowed.join(", ")
+        ))
+    }
+}
+
+/// Operand precisions of `operand_precision={...}` (`PrecisionConfig::Precision`).
+pub const PRECISIONS: [&str; 4] = ["default", "high", "highest", "packed_nibble"];
+
+/// `operand_precision={highest,default}`.
+pub fn check_precision_list(text: &str) -> Result<(), String> {
+    let Some(inner) = strip_outer(text, '{', '}') else {
+        return Err(format!(
+            "operand_precision expects `{{p, ...}}` with p one of {}, found `{}`",
+            PRECISIONS.join(", "),
+            text.trim()
+        ));
+    };
+    if inner.is_empty() {
+        return Ok(());
+    }
+    for item in inner.split(',') {
+        check_enum("operand_precision", item, &PRECISIONS, true)?;
+    }
+    Ok(())
+}
+
 /// The element type and dimension sizes of an array shape text
 /// `f32[2,<=3]{1,0}` (layout ignored); `None` for tuples, tokens and
 /// anything else that is not an array.
@@ -481,6 +579,19 @@ mod tests {
         assert!(check_api_version("API_VERSION_TYPED_FFI").is_ok());
         assert!(check_api_version("API_VERSION_UNSPECIFIED").is_err());
         assert!(check_api_version("API_VERSION_THAT_DOESNT_EXIST").is_err());
+    }
+
+    #[test]
+    fn slices_pairs_and_enums() {
+        assert!(check_slice("{[0:2], [1:5:2]}").is_ok());
+        assert!(check_slice("{[0:2:1:1]}").is_err());
+        assert!(check_slice("{0:2}").is_err());
+        assert!(check_source_target_pairs("{{0,1},{1,2}}").is_ok());
+        assert!(check_source_target_pairs("{{0,1,2}}").is_err());
+        assert!(check_precision_list("{HIGH,highest}").is_ok());
+        assert!(check_precision_list("{higher}").is_err());
+        assert!(check_enum("kind", "kLoop", &["kLoop"], false).is_ok());
+        assert!(check_enum("kind", "kloop", &["kLoop"], false).is_err());
     }
 
     #[test]

@@ -1,31 +1,14 @@
-//! Decoding the few attributes layout assignment reads (`dimensions=`,
-//! `dim_labels=`, dot dimension numbers, `index=`), from their raw text.
+//! The few attributes layout assignment reads (`dimensions=`, `dim_labels=`,
+//! dot dimension numbers, `index=`), decoded by [`hlo::attrs`].
 //!
 //! Every function returns `None` on text it cannot read; callers fall back
 //! to the conservative choice (keep the layout as it is).
 
-use hlo::{AttrValue, Instruction};
-
-/// `{1,0,2}` or `1` -> the integers.
-pub fn int_list(raw: &str) -> Option<Vec<i64>> {
-    let t = raw.trim();
-    let t = t
-        .strip_prefix('{')
-        .and_then(|x| x.strip_suffix('}'))
-        .unwrap_or(t)
-        .trim();
-    if t.is_empty() {
-        return Some(Vec::new());
-    }
-    t.split(',').map(|x| x.trim().parse::<i64>().ok()).collect()
-}
+use hlo::Instruction;
 
 /// An integer-list attribute of an instruction.
 pub fn ints(inst: &Instruction, key: &str) -> Option<Vec<i64>> {
-    match inst.attr(key)? {
-        AttrValue::Raw(r) => int_list(r),
-        _ => None,
-    }
+    inst.int_list_attr(key).ok().flatten().map(|d| d.to_vec())
 }
 
 /// The dimension roles of a convolution, from `dim_labels=b01f_01io->b01f`.
@@ -39,18 +22,16 @@ pub struct ConvDims {
     pub out_feature: i64,
 }
 
+/// `None` when the labels are absent, malformed or leave a role unassigned.
 pub fn conv_dims(inst: &Instruction) -> Option<ConvDims> {
-    let raw = inst.raw_attr("dim_labels")?;
-    let (ops, out) = raw.split_once("->")?;
-    let (lhs, rhs) = ops.split_once('_')?;
-    let pos = |s: &str, c: char| s.chars().position(|x| x == c).map(|p| p as i64);
+    let d = inst.conv_dims().ok()??;
     Some(ConvDims {
-        lhs_batch: pos(lhs, 'b')?,
-        lhs_feature: pos(lhs, 'f')?,
-        rhs_input_feature: pos(rhs, 'i')?,
-        rhs_output_feature: pos(rhs, 'o')?,
-        out_batch: pos(out, 'b')?,
-        out_feature: pos(out, 'f')?,
+        lhs_batch: d.input_batch?,
+        lhs_feature: d.input_feature?,
+        rhs_input_feature: d.kernel_input_feature?,
+        rhs_output_feature: d.kernel_output_feature?,
+        out_batch: d.output_batch?,
+        out_feature: d.output_feature?,
     })
 }
 
@@ -74,18 +55,5 @@ pub fn dot_dims(inst: &Instruction) -> DotDims {
 
 /// `index=N` of a get-tuple-element.
 pub fn tuple_index(inst: &Instruction) -> Option<usize> {
-    inst.raw_attr("index")?.trim().parse().ok()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn int_lists() {
-        assert_eq!(int_list("{1, 0,2}"), Some(vec![1, 0, 2]));
-        assert_eq!(int_list("{}"), Some(vec![]));
-        assert_eq!(int_list("3"), Some(vec![3]));
-        assert_eq!(int_list("{a}"), None);
-    }
+    usize::try_from(inst.tuple_index().ok()??).ok()
 }

@@ -155,27 +155,15 @@ fn elem_bytes(a: &ArrayShape) -> u64 {
     u64::from(a.elem.byte_size().max(1))
 }
 
-/// `{0,1}` -> `[0, 1]`.
-fn int_list(s: &str) -> Result<Vec<i64>, String> {
-    let body = s.trim().trim_start_matches('{').trim_end_matches('}');
-    body.split(',')
-        .map(str::trim)
-        .filter(|t| !t.is_empty())
-        .map(|t| {
-            t.parse::<i64>()
-                .map_err(|_| format!("`{s}` is not a list of integers"))
-        })
-        .collect()
-}
-
 fn dims_attr(m: &Module, id: InstId, key: &str) -> Result<Vec<usize>, String> {
-    match m.inst(id).raw_attr(key) {
-        None => Ok(Vec::new()),
-        Some(s) => int_list(s)?
-            .into_iter()
-            .map(|d| usize::try_from(d).map_err(|_| format!("{key}: negative dimension")))
-            .collect(),
-    }
+    let list = m
+        .inst(id)
+        .int_list_attr(key)
+        .map_err(|e| e.to_string())?
+        .unwrap_or_default();
+    list.into_iter()
+        .map(|d| usize::try_from(d).map_err(|_| format!("{key}: negative dimension")))
+        .collect()
 }
 
 /// The fields of a convolution's `dim_labels` and `window` the tile space needs.
@@ -195,65 +183,43 @@ struct ConvInfo {
 
 fn parse_conv(m: &Module, id: InstId) -> Result<ConvInfo, String> {
     let inst = m.inst(id);
-    let labels = inst
-        .raw_attr("dim_labels")
+    let d = inst
+        .conv_dims()
+        .map_err(|e| e.to_string())?
         .ok_or("convolution without dim_labels")?;
-    let (io, out) = labels
-        .trim()
-        .split_once("->")
-        .ok_or_else(|| format!("bad dim_labels `{labels}`"))?;
-    let (lhs, rhs) = io
-        .split_once('_')
-        .ok_or_else(|| format!("bad dim_labels `{labels}`"))?;
-    let pos = |side: &str, c: char| -> Result<usize, String> {
-        side.chars()
-            .position(|x| x == c)
-            .ok_or_else(|| format!("dim_labels `{labels}`: `{side}` lacks `{c}`"))
+    let labels = inst.raw_attr("dim_labels").unwrap_or_default();
+    let role = |p: Option<i64>, what: &str| -> Result<usize, String> {
+        p.and_then(|p| usize::try_from(p).ok())
+            .ok_or_else(|| format!("dim_labels `{labels}` has no {what} dimension"))
     };
-    let n = lhs.chars().filter(char::is_ascii_digit).count();
-    let spatial = |side: &str| -> Result<Vec<usize>, String> {
-        (0..n)
-            .map(|k| {
-                let c = char::from_digit(k as u32, 10).ok_or("too many spatial dimensions")?;
-                pos(side, c)
+    let spatial = |side: &[i64]| -> Result<Vec<usize>, String> {
+        side.iter()
+            .enumerate()
+            .map(|(k, &p)| {
+                usize::try_from(p)
+                    .map_err(|_| format!("dim_labels `{labels}` lacks spatial dimension {k}"))
             })
             .collect()
     };
-    let mut window = vec![(1i64, 1i64, 1i64); n];
-    if let Some(w) = inst.raw_attr("window") {
-        let body = w.trim().trim_start_matches('{').trim_end_matches('}');
-        for tok in body.split_whitespace() {
-            let Some((key, value)) = tok.split_once('=') else {
-                continue;
-            };
-            let slot = match key {
-                "size" => 0,
-                "stride" => 1,
-                "rhs_dilate" => 2,
-                _ => continue,
-            };
-            for (k, part) in value.split('x').enumerate() {
-                let v: i64 = part.parse().map_err(|_| format!("bad window `{w}`"))?;
-                if let Some(d) = window.get_mut(k) {
-                    match slot {
-                        0 => d.0 = v.max(1),
-                        1 => d.1 = v.max(1),
-                        _ => d.2 = v.max(1),
-                    }
-                }
-            }
-        }
+    // Window fields default to 1 (and are at least 1) in every spatial dimension.
+    let mut window = vec![(1i64, 1i64, 1i64); d.input_spatial.len()];
+    let dims = inst
+        .window()
+        .map_err(|e| e.to_string())?
+        .unwrap_or_default();
+    for (slot, w) in window.iter_mut().zip(&dims) {
+        *slot = (w.size.max(1), w.stride.max(1), w.rhs_dilation.max(1));
     }
     Ok(ConvInfo {
-        lhs_batch: pos(lhs, 'b')?,
-        lhs_feature: pos(lhs, 'f')?,
-        lhs_spatial: spatial(lhs)?,
-        rhs_input: pos(rhs, 'i')?,
-        rhs_output: pos(rhs, 'o')?,
-        rhs_spatial: spatial(rhs)?,
-        out_batch: pos(out, 'b')?,
-        out_feature: pos(out, 'f')?,
-        out_spatial: spatial(out)?,
+        lhs_batch: role(d.input_batch, "input batch")?,
+        lhs_feature: role(d.input_feature, "input feature")?,
+        lhs_spatial: spatial(&d.input_spatial)?,
+        rhs_input: role(d.kernel_input_feature, "kernel input feature")?,
+        rhs_output: role(d.kernel_output_feature, "kernel output feature")?,
+        rhs_spatial: spatial(&d.kernel_spatial)?,
+        out_batch: role(d.output_batch, "output batch")?,
+        out_feature: role(d.output_feature, "output feature")?,
+        out_spatial: spatial(&d.output_spatial)?,
         window,
     })
 }
@@ -685,12 +651,5 @@ mod tests {
             physical_axes(&t),
             vec![(0, 224, 1), (1, 224, 1), (2, 3, 4), (3, 32, 128)]
         );
-    }
-
-    #[test]
-    fn int_lists_parse() {
-        assert_eq!(int_list("{0,1}"), Ok(vec![0, 1]));
-        assert_eq!(int_list("{}"), Ok(vec![]));
-        assert!(int_list("{a}").is_err());
     }
 }
