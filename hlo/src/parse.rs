@@ -201,7 +201,8 @@ fn pest_error(e: pest::error::Error<Rule>, text: &str, filename: &str, base: usi
             }
             let found = found_token(text, offset);
             // `%t#a`: a compact tuple-element operand needs an index.
-            if pos == ["an integer"] && offset > 0 && text.as_bytes().get(offset - 1) == Some(&b'#') {
+            if pos == ["an integer"] && offset > 0 && text.as_bytes().get(offset - 1) == Some(&b'#')
+            {
                 pos[0] = "a tuple index (an integer) after `#`";
             }
             if !pos.is_empty() {
@@ -249,6 +250,18 @@ fn found_token(text: &str, offset: usize) -> String {
 /// most [`MAX_DEPTH`] deep; strings and `/* */` comments must be closed. This
 /// bounds pest's recursion (it is built without its stack guard) and gives
 /// precise messages for the most common breakage.
+/// Bytes [`check_depth`] stops at: brackets, string quotes, comment starts.
+const DEPTH_SPECIAL: [bool; 256] = {
+    let mut t = [false; 256];
+    let special = b"{}()[]\"/";
+    let mut k = 0;
+    while k < special.len() {
+        t[special[k] as usize] = true;
+        k += 1;
+    }
+    t
+};
+
 fn check_depth(text: &str, filename: &str) -> Result<()> {
     let bytes = text.as_bytes();
     let mut open: Vec<(u8, usize)> = Vec::new();
@@ -258,6 +271,11 @@ fn check_depth(text: &str, filename: &str) -> Result<()> {
         format!("`{}` opened at {l}:{col}", c as char)
     };
     while i < bytes.len() {
+        // Jump to the next byte that opens or closes something.
+        match bytes[i..].iter().position(|&b| DEPTH_SPECIAL[b as usize]) {
+            Some(p) => i += p,
+            None => break,
+        }
         match bytes[i] {
             c @ (b'{' | b'(' | b'[') => {
                 if open.len() >= MAX_DEPTH {
@@ -299,11 +317,18 @@ fn check_depth(text: &str, filename: &str) -> Result<()> {
             b'"' => {
                 let start = i;
                 i += 1;
-                while i < bytes.len() && bytes[i] != b'"' {
-                    if bytes[i] == b'\\' {
-                        i += 1;
+                loop {
+                    match memchr::memchr2(b'"', b'\\', &bytes[i.min(bytes.len())..]) {
+                        Some(p) if bytes[i + p] == b'\\' => i += p + 2,
+                        Some(p) => {
+                            i += p;
+                            break;
+                        }
+                        None => {
+                            i = bytes.len();
+                            break;
+                        }
                     }
-                    i += 1;
                 }
                 if i >= bytes.len() {
                     return Err(error_at(
@@ -329,9 +354,7 @@ fn check_depth(text: &str, filename: &str) -> Result<()> {
                 }
             }
             b'/' if bytes.get(i + 1) == Some(&b'/') => {
-                while i < bytes.len() && bytes[i] != b'\n' {
-                    i += 1;
-                }
+                i = memchr::memchr(b'\n', &bytes[i..]).map_or(bytes.len(), |p| i + p);
             }
             _ => {}
         }
@@ -506,7 +529,10 @@ impl<'a> Lowerer<'a> {
                 Rule::header => {
                     for h in p.into_inner() {
                         match h.as_rule() {
-                            Rule::module_name => name = Some(h.as_str()),
+                            Rule::module_name => {
+                                self.ascii(h.as_str(), self.pos(&h), "module name")?;
+                                name = Some(h.as_str());
+                            }
                             Rule::attr => {
                                 let a = self.raw_attr(h)?;
                                 self.m.attrs.push(a);
@@ -585,13 +611,18 @@ impl<'a> Lowerer<'a> {
                 Rule::name => {
                     let name = strip_pct(p.as_str());
                     let off = self.pos(&p);
+                    self.ascii(name, off, "computation name")?;
                     let cid = self.define_computation(name, off)?;
                     self.note_comp_offset(cid, off);
                     id = Some(cid);
                 }
                 Rule::signature => {
                     for s in p.into_inner() {
-                        if s.as_rule() == Rule::shape {
+                        if s.as_rule() == Rule::param_decl {
+                            if let Some(n) = s.clone().into_inner().next() {
+                                self.ascii(n.as_str(), self.pos(&n), "parameter name")?;
+                            }
+                        } else if s.as_rule() == Rule::shape {
                             let off = self.pos(&s);
                             sig_result = Some((self.shape(s)?, off));
                         }
@@ -759,7 +790,13 @@ impl<'a> Lowerer<'a> {
                 offset,
             } = self.pending[i];
             let target = match self.names.get(name) {
-                Some(&t) => t,
+                Some(&t) => {
+                    let written = self.gte.typed.iter().find(|w| w.0 == offset);
+                    if let Some(&(_, w, woff)) = written {
+                        self.check_written_shape(name, w, woff, t)?;
+                    }
+                    t
+                }
                 None if name.contains('#') => self.resolve_compact(name, offset)?,
                 None => {
                     return Err(self.err(offset, format!("use of undefined instruction %{name}")))
@@ -785,8 +822,32 @@ impl<'a> Lowerer<'a> {
         Ok(())
     }
 
+    /// A typed operand `f32[2,2] %x` must be written with a shape
+    /// compatible with %x's (layouts and dynamic bounds aside), as XLA's
+    /// parser requires.
+    fn check_written_shape(
+        &self,
+        name: &str,
+        written: ShapeId,
+        woff: usize,
+        target: InstId,
+    ) -> Result<()> {
+        let actual = self.m.inst(target).shape;
+        if shapes_compatible_ignoring_dynamic(&self.m, written, actual) {
+            return Ok(());
+        }
+        Err(self.err(
+            woff,
+            format!(
+                "operand %{name} is written with shape {} but %{name} has shape {}",
+                crate::print::print_shape(&self.m, written),
+                crate::print::print_shape(&self.m, actual)
+            ),
+        ))
+    }
+
     fn raw_attr(&self, pair: Pair<'a, Rule>) -> Result<Attr> {
-        let (key, value, voff) = self.split_attr(&pair);
+        let (key, value, voff) = self.split_attr(&pair)?;
         self.check_raw_value(value, voff)?;
         Ok(Attr {
             key: key.into(),
@@ -820,12 +881,30 @@ impl<'a> Lowerer<'a> {
     }
 
     /// Splits an atomic `attr` token into key, value and the value's offset.
-    fn split_attr(&self, pair: &Pair<'a, Rule>) -> (&'a str, &'a str, usize) {
+    fn split_attr(&self, pair: &Pair<'a, Rule>) -> Result<(&'a str, &'a str, usize)> {
         let text = pair.as_str();
         let (key, rest) = text.split_once('=').unwrap_or((text, ""));
         let value = rest.trim_start();
         let voff = self.pos(pair) + text.len() - value.len();
-        (key.trim_end(), value, voff)
+        let key = key.trim_end();
+        self.ascii(key, self.pos(pair), "attribute name")?;
+        Ok((key, value, voff))
+    }
+
+    /// Names are ASCII in XLA (`[A-Za-z0-9_.-]`); the grammar's name
+    /// characters (`XID_CONTINUE`) also admit other letters, refused here.
+    fn ascii(&self, s: &str, off: usize, what: &str) -> Result<()> {
+        if s.is_ascii() {
+            return Ok(());
+        }
+        let (i, c) = s
+            .char_indices()
+            .find(|(_, c)| !c.is_ascii())
+            .unwrap_or((0, '?'));
+        Err(self.err(
+            off + i,
+            format!("{what} `{s}` has the non-ASCII character `{c}`; names use letters, digits, `_`, `.` and `-`"),
+        ))
     }
 
     /// An instruction attribute: called computations and control predecessors
@@ -837,7 +916,7 @@ impl<'a> Lowerer<'a> {
         user: InstId,
         pend: &mut Vec<PendingRef<'a>>,
     ) -> Result<Attr> {
-        let (key, value, voff) = self.split_attr(&pair);
+        let (key, value, voff) = self.split_attr(&pair)?;
         let v = if COMPUTATION_ATTRS.contains(&key) {
             if value.starts_with('{') && !is_name_list(value) {
                 let c = self.inline_computation(value, voff)?;
@@ -901,6 +980,7 @@ impl<'a> Lowerer<'a> {
         }
         let name_pair = p.ok_or_else(|| self.err(0, "instruction without a name"))?;
         let name = strip_pct(name_pair.as_str());
+        self.ascii(name, self.pos(&name_pair), "instruction name")?;
         let name_off = self.pos(&name_pair);
         let shape = match it.peek() {
             Some(s) if s.as_rule() == Rule::shape => match it.next() {
@@ -955,7 +1035,8 @@ impl<'a> Lowerer<'a> {
                     let close = text.rfind(')').unwrap_or(text.len()).max(open);
                     let inner_text = text[open..close].trim();
                     if opcode == Opcode::Parameter
-                        && (inner_text.is_empty() || !inner_text.bytes().all(|b| b.is_ascii_digit()))
+                        && (inner_text.is_empty()
+                            || !inner_text.bytes().all(|b| b.is_ascii_digit()))
                     {
                         return Err(self.err(
                             call_off + open,
@@ -1040,9 +1121,25 @@ impl<'a> Lowerer<'a> {
                         }
                         continue;
                     }
+                    // `f32[2] %x`: the written shape must agree with %x's.
+                    let written = match typed {
+                        Some(t) => {
+                            let toff = self.pos(&t);
+                            Some((self.shape(t)?, toff))
+                        }
+                        None => None,
+                    };
                     match self.names.get(n) {
-                        Some(&target) => operands.push(target),
+                        Some(&target) => {
+                            if let Some((w, woff)) = written {
+                                self.check_written_shape(n, w, woff, target)?;
+                            }
+                            operands.push(target);
+                        }
                         None => {
+                            if let Some((w, woff)) = written {
+                                self.gte.typed.push((roff, w, woff));
+                            }
                             pend.push(PendingRef {
                                 user: placeholder,
                                 slot: operands.len(),
@@ -1601,20 +1698,28 @@ fn split_names(inner: &str, base: usize) -> impl Iterator<Item = (&str, usize)> 
 
 /// XLA's `ShapeUtil::Compatible`: equal ignoring layouts.
 fn shapes_compatible(m: &Module, a: ShapeId, b: ShapeId) -> bool {
+    shapes_equal_ignoring(m, a, b, false)
+}
+
+/// XLA's `ShapeUtil::Compatible`: equal but for layouts and whether a
+/// dimension is dynamic (`s32[<=3]` and `s32[3]` agree).
+fn shapes_compatible_ignoring_dynamic(m: &Module, a: ShapeId, b: ShapeId) -> bool {
+    shapes_equal_ignoring(m, a, b, true)
+}
+
+fn shapes_equal_ignoring(m: &Module, a: ShapeId, b: ShapeId, ignore_dynamic: bool) -> bool {
     if a == b {
         return true;
     }
+    let same = |p: ShapeId, q: ShapeId| shapes_equal_ignoring(m, p, q, ignore_dynamic);
     match (m.shape(a), m.shape(b)) {
         (Shape::Array(x), Shape::Array(y)) => {
-            x.elem == y.elem && x.dims == y.dims && x.dynamic == y.dynamic
+            x.elem == y.elem && x.dims == y.dims && (ignore_dynamic || x.dynamic == y.dynamic)
         }
         (Shape::Tuple(x), Shape::Tuple(y)) => {
-            x.len() == y.len()
-                && x.iter()
-                    .zip(y.iter())
-                    .all(|(&p, &q)| shapes_compatible(m, p, q))
+            x.len() == y.len() && x.iter().zip(y.iter()).all(|(&p, &q)| same(p, q))
         }
-        (Shape::Buffer(x), Shape::Buffer(y)) => shapes_compatible(m, *x, *y),
+        (Shape::Buffer(x), Shape::Buffer(y)) => same(*x, *y),
         (Shape::Token, Shape::Token) | (Shape::Opaque, Shape::Opaque) => true,
         _ => false,
     }
@@ -1814,7 +1919,6 @@ impl LitCursor<'_> {
 /// Range check of one scalar value token for element type `t`.
 fn check_value(t: PrimType, tok: &str) -> std::result::Result<(), String> {
     use PrimType::*;
-    let lower = tok.to_ascii_lowercase();
     let int_range: Option<(i128, i128)> = match t {
         S1 => Some((-1, 0)),
         S2 => Some((-2, 1)),
@@ -1847,14 +1951,15 @@ fn check_value(t: PrimType, tok: &str) -> std::result::Result<(), String> {
     if !t.is_float() {
         return Ok(());
     }
-    let body = lower.trim_start_matches(['-', '+']);
-    if let Some(payload) = body.strip_prefix("nan") {
-        return check_nan_payload(t, payload, tok);
+    let body = tok.trim_start_matches(['-', '+']);
+    let head = body.get(..3);
+    if head.is_some_and(|h| h.eq_ignore_ascii_case("nan")) {
+        return check_nan_payload(t, &body[3..], tok);
     }
-    if body.starts_with("inf") {
+    if head.is_some_and(|h| h.eq_ignore_ascii_case("inf")) {
         return Ok(());
     }
-    let Ok(v) = lower.parse::<f64>() else {
+    let Ok(v) = tok.parse::<f64>() else {
         return Ok(()); // spellings XLA may accept that we do not model (hex floats)
     };
     if v.is_infinite() {
@@ -1897,7 +2002,7 @@ fn nan_payload_bits(t: PrimType) -> u32 {
     }
 }
 
-/// `nan` or `nan(0x<hex>)` (`rest` is what follows `nan`, lowercased): XLA
+/// `nan` or `nan(0x<hex>)` (`rest` is what follows `nan`): XLA
 /// reads the payload into a double NaN, then requires it to fit the
 /// element type's payload bits. The payload of a plain quiet NaN
 /// (`0x8000000000000`) fits every type.
@@ -1907,6 +2012,7 @@ fn check_nan_payload(t: PrimType, rest: &str, tok: &str) -> std::result::Result<
     }
     let hex = rest
         .strip_prefix("(0x")
+        .or_else(|| rest.strip_prefix("(0X"))
         .and_then(|r| r.strip_suffix(')'))
         .filter(|h| !h.is_empty() && h.bytes().all(|b| b.is_ascii_hexdigit()));
     let payload = hex.and_then(|h| u64::from_str_radix(h, 16).ok());
@@ -1933,4 +2039,39 @@ fn check_nan_payload(t: PrimType, rest: &str, tok: &str) -> std::result::Result<
         ));
     }
     Ok(())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod literal_tests {
+    use super::*;
+
+    #[test]
+    fn nan_payloads_fit_the_element_type() {
+        // XLA: payload bits are the mantissa bits of types with signaling NaNs.
+        assert!(check_value(PrimType::Bf16, "nan(0x7f)").is_ok());
+        assert!(check_value(PrimType::Bf16, "-nan(0x3ff)")
+            .unwrap_err()
+            .contains("0x7f"));
+        assert!(check_value(PrimType::F16, "nan(0x3ff)").is_ok());
+        assert!(check_value(PrimType::F32, "nan(0x400000)").is_ok());
+        // The payload of a plain quiet NaN fits every type.
+        assert!(check_value(PrimType::F8E4M3FN, "nan(0x8000000000000)").is_ok());
+        assert!(check_value(PrimType::F8E4M3FN, "nan").is_ok());
+        assert!(check_value(PrimType::F8E4M3FN, "nan(0x1)")
+            .unwrap_err()
+            .contains("does not support NaN payloads"));
+        assert!(check_value(PrimType::F32, "nan(0x)").is_err());
+        assert!(check_value(PrimType::F32, "nan(0x0)").is_err());
+        assert!(check_value(PrimType::F64, "nan(0x10000000000000)").is_err());
+    }
+
+    #[test]
+    fn values_are_checked_without_case_sensitivity() {
+        assert!(check_value(PrimType::F32, "INF").is_ok());
+        assert!(check_value(PrimType::F32, "-NaN").is_ok());
+        assert!(check_value(PrimType::F32, "1E3").is_ok());
+        assert!(check_value(PrimType::F16, "7e4").is_err());
+        assert!(check_value(PrimType::S8, "128").is_err());
+    }
 }

@@ -14,21 +14,13 @@ use common::*;
 const NEWER_UNSUPPORTED: &[(&str, &str)] = &[];
 
 /// `negative`/`fragment` modules this parser still accepts, with XLA's own
-/// message as the reason. The rules XLA's parser applies beyond the syntax
-/// (attribute formats, operand counts, required attributes, conditional and
-/// custom-call fields, async wrapping, NaN payloads, ...) are checked by
-/// `hlo::semantic` and the literal checker; what remains needs information
-/// the IR does not keep. A module rejected by us must be removed from this
-/// list (the test enforces that).
-const KNOWN_ACCEPTED: &[(&str, &str)] = &[
-    // The typed operand `f32[2,5] %constant.1` disagrees with the operand's
-    // shape f32[2,2]; the lowering drops the written operand shape before
-    // `semantic::check` runs, so only the parser can compare them.
-    (
-        "hlo_parser_test__299.hlo",
-        "cannot parse as an instruction name or as a nested instruction:",
-    ),
-];
+/// message as the reason. Empty: the rules XLA's parser applies beyond the
+/// syntax (attribute formats, operand counts, required attributes,
+/// conditional and custom-call fields, async wrapping, NaN payloads, typed
+/// operands, ...) are checked by `hlo::semantic`, the lowering and the
+/// literal checker. A module added here must be removed again once it is
+/// rejected (the test enforces that).
+const KNOWN_ACCEPTED: &[(&str, &str)] = &[];
 
 #[test]
 fn shared_invalid_corpus() {

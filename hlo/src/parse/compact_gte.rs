@@ -41,9 +41,9 @@ pub(super) struct CompactGtes {
     /// Created instructions in creation order: a parent always before the
     /// get-tuple-elements built on it.
     created: Vec<Created>,
-    /// Written shapes of references resolved after the body: (offset of the
+    /// Written shapes of references (plain or compact) resolved after the body: (offset of the
     /// reference, shape, offset of the shape).
-    typed: Vec<(usize, ShapeId, usize)>,
+    pub(super) typed: Vec<(usize, ShapeId, usize)>,
 }
 
 struct Created {
