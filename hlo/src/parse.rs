@@ -822,6 +822,39 @@ impl<'a> Lowerer<'a> {
         Ok(())
     }
 
+    /// XLA builds `send` and `recv-done` from their operands and ignores the
+    /// data element of the written shape: a `send` carries its operand's
+    /// shape (layout included), a `recv-done` the data element of its `recv`.
+    /// Doing the same keeps the module XLA reads from our text equal to the
+    /// one it reads from the original. Other shapes, shapes that are not
+    /// tuples, and operands defined later (resolved after the body) are left
+    /// as written; the verifier reports a mismatch then.
+    fn rederived_shape(&mut self, opcode: Opcode, operands: &[InstId], shape: ShapeId) -> ShapeId {
+        let Some(&op) = operands.first() else {
+            return shape;
+        };
+        if op.index() == 0 || !matches!(opcode, Opcode::Send | Opcode::RecvDone) {
+            return shape;
+        }
+        let Shape::Tuple(elems) = self.m.shape(shape) else {
+            return shape;
+        };
+        let op_shape = self.m.inst(op).shape;
+        let data = match opcode {
+            Opcode::Send => op_shape,
+            _ => match self.m.shape(op_shape) {
+                Shape::Tuple(e) if !e.is_empty() => e[0],
+                _ => return shape,
+            },
+        };
+        if elems.is_empty() || elems[0] == data {
+            return shape;
+        }
+        let mut elems = elems.clone();
+        elems[0] = data;
+        self.m.intern_shape(Shape::Tuple(elems))
+    }
+
     /// A typed operand `f32[2,2] %x` must be written with a shape
     /// compatible with %x's (layouts and dynamic bounds aside), as XLA's
     /// parser requires.
@@ -1201,6 +1234,7 @@ impl<'a> Lowerer<'a> {
                 self.m.intern_shape(s)
             }
         };
+        let shape = self.rederived_shape(opcode, &operands, shape);
         let id = self.m.append_inst(Instruction {
             name: name.into(),
             opcode,
