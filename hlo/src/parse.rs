@@ -132,7 +132,7 @@ pub(crate) fn error_at(
 fn describe(rule: &Rule) -> &'static str {
     match rule {
         Rule::EOI => "end of input",
-        Rule::name | Rule::operand_ref => "a name",
+        Rule::name | Rule::operand_ref | Rule::inst_name => "a name",
         Rule::int | Rule::uint => "an integer",
         Rule::string => "a string",
         Rule::module => "an HLO module",
@@ -920,8 +920,26 @@ impl<'a> Lowerer<'a> {
         let value = rest.trim_start();
         let voff = self.pos(pair) + text.len() - value.len();
         let key = key.trim_end();
-        self.ascii(key, self.pos(pair), "attribute name")?;
+        self.name_chars(key, self.pos(pair), "attribute name")?;
         Ok((key, value, voff))
+    }
+
+    /// A name the grammar only delimited (scanned to its end): every
+    /// character must be a name character (`[A-Za-z0-9_.-]`).
+    fn name_chars(&self, s: &str, off: usize, what: &str) -> Result<()> {
+        let bad = s
+            .char_indices()
+            .find(|&(_, c)| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-')));
+        match bad {
+            None => Ok(()),
+            Some((i, c)) => Err(self.err(
+                off + i + usize::from(self.text.as_bytes().get(off) == Some(&b'%')),
+                format!(
+                    "{what} `{s}` has the character {}; names use letters, digits, `_`, `.` and `-`",
+                    describe_char(c)
+                ),
+            )),
+        }
     }
 
     /// Names are ASCII in XLA (`[A-Za-z0-9_.-]`); the grammar's name
@@ -1012,8 +1030,8 @@ impl<'a> Lowerer<'a> {
             }
         }
         let name_pair = p.ok_or_else(|| self.err(0, "instruction without a name"))?;
-        let name = strip_pct(name_pair.as_str());
-        self.ascii(name, self.pos(&name_pair), "instruction name")?;
+        let name = strip_pct(name_pair.as_str().trim_end());
+        self.name_chars(name, self.pos(&name_pair), "instruction name")?;
         let name_off = self.pos(&name_pair);
         let shape = match it.peek() {
             Some(s) if s.as_rule() == Rule::shape => match it.next() {
@@ -1058,7 +1076,7 @@ impl<'a> Lowerer<'a> {
                 let op = inner
                     .next()
                     .ok_or_else(|| self.err(call_off, "expected an opcode"))?;
-                let (opcode, wrapped) = self.opcode(op.as_str(), call_off)?;
+                let (opcode, wrapped) = self.opcode(op.as_str().trim_end(), call_off)?;
                 wrapped_op = wrapped;
                 if matches!(opcode, Opcode::Parameter | Opcode::Constant) {
                     // `parameter(3)` / `constant(1.5)` parsed in the generic
@@ -1083,7 +1101,11 @@ impl<'a> Lowerer<'a> {
                         break;
                     }
                     let otext = operand.as_str();
-                    if is_name(otext) {
+                    // `%x` (white space before the `,` aside): resolved here;
+                    // anything else is re-parsed below.
+                    let trimmed = otext.trim_end();
+                    if is_name(trimmed) {
+                        let otext = trimmed;
                         let n = strip_pct(otext);
                         match self.names.get(n) {
                             Some(&target) => operands.push(target),
@@ -1703,6 +1725,15 @@ fn is_name_list(s: &str) -> bool {
     s.strip_prefix('{')
         .and_then(|v| v.strip_suffix('}'))
         .is_some_and(|inner| inner.split(',').all(|n| is_name(n.trim())))
+}
+
+/// `` `c` `` for a visible character, its escape (`'\n'`) otherwise.
+fn describe_char(c: char) -> String {
+    if c.is_whitespace() || c.is_control() {
+        format!("{c:?}")
+    } else {
+        format!("`{c}`")
+    }
 }
 
 fn is_name(s: &str) -> bool {
