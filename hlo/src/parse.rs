@@ -927,6 +927,9 @@ impl<'a> Lowerer<'a> {
     /// A name the grammar only delimited (scanned to its end): every
     /// character must be a name character (`[A-Za-z0-9_.-]`).
     fn name_chars(&self, s: &str, off: usize, what: &str) -> Result<()> {
+        if s.bytes().all(|b| NAME_BYTE[b as usize]) {
+            return Ok(());
+        }
         let bad = s
             .char_indices()
             .find(|&(_, c)| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-')));
@@ -1736,11 +1739,21 @@ fn describe_char(c: char) -> String {
     }
 }
 
+/// The bytes of XLA names: `[A-Za-z0-9_.-]`.
+const NAME_BYTE: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        let c = b as u8;
+        t[b] = c.is_ascii_alphanumeric() || c == b'_' || c == b'.' || c == b'-';
+        b += 1;
+    }
+    t
+};
+
 fn is_name(s: &str) -> bool {
     let s = strip_pct(s);
-    !s.is_empty()
-        && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'))
+    !s.is_empty() && s.bytes().all(|b| NAME_BYTE[b as usize])
 }
 
 /// Splits `%a, %b` (the inside of `{...}`) into names without `%`, with the
