@@ -1126,8 +1126,15 @@ impl<'a> Lowerer<'a> {
                         continue;
                     }
                     let ooff = self.pos(&operand);
-                    let full = HloParser::parse(Rule::operand_full, otext)
-                        .map_err(|e| pest_error(e, self.text, self.file, ooff))?;
+                    let full = HloParser::parse(Rule::operand_full, otext).map_err(|e| {
+                        // The operand ends where the sub-parse expects its end.
+                        let mut err = pest_error(e, self.text, self.file, ooff);
+                        if let Error::Parse { message, .. } = &mut err {
+                            *message = message
+                                .replace("expected end of input", "expected `,` or `)` after the operand");
+                        }
+                        err
+                    })?;
                     let mut oi = full
                         .flatten()
                         .filter(|p| p.as_rule() == Rule::operand_full)
