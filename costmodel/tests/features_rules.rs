@@ -318,36 +318,25 @@ fn window_padding_and_slice_attributes_map_to_their_proto_fields() {
     let g = featurize(&m, Task::Layout).expect("featurize").graph;
     let group = |f: &[f32], k: usize| f[idx::WINDOW + 8 * k..idx::WINDOW + 8 * k + 8].to_vec();
     let conv = feat(&g, 3);
-    assert_eq!(
-        group(conv, 1),
-        [1.0, 2.0, 0.0, 0.0, 0.0, 0.0, 3.0, 2.0],
-        "stride"
-    );
-    assert_eq!(
-        group(conv, 2),
-        [1.0, 3.0, 0.0, 0.0, 0.0, 0.0, 4.0, 3.0],
-        "padding_low"
-    );
-    assert_eq!(
-        group(conv, 3),
-        [2.0, 4.0, 0.0, 0.0, 0.0, 0.0, 6.0, 8.0],
-        "padding_high"
-    );
-    assert_eq!(
-        group(conv, 4),
-        [1.0, 3.0, 0.0, 0.0, 0.0, 0.0, 4.0, 3.0],
-        "window_dilation"
-    );
-    assert_eq!(
-        group(conv, 5),
-        [2.0, 1.0, 0.0, 0.0, 0.0, 0.0, 3.0, 2.0],
-        "base_dilation"
-    );
-    assert_eq!(
-        group(conv, 6),
-        [1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 1.0],
-        "window_reversal"
-    );
+    let expected: [(usize, [f32; 8], &str); 6] = [
+        (1, [1.0, 2.0, 0.0, 0.0, 0.0, 0.0, 3.0, 2.0], "stride"),
+        (2, [1.0, 3.0, 0.0, 0.0, 0.0, 0.0, 4.0, 3.0], "padding_low"),
+        (3, [2.0, 4.0, 0.0, 0.0, 0.0, 0.0, 6.0, 8.0], "padding_high"),
+        (
+            4,
+            [1.0, 3.0, 0.0, 0.0, 0.0, 0.0, 4.0, 3.0],
+            "window_dilation",
+        ),
+        (5, [2.0, 1.0, 0.0, 0.0, 0.0, 0.0, 3.0, 2.0], "base_dilation"),
+        (
+            6,
+            [1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 1.0],
+            "window_reversal",
+        ),
+    ];
+    for (k, want, field) in expected {
+        assert_eq!(group(conv, k), want, "{field}");
+    }
     let pad = feat(&g, 5);
     assert_eq!(
         &pad[idx::PADDING..idx::PADDING + 8],

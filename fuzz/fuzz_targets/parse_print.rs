@@ -1,8 +1,10 @@
 //! Fuzz target: the parser never panics, and for any input it accepts,
 //! parse -> print -> parse gives the same module (same printed text).
 //!
-//! Run: `cargo +nightly fuzz run parse_print fuzz/corpus/parse_print` after
-//! seeding the corpus with `fuzz/seed.sh` (copies the shared HLO corpus).
+//! Run (from `fuzz/`, after seeding the corpus with `seed.sh`, which copies
+//! testdata and the shared HLO corpus): `cargo +nightly fuzz run parse_print
+//! corpus/parse_print`, or with the stable toolchain
+//! `RUSTC_BOOTSTRAP=1 cargo fuzz run parse_print corpus/parse_print`.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;

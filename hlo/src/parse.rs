@@ -1130,8 +1130,10 @@ impl<'a> Lowerer<'a> {
                         // The operand ends where the sub-parse expects its end.
                         let mut err = pest_error(e, self.text, self.file, ooff);
                         if let Error::Parse { message, .. } = &mut err {
-                            *message = message
-                                .replace("expected end of input", "expected `,` or `)` after the operand");
+                            *message = message.replace(
+                                "expected end of input",
+                                "expected `,` or `)` after the operand",
+                            );
                         }
                         err
                     })?;
