@@ -71,17 +71,18 @@ const WINDOW_FIELDS: [&str; 6] = [
     "rhs_reversal",
 ];
 
+/// The inside of a braced value `{...}`; otherwise an error that says what
+/// was expected (`expects`) and what was found.
+fn braced<'t>(text: &'t str, expects: &str) -> Result<&'t str, String> {
+    strip_outer(text, '{', '}').ok_or_else(|| format!("{expects}, found `{}`", text.trim()))
+}
+
 /// `window={size=3x3 stride=2x2 pad=0_1x0_1 lhs_dilate=1x1 rhs_dilate=1x1
 /// rhs_reversal=0x0}`: known fields, each at most once, integers joined by
 /// `x` (`low_high` pairs for `pad`), every field with as many dimensions as
 /// `size`.
 pub fn check_window(text: &str) -> Result<(), String> {
-    let Some(inner) = strip_outer(text, '{', '}') else {
-        return Err(format!(
-            "window expects `{{size=... stride=... pad=...}}`, found `{}`",
-            text.trim()
-        ));
-    };
+    let inner = braced(text, "window expects `{size=... stride=... pad=...}`")?;
     let mut counts: [Option<usize>; 6] = [None; 6];
     for field in inner.split_whitespace() {
         let Some((key, value)) = field.split_once('=') else {
@@ -157,12 +158,10 @@ pub fn check_padding(text: &str) -> Result<(), String> {
 
 /// A shape index `{}` or `{0, 1}`.
 pub fn check_shape_index(text: &str) -> Result<(), String> {
-    let Some(inner) = strip_outer(text, '{', '}') else {
-        return Err(format!(
-            "expects a shape index `{{i, j, ...}}` starting with '{{', found `{}`",
-            text.trim()
-        ));
-    };
+    let inner = braced(
+        text,
+        "expects a shape index `{i, j, ...}` starting with '{'",
+    )?;
     if inner.is_empty() {
         return Ok(());
     }
@@ -179,12 +178,10 @@ pub fn check_shape_index(text: &str) -> Result<(), String> {
 
 /// Module attribute `input_output_alias={ {out_index}: (param, {param_index}[, must-alias|may-alias]), ... }`.
 pub fn check_input_output_alias(text: &str) -> Result<(), String> {
-    let Some(inner) = strip_outer(text, '{', '}') else {
-        return Err(format!(
-            "input_output_alias expects `{{ {{output_index}}: (param, {{param_index}}), ... }}`, found `{}`",
-            text.trim()
-        ));
-    };
+    let inner = braced(
+        text,
+        "input_output_alias expects `{ {output_index}: (param, {param_index}), ... }`",
+    )?;
     if inner.is_empty() {
         return Ok(());
     }
@@ -237,12 +234,10 @@ pub fn check_input_output_alias(text: &str) -> Result<(), String> {
 
 /// Module attribute `buffer_donor={ (param, {param_index}), ... }`.
 pub fn check_buffer_donor(text: &str) -> Result<(), String> {
-    let Some(inner) = strip_outer(text, '{', '}') else {
-        return Err(format!(
-            "buffer_donor expects `{{ (param, {{param_index}}), ... }}`, found `{}`",
-            text.trim()
-        ));
-    };
+    let inner = braced(
+        text,
+        "buffer_donor expects `{ (param, {param_index}), ... }`",
+    )?;
     if inner.is_empty() {
         return Ok(());
     }
@@ -288,12 +283,10 @@ pub const RESULT_ACCURACY_MODES: [&str; 3] = ["default", "highest", "tolerance"]
 
 /// `result_accuracy={mode=highest}` or `result_accuracy={tolerance={atol=0,rtol=0,ulps=1}}`.
 pub fn check_result_accuracy(text: &str) -> Result<(), String> {
-    let Some(inner) = strip_outer(text, '{', '}') else {
-        return Err(format!(
-            "result_accuracy expects `{{mode=...}}` or `{{tolerance={{atol=..,rtol=..,ulps=..}}}}`, found `{}`",
-            text.trim()
-        ));
-    };
+    let inner = braced(
+        text,
+        "result_accuracy expects `{mode=...}` or `{tolerance={atol=..,rtol=..,ulps=..}}`",
+    )?;
     let Some((key, value)) = inner.split_once('=') else {
         return Err(format!(
             "result_accuracy expects `mode=` or `tolerance=`, found `{inner}`"
@@ -400,12 +393,7 @@ pub fn check_debug_attributes(text: &str) -> Result<(), String> {
 /// `slice={[0:2], [1:5:2]}`: per dimension `[start:limit]` or
 /// `[start:limit:stride]`.
 pub fn check_slice(text: &str) -> Result<(), String> {
-    let Some(inner) = strip_outer(text, '{', '}') else {
-        return Err(format!(
-            "slice expects `{{[start:limit:stride], ...}}`, found `{}`",
-            text.trim()
-        ));
-    };
+    let inner = braced(text, "slice expects `{[start:limit:stride], ...}`")?;
     if inner.is_empty() {
         return Ok(());
     }
@@ -429,12 +417,7 @@ pub fn check_slice(text: &str) -> Result<(), String> {
 
 /// `source_target_pairs={{0,1},{1,2}}`: a list of pairs of integers.
 pub fn check_source_target_pairs(text: &str) -> Result<(), String> {
-    let Some(inner) = strip_outer(text, '{', '}') else {
-        return Err(format!(
-            "source_target_pairs expects `{{{{source,target}}, ...}}`, found `{}`",
-            text.trim()
-        ));
-    };
+    let inner = braced(text, "source_target_pairs expects `{{source,target}, ...}`")?;
     if inner.is_empty() {
         return Ok(());
     }
