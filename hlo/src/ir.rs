@@ -349,6 +349,10 @@ impl ArrayShape {
 }
 
 /// A shape: an array, a tuple of shapes, a buffer, a token, or opaque.
+// Arrays are nearly every shape and each distinct shape is stored once (the
+// module interns them), so boxing the large variant would only add an
+// allocation and an indirection to the common case.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub enum Shape {
     Array(ArrayShape),

@@ -245,11 +245,6 @@ fn found_token(text: &str, offset: usize) -> String {
     format!("`{tok}`")
 }
 
-/// A lexical pre-pass over the whole text, before pest runs: brackets
-/// (`{}`, `()`, `[]` outside strings and comments) must balance and nest at
-/// most [`MAX_DEPTH`] deep; strings and `/* */` comments must be closed. This
-/// bounds pest's recursion (it is built without its stack guard) and gives
-/// precise messages for the most common breakage.
 /// Bytes [`check_depth`] stops at: brackets, string quotes, comment starts.
 const DEPTH_SPECIAL: [bool; 256] = {
     let mut t = [false; 256];
@@ -262,6 +257,11 @@ const DEPTH_SPECIAL: [bool; 256] = {
     t
 };
 
+/// A lexical pre-pass over the whole text, before pest runs: brackets
+/// (`{}`, `()`, `[]` outside strings and comments) must balance and nest at
+/// most [`MAX_DEPTH`] deep; strings and `/* */` comments must be closed. This
+/// bounds pest's recursion (it is built without its stack guard) and gives
+/// precise messages for the most common breakage.
 fn check_depth(text: &str, filename: &str) -> Result<()> {
     let bytes = text.as_bytes();
     let mut open: Vec<(u8, usize)> = Vec::new();
@@ -417,6 +417,9 @@ struct PendingRef<'a> {
     slot: usize,
     name: &'a str,
     offset: usize,
+    /// The shape written before the name (`f32[2] %x`) and its offset,
+    /// checked against the target once it is known.
+    written: Option<(ShapeId, usize)>,
 }
 
 struct CompRef {
@@ -530,7 +533,7 @@ impl<'a> Lowerer<'a> {
                     for h in p.into_inner() {
                         match h.as_rule() {
                             Rule::module_name => {
-                                self.ascii(h.as_str(), self.pos(&h), "module name")?;
+                                self.name_chars(h.as_str(), self.pos(&h), "module name")?;
                                 name = Some(h.as_str());
                             }
                             Rule::attr => {
@@ -611,7 +614,7 @@ impl<'a> Lowerer<'a> {
                 Rule::name => {
                     let name = strip_pct(p.as_str());
                     let off = self.pos(&p);
-                    self.ascii(name, off, "computation name")?;
+                    self.name_chars(p.as_str(), off, "computation name")?;
                     let cid = self.define_computation(name, off)?;
                     self.note_comp_offset(cid, off);
                     id = Some(cid);
@@ -620,7 +623,7 @@ impl<'a> Lowerer<'a> {
                     for s in p.into_inner() {
                         if s.as_rule() == Rule::param_decl {
                             if let Some(n) = s.clone().into_inner().next() {
-                                self.ascii(n.as_str(), self.pos(&n), "parameter name")?;
+                                self.name_chars(n.as_str(), self.pos(&n), "parameter name")?;
                             }
                         } else if s.as_rule() == Rule::shape {
                             let off = self.pos(&s);
@@ -788,16 +791,16 @@ impl<'a> Lowerer<'a> {
                 slot,
                 name,
                 offset,
+                written,
             } = self.pending[i];
             let target = match self.names.get(name) {
                 Some(&t) => {
-                    let written = self.gte.typed.iter().find(|w| w.0 == offset);
-                    if let Some(&(_, w, woff)) = written {
+                    if let Some((w, woff)) = written {
                         self.check_written_shape(name, w, woff, t)?;
                     }
                     t
                 }
-                None if name.contains('#') => self.resolve_compact(name, offset)?,
+                None if name.contains('#') => self.resolve_compact(name, offset, written)?,
                 None => {
                     return Err(self.err(offset, format!("use of undefined instruction %{name}")))
                 }
@@ -830,12 +833,13 @@ impl<'a> Lowerer<'a> {
     /// tuples, and operands defined later (resolved after the body) are left
     /// as written; the verifier reports a mismatch then.
     fn rederived_shape(&mut self, opcode: Opcode, operands: &[InstId], shape: ShapeId) -> ShapeId {
-        let Some(&op) = operands.first() else {
-            return shape;
-        };
-        if op.index() == 0 || !matches!(opcode, Opcode::Send | Opcode::RecvDone) {
+        if !matches!(opcode, Opcode::Send | Opcode::RecvDone) {
             return shape;
         }
+        // Slot 0 is the placeholder of an operand defined later.
+        let Some(&op) = operands.first().filter(|op| op.index() != 0) else {
+            return shape;
+        };
         let Shape::Tuple(elems) = self.m.shape(shape) else {
             return shape;
         };
@@ -924,40 +928,22 @@ impl<'a> Lowerer<'a> {
         Ok((key, value, voff))
     }
 
-    /// A name the grammar only delimited (scanned to its end): every
-    /// character must be a name character (`[A-Za-z0-9_.-]`).
-    fn name_chars(&self, s: &str, off: usize, what: &str) -> Result<()> {
-        if s.bytes().all(|b| NAME_BYTE[b as usize]) {
+    /// Every character of a name (`raw`, with or without its `%`, at byte
+    /// `off`) must be a name character (`[A-Za-z0-9_.-]`): the grammar only
+    /// delimits scanned names, and its `name_char` admits non-ASCII letters.
+    fn name_chars(&self, raw: &str, off: usize, what: &str) -> Result<()> {
+        let s = strip_pct(raw);
+        let Some(i) = s.bytes().position(|b| !NAME_BYTE[b as usize]) else {
             return Ok(());
-        }
-        let bad = s
-            .char_indices()
-            .find(|&(_, c)| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-')));
-        match bad {
-            None => Ok(()),
-            Some((i, c)) => Err(self.err(
-                off + i + usize::from(self.text.as_bytes().get(off) == Some(&b'%')),
-                format!(
-                    "{what} `{s}` has the character {}; names use letters, digits, `_`, `.` and `-`",
-                    describe_char(c)
-                ),
-            )),
-        }
-    }
-
-    /// Names are ASCII in XLA (`[A-Za-z0-9_.-]`); the grammar's name
-    /// characters (`XID_CONTINUE`) also admit other letters, refused here.
-    fn ascii(&self, s: &str, off: usize, what: &str) -> Result<()> {
-        if s.is_ascii() {
-            return Ok(());
-        }
-        let (i, c) = s
-            .char_indices()
-            .find(|(_, c)| !c.is_ascii())
-            .unwrap_or((0, '?'));
+        };
+        // Every byte before `i` is ASCII, so `i` starts a character.
+        let c = s[i..].chars().next().unwrap_or('?');
         Err(self.err(
-            off + i,
-            format!("{what} `{s}` has the non-ASCII character `{c}`; names use letters, digits, `_`, `.` and `-`"),
+            off + (raw.len() - s.len()) + i,
+            format!(
+                "{what} `{s}` has the character {}; names use letters, digits, `_`, `.` and `-`",
+                describe_char(c)
+            ),
         ))
     }
 
@@ -1002,6 +988,7 @@ impl<'a> Lowerer<'a> {
                     slot: usize::MAX,
                     name: n,
                     offset: o,
+                    written: None,
                 });
             }
             AttrValue::Insts(SmallVec::new())
@@ -1033,8 +1020,9 @@ impl<'a> Lowerer<'a> {
             }
         }
         let name_pair = p.ok_or_else(|| self.err(0, "instruction without a name"))?;
-        let name = strip_pct(name_pair.as_str().trim_end());
-        self.name_chars(name, self.pos(&name_pair), "instruction name")?;
+        let raw_name = name_pair.as_str().trim_end();
+        self.name_chars(raw_name, self.pos(&name_pair), "instruction name")?;
+        let name = strip_pct(raw_name);
         let name_off = self.pos(&name_pair);
         let shape = match it.peek() {
             Some(s) if s.as_rule() == Rule::shape => match it.next() {
@@ -1079,7 +1067,7 @@ impl<'a> Lowerer<'a> {
                 let op = inner
                     .next()
                     .ok_or_else(|| self.err(call_off, "expected an opcode"))?;
-                let (opcode, wrapped) = self.opcode(op.as_str().trim_end(), call_off)?;
+                let (opcode, wrapped) = self.opcode(op.as_str(), call_off)?;
                 wrapped_op = wrapped;
                 if matches!(opcode, Opcode::Parameter | Opcode::Constant) {
                     // `parameter(3)` / `constant(1.5)` parsed in the generic
@@ -1119,6 +1107,7 @@ impl<'a> Lowerer<'a> {
                                     slot: operands.len(),
                                     name: n,
                                     offset,
+                                    written: None,
                                 });
                                 operands.push(placeholder);
                             }
@@ -1165,29 +1154,6 @@ impl<'a> Lowerer<'a> {
                     let rtext = strip_pct(r.as_str());
                     let mut ri = r.into_inner();
                     let n = strip_pct(ri.next().map_or("", |p| p.as_str()));
-                    if ri.next().is_some() {
-                        // `%t#i#j`: XLA's compact get-tuple-element (compact_gte.rs).
-                        let typed = match typed {
-                            Some(t) => {
-                                let toff = self.pos(&t);
-                                Some((self.shape(t)?, toff))
-                            }
-                            None => None,
-                        };
-                        match self.compact_operand(rtext, roff, typed)? {
-                            Some(g) => operands.push(g),
-                            None => {
-                                pend.push(PendingRef {
-                                    user: placeholder,
-                                    slot: operands.len(),
-                                    name: rtext,
-                                    offset: roff,
-                                });
-                                operands.push(placeholder);
-                            }
-                        }
-                        continue;
-                    }
                     // `f32[2] %x`: the written shape must agree with %x's.
                     let written = match typed {
                         Some(t) => {
@@ -1196,22 +1162,26 @@ impl<'a> Lowerer<'a> {
                         }
                         None => None,
                     };
-                    match self.names.get(n) {
-                        Some(&target) => {
-                            if let Some((w, woff)) = written {
-                                self.check_written_shape(n, w, woff, target)?;
-                            }
-                            operands.push(target);
+                    let resolved = if ri.next().is_some() {
+                        // `%t#i#j`: XLA's compact get-tuple-element (compact_gte.rs).
+                        self.compact_operand(rtext, roff, written)?
+                    } else if let Some(&target) = self.names.get(n) {
+                        if let Some((w, woff)) = written {
+                            self.check_written_shape(n, w, woff, target)?;
                         }
+                        Some(target)
+                    } else {
+                        None
+                    };
+                    match resolved {
+                        Some(target) => operands.push(target),
                         None => {
-                            if let Some((w, woff)) = written {
-                                self.gte.typed.push((roff, w, woff));
-                            }
                             pend.push(PendingRef {
                                 user: placeholder,
                                 slot: operands.len(),
-                                name: n,
+                                name: rtext,
                                 offset: roff,
+                                written,
                             });
                             operands.push(placeholder);
                         }
@@ -1783,7 +1753,8 @@ fn split_names(inner: &str, base: usize) -> impl Iterator<Item = (&str, usize)> 
     })
 }
 
-/// XLA's `ShapeUtil::Compatible`: equal ignoring layouts.
+/// Equal but for layouts (dynamic dimensions must agree): a computation's
+/// declared result against its root.
 fn shapes_compatible(m: &Module, a: ShapeId, b: ShapeId) -> bool {
     shapes_equal_ignoring(m, a, b, false)
 }

@@ -41,9 +41,6 @@ pub(super) struct CompactGtes {
     /// Created instructions in creation order: a parent always before the
     /// get-tuple-elements built on it.
     created: Vec<Created>,
-    /// Written shapes of references (plain or compact) resolved after the body: (offset of the
-    /// reference, shape, offset of the shape).
-    pub(super) typed: Vec<(usize, ShapeId, usize)>,
 }
 
 struct Created {
@@ -97,28 +94,22 @@ impl<'a> Lowerer<'a> {
         let (base, path) = self.compact_path(text)?;
         match self.names.get(base) {
             Some(&b) => self.compact_walk(b, text, &path, offset, typed).map(Some),
-            None => {
-                if let Some((s, soff)) = typed {
-                    self.gte.typed.push((offset, s, soff));
-                }
-                Ok(None)
-            }
+            None => Ok(None),
         }
     }
 
     /// Resolves a queued `base#i#j...` reference once the whole body is
     /// lowered (its base was defined after the use).
-    pub(super) fn resolve_compact(&mut self, text: &'a str, offset: usize) -> Result<InstId> {
+    pub(super) fn resolve_compact(
+        &mut self,
+        text: &'a str,
+        offset: usize,
+        typed: Option<(ShapeId, usize)>,
+    ) -> Result<InstId> {
         let (base, path) = self.compact_path(text)?;
         let Some(&b) = self.names.get(base) else {
             return Err(self.err(offset, format!("use of undefined instruction %{base}")));
         };
-        let typed = self
-            .gte
-            .typed
-            .iter()
-            .find(|t| t.0 == offset)
-            .map(|&(_, s, soff)| (s, soff));
         self.compact_walk(b, text, &path, offset, typed)
     }
 
