@@ -270,6 +270,36 @@ fn errors_are_rendered_and_other_files_still_evaluated() {
 }
 
 #[test]
+fn a_published_file_with_unsorted_ids_evaluates_next_to_a_bad_one() {
+    // The mask_rcnn slice keeps the published, non-increasing node_config_ids.
+    let unsorted = rel("layout_xla_mask_rcnn_unsorted_ids.npz");
+    let out = hlo_cost(&[
+        "eval",
+        "--model",
+        "reference",
+        "--json",
+        &unsorted,
+        "no/such/file.npz",
+        &rel(LAYOUT),
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "one bad file: exit 1 at the end"
+    );
+    let doc = json(&out);
+    assert_eq!(doc["errors"], 1);
+    assert_eq!(doc["files"][0]["num_configs"], 20);
+    assert!(doc["files"][0]["metrics"]["kendall_tau"].is_f64(), "{doc}");
+    assert!(doc["files"][1]["error"]
+        .as_str()
+        .expect("error")
+        .contains("cannot open"));
+    assert!(doc["files"][2]["metrics"].is_object(), "{doc}");
+    assert_eq!(doc["overall"]["layout"]["graphs_with_runtimes"], 2);
+}
+
+#[test]
 fn wrong_task_and_bad_model_are_errors() {
     let out = hlo_cost(&[
         "eval",

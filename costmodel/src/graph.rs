@@ -4,7 +4,8 @@
 //!
 //! Invariants: `node_feat.len() == num_nodes * NODE_FEAT_DIM`,
 //! `node_opcode.len() == num_nodes`, every edge endpoint `< num_nodes`,
-//! `node_config_ids` strictly increasing and `< num_nodes`.
+//! `node_config_ids` distinct and `< num_nodes`, in any order (the published
+//! files do not promise sorted ids; rows of a configuration follow this order).
 
 /// Number of features per node.
 pub const NODE_FEAT_DIM: usize = 140;

@@ -37,8 +37,9 @@
 //! Invariants of what [`NpzGraphFile::open`] accepts (checked, an error
 //! otherwise — never a panic): every array's byte size equals its header's
 //! shape times item size; the sizes agree across arrays (`n`, `nc`, `c`); every
-//! edge endpoint and configurable node id is in `0..n`; `node_config_ids` is
-//! strictly increasing (the [`Graph`] invariants). Errors are
+//! edge endpoint and configurable node id is in `0..n`; `node_config_ids` has
+//! no repeats, in any order (the published format does not promise sorted ids:
+//! mask_rcnn's are not; the [`Graph`] invariants). Errors are
 //! [`CostModelError::Npz`] naming the file and the array.
 //!
 //! Writing ([`write_npz`]) produces what `np.savez_compressed` produces for the
@@ -629,17 +630,22 @@ impl NpzGraphFile {
                 let e = require("node_config_ids", tname)?;
                 check_rank(e, &[None]).map_err(&err)?;
                 let ids: Vec<i64> = read_all(&path, e).map_err(&err)?;
+                // Any order (the published mask_rcnn graph is not sorted), no repeats.
+                let mut first_at = vec![usize::MAX; n];
                 for (i, &v) in ids.iter().enumerate() {
                     if v < 0 || v as u64 >= n as u64 {
                         return Err(err(format!(
                             "node_config_ids[{i}] = {v} is not a node (0..{n})"
                         )));
                     }
-                    if i > 0 && ids[i - 1] >= v {
+                    let seen = &mut first_at[v as usize];
+                    if *seen != usize::MAX {
                         return Err(err(format!(
-                            "node_config_ids is not strictly increasing at index {i}"
+                            "node_config_ids[{i}] = {v} repeats node_config_ids[{}]",
+                            *seen
                         )));
                     }
+                    *seen = i;
                 }
                 let e = require("node_splits", tname)?;
                 if e.shape.len() > 2 || (e.shape.len() == 2 && e.shape[0] != 1) {
@@ -1104,10 +1110,11 @@ pub fn write_npz_with(
             )));
         }
     }
+    let mut seen = vec![false; n];
     for (i, &v) in graph.node_config_ids.iter().enumerate() {
-        if v < 0 || v as u64 >= n as u64 || (i > 0 && graph.node_config_ids[i - 1] >= v) {
+        if v < 0 || v as u64 >= n as u64 || std::mem::replace(&mut seen[v as usize], true) {
             return Err(err(format!(
-                "node_config_ids[{i}] = {v}: not a strictly increasing node id in 0..{n}"
+                "node_config_ids[{i}] = {v}: not a distinct node id in 0..{n}"
             )));
         }
     }

@@ -67,6 +67,39 @@ fn published_layout_file_opens_with_its_shapes_and_runtimes() {
         .all(|&v| v == v.trunc() && (-1.0..6.0).contains(&v)));
 }
 
+/// A slice of the published mask_rcnn graph (`testdata/costmodel/gen_unsorted_ids.py`):
+/// its `node_config_ids` are not increasing, as in the published file.
+const UNSORTED: &str = "layout_xla_mask_rcnn_unsorted_ids.npz";
+
+#[test]
+fn unsorted_configurable_node_ids_are_read_in_file_order() {
+    let f = NpzGraphFile::open(fixture(UNSORTED)).expect("unsorted ids are valid");
+    let g = f.graph();
+    assert_eq!(g.num_nodes(), 58);
+    assert_eq!(
+        g.node_config_ids,
+        [30, 34, 38, 42, 46, 50, 52, 56, 1, 5, 9, 13, 17, 21, 23, 27],
+        "ids keep the file's order"
+    );
+    assert_eq!(g.node_splits, [0, 29, 58]);
+    assert_eq!(f.num_configs(), 20);
+    // Written and read back: the order survives.
+    let out = tmp("unsorted_rewritten.npz");
+    rewrite(&f, &out, false);
+    let back = NpzGraphFile::open(&out).expect("reopen");
+    assert_eq!(back.graph(), g);
+    assert_eq!(
+        back.all_configs().expect("configs"),
+        f.all_configs().expect("configs")
+    );
+    // Pruning keeps the ids' order (renumbered).
+    let pruned = costmodel::prune::prune_khop(g, 0);
+    assert_eq!(
+        pruned.node_config_ids,
+        [8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7]
+    );
+}
+
 #[test]
 fn published_tile_files_open_with_normalizers() {
     let f = NpzGraphFile::open(fixture(TILE)).expect("open");

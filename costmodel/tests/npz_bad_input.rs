@@ -266,17 +266,33 @@ fn inconsistent_sizes_are_named() {
         Some(npy("<i8", &[1, 2], &edges)),
     ));
     assert!(m.contains("edge_index[0] = [5000, 0]"), "{m}");
-    // Configurable node ids out of order.
-    let mut ids: Vec<i64> = (0..62).collect();
-    ids.swap(3, 4);
+    // A configurable node named twice (any order is fine, repeats are not).
+    let mut ids: Vec<i64> = (0..62).rev().collect();
+    ids[40] = ids[3];
     let bytes: Vec<u8> = ids.iter().flat_map(|v| v.to_le_bytes()).collect();
     let m = npz_error(&with_entry(
         LAYOUT,
-        "unsorted_ids.npz",
+        "repeated_ids.npz",
         "node_config_ids",
         Some(npy("<i8", &[62], &bytes)),
     ));
-    assert!(m.contains("strictly increasing"), "{m}");
+    assert!(
+        m.contains("node_config_ids[40] = 58 repeats node_config_ids[3]"),
+        "{m}"
+    );
+    // A configurable node id outside the graph.
+    ids[40] = 1277;
+    let bytes: Vec<u8> = ids.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let m = npz_error(&with_entry(
+        LAYOUT,
+        "id_out_of_range.npz",
+        "node_config_ids",
+        Some(npy("<i8", &[62], &bytes)),
+    ));
+    assert!(
+        m.contains("node_config_ids[40] = 1277 is not a node (0..1277)"),
+        "{m}"
+    );
 }
 
 #[test]

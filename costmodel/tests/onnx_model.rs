@@ -312,3 +312,55 @@ fn bad_config_batches_are_input_errors() {
     let m = input_error(model.score(&prepared, &tile_batch));
     assert!(m.contains("tile config batch"), "{m}");
 }
+
+/// The graph of `f` with its configurable nodes sorted, and `configs` with
+/// their per-node rows moved to follow.
+fn sorted_ids(graph: &Graph, configs: &ConfigBatch) -> (Graph, ConfigBatch) {
+    let nc = graph.num_config_nodes();
+    let mut order: Vec<usize> = (0..nc).collect();
+    order.sort_by_key(|&i| graph.node_config_ids[i]);
+    let mut g = graph.clone();
+    g.node_config_ids = order.iter().map(|&i| graph.node_config_ids[i]).collect();
+    let dim = costmodel::graph::LAYOUT_CONFIG_DIM;
+    let mut feat = Vec::with_capacity(configs.feat.len());
+    for c in 0..configs.num_configs {
+        for &i in &order {
+            let at = (c * nc + i) * dim;
+            feat.extend_from_slice(&configs.feat[at..at + dim]);
+        }
+    }
+    (
+        g,
+        ConfigBatch {
+            feat,
+            ..configs.clone()
+        },
+    )
+}
+
+#[test]
+fn unsorted_configurable_ids_score_like_the_same_graph_sorted() {
+    // The published mask_rcnn slice: ids in file order, not increasing.
+    let f = NpzGraphFile::open(testdata("layout_xla_mask_rcnn_unsorted_ids.npz")).expect("npz");
+    let configs = f.all_configs().expect("configs");
+    let (g_sorted, c_sorted) = sorted_ids(f.graph(), &configs);
+    assert_ne!(g_sorted.node_config_ids, f.graph().node_config_ids);
+    let mut models: Vec<Box<dyn CostModel>> = vec![Box::new(
+        costmodel::reference::ReferenceModel::new(Task::Layout),
+    )];
+    if ort_available() {
+        models.push(load_model(None, Task::Layout, 1).expect("layout default"));
+    }
+    for model in &models {
+        let a = model
+            .score(&model.prepare(f.graph()).expect("prepare"), &configs)
+            .expect("score");
+        let b = model
+            .score(&model.prepare(&g_sorted).expect("prepare"), &c_sorted)
+            .expect("score sorted");
+        assert!(a.iter().any(|&s| s != a[0]), "configurations differ");
+        for (x, y) in a.iter().zip(&b) {
+            assert!((x - y).abs() <= 1e-5 * x.abs().max(1.0), "{a:?} vs {b:?}");
+        }
+    }
+}

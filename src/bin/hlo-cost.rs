@@ -259,19 +259,26 @@ fn configs_from_runs(
     if let (Task::Layout, Some(map)) = (task, doc.get("config_index_to_node")) {
         let map = ints(map)
             .ok_or_else(|| bad("`config_index_to_node` is not a list of node ids".into()))?;
+        // Both lists may be in any order; they must name the same nodes.
+        let slot: std::collections::HashMap<i64, usize> = node_config_ids
+            .iter()
+            .enumerate()
+            .map(|(i, &id)| (id, i))
+            .collect();
         let mut sorted = map.clone();
         sorted.sort_unstable();
-        if sorted != node_config_ids {
+        sorted.dedup();
+        let same = sorted.len() == map.len()
+            && map.len() == num_config_nodes
+            && map.iter().all(|id| slot.contains_key(id));
+        if !same {
             return Err(bad(format!(
                 "`config_index_to_node` names {} nodes that are not the module's {} configurable nodes",
                 map.len(),
                 num_config_nodes
             )));
         }
-        slot_of = map
-            .iter()
-            .map(|id| node_config_ids.partition_point(|x| x < id))
-            .collect();
+        slot_of = map.iter().filter_map(|id| slot.get(id).copied()).collect();
     }
     let mut feat = Vec::new();
     let mut runtimes = Vec::new();
