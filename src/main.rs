@@ -8,7 +8,10 @@
 //! `--pass=layout,tile` runs passes between verify and print (`--list-passes`
 //! lists them; `--explain` reports their decisions on stderr; `--budget`,
 //! `--seed`, `--model`, `--layout-model`, `--tile-model`, `--top-k`,
-//! `--threads`, `--verify-each` set their options).
+//! `--threads`, `--verify-each` set their options). `--measure=xla-cpu`
+//! (or `--measure=pjrt:PLUGIN`) makes the layout pass measure the model's
+//! `--top-k` best candidates and the compiler default on XLA:CPU through
+//! PJRT and keep the fastest beyond the noise (`--measure-budget` seconds).
 //!
 //! The work is split in [`load`] -> [`transform`] -> [`emit`], so that
 //! rewriting flags (`--pass=...`) only touch `Cli` and `transform`.
@@ -59,9 +62,17 @@ struct Cli {
     /// Cost model file of the tile pass.
     #[arg(long, value_name = "FILE")]
     tile_model: Option<PathBuf>,
-    /// How many of the best candidates to keep (and measure, where a pass can).
-    #[arg(long, default_value_t = 1)]
-    top_k: usize,
+    /// How many of the best candidates to keep (and measure, where a pass
+    /// can); default 1, or 3 with `--measure`.
+    #[arg(long)]
+    top_k: Option<usize>,
+    /// Measure candidates on a real backend and keep the fastest: `xla-cpu`
+    /// (XLA's CPU PJRT plugin, `pip install xla-cpu-pjrt`) or `pjrt:PLUGIN_PATH`.
+    #[arg(long, value_name = "BACKEND")]
+    measure: Option<String>,
+    /// Seconds of interleaved timing runs for `--measure` (compiles not included).
+    #[arg(long, default_value_t = 10.0, value_name = "SECONDS")]
+    measure_budget: f64,
     /// ONNX Runtime threads (0 = its default).
     #[arg(long, default_value_t = 0)]
     threads: usize,
@@ -80,13 +91,30 @@ impl Cli {
             tile_model: self.tile_model.clone(),
             seed: self.seed,
             budget: self.budget,
-            top_k: self.top_k,
+            top_k: self
+                .top_k
+                .unwrap_or(if self.measure.is_some() { 3 } else { 1 }),
             threads: self.threads,
             verify_each: self.verify_each,
             progress: std::io::IsTerminal::is_terminal(&std::io::stderr()),
             explain: self.explain,
             ..passes::PassOptions::default()
         };
+        if let Some(spec) = &self.measure {
+            if !(self.measure_budget.is_finite() && self.measure_budget >= 0.0) {
+                return Err(CliError(format!(
+                    "--measure-budget={}: expected a number of seconds",
+                    self.measure_budget
+                )));
+            }
+            let config = pjrt::MeasureConfig {
+                budget: std::time::Duration::from_secs_f64(self.measure_budget.min(86_400.0)),
+                ..pjrt::MeasureConfig::default()
+            };
+            let measurer =
+                pjrt::measurer_for(spec, config).map_err(|e| CliError(format!("error: {e}")))?;
+            o.measurer = Some(Box::new(measurer));
+        }
         if let Some(model) = &self.model {
             match passes::split_pass_list(list).as_slice() {
                 ["layout"] => o.layout_model = Some(model.clone()),

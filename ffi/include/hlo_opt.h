@@ -193,11 +193,28 @@ hlo_opt_status_t hlo_opt_options_set_verify_each(hlo_opt_options_t *options, int
  * With a callback and a top-k above 1, passes measure their top-k candidates
  * (the layout pass also the compiler's default layouts) and keep the fastest
  * measured one; candidates whose measurement failed are skipped, and when all
- * fail the pass keeps the cost model's best candidate.
+ * fail the pass keeps the cost model's best candidate. A NULL `measure` also
+ * removes the built-in measurer (hlo_opt_options_set_measure_pjrt).
  */
 hlo_opt_status_t hlo_opt_options_set_measure(hlo_opt_options_t *options,
                                              hlo_opt_measure_fn measure,
                                              void *ctx);
+
+/**
+ * Installs the built-in measurer (takes precedence over a callback): the
+ * layout pass compiles its top-k candidates and the compiler default through
+ * the PJRT plugin `plugin` with their layouts kept, checks that they compute
+ * the default's results, times them in interleaved rounds with a control
+ * and keeps a candidate only if it beats the default beyond the control's
+ * spread. NULL selects XLA's CPU plugin (pip package `xla-cpu-pjrt`), found
+ * through HLO_OPT_PJRT_PLUGIN, next to the executable, a .venv, or the Python
+ * of HLO_OPT_PYTHON. XLA runs in a worker process (hlo-opt-pjrt-worker, next
+ * to the executable or named by HLO_OPT_PJRT_WORKER), so an XLA abort is an
+ * error of the run, not of the caller's process. HLO_OPT_ERROR_RUNTIME when
+ * the plugin or the worker is not found.
+ */
+hlo_opt_status_t hlo_opt_options_set_measure_pjrt(hlo_opt_options_t *options,
+                                                  const char *plugin);
 
 /* ------------------------------------------------------------------------ */
 /* Passes                                                                    */

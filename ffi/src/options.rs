@@ -1,5 +1,6 @@
 //! `hlo_opt_options_t`: the options of a pass pipeline run (model files, seed,
-//! search budget, top-k, threads, verification, measure callback), built by
+//! search budget, top-k, threads, verification, measure callback or the
+//! built-in PJRT measurer), built by
 //! setters so that adding an option never changes the ABI.
 //!
 //! Invariant: an options handle is only read by a run (each run copies what it
@@ -39,6 +40,8 @@ struct OptionsData {
     threads: usize,
     verify_each: bool,
     measure: Option<CMeasure>,
+    /// The built-in measurer's plugin (`hlo_opt_options_set_measure_pjrt`).
+    measure_pjrt: Option<PathBuf>,
 }
 
 /// The host's callback plus its context pointer.
@@ -94,6 +97,12 @@ impl hlo_opt_options_t {
         if let Some(m) = d.measure {
             o.measure = Some(Box::new(move |text: &str| m.measure(text)));
         }
+        if let Some(plugin) = d.measure_pjrt {
+            o.measurer = Some(Box::new(pjrt::PjrtMeasurer::new(
+                plugin,
+                pjrt::MeasureConfig::default(),
+            )));
+        }
         o
     }
 }
@@ -111,6 +120,7 @@ impl Default for OptionsData {
             // A library caller gets verified output unless it opts out.
             verify_each: true,
             measure: None,
+            measure_pjrt: None,
         }
     }
 }
@@ -301,12 +311,43 @@ pub unsafe extern "C" fn hlo_opt_options_set_measure(
     measure: hlo_opt_measure_fn,
     ctx: *mut c_void,
 ) -> hlo_opt_status_t {
+    guard(|| {
+        // SAFETY: forwarded from the caller.
+        let o = unsafe { deref(options, "options") }?;
+        let mut d = o.lock();
+        d.measure = measure.map(|f| CMeasure { f, ctx });
+        if measure.is_none() {
+            d.measure_pjrt = None;
+        }
+        Ok(())
+    })
+}
+
+/// Installs the built-in measurer: candidates are compiled with their
+/// layouts kept and timed through the PJRT plugin `plugin` (NULL: XLA's CPU
+/// plugin, found as `hlo-opt --measure=xla-cpu` finds it).
+///
+/// # Safety
+/// `options` must be NULL or a live handle; `plugin` NULL or a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn hlo_opt_options_set_measure_pjrt(
+    options: *mut hlo_opt_options_t,
+    plugin: *const c_char,
+) -> hlo_opt_status_t {
     // SAFETY: forwarded from the caller.
     unsafe {
         set(
             options,
-            || Ok(measure.map(|f| CMeasure { f, ctx })),
-            |o| &mut o.measure,
+            || {
+                let path = path_arg(plugin, "plugin")?;
+                let found = pjrt::find_plugin(path.as_deref())
+                    .and_then(|p| pjrt::find_worker().map(|_| p))
+                    .map_err(|e| {
+                        Failure::new(hlo_opt_status_t::HLO_OPT_ERROR_RUNTIME, e.to_string())
+                    })?;
+                Ok(Some(found))
+            },
+            |o| &mut o.measure_pjrt,
         )
     }
 }

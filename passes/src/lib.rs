@@ -47,6 +47,29 @@ pub type Changed = bool;
 /// (any unit, lower is faster); `None` when the measurement failed.
 pub type MeasureFn = dyn FnMut(&str) -> Option<f64> + Send;
 
+/// A measurement of a set of candidate modules taken together (a built-in
+/// measurer such as the PJRT backend's: each compiled once, run interleaved
+/// with a control), and the candidate it keeps.
+#[derive(Clone, Debug)]
+pub struct Measurement {
+    /// Index of the candidate to keep.
+    pub keep: usize,
+    /// Human-readable lines: measured times and the decision (`--explain`).
+    pub report: String,
+}
+
+/// Measures candidates together on real hardware. `candidates[default]` is
+/// the compiler default; a measurer keeps another candidate only when it
+/// is faster beyond its noise. An `Err` is a failure of the measurement
+/// itself (no plugin, the default does not compile), reported to the user.
+pub trait Measurer: Send {
+    fn measure(
+        &mut self,
+        candidates: &[hlo::Module],
+        default: usize,
+    ) -> Result<Measurement, String>;
+}
+
 /// Options shared by all passes (CLI flags, C ABI options).
 pub struct PassOptions {
     /// Layout cost model file; `None` = the embedded default.
@@ -67,6 +90,9 @@ pub struct PassOptions {
     pub progress: bool,
     /// Optional hardware measurement callback (model-guided autotuning).
     pub measure: Option<Box<MeasureFn>>,
+    /// Optional built-in measurer of whole candidate sets (`--measure=xla-cpu`);
+    /// takes precedence over `measure` where a pass supports it.
+    pub measurer: Option<Box<dyn Measurer>>,
     /// Write a detailed report (`--explain`) into [`PassContext::explain`];
     /// costs a few extra model calls.
     pub explain: bool,
@@ -84,6 +110,7 @@ impl Default for PassOptions {
             verify_each: false,
             progress: false,
             measure: None,
+            measurer: None,
             explain: false,
         }
     }

@@ -194,6 +194,7 @@ static void test_error_paths(const char *text, size_t len) {
   CHECK_STATUS(hlo_opt_options_set_layout_model(NULL, NULL), HLO_OPT_ERROR_NULL_ARGUMENT);
   CHECK_STATUS(hlo_opt_options_set_tile_model(NULL, NULL), HLO_OPT_ERROR_NULL_ARGUMENT);
   CHECK_STATUS(hlo_opt_options_set_measure(NULL, NULL, NULL), HLO_OPT_ERROR_NULL_ARGUMENT);
+  CHECK_STATUS(hlo_opt_options_set_measure_pjrt(NULL, NULL), HLO_OPT_ERROR_NULL_ARGUMENT);
   CHECK_STATUS(hlo_opt_module_run_passes(NULL, "layout", NULL, NULL, NULL), HLO_OPT_ERROR_NULL_ARGUMENT);
   CHECK_ERROR_MENTIONS("module");
   /* Freeing NULL is a no-op. */
@@ -381,6 +382,11 @@ static void test_measure(const char *text) {
   CHECK(same(with_working, working.fastest), "the pass keeps the candidate measured fastest");
   CHECK(!same(with_working, model_only), "measurements overrule the model (the model's best measured slowest)");
   free(working.fastest);
+
+  /* The built-in measurer refuses a plugin that is not there, with a message. */
+  CHECK_STATUS(hlo_opt_options_set_measure_pjrt(opts, "/nonexistent/pjrt_plugin.so"),
+               HLO_OPT_ERROR_RUNTIME);
+  CHECK_ERROR_MENTIONS("/nonexistent/pjrt_plugin.so");
 
   /* Clearing the callback restores the model-only run. */
   CHECK_STATUS(hlo_opt_options_set_measure(opts, NULL, NULL), HLO_OPT_OK);

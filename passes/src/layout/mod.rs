@@ -249,7 +249,7 @@ impl Pass for LayoutPass {
                 b.set_position(done as u64);
             }
         };
-        let keep = if cx.options.measure.is_some() {
+        let keep = if cx.options.measure.is_some() || cx.options.measurer.is_some() {
             cx.options.top_k.max(1)
         } else {
             1
@@ -268,7 +268,56 @@ impl Pass for LayoutPass {
         }
         let search_secs = search_start.elapsed().as_secs_f64();
 
-        if let Some(measure) = cx.options.measure.as_mut() {
+        if let Some(measurer) = cx.options.measurer.as_mut() {
+            // Measured autotuning with a built-in measurer: the model's top
+            // candidates and the compiler default, measured together.
+            let mut cands: Vec<Vec<u16>> = outcome.ranked.iter().map(|(g, _)| g.clone()).collect();
+            if cands.is_empty() {
+                cands.push(outcome.best.clone());
+            }
+            let default_at = match cands.iter().position(|g| *g == default) {
+                Some(k) => k,
+                None => {
+                    cands.push(default.clone());
+                    cands.len() - 1
+                }
+            };
+            if cands.len() > 1 {
+                let mut trials = Vec::with_capacity(cands.len());
+                for g in &cands {
+                    let mut trial = m.clone();
+                    let dec = decisions(&trial, &spaces, g);
+                    assign::assign(&mut trial, &dec)?;
+                    trials.push(trial);
+                }
+                let measured =
+                    measurer
+                        .measure(&trials, default_at)
+                        .map_err(|message| PassError::Failed {
+                            pass: "layout",
+                            message: format!("measuring candidates: {message}"),
+                        })?;
+                let keep_at = measured.keep.min(cands.len() - 1);
+                let _ = write!(
+                    cx.explain,
+                    "layout: measured {} candidates (the model's best and the compiler default, candidate {}): {}\n{}",
+                    cands.len(),
+                    default_at + 1,
+                    if keep_at == default_at {
+                        "kept the compiler default (no candidate beat it beyond the noise)".to_string()
+                    } else {
+                        format!("kept the model's rank {}", keep_at + 1)
+                    },
+                    measured.report
+                );
+                outcome.best = cands[keep_at].clone();
+                outcome.best_score = outcome
+                    .ranked
+                    .iter()
+                    .find(|(g, _)| *g == outcome.best)
+                    .map_or(outcome.default_score, |(_, s)| *s);
+            }
+        } else if let Some(measure) = cx.options.measure.as_mut() {
             if keep > 1 {
                 // Model-guided autotuning: measure the model's top candidates
                 // (and the compiler default) and keep the fastest measured.

@@ -1,0 +1,317 @@
+//! Backend legalization for XLA:CPU with the module's layouts kept
+//! ([`crate::Pipeline::LayoutsKept`]): the few rewrites that make a laid-out
+//! module compile there and compute what it means. Each rewrite inserts a
+//! `copy` (a physical transpose) or moves a layout; each is reported.
+//!
+//! The rules, each from an XLA:CPU behaviour seen through PJRT (each is
+//! shown necessary by `tests/xla_cpu_layouts.rs`: without it the results
+//! are wrong):
+//! 1. **entry parameters** arrive in the default (row-major) layout: PJRT
+//!    resets the entry computation layout to the defaults, and a parameter
+//!    instruction in another layout reads the row-major bytes as if they
+//!    were in its layout. Such a parameter gets the default layout and a
+//!    `copy` into its old one.
+//! 2. **the entry result** is handed back as row-major: a result (or tuple
+//!    element) in another layout is copied into the default at the root.
+//!    The header's `entry_computation_layout` is then dropped (the
+//!    parameters and root now say the same).
+//! 3. **dot batch dimensions** must be the most major of each operand and of
+//!    the result, in order: XLA:CPU either refuses the dot ("LHS batch dims
+//!    [0,1] must be in the most major dimensions") or computes wrong values.
+//!    An operand in another layout is copied into one with the batch
+//!    dimensions most major (the others keep their order); a result is
+//!    produced that way and copied back into its layout.
+//!
+//! Not needed (measured): elementwise ops whose operands have other layouts
+//! than their result compute correctly once the pre-layout `cse` is off;
+//! jax's permuted layouts on transposes are real layouts (a transpose that
+//! is a bitcast) and are kept as they are.
+//!
+//! Invariants: the rewritten module computes the same values (copies only
+//! change physical order); nothing changes in a module that is already
+//! legal (the report is empty); instruction names stay unique.
+
+use hlo::{CompId, InstId, Instruction, Layout, Module, Opcode, Shape, ShapeId};
+use smallvec::SmallVec;
+
+use crate::{PjrtError, Result};
+
+/// What legalization changed, one line per rewrite (empty: already legal).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Report {
+    pub lines: Vec<String>,
+}
+
+impl Report {
+    pub fn is_empty(&self) -> bool {
+        self.lines.is_empty()
+    }
+}
+
+fn m2m_of(m: &Module, s: ShapeId) -> Option<SmallVec<[i64; 6]>> {
+    let a = m.shape(s).as_array()?;
+    Some(match &a.layout {
+        Some(l) => l.minor_to_major.clone(),
+        None => (0..a.rank() as i64).rev().collect(),
+    })
+}
+
+fn is_default(m2m: &[i64]) -> bool {
+    m2m.iter().rev().enumerate().all(|(i, &d)| d == i as i64)
+}
+
+fn with_layout(m: &mut Module, s: ShapeId, m2m: &[i64]) -> ShapeId {
+    let Some(a) = m.shape(s).as_array() else {
+        return s;
+    };
+    let mut a = a.clone();
+    let mut l = a
+        .layout
+        .clone()
+        .unwrap_or_else(|| Layout::default_for_rank(a.rank()));
+    l.minor_to_major = m2m.iter().copied().collect();
+    a.layout = Some(l);
+    m.intern_shape(Shape::Array(a))
+}
+
+fn fmt(m2m: &[i64]) -> String {
+    let v: Vec<String> = m2m.iter().map(i64::to_string).collect();
+    format!("{{{}}}", v.join(","))
+}
+
+/// A `copy` of `x` into layout `m2m`, placed before `before` (appended when `None`).
+fn copy_into(
+    m: &mut Module,
+    comp: CompId,
+    x: InstId,
+    m2m: &[i64],
+    before: Option<InstId>,
+) -> InstId {
+    let shape = with_layout(m, m.inst(x).shape, m2m);
+    let name = m.unique_inst_name(&format!(
+        "{}.legal",
+        m.inst(x).name.split('.').next().unwrap_or("copy")
+    ));
+    let inst = Instruction {
+        name: name.into(),
+        opcode: Opcode::Copy,
+        shape,
+        operands: SmallVec::from_slice(&[x]),
+        payload: None,
+        attrs: Vec::new(),
+        parent: comp,
+    };
+    match before {
+        Some(b) => m.insert_inst_before(b, inst),
+        None => m.append_inst(inst),
+    }
+}
+
+fn next_in_order(m: &Module, comp: CompId, x: InstId) -> Option<InstId> {
+    let order = &m.comp(comp).order;
+    let at = order.iter().position(|&i| i == x)?;
+    order.get(at + 1).copied()
+}
+
+/// Legalizes `m` for XLA:CPU with its layouts kept (see the module doc).
+pub fn legalize_xla_cpu(m: &mut Module) -> Result<Report> {
+    let mut report = Report::default();
+    entry_parameters(m, &mut report);
+    dots(m, &mut report)?;
+    entry_result(m, &mut report)?;
+    Ok(report)
+}
+
+fn entry_parameters(m: &mut Module, report: &mut Report) {
+    let comp = m.entry;
+    let params = m.comp(comp).params.clone();
+    for p in params {
+        let Some(old) = m2m_of(m, m.inst(p).shape) else {
+            continue;
+        };
+        if is_default(&old) {
+            continue;
+        }
+        let users = m.users(comp)[p.index()].clone();
+        let default: Vec<i64> = (0..old.len() as i64).rev().collect();
+        let new_shape = with_layout(m, m.inst(p).shape, &default);
+        m.inst_mut(p).shape = new_shape;
+        let before = next_in_order(m, comp, p);
+        let c = copy_into(m, comp, p, &old, before);
+        for u in users {
+            m.replace_operand(u, p, c);
+        }
+        if m.comp(comp).root == p {
+            m.comp_mut(comp).root = c;
+        }
+        report.lines.push(format!(
+            "entry parameter %{}: arrives row-major; copied into {}",
+            m.inst(p).name,
+            fmt(&old)
+        ));
+    }
+}
+
+/// `m2m` with `batch` moved to the most-major positions (batch[0] most
+/// major), the other dimensions in their current minor-to-major order.
+fn batch_major(m2m: &[i64], batch: &[i64]) -> Vec<i64> {
+    let mut out: Vec<i64> = m2m.iter().copied().filter(|d| !batch.contains(d)).collect();
+    out.extend(batch.iter().rev());
+    out
+}
+
+fn batch_is_major(m2m: &[i64], batch: &[i64]) -> bool {
+    m2m.len() >= batch.len() && m2m.iter().rev().take(batch.len()).eq(batch.iter())
+}
+
+fn dots(m: &mut Module, report: &mut Report) -> Result<()> {
+    let comps: Vec<CompId> = m.computations().collect();
+    for comp in comps {
+        let order = m.comp(comp).order.clone();
+        for d in order {
+            if m.inst(d).opcode != Opcode::Dot {
+                continue;
+            }
+            let dims = m
+                .inst(d)
+                .dot_dims()
+                .map_err(|e| PjrtError::Input(format!("%{}: {e}", m.inst(d).name)))?
+                .unwrap_or_default();
+            if dims.lhs_batch.is_empty() {
+                continue;
+            }
+            for (k, batch) in [
+                (0usize, dims.lhs_batch.clone()),
+                (1, dims.rhs_batch.clone()),
+            ] {
+                let Some(&x) = m.inst(d).operands.get(k) else {
+                    continue;
+                };
+                let Some(l) = m2m_of(m, m.inst(x).shape) else {
+                    continue;
+                };
+                if batch_is_major(&l, &batch) {
+                    continue;
+                }
+                let want = batch_major(&l, &batch);
+                let c = copy_into(m, comp, x, &want, Some(d));
+                m.inst_mut(d).operands[k] = c;
+                report.lines.push(format!(
+                    "dot %{}: {} operand copied from {} to {} (batch dimensions most major)",
+                    m.inst(d).name,
+                    if k == 0 { "lhs" } else { "rhs" },
+                    fmt(&l),
+                    fmt(&want)
+                ));
+            }
+            let Some(l) = m2m_of(m, m.inst(d).shape) else {
+                continue;
+            };
+            let out_batch: Vec<i64> = (0..dims.lhs_batch.len() as i64).collect();
+            if batch_is_major(&l, &out_batch) {
+                continue;
+            }
+            let want = batch_major(&l, &out_batch);
+            let users = m.users(comp)[d.index()].clone();
+            let legal = with_layout(m, m.inst(d).shape, &want);
+            m.inst_mut(d).shape = legal;
+            let before = next_in_order(m, comp, d);
+            let c = copy_into(m, comp, d, &l, before);
+            for u in users {
+                m.replace_operand(u, d, c);
+            }
+            if m.comp(comp).root == d {
+                m.comp_mut(comp).root = c;
+            }
+            report.lines.push(format!(
+                "dot %{}: result produced as {} and copied into {} (batch dimensions most major)",
+                m.inst(d).name,
+                fmt(&want),
+                fmt(&l)
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn entry_result(m: &mut Module, report: &mut Report) -> Result<()> {
+    let comp = m.entry;
+    let root = m.comp(comp).root;
+    let mut changed = false;
+    if let Some(l) = m2m_of(m, m.inst(root).shape) {
+        if !is_default(&l) {
+            let default: Vec<i64> = (0..l.len() as i64).rev().collect();
+            let c = copy_into(m, comp, root, &default, None);
+            m.comp_mut(comp).root = c;
+            report.lines.push(format!(
+                "entry result %{}: copied from {} to row-major",
+                m.inst(root).name,
+                fmt(&l)
+            ));
+            changed = true;
+        }
+    } else if m.inst(root).opcode == Opcode::Tuple {
+        let n = m.inst(root).operands.len();
+        let mut elems: SmallVec<[ShapeId; 4]> = SmallVec::new();
+        for k in 0..n {
+            let x = m.inst(root).operands[k];
+            match m2m_of(m, m.inst(x).shape) {
+                Some(l) if !is_default(&l) => {
+                    let default: Vec<i64> = (0..l.len() as i64).rev().collect();
+                    let c = copy_into(m, comp, x, &default, Some(root));
+                    m.inst_mut(root).operands[k] = c;
+                    report.lines.push(format!(
+                        "entry result element {k} (%{}): copied from {} to row-major",
+                        m.inst(x).name,
+                        fmt(&l)
+                    ));
+                    changed = true;
+                    elems.push(m.inst(c).shape);
+                }
+                _ => elems.push(m.inst(x).shape),
+            }
+        }
+        if changed {
+            let s = m.intern_shape(Shape::Tuple(elems));
+            m.inst_mut(root).shape = s;
+        }
+    } else if m.inst_shape(root).is_tuple() {
+        // A tuple-shaped root that is not a tuple op (a while, a call, ...):
+        // its leaves must already be row-major.
+        if let Shape::Tuple(elems) = m.inst_shape(root).clone() {
+            for (k, s) in elems.iter().enumerate() {
+                if m2m_of(m, *s).is_some_and(|l| !is_default(&l)) {
+                    return Err(PjrtError::Unsupported(format!(
+                        "entry result element {k} of %{} is not row-major and the root is not a tuple",
+                        m.inst(root).name
+                    )));
+                }
+            }
+        }
+    }
+    let had_layout = m
+        .attrs
+        .iter()
+        .any(|a| &*a.key == "entry_computation_layout");
+    if had_layout && (changed || !report.is_empty()) {
+        m.attrs.retain(|a| &*a.key != "entry_computation_layout");
+        report
+            .lines
+            .push("entry_computation_layout: dropped (parameters and root are row-major)".into());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn batch_dimensions_move_to_the_most_major_positions_in_order() {
+        assert_eq!(batch_major(&[0, 1, 2, 3], &[0, 1]), vec![2, 3, 1, 0]);
+        assert_eq!(batch_major(&[3, 2, 1, 0], &[0, 1]), vec![3, 2, 1, 0]);
+        assert!(batch_is_major(&[3, 2, 1, 0], &[0, 1]));
+        assert!(!batch_is_major(&[3, 2, 0, 1], &[0, 1]));
+        assert!(!batch_is_major(&[0, 1, 2, 3], &[0, 1]));
+    }
+}

@@ -1,0 +1,320 @@
+//! Measured choice among layout candidates on a PJRT backend: each
+//! candidate and the compiler default is legalized, compiled once with its
+//! layouts kept, checked to compute the default's results, then run in
+//! interleaved rounds together with a *control* (a second executable of
+//! the default program). A candidate is kept only if it beats the default
+//! by more than the control's spread.
+//!
+//! Invariants: a candidate that fails to compile, aborts XLA or computes
+//! other results is never kept (it is reported); a failure of the default
+//! is an error; measurement stops after `max_rounds` rounds or when the
+//! time budget is spent (at least `min_rounds`), so it is bounded.
+//! Timings are not deterministic; the decision rule is.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use crate::{compare, inputs_for, legalize, Backend, Pipeline, PjrtError, Result};
+
+/// How long and how much to measure.
+#[derive(Clone, Debug)]
+pub struct MeasureConfig {
+    /// Wall-time budget for the timed rounds (compiles not included).
+    pub budget: Duration,
+    pub min_rounds: usize,
+    pub max_rounds: usize,
+    /// Shortest timed unit: a run repeated until one unit takes this long.
+    pub min_unit: Duration,
+    /// Seed of the inputs.
+    pub seed: u64,
+}
+
+impl Default for MeasureConfig {
+    fn default() -> Self {
+        MeasureConfig {
+            budget: Duration::from_secs(10),
+            min_rounds: 5,
+            max_rounds: 40,
+            min_unit: Duration::from_millis(2),
+            seed: 0,
+        }
+    }
+}
+
+/// The measurement of a set of candidates.
+#[derive(Clone, Debug)]
+pub struct Measured {
+    /// Median seconds per run of each candidate (`None`: not measured).
+    pub seconds: Vec<Option<f64>>,
+    /// Median over rounds of each candidate's time / the default's.
+    pub ratio: Vec<Option<f64>>,
+    /// Half-width of the control's ratios (10th to 90th percentile), at least 1%.
+    pub spread: f64,
+    /// Median ratio of the control to the default (ideally 1).
+    pub control_ratio: f64,
+    pub rounds: usize,
+    /// The candidate kept (the default unless one beat it beyond the spread).
+    pub keep: usize,
+    /// Human-readable lines: per candidate its time, ratio and fate.
+    pub report: String,
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+fn quantile(v: &mut [f64], q: f64) -> f64 {
+    v.sort_by(f64::total_cmp);
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    let pos = q * (v.len() - 1) as f64;
+    let (lo, hi) = (pos.floor() as usize, pos.ceil() as usize);
+    v[lo] + (v[hi] - v[lo]) * (pos - lo as f64)
+}
+
+/// A module ready for the backend: legalized, serialized.
+pub fn prepare(m: &hlo::Module) -> Result<(Vec<u8>, legalize::Report)> {
+    let mut m = m.clone();
+    let report = legalize::legalize_xla_cpu(&mut m)?;
+    Ok((crate::proto::module_proto(&m)?, report))
+}
+
+/// A measurer on a PJRT plugin (XLA:CPU by default).
+pub struct PjrtMeasurer {
+    pub plugin: PathBuf,
+    pub config: MeasureConfig,
+}
+
+impl PjrtMeasurer {
+    pub fn new(plugin: PathBuf, config: MeasureConfig) -> Self {
+        PjrtMeasurer { plugin, config }
+    }
+
+    /// Measures `candidates` (`candidates[default]` is the compiler
+    /// default) and decides which to keep.
+    pub fn measure(&self, candidates: &[hlo::Module], default: usize) -> Result<Measured> {
+        let n = candidates.len();
+        if default >= n {
+            return Err(PjrtError::Input(
+                "the default is not among the candidates".into(),
+            ));
+        }
+        let mut report = String::new();
+        let mut backend = Backend::start(&self.plugin)?;
+        let inputs = inputs_for(&candidates[default], self.config.seed)?;
+        backend.set_inputs(&inputs)?;
+        let mut exes: Vec<Option<usize>> = vec![None; n];
+        let mut notes: Vec<String> = vec![String::new(); n];
+        let mut control = None;
+        // Compile the default first (and its control): without them, nothing to compare.
+        let mut order: Vec<usize> = vec![default];
+        order.extend((0..n).filter(|&i| i != default));
+        let mut reference = None;
+        for &i in &order {
+            let prepared = prepare(&candidates[i]);
+            let compiled = prepared.and_then(|(proto, _)| {
+                let c = backend.compile(&proto, Pipeline::LayoutsKept)?;
+                if i == default {
+                    control = Some(backend.compile(&proto, Pipeline::LayoutsKept)?.id);
+                }
+                Ok(c)
+            });
+            let c = match compiled {
+                Ok(c) => c,
+                Err(e) => {
+                    if i == default {
+                        return Err(e);
+                    }
+                    notes[i] = format!("not measured: {e}");
+                    if matches!(e, PjrtError::WorkerDied { .. } | PjrtError::Timeout { .. }) {
+                        // Start over without it: the worker is gone.
+                        backend = Backend::start(&self.plugin)?;
+                        backend.set_inputs(&inputs)?;
+                        return self.measure_without(candidates, default, i, notes);
+                    }
+                    continue;
+                }
+            };
+            let outs = backend.outputs(c.id)?;
+            if i == default {
+                reference = Some(outs);
+            } else if let Some(r) = &reference {
+                if let Err(mm) = compare(&outs, r, 1e-3, 1e-3) {
+                    notes[i] = format!("rejected: computes other results ({mm})");
+                    continue;
+                }
+            }
+            exes[i] = Some(c.id);
+        }
+        let Some(control) = control else {
+            return Err(PjrtError::Protocol("the control was not compiled".into()));
+        };
+        let Some(default_exe) = exes[default] else {
+            return Err(PjrtError::Protocol("the default was not compiled".into()));
+        };
+        // Warm-up, and the repetitions per timed unit.
+        let once = backend.run(default_exe, 2)?;
+        let t1 = once.iter().copied().fold(f64::INFINITY, f64::min).max(1e-7);
+        let reps = ((self.config.min_unit.as_secs_f64() / t1).ceil() as usize).clamp(1, 1000);
+        for &e in exes.iter().flatten().chain([&control]) {
+            backend.run(e, 1)?;
+        }
+        // Interleaved rounds: the order rotates so no candidate always runs first.
+        let mut runs: Vec<Vec<f64>> = vec![Vec::new(); n];
+        let mut control_runs = Vec::new();
+        let start = Instant::now();
+        let mut rounds = 0;
+        let slots: Vec<(Option<usize>, usize)> = exes
+            .iter()
+            .enumerate()
+            .filter_map(|(i, e)| e.map(|e| (Some(i), e)))
+            .chain([(None, control)])
+            .collect();
+        while rounds < self.config.max_rounds
+            && (rounds < self.config.min_rounds || start.elapsed() < self.config.budget)
+        {
+            for k in 0..slots.len() {
+                let (who, exe) = slots[(k + rounds) % slots.len()];
+                let t: f64 = backend.run(exe, reps)?.iter().sum::<f64>() / reps as f64;
+                match who {
+                    Some(i) => runs[i].push(t),
+                    None => control_runs.push(t),
+                }
+            }
+            rounds += 1;
+        }
+        let ratios =
+            |v: &[f64]| -> Vec<f64> { v.iter().zip(&runs[default]).map(|(a, b)| a / b).collect() };
+        let mut cr = ratios(&control_runs);
+        let q10 = quantile(&mut cr, 0.1);
+        let q90 = quantile(&mut cr, 0.9);
+        let spread = ((q90 - q10) / 2.0).max(0.01);
+        let control_ratio = median(&mut cr);
+        let mut seconds = vec![None; n];
+        let mut ratio = vec![None; n];
+        for i in 0..n {
+            if runs[i].is_empty() {
+                continue;
+            }
+            seconds[i] = Some(median(&mut runs[i].clone()));
+            ratio[i] = Some(median(&mut ratios(&runs[i])));
+        }
+        let mut keep = default;
+        for i in 0..n {
+            if let Some(r) = ratio[i] {
+                if i != default && r < 1.0 - spread && ratio[keep].is_none_or(|k| r < k) {
+                    keep = i;
+                }
+            }
+        }
+        let _ = writeln!(
+            report,
+            "measured on {} ({}, PJRT {}): {rounds} interleaved rounds of {reps} run(s) each; control/default {control_ratio:.3}, spread ±{:.1}%",
+            backend.platform,
+            self.plugin.display(),
+            backend.api_version,
+            spread * 100.0
+        );
+        for i in 0..n {
+            let who = if i == default {
+                "compiler default".to_string()
+            } else {
+                format!("candidate {}", i + 1)
+            };
+            let fate = if i == keep { "kept" } else { "" };
+            match (seconds[i], ratio[i]) {
+                (Some(s), Some(r)) => {
+                    let _ = writeln!(
+                        report,
+                        "  {who}: {:.3} ms, {r:.3} x default {fate}",
+                        s * 1e3
+                    );
+                }
+                _ => {
+                    let _ = writeln!(report, "  {who}: {}", notes[i]);
+                }
+            }
+        }
+        Ok(Measured {
+            seconds,
+            ratio,
+            spread,
+            control_ratio,
+            rounds,
+            keep,
+            report,
+        })
+    }
+
+    /// Measures again without candidate `drop` (it aborted the worker).
+    fn measure_without(
+        &self,
+        candidates: &[hlo::Module],
+        default: usize,
+        drop: usize,
+        notes: Vec<String>,
+    ) -> Result<Measured> {
+        let kept: Vec<usize> = (0..candidates.len()).filter(|&i| i != drop).collect();
+        let sub: Vec<hlo::Module> = kept.iter().map(|&i| candidates[i].clone()).collect();
+        let sub_default = kept.iter().position(|&i| i == default).unwrap_or(0);
+        let m = self.measure(&sub, sub_default)?;
+        let n = candidates.len();
+        let mut seconds = vec![None; n];
+        let mut ratio = vec![None; n];
+        for (k, &i) in kept.iter().enumerate() {
+            seconds[i] = m.seconds[k];
+            ratio[i] = m.ratio[k];
+        }
+        let report = format!("{}  candidate {}: {}\n", m.report, drop + 1, notes[drop]);
+        Ok(Measured {
+            seconds,
+            ratio,
+            keep: kept[m.keep],
+            report,
+            ..m
+        })
+    }
+}
+
+impl passes::Measurer for PjrtMeasurer {
+    fn measure(
+        &mut self,
+        candidates: &[hlo::Module],
+        default: usize,
+    ) -> std::result::Result<passes::Measurement, String> {
+        let m = PjrtMeasurer::measure(self, candidates, default).map_err(|e| e.to_string())?;
+        Ok(passes::Measurement {
+            keep: m.keep,
+            report: m.report,
+        })
+    }
+}
+
+/// The measurer a `--measure` value names: `xla-cpu` (XLA's CPU plugin,
+/// found by [`crate::find_plugin`]) or `pjrt:PATH` (any PJRT plugin file).
+pub fn measurer_for(spec: &str, config: MeasureConfig) -> Result<PjrtMeasurer> {
+    let plugin = match spec {
+        "xla-cpu" => crate::find_plugin(None)?,
+        s => match s.strip_prefix("pjrt:") {
+            Some(path) if !path.is_empty() => crate::find_plugin(Some(std::path::Path::new(path)))?,
+            _ => {
+                return Err(PjrtError::Input(format!(
+                    "--measure={spec}: expected `xla-cpu` or `pjrt:PLUGIN_PATH`"
+                )))
+            }
+        },
+    };
+    crate::find_worker()?;
+    Ok(PjrtMeasurer::new(plugin, config))
+}
