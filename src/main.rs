@@ -1,9 +1,11 @@
 //! `hlo-opt`: parse, verify and print HLO modules.
 //!
 //! `hlo-opt FILE` (or `-` for stdin) parses the module, verifies it and
-//! prints it to stdout, or to `-o OUT` (never onto the input file). Errors are
-//! rendered as `file:line:col: error: message`, the offending source line and a
-//! caret, and exit with status 1.
+//! prints it to stdout, or to `-o OUT` (never onto the input file: see
+//! `outfile.rs`). Errors are rendered as `file:line:col: error: message`, the
+//! offending source line and a caret, and exit with status 1; a bad command
+//! line exits with 2 (clap). `--help` documents both, the passes and where
+//! ONNX Runtime is found.
 //!
 //! `--pass=layout,tile` runs passes between verify and print (`--list-passes`
 //! lists them; `--explain` reports their decisions on stderr; `--budget`,
@@ -22,9 +24,44 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-/// Parse, verify and print XLA HLO text modules.
+mod outfile;
+
+/// What `--help` says after the flags: the passes, ONNX Runtime, exit codes.
+const AFTER_HELP: &str = "\
+Passes (--pass=a,b runs them in this order; --list-passes lists them):
+  layout  Input: a module before XLA's layout assignment and fusion (e.g. *.pre.hlo).
+          Chooses the minor-to-major layouts of convolutions, dots and reshapes;
+          inserts copies where a consumer needs another layout.
+          Flags: --budget (configurations scored), --seed, --top-k,
+          --layout-model (or --model), --threads, --explain, --verify-each,
+          --measure and --measure-budget (time candidates on XLA:CPU).
+  tile    Input: a module after fusion (e.g. *.post.hlo, TPU kernels).
+          Chooses the tile sizes of each fused kernel, recorded in its
+          backend_config as \"hlo_opt_tile\".
+          Flags: --budget (candidates per kernel), --seed, --top-k,
+          --tile-model (or --model), --threads, --explain, --verify-each.
+  Without --pass, hlo-opt parses, verifies and prints the module.
+
+ONNX Runtime: the passes' cost models run on ONNX Runtime 1.31.1, a shared
+library loaded at run time (`bash scripts/quickstart` installs it into the
+checkout's .venv). Searched in this order, first found wins:
+  1. $ORT_DYLIB_PATH (the library file itself)
+  2. next to the hlo-opt executable (or its parent folder)
+  3. .venv of the current folder or an ancestor, then of the executable's ancestors
+  4. .venv of the checkout hlo-opt was built from (for `cargo install --path .`)
+  5. $HLO_OPT_HOME/lib, else ${XDG_DATA_HOME:-~/.local/share}/hlo-opt/lib
+  6. the onnxruntime package of $HLO_OPT_PYTHON, then of python3
+
+Exit status:
+  0  success
+  1  the input or a run failed: invalid HLO (file:line:col: error: ...), a
+     pass error, ONNX Runtime or a model file missing, an output refused or
+     not written
+  2  bad command line (unknown flag, bad value, missing input)";
+
+/// Parse, verify and print XLA HLO text modules; run the layout and tile passes.
 #[derive(Parser, Debug)]
-#[command(name = "hlo-opt", version, about)]
+#[command(name = "hlo-opt", version, about, after_help = AFTER_HELP)]
 struct Cli {
     /// Input HLO text file, or `-` for stdin.
     #[arg(required_unless_present = "list_passes")]
@@ -35,45 +72,45 @@ struct Cli {
     /// Skip the verifier (parse and print only).
     #[arg(long)]
     no_verify: bool,
-    /// Run these passes in order, comma-separated (`--pass=layout,tile`).
+    /// Run these passes in order, comma-separated (`--pass=layout,tile`); see "Passes" below.
     #[arg(long = "pass", value_name = "PASSES")]
     pass: Option<String>,
     /// List the registered passes and exit.
     #[arg(long)]
     list_passes: bool,
-    /// Run the verifier after every pass.
+    /// [passes] Run the verifier after every pass.
     #[arg(long)]
     verify_each: bool,
-    /// Report what the passes decided (per node, copies, model scores vs the compiler default) on stderr.
+    /// [passes] Report what the passes decided (per node, copies, model scores vs the compiler default) on stderr.
     #[arg(long)]
     explain: bool,
-    /// Maximum number of configurations a pass's search scores.
+    /// [layout, tile] Maximum number of configurations a pass's search scores (layout: in all; tile: per kernel).
     #[arg(long, default_value_t = 10_000)]
     budget: usize,
-    /// Seed of the searches (same input, model and seed: same output).
+    /// [layout, tile] Seed of the searches (same input, model and seed: same output).
     #[arg(long, default_value_t = 0)]
     seed: u64,
-    /// Cost model file for the single pass of `--pass` (default: the embedded model).
+    /// [layout or tile] Cost model file for the single pass of `--pass` (default: the embedded model).
     #[arg(long, value_name = "FILE")]
     model: Option<PathBuf>,
-    /// Cost model file of the layout pass.
+    /// [layout] Cost model file of the layout pass (default: the embedded model).
     #[arg(long, value_name = "FILE")]
     layout_model: Option<PathBuf>,
-    /// Cost model file of the tile pass.
+    /// [tile] Cost model file of the tile pass (default: the embedded model).
     #[arg(long, value_name = "FILE")]
     tile_model: Option<PathBuf>,
-    /// How many of the best candidates to keep (and measure, where a pass
-    /// can); default 1, or 3 with `--measure`.
+    /// [layout, tile] How many of the best candidates to keep (and measure,
+    /// where a pass can); default 1, or 3 with `--measure`.
     #[arg(long)]
     top_k: Option<usize>,
-    /// Measure candidates on a real backend and keep the fastest: `xla-cpu`
+    /// [layout] Measure candidates on a real backend and keep the fastest: `xla-cpu`
     /// (XLA's CPU PJRT plugin, `pip install xla-cpu-pjrt`) or `pjrt:PLUGIN_PATH`.
     #[arg(long, value_name = "BACKEND")]
     measure: Option<String>,
-    /// Seconds of interleaved timing runs for `--measure` (compiles not included).
+    /// [layout] Seconds of interleaved timing runs for `--measure` (compiles not included).
     #[arg(long, default_value_t = 10.0, value_name = "SECONDS")]
     measure_budget: f64,
-    /// ONNX Runtime threads (0 = its default).
+    /// [layout, tile] ONNX Runtime threads (0 = its default).
     #[arg(long, default_value_t = 0)]
     threads: usize,
 }
@@ -140,24 +177,39 @@ impl From<std::io::Error> for CliError {
     }
 }
 
-/// Reads and parses the input.
-fn load(cli: &Cli) -> Result<hlo::Module, CliError> {
-    let (text, name) = if cli.input() == "-" {
-        let mut s = String::new();
-        std::io::stdin().read_to_string(&mut s)?;
-        (s, "<stdin>".to_string())
-    } else {
-        let s = std::fs::read_to_string(cli.input())
-            .map_err(|e| CliError(format!("{}: {e}", cli.input())))?;
-        (s, cli.input().to_string())
-    };
-    hlo::parse_module_named(&text, &name).map_err(|e| CliError(e.render()))
+/// The input text and the name errors give it.
+struct Source {
+    text: String,
+    name: String,
 }
 
-/// Checks (and, with later flags, rewrites) the module.
-fn transform(cli: &Cli, m: &mut hlo::Module) -> Result<(), CliError> {
+/// Reads and parses the input (UTF-8 checked with the position of the first
+/// bad byte).
+fn load(cli: &Cli) -> Result<(hlo::Module, Source), CliError> {
+    let (bytes, name) = if cli.input() == "-" {
+        let mut b = Vec::new();
+        std::io::stdin()
+            .read_to_end(&mut b)
+            .map_err(|e| CliError(format!("<stdin>: {e}")))?;
+        (b, "<stdin>".to_string())
+    } else {
+        let b =
+            std::fs::read(cli.input()).map_err(|e| CliError(format!("{}: {e}", cli.input())))?;
+        (b, cli.input().to_string())
+    };
+    let text =
+        String::from_utf8(bytes).map_err(|e| match hlo::source_text(e.as_bytes(), &name) {
+            Err(positioned) => CliError(positioned.render()),
+            Ok(_) => CliError(format!("{name}: {e}")),
+        })?;
+    let m = hlo::parse_module_named(&text, &name).map_err(|e| CliError(e.render()))?;
+    Ok((m, Source { text, name }))
+}
+
+/// Checks (and, with later flags, rewrites) the module; errors point into `src`.
+fn transform(cli: &Cli, m: &mut hlo::Module, src: &Source) -> Result<(), CliError> {
     if !cli.no_verify {
-        verify(m)?;
+        hlo::verify_in_source(m, &src.text, &src.name).map_err(|e| CliError(e.render()))?;
     }
     if let Some(list) = &cli.pass {
         let mut cx = passes::PassContext::new(cli.pass_options(list)?);
@@ -168,17 +220,13 @@ fn transform(cli: &Cli, m: &mut hlo::Module) -> Result<(), CliError> {
         result.map_err(|e| match e {
             passes::PassError::Verify { pass, source } => CliError(format!(
                 "the module does not verify after pass {pass}:\n{}",
-                source.render()
+                source.locate(&src.text, &src.name).render()
             )),
             passes::PassError::Hlo(source) => CliError(source.render()),
             other => CliError(format!("error: {other}")),
         })?;
     }
     Ok(())
-}
-
-fn verify(m: &hlo::Module) -> Result<(), CliError> {
-    hlo::verify(m).map_err(|e| CliError(e.render()))
 }
 
 /// Prints the module to stdout or `-o`.
@@ -191,23 +239,15 @@ fn emit(cli: &Cli, m: &hlo::Module) -> Result<(), CliError> {
             out.flush()?;
         }
         Some(path) => {
-            if cli.input() != "-" && same_file(Path::new(cli.input()), path) {
-                return Err(CliError(format!(
-                    "refusing to overwrite the input file {}; choose another -o",
-                    path.display()
-                )));
-            }
-            std::fs::write(path, text).map_err(|e| CliError(format!("{}: {e}", path.display())))?;
+            outfile::check_not_input(path, &[("input", Path::new(cli.input()))])
+                .map_err(CliError)?;
+            outfile::write_via_temp(path, |temp| {
+                std::fs::write(temp, text).map_err(|e| format!("{}: {e}", path.display()))
+            })
+            .map_err(CliError)?;
         }
     }
     Ok(())
-}
-
-fn same_file(a: &Path, b: &Path) -> bool {
-    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
-        (Ok(x), Ok(y)) => x == y,
-        _ => a == b,
-    }
 }
 
 fn run(cli: &Cli) -> Result<(), CliError> {
@@ -217,8 +257,12 @@ fn run(cli: &Cli) -> Result<(), CliError> {
         }
         return Ok(());
     }
-    let mut m = load(cli)?;
-    transform(cli, &mut m)?;
+    if let Some(path) = &cli.output {
+        // Before any work: an output that is the input is refused at once.
+        outfile::check_not_input(path, &[("input", Path::new(cli.input()))]).map_err(CliError)?;
+    }
+    let (mut m, src) = load(cli)?;
+    transform(cli, &mut m, &src)?;
     emit(cli, &m)
 }
 

@@ -14,6 +14,8 @@
 //!   run, the published configuration row with the same runtime);
 //! - with `ORT_DYLIB_PATH`, `eval` runs the embedded default ONNX models.
 
+#[path = "support/report.rs"]
+mod report;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -459,9 +461,10 @@ fn featurized_files_load_in_numpy_like_published_ones() {
         .ok()
         .filter(|p| !p.is_empty())
     else {
-        println!("skipped: HLO_OPT_PYTHON is not set");
+        report::skipped("HLO_OPT_PYTHON is not set");
         return;
     };
+    report::ran();
     let ours = tmp("unet_numpy.npz");
     succeeded(featurize(
         "layout",
@@ -498,9 +501,10 @@ print("ok")
 #[test]
 fn eval_with_the_default_onnx_models() {
     if std::env::var_os("ORT_DYLIB_PATH").is_none() {
-        println!("skipped: ORT_DYLIB_PATH is not set");
+        report::skipped("ORT_DYLIB_PATH is not set");
         return;
     }
+    report::ran();
     let paths: Vec<String> = [LAYOUT, LAYOUT_TEST, TILE, TILE_TEST]
         .iter()
         .map(|f| rel(f))

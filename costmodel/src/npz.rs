@@ -61,6 +61,15 @@ use crate::{CostModelError, Result};
 /// Deflate cannot compress better than about 1032:1; an entry claiming more is corrupt
 /// (and would make us allocate what the file cannot hold).
 const MAX_DEFLATE_RATIO: u64 = 1032;
+/// Largest uncompressed size of an array that is decoded whole: every graph
+/// array and the runtimes, and the configuration array when it is read whole
+/// ([`NpzGraphFile::all_configs`], a Fortran-ordered one). Checked against the
+/// zip directory's declared size before anything is inflated (a 2 MB file can
+/// claim 2 GB); the reads themselves never go past the declared size. 1 GiB
+/// is ~40x the node features of the largest published TpuGraphs graph. The
+/// configuration array of a streamed read ([`NpzGraphFile::config_batches`],
+/// a slice) has no limit: only the requested rows are held.
+pub const MAX_WHOLE_ARRAY_BYTES: u64 = 1 << 30;
 /// Largest npy header we accept (numpy writes < 1 KiB for every array here).
 const MAX_HEADER_LEN: u64 = 1 << 20;
 /// Bytes read from an entry per `read` call while skipping or decoding.
@@ -515,6 +524,12 @@ impl NpzGraphFile {
             message,
         };
         let listed = list_entries(&path).map_err(err)?;
+        for e in &listed {
+            let streamed = e.name == "node_config_feat" || e.name == "config_feat";
+            if !streamed && e.size > MAX_WHOLE_ARRAY_BYTES {
+                return Err(err(too_big(&e.name, e.size)));
+            }
+        }
         let mut entries = Vec::with_capacity(listed.len());
         for Located {
             name,
@@ -943,9 +958,21 @@ fn read_rows<T: Elem>(
     Ok(out)
 }
 
+/// The error for an array beyond [`MAX_WHOLE_ARRAY_BYTES`].
+fn too_big(name: &str, bytes: u64) -> String {
+    format!(
+        "{name}: the zip directory says {bytes} bytes uncompressed, more than the {} MiB an array read whole may have (MAX_WHOLE_ARRAY_BYTES); refused before inflating (a zip bomb, or not a TpuGraphs file)",
+        MAX_WHOLE_ARRAY_BYTES >> 20
+    )
+}
+
 /// Reads a whole array, in C order.
 fn read_all<T: Elem>(path: &Path, e: &Entry) -> std::result::Result<Vec<T>, String> {
     T::check(&e.dtype).map_err(|m| format!("{}: {m}", e.name))?;
+    let bytes = e.header_len + (e.len() as u64).saturating_mul(e.dtype.size as u64);
+    if bytes > MAX_WHOLE_ARRAY_BYTES {
+        return Err(too_big(&e.name, bytes));
+    }
     let r = open_reader(path, e.method, e.data_start, e.compressed_size)
         .map_err(|x| format!("{}: cannot read: {x}", e.name))?;
     let mut r = Crc::new(r);

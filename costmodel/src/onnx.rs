@@ -40,6 +40,12 @@ pub const FEATURE_VERSION: u64 = 1;
 /// The ONNX Runtime version the install instructions name.
 pub const ORT_VERSION: &str = "1.31.1";
 
+/// Largest model file, and largest uncompressed entry of a `.hlocm` archive,
+/// accepted (the default models are 0.4 MB). An entry's declared size is
+/// checked before it is inflated, and its read stops at the limit whatever
+/// the archive claims (a 2 MB archive can inflate to 2 GB).
+pub const MAX_MODEL_BYTES: u64 = 256 << 20;
+
 /// The default layout model (see MODEL.md for what it was trained on).
 pub static DEFAULT_LAYOUT_MODEL: &[u8] = include_bytes!("../models/layout.hlocm");
 /// The default tile model.
@@ -130,8 +136,21 @@ impl OnnxModel {
             }
             Some(p) => {
                 let origin = p.display().to_string();
-                let bytes = std::fs::read(p)
+                let file = std::fs::File::open(p)
                     .map_err(|e| model_err(&origin, format!("cannot read: {e}")))?;
+                let mut bytes = Vec::new();
+                file.take(MAX_MODEL_BYTES + 1)
+                    .read_to_end(&mut bytes)
+                    .map_err(|e| model_err(&origin, format!("cannot read: {e}")))?;
+                if bytes.len() as u64 > MAX_MODEL_BYTES {
+                    return Err(model_err(
+                        &origin,
+                        format!(
+                            "larger than {} MiB (MAX_MODEL_BYTES): not a cost model",
+                            MAX_MODEL_BYTES >> 20
+                        ),
+                    ));
+                }
                 Self::from_bytes(&bytes, &origin, task, threads)
             }
         }
@@ -150,16 +169,34 @@ impl OnnxModel {
     fn from_hlocm(bytes: &[u8], origin: &str, task: Task, threads: usize) -> Result<Self> {
         let mut zip = zip::ZipArchive::new(std::io::Cursor::new(bytes))
             .map_err(|e| model_err(origin, format!("not a valid .hlocm zip archive: {e}")))?;
-        let read_entry =
-            |zip: &mut zip::ZipArchive<std::io::Cursor<&[u8]>>, name: &str| -> Result<Vec<u8>> {
-                let mut f = zip.by_name(name).map_err(|e| {
-                    model_err(origin, format!("missing `{name}` in the archive: {e}"))
-                })?;
-                let mut buf = Vec::new();
-                f.read_to_end(&mut buf)
-                    .map_err(|e| model_err(origin, format!("cannot read `{name}`: {e}")))?;
-                Ok(buf)
+        let read_entry = |zip: &mut zip::ZipArchive<std::io::Cursor<&[u8]>>,
+                          name: &str|
+         -> Result<Vec<u8>> {
+            let f = zip
+                .by_name(name)
+                .map_err(|e| model_err(origin, format!("missing `{name}` in the archive: {e}")))?;
+            let too_big = |bytes: u64| {
+                model_err(
+                        origin,
+                        format!(
+                            "`{name}` is {bytes} bytes uncompressed, more than the {} MiB a model entry may have (MAX_MODEL_BYTES); refused before inflating (a zip bomb?)",
+                            MAX_MODEL_BYTES >> 20
+                        ),
+                    )
             };
+            if f.size() > MAX_MODEL_BYTES {
+                return Err(too_big(f.size()));
+            }
+            let mut buf = Vec::new();
+            // The declared size may lie: stop reading at the limit anyway.
+            f.take(MAX_MODEL_BYTES + 1)
+                .read_to_end(&mut buf)
+                .map_err(|e| model_err(origin, format!("cannot read `{name}`: {e}")))?;
+            if buf.len() as u64 > MAX_MODEL_BYTES {
+                return Err(too_big(buf.len() as u64));
+            }
+            Ok(buf)
+        };
         let json_bytes = read_entry(&mut zip, "model.json")?;
         let json: serde_json::Value = serde_json::from_slice(&json_bytes)
             .map_err(|e| model_err(origin, format!("model.json is not valid JSON: {e}")))?;
@@ -512,6 +549,8 @@ static ENVIRONMENT: OnceLock<std::result::Result<Environment, String>> = OnceLoc
 pub fn environment() -> Result<&'static Environment> {
     let env = ENVIRONMENT.get_or_init(|| {
         let lib = find_onnxruntime()?;
+        check_shared_library(&lib)
+            .map_err(|e| format!("{}: {e}; not loaded. {}", lib.display(), install_hint()))?;
         let builder = ort::init_from(&lib)
             .map_err(|e| format!("cannot load {}: {e}. {}", lib.display(), install_hint()))?;
         builder
@@ -523,12 +562,145 @@ pub fn environment() -> Result<&'static Environment> {
     env.as_ref().map_err(|e| CostModelError::Runtime(e.clone()))
 }
 
+/// Checks that `path` is a whole shared library for this machine before it is
+/// loaded: the dynamic loader maps the file, and touching a mapped page past
+/// the end of a truncated file kills the process with SIGBUS inside `dlopen`.
+/// On Linux: the ELF magic, this build's class (32/64-bit), byte order and
+/// machine, a shared object, and the program headers, every loadable
+/// segment and the section headers within the file. Elsewhere: not empty.
+pub fn check_shared_library(path: &Path) -> std::result::Result<(), String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("cannot read: {e}"))?;
+    if bytes.is_empty() {
+        return Err("the file is empty".into());
+    }
+    if cfg!(target_os = "linux") {
+        check_elf(&bytes)
+    } else {
+        Ok(())
+    }
+}
+
+/// The ELF checks of [`check_shared_library`] on the file's bytes.
+fn check_elf(b: &[u8]) -> std::result::Result<(), String> {
+    const EM_X86_64: u16 = 62;
+    const EM_AARCH64: u16 = 183;
+    const EM_386: u16 = 3;
+    const EM_ARM: u16 = 40;
+    const PT_LOAD: u32 = 1;
+    if b.len() < 16 || &b[..4] != b"\x7fELF" {
+        return Err("not an ELF shared library (bad magic)".into());
+    }
+    let is64 = match b[4] {
+        1 => false,
+        2 => true,
+        c => return Err(format!("unknown ELF class {c}")),
+    };
+    if is64 != cfg!(target_pointer_width = "64") {
+        return Err(format!(
+            "a {}-bit library, this program is {}-bit",
+            if is64 { 64 } else { 32 },
+            usize::BITS
+        ));
+    }
+    if b[5] != if cfg!(target_endian = "little") { 1 } else { 2 } {
+        return Err("an ELF library of the other byte order".into());
+    }
+    let header_len = if is64 { 64 } else { 52 };
+    if b.len() < header_len {
+        return Err(format!(
+            "truncated: {} bytes, shorter than an ELF header",
+            b.len()
+        ));
+    }
+    let u16_at = |o: usize| u16::from_le_bytes([b[o], b[o + 1]]);
+    let u32_at = |o: usize| u32::from_le_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]]);
+    let word_at = |o: usize| -> u64 {
+        if is64 {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(&b[o..o + 8]);
+            u64::from_le_bytes(w)
+        } else {
+            u64::from(u32_at(o))
+        }
+    };
+    if cfg!(target_endian = "big") {
+        // The readers above are little-endian; big-endian hosts skip the rest.
+        return Ok(());
+    }
+    let e_type = u16_at(16);
+    if e_type != 3 {
+        return Err(format!("ELF type {e_type}, not a shared object (3)"));
+    }
+    let machine = u16_at(18);
+    let want = if cfg!(target_arch = "x86_64") {
+        Some(EM_X86_64)
+    } else if cfg!(target_arch = "aarch64") {
+        Some(EM_AARCH64)
+    } else if cfg!(target_arch = "x86") {
+        Some(EM_386)
+    } else if cfg!(target_arch = "arm") {
+        Some(EM_ARM)
+    } else {
+        None
+    };
+    if want.is_some_and(|w| w != machine) {
+        return Err(format!(
+            "built for ELF machine {machine}, not this machine's ({})",
+            want.unwrap_or_default()
+        ));
+    }
+    let (phoff, shoff, sizes_at) = if is64 {
+        (word_at(32), word_at(40), 54)
+    } else {
+        (word_at(28), word_at(32), 42)
+    };
+    let phentsize = u64::from(u16_at(sizes_at));
+    let phnum = u64::from(u16_at(sizes_at + 2));
+    let shentsize = u64::from(u16_at(sizes_at + 4));
+    let shnum = u64::from(u16_at(sizes_at + 6));
+    let len = b.len() as u64;
+    let truncated = |what: String| {
+        Err(format!(
+            "truncated or corrupt: {what} ends past the end of the file ({len} bytes)"
+        ))
+    };
+    let table_end =
+        |off: u64, n: u64, size: u64| n.checked_mul(size).and_then(|t| t.checked_add(off));
+    if table_end(phoff, phnum, phentsize).is_none_or(|e| e > len) {
+        return truncated("the program header table".into());
+    }
+    if shnum > 0 && table_end(shoff, shnum, shentsize).is_none_or(|e| e > len) {
+        return truncated("the section header table".into());
+    }
+    let min_ph = if is64 { 56 } else { 32 };
+    if phnum > 0 && phentsize < min_ph {
+        return Err(format!("program header entries of {phentsize} bytes"));
+    }
+    for i in 0..phnum {
+        let p = (phoff + i * phentsize) as usize;
+        if u32_at(p) != PT_LOAD {
+            continue;
+        }
+        let (offset, filesz) = if is64 {
+            (word_at(p + 8), word_at(p + 32))
+        } else {
+            (word_at(p + 4), word_at(p + 16))
+        };
+        if offset.checked_add(filesz).is_none_or(|e| e > len) {
+            return truncated(format!("loadable segment {i}"));
+        }
+    }
+    Ok(())
+}
+
 fn install_hint() -> String {
     format!(
-        "Install ONNX Runtime with `pip install onnxruntime=={ORT_VERSION}` (e.g. into the repository's .venv: \
-         `python3 -m venv .venv && .venv/bin/pip install onnxruntime=={ORT_VERSION}`), then \
-         `export ORT_DYLIB_PATH=$(python3 -c \"import onnxruntime,os;print(os.path.dirname(onnxruntime.__file__))\")/capi/libonnxruntime.so.{ORT_VERSION}` \
-         (with the python of that install), or copy that library next to the executable"
+        "Install ONNX Runtime {ORT_VERSION} with `bash scripts/quickstart` in the hlo-opt checkout \
+         (it makes .venv with `onnxruntime=={ORT_VERSION}`, which hlo-opt then finds from any folder), \
+         or `python3 -m venv .venv && .venv/bin/pip install onnxruntime=={ORT_VERSION}` there, \
+         or point ORT_DYLIB_PATH at the library (`libonnxruntime.so.{ORT_VERSION}` in the \
+         onnxruntime package's capi/ folder), or copy it to {}",
+        user_lib_dir().map_or_else(|| "~/.local/share/hlo-opt/lib".to_string(), |d| d.display().to_string())
     )
 }
 
@@ -590,10 +762,41 @@ fn venv_capi(root: &Path) -> Option<PathBuf> {
         .find(|p| p.is_dir())
 }
 
-/// Finds the ONNX Runtime shared library: `ORT_DYLIB_PATH`, next to the
-/// executable (or its parent folder, for `target/*/deps`), a `.venv` in the
-/// current folder or an ancestor of it or of the executable, then the
-/// `onnxruntime` package of `$HLO_OPT_PYTHON` or `python3`.
+/// The folder of the source checkout this program was built from (where
+/// `scripts/quickstart` makes `.venv`), recorded at build time: a binary
+/// installed elsewhere (`cargo install --path .`) still finds that `.venv`.
+fn build_checkout() -> Option<PathBuf> {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+}
+
+/// The user-level folder searched for the library: `$HLO_OPT_HOME/lib`, else
+/// `${XDG_DATA_HOME:-$HOME/.local/share}/hlo-opt/lib`.
+pub fn user_lib_dir() -> Option<PathBuf> {
+    if let Some(home) = std::env::var_os("HLO_OPT_HOME").filter(|h| !h.is_empty()) {
+        return Some(PathBuf::from(home).join("lib"));
+    }
+    let data = std::env::var_os("XDG_DATA_HOME")
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .filter(|h| !h.is_empty())
+                .map(|h| PathBuf::from(h).join(".local").join("share"))
+        })?;
+    Some(data.join("hlo-opt").join("lib"))
+}
+
+/// Finds the ONNX Runtime shared library, first found wins:
+/// 1. `ORT_DYLIB_PATH` (a file);
+/// 2. next to the executable (or its parent folder, for `target/*/deps`);
+/// 3. a `.venv` in the current folder or an ancestor of it, then in an
+///    ancestor of the executable (`target/release/hlo-opt` of a checkout);
+/// 4. the `.venv` of the checkout the program was built from
+///    ([`build_checkout`], for `cargo install --path .`);
+/// 5. the user-level folder [`user_lib_dir`];
+/// 6. the `onnxruntime` package of `$HLO_OPT_PYTHON`, then of `python3`.
 pub fn find_onnxruntime() -> std::result::Result<PathBuf, String> {
     if let Some(p) = std::env::var_os("ORT_DYLIB_PATH") {
         let p = PathBuf::from(p);
@@ -625,6 +828,7 @@ pub fn find_onnxruntime() -> std::result::Result<PathBuf, String> {
     if let Some(dir) = &exe_dir {
         roots.extend(dir.ancestors().map(Path::to_path_buf));
     }
+    roots.extend(build_checkout());
     for root in &roots {
         if let Some(capi) = venv_capi(root) {
             if let Some(p) = lib_in(&capi) {
@@ -632,7 +836,19 @@ pub fn find_onnxruntime() -> std::result::Result<PathBuf, String> {
             }
         }
     }
-    looked.push(".venv in the current folder and its ancestors".into());
+    looked.push(".venv in the current folder and its ancestors, the executable's ancestors".into());
+    if let Some(b) = build_checkout() {
+        looked.push(format!(
+            "{}/.venv (the checkout it was built from)",
+            b.display()
+        ));
+    }
+    if let Some(dir) = user_lib_dir() {
+        if let Some(p) = lib_in(&dir) {
+            return Ok(p);
+        }
+        looked.push(dir.display().to_string());
+    }
     let pythons: Vec<String> = std::env::var("HLO_OPT_PYTHON")
         .ok()
         .into_iter()
@@ -954,5 +1170,76 @@ impl CostModel for OnnxModel {
             ));
         }
         Ok(scores)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check_elf;
+
+    /// A minimal 64-bit little-endian x86-64 shared-object header with one
+    /// loadable segment at `seg_offset..seg_offset + seg_size`, padded to
+    /// `len` bytes.
+    fn elf(len: usize, seg_offset: u64, seg_size: u64) -> Vec<u8> {
+        let mut b = vec![0u8; len.max(64 + 56)];
+        b[..4].copy_from_slice(b"\x7fELF");
+        b[4] = 2; // 64-bit
+        b[5] = 1; // little-endian
+        b[6] = 1;
+        b[16..18].copy_from_slice(&3u16.to_le_bytes()); // ET_DYN
+        let machine: u16 = if cfg!(target_arch = "aarch64") {
+            183
+        } else {
+            62
+        };
+        b[18..20].copy_from_slice(&machine.to_le_bytes());
+        b[32..40].copy_from_slice(&64u64.to_le_bytes()); // e_phoff
+        b[54..56].copy_from_slice(&56u16.to_le_bytes()); // e_phentsize
+        b[56..58].copy_from_slice(&1u16.to_le_bytes()); // e_phnum
+        b[64..68].copy_from_slice(&1u32.to_le_bytes()); // PT_LOAD
+        b[72..80].copy_from_slice(&seg_offset.to_le_bytes());
+        b[96..104].copy_from_slice(&seg_size.to_le_bytes()); // p_filesz
+        b.truncate(len.max(64 + 56));
+        b
+    }
+
+    #[test]
+    #[cfg(all(
+        target_os = "linux",
+        target_pointer_width = "64",
+        target_endian = "little"
+    ))]
+    fn whole_libraries_pass_and_cut_or_foreign_ones_are_named() {
+        assert_eq!(check_elf(&elf(4096, 0, 4096)), Ok(()));
+        let cut = check_elf(&elf(4096, 0, 8192)).expect_err("segment past the end");
+        assert!(
+            cut.contains("truncated or corrupt: loadable segment 0"),
+            "{cut}"
+        );
+        let short = check_elf(&elf(4096, 0, 4096)[..40]).expect_err("short header");
+        assert!(short.contains("shorter than an ELF header"), "{short}");
+        let mut text = b"not a library at all".to_vec();
+        text.resize(200, b' ');
+        assert!(check_elf(&text).expect_err("magic").contains("bad magic"));
+        let mut b32 = elf(4096, 0, 4096);
+        b32[4] = 1;
+        assert!(check_elf(&b32)
+            .expect_err("class")
+            .contains("32-bit library"));
+        let mut exe = elf(4096, 0, 4096);
+        exe[16] = 2;
+        assert!(check_elf(&exe)
+            .expect_err("type")
+            .contains("not a shared object"));
+        let mut arm = elf(4096, 0, 4096);
+        arm[18..20].copy_from_slice(&40u16.to_le_bytes());
+        assert!(check_elf(&arm)
+            .expect_err("machine")
+            .contains("ELF machine 40"));
+        let mut phtable = elf(4096, 0, 4096);
+        phtable[56..58].copy_from_slice(&1000u16.to_le_bytes());
+        assert!(check_elf(&phtable)
+            .expect_err("program headers")
+            .contains("the program header table"));
     }
 }

@@ -10,6 +10,7 @@
 //!   with the published keys, dtypes, shapes and values.
 
 mod common;
+use common::report;
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -251,9 +252,10 @@ fn big_nlp_graph_slices_without_decoding_everything() {
         .and_then(|e| e.ok())
         .map(|e| e.path())
     else {
-        println!("skipped: {} is absent", dir.display());
+        report::skipped(&format!("{} is absent", dir.display()));
         return;
     };
+    report::ran();
     let f = NpzGraphFile::open(&path).expect("open");
     assert_eq!(f.graph().num_nodes(), 21_918);
     assert_eq!(f.graph().num_config_nodes(), 848);

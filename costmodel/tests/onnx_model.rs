@@ -6,6 +6,8 @@
 //! Every test needs the ONNX Runtime shared library and prints
 //! "skipped: ..." and returns when it cannot be found.
 
+#[path = "../../tests/support/report.rs"]
+mod report;
 use std::io::{Read, Write};
 use std::path::PathBuf;
 
@@ -15,9 +17,12 @@ use costmodel::{load_model, ConfigBatch, CostModel, CostModelError, Graph, Task}
 
 fn ort_available() -> bool {
     match costmodel::onnx::environment() {
-        Ok(_) => true,
+        Ok(_) => {
+            report::ran();
+            true
+        }
         Err(e) => {
-            eprintln!("skipped: ONNX Runtime unavailable: {e}");
+            report::skipped(&format!("ONNX Runtime unavailable: {e}"));
             false
         }
     }

@@ -8,6 +8,8 @@
 //! `scripts/test`) and the ONNX Runtime library; prints "skipped: ..." and
 //! returns when either is missing.
 
+#[path = "../../tests/support/report.rs"]
+mod report;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -24,7 +26,7 @@ fn python() -> Option<String> {
     match std::env::var("HLO_OPT_PYTHON") {
         Ok(p) if !p.is_empty() => Some(p),
         _ => {
-            eprintln!("skipped: HLO_OPT_PYTHON is not set (scripts/test sets it)");
+            report::skipped("HLO_OPT_PYTHON is not set (scripts/test sets it)");
             None
         }
     }
@@ -71,9 +73,10 @@ fn python_scores(py: &str, model: &Path, npz: &Path, first: usize) -> Vec<f32> {
 fn check_parity(task: Task, npz_name: &str, first: usize) {
     let Some(py) = python() else { return };
     if let Err(e) = costmodel::onnx::environment() {
-        eprintln!("skipped: ONNX Runtime unavailable: {e}");
+        report::skipped(&format!("ONNX Runtime unavailable: {e}"));
         return;
     }
+    report::ran();
     let npz = repo().join("testdata/costmodel/npz").join(npz_name);
     let file = NpzGraphFile::open(&npz).expect("open npz");
     let model = load_model(None, task, 1).expect("embedded model");

@@ -3,7 +3,7 @@
 /// Parses and verifies HLO text.
 pub(crate) fn parse(text: &str) -> hlo::Result<hlo::Module> {
     let m = hlo::parse_module(text)?;
-    hlo::verify(&m)?;
+    hlo::verify_in_source(&m, text, "<input>")?;
     Ok(m)
 }
 

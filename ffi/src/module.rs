@@ -74,15 +74,7 @@ pub unsafe extern "C" fn hlo_opt_module_parse(
         }
         // SAFETY: non-NULL, and readable for `len` bytes (caller's guarantee).
         let bytes = unsafe { std::slice::from_raw_parts(text.cast::<u8>(), len) };
-        let text = std::str::from_utf8(bytes).map_err(|e| {
-            Failure::new(
-                hlo_opt_status_t::HLO_OPT_ERROR_PARSE,
-                format!(
-                    "HLO text is not UTF-8 (invalid byte at offset {})",
-                    e.valid_up_to()
-                ),
-            )
-        })?;
+        let text = hlo::source_text(bytes, "<input>").map_err(|e| hlo_failure(&e))?;
         let module = backend::parse(text).map_err(|e| hlo_failure(&e))?;
         let handle = Box::new(hlo_opt_module_t {
             inner: Mutex::new(module),

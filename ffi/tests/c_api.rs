@@ -8,6 +8,8 @@
 //! is available (`ORT_DYLIB_PATH` set, as `scripts/test` does); otherwise it
 //! says "skipped: ..." for those parts and checks everything else.
 
+#[path = "../../tests/support/report.rs"]
+mod report;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -93,8 +95,10 @@ fn compile_source(source: &Path, out: &Path, link: &[String]) {
 /// Whether the C program should run passes (needs ONNX Runtime).
 fn passes_enabled() -> bool {
     let on = std::env::var_os("ORT_DYLIB_PATH").is_some_and(|p| Path::new(&p).exists());
-    if !on {
-        eprintln!("skipped: the C test's pass runs (layout pass, missing model, measure callback) need ONNX Runtime; set ORT_DYLIB_PATH");
+    if on {
+        report::ran();
+    } else {
+        report::skipped("the C test's pass runs (layout pass, missing model, measure callback) need ONNX Runtime; set ORT_DYLIB_PATH");
     }
     on
 }
@@ -145,7 +149,7 @@ fn run_c_test(wrapper: &[&str], program: &Path, env: &[(&str, &str)]) {
         .chain(stderr.lines())
         .filter(|l| l.starts_with("skipped:"))
     {
-        eprintln!("{line}");
+        report::skipped(&format!("C program: {line}"));
     }
 }
 
@@ -185,7 +189,7 @@ fn c_program_passes_against_the_shared_library_with_lhlo_opt() {
 #[test]
 fn c_program_runs_clean_under_valgrind() {
     if !have("valgrind") {
-        eprintln!("skipped: valgrind is not installed (.ci/run installs it)");
+        report::skipped("valgrind is not installed (scripts/test installs it)");
         return;
     }
     let lib = lib_dir().join("libhlo_opt.a");
@@ -257,5 +261,112 @@ fn readme_c_example_compiles_links_and_optimizes_a_module() {
     assert!(
         stderr.starts_with("layout"),
         "the report goes to stderr: {stderr}"
+    );
+}
+
+/// Builds the README's C example against the static library as `name`.
+fn build_readme_example(name: &str) -> PathBuf {
+    let dir = build_dir();
+    let source = dir.join(format!("{name}.c"));
+    std::fs::write(&source, readme_example()).expect("write the README example");
+    let exe = dir.join(name);
+    compile_source(
+        &source,
+        &exe,
+        &[lib_dir().join("libhlo_opt.a").display().to_string()],
+    );
+    exe
+}
+
+#[test]
+fn readme_c_example_reads_a_module_larger_than_1_mb_whole() {
+    let exe = build_readme_example("readme_example_large");
+    // 1.5 MB of comment before a real module: a reader that stops at 1 MB
+    // hands the library an unterminated comment.
+    let module =
+        std::fs::read_to_string(repo_root().join("testdata/ffi/mlp.pre.hlo")).expect("read");
+    let big = build_dir().join("large_module.hlo");
+    let padding = format!("/* {} */\n", "x".repeat(3 << 19));
+    std::fs::write(&big, format!("{padding}{module}")).expect("write the large module");
+    let out = Command::new(&exe).arg(&big).output().expect("run");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if !passes_enabled() {
+        // The parse succeeded: the run stops at loading ONNX Runtime.
+        assert!(!out.status.success());
+        assert!(stderr.contains("ONNX Runtime"), "{stderr}");
+        return;
+    }
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).starts_with("HloModule jit_mlp_apply"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn readme_c_example_reports_a_read_failure() {
+    let exe = build_readme_example("readme_example_read_error");
+    // A folder opens but cannot be read.
+    let out = Command::new(&exe).arg(build_dir()).output().expect("run");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("Is a directory"), "{stderr}");
+    let missing = Command::new(&exe)
+        .arg(build_dir().join("no such file.hlo"))
+        .output()
+        .expect("run");
+    assert_eq!(missing.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&missing.stderr).contains("No such file or directory"),
+        "{}",
+        String::from_utf8_lossy(&missing.stderr)
+    );
+}
+
+/// The README's command line for the shared library, with `app.c` the
+/// README example: the program it builds must run without `LD_LIBRARY_PATH`.
+#[test]
+fn readme_shared_library_command_line_builds_a_program_that_runs() {
+    let readme = std::fs::read_to_string(repo_root().join("README.md")).expect("read README.md");
+    let line = readme
+        .split("\n## C ABI\n")
+        .nth(1)
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("cc app.c") && l.contains("-lhlo_opt"))
+        })
+        .expect("the C ABI section has a `cc app.c ... -lhlo_opt` line");
+    let dir = build_dir();
+    let source = dir.join("readme_shared.c");
+    std::fs::write(&source, readme_example()).expect("write the README example");
+    let exe = dir.join("readme_shared");
+    let lib = lib_dir().display().to_string();
+    let command = line
+        .replace("\"$PWD/target/release\"", &lib)
+        .replace("-Ltarget/release", &format!("-L{lib}"))
+        .replace("app.c", &source.display().to_string());
+    let mut words = command.split_whitespace();
+    let cc = words.next().expect("cc");
+    let status = Command::new(cc)
+        .args(words)
+        .arg("-o")
+        .arg(&exe)
+        .current_dir(repo_root())
+        .status()
+        .expect("run the C compiler");
+    assert!(status.success(), "{command}");
+    let out = Command::new(&exe)
+        .arg(repo_root().join("testdata/ffi/mlp.pre.hlo"))
+        .env_remove("LD_LIBRARY_PATH")
+        .output()
+        .expect("run");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !stderr.contains("error while loading shared libraries"),
+        "{stderr}"
+    );
+    assert!(
+        out.status.success() || (!passes_enabled() && stderr.starts_with("hlo-opt ")),
+        "{stderr}"
     );
 }

@@ -27,12 +27,17 @@ pub enum Error {
         message: String,
         snippet: String,
     },
-    /// The module parsed but is not well formed.
-    #[error("in computation {computation}, instruction %{instruction}: {message}")]
+    /// The module parsed but is not well formed. `offset` is the byte offset
+    /// of the instruction's name in the source the module was parsed from
+    /// (none for instructions a pass added); [`Error::locate`] turns it into
+    /// `at`: the position and the source line.
+    #[error("{}in computation {computation}, instruction %{instruction}: {message}", .at.as_ref().map(|(p, _)| format!("{p}: ")).unwrap_or_default())]
     Verify {
         computation: String,
         instruction: String,
         message: String,
+        offset: Option<usize>,
+        at: Option<(Pos, String)>,
     },
     /// A module-level problem not tied to one instruction.
     #[error("invalid module: {0}")]
@@ -41,24 +46,106 @@ pub enum Error {
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// Widest source line [`Error::render`] echoes, in characters; a longer line
+/// is shown as a window of this width around the column, `...` marking the
+/// cut ends (a module printed on one line can be megabytes long).
+pub const MAX_SNIPPET_CHARS: usize = 256;
+
 impl Error {
     /// The error for people: `file:line:col: error: message`, then the
-    /// offending source line and a caret under the column (parse errors).
+    /// offending source line (at most [`MAX_SNIPPET_CHARS`] of it) and a caret
+    /// under the column (parse errors, and verifier errors placed with
+    /// [`Error::locate`]).
     pub fn render(&self) -> String {
         match self {
             Error::Parse {
                 pos,
                 message,
                 snippet,
-            } => {
-                let pad: String = snippet
-                    .chars()
-                    .take(pos.col.saturating_sub(1))
-                    .map(|c| if c == '\t' { '\t' } else { ' ' })
-                    .collect();
-                format!("{pos}: error: {message}\n{snippet}\n{pad}^")
-            }
+            } => format!("{pos}: error: {message}\n{}", caret_lines(snippet, pos.col)),
+            Error::Verify {
+                computation,
+                instruction,
+                message,
+                at: Some((pos, snippet)),
+                ..
+            } => format!(
+                "{pos}: error: in computation {computation}, instruction %{instruction}: {message}\n{}",
+                caret_lines(snippet, pos.col)
+            ),
             other => format!("error: {other}"),
         }
     }
+
+    /// Places a verifier error in `text`, the source the module was parsed
+    /// from, named `filename`: `file:line:col` of the instruction and its line.
+    /// Other errors, and verifier errors about instructions without a source
+    /// offset, are returned as they are.
+    pub fn locate(self, text: &str, filename: &str) -> Error {
+        match self {
+            Error::Verify {
+                computation,
+                instruction,
+                message,
+                offset: Some(offset),
+                at: None,
+            } if offset < text.len() => {
+                let (line, col) = crate::parse::line_col(text, offset);
+                let snippet = crate::parse::source_line(text, offset);
+                Error::Verify {
+                    computation,
+                    instruction,
+                    message,
+                    offset: Some(offset),
+                    at: Some((
+                        Pos {
+                            file: filename.to_string(),
+                            line,
+                            col,
+                        },
+                        snippet,
+                    )),
+                }
+            }
+            other => other,
+        }
+    }
+}
+
+/// The source line (or a window of it, see [`MAX_SNIPPET_CHARS`]) and a caret
+/// line under column `col` (1-based, in characters).
+fn caret_lines(snippet: &str, col: usize) -> String {
+    let chars: Vec<char> = snippet.chars().collect();
+    let at = col.saturating_sub(1).min(chars.len());
+    let (start, end) = if chars.len() <= MAX_SNIPPET_CHARS {
+        (0, chars.len())
+    } else {
+        let start = at
+            .saturating_sub(MAX_SNIPPET_CHARS / 2)
+            .min(chars.len() - MAX_SNIPPET_CHARS);
+        (start, start + MAX_SNIPPET_CHARS)
+    };
+    let lead = if start > 0 { "..." } else { "" };
+    let tail = if end < chars.len() { "..." } else { "" };
+    // Control characters (a NUL, an escape sequence) are not echoed as they are.
+    let shown: String = chars[start..end]
+        .iter()
+        .map(|&c| {
+            if c.is_control() && c != '\t' {
+                '\u{FFFD}'
+            } else {
+                c
+            }
+        })
+        .collect();
+    let pad: String = lead
+        .chars()
+        .map(|_| ' ')
+        .chain(
+            chars[start..at]
+                .iter()
+                .map(|&c| if c == '\t' { '\t' } else { ' ' }),
+        )
+        .collect();
+    format!("{lead}{shown}{tail}\n{pad}^")
 }

@@ -511,7 +511,15 @@ pub struct Module {
     /// Computations in print order (the source order).
     comp_order: Vec<CompId>,
     shapes: IndexSet<Shape>,
+    /// Side table keyed by [`InstId`]: the byte offset of each instruction's
+    /// name in the text it was parsed from ([`NO_SOURCE`] for none). Set by
+    /// the parser; instructions added later have none. Errors found on the IR
+    /// (the verifier) use it to point at `file:line:col`.
+    source_offsets: Vec<u32>,
 }
+
+/// "No source offset" in [`Module`]'s side table.
+const NO_SOURCE: u32 = u32::MAX;
 
 impl Module {
     /// An empty module. The entry computation must be added before use; `entry`
@@ -526,7 +534,23 @@ impl Module {
             comps: Vec::new(),
             comp_order: Vec::new(),
             shapes: IndexSet::new(),
+            source_offsets: Vec::new(),
         }
+    }
+
+    // ---- source positions ----
+    /// Byte offset of `id`'s name in the text the module was parsed from;
+    /// `None` for instructions a pass added (or a module built in code).
+    pub fn source_offset(&self, id: InstId) -> Option<usize> {
+        match self.source_offsets.get(id.index()) {
+            Some(&o) if o != NO_SOURCE => Some(o as usize),
+            _ => None,
+        }
+    }
+    /// Records the source offset of each instruction (indexed by
+    /// [`InstId::index`]); offsets past `u32::MAX - 1` are dropped.
+    pub(crate) fn set_source_offsets(&mut self, offsets: Vec<u32>) {
+        self.source_offsets = offsets;
     }
 
     // ---- shapes ----

@@ -29,9 +29,9 @@ pub mod verify;
 pub use error::{Error, Result};
 pub use ir::*;
 pub use opcode::Opcode;
-pub use parse::{parse_module, parse_module_named};
+pub use parse::{parse_module, parse_module_named, source_text};
 pub use print::{
     print_computation, print_instruction, print_layout, print_layout_in, print_module, print_shape,
     print_shape_no_layout,
 };
-pub use verify::verify;
+pub use verify::{verify, verify_in_source};

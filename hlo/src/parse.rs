@@ -57,6 +57,7 @@ pub fn parse_module(text: &str) -> Result<Module> {
 
 /// Parses HLO text; errors carry `filename:line:col`.
 pub fn parse_module_named(text: &str, filename: &str) -> Result<Module> {
+    check_text(text, filename)?;
     check_depth(text, filename)?;
     let pairs =
         HloParser::parse(Rule::module, text).map_err(|e| pest_error(e, text, filename, 0))?;
@@ -69,6 +70,73 @@ pub fn parse_module_named(text: &str, filename: &str) -> Result<Module> {
         return Err(lowerer.finding_error(&module, f));
     }
     Ok(module)
+}
+
+/// The bytes of a file as HLO text: UTF-8 (the encoding XLA reads). The
+/// first invalid byte is reported at its `filename:line:col`, with the line
+/// (invalid bytes shown as U+FFFD); [`parse_module_named`] then rejects a
+/// byte order mark and NUL bytes, also positioned.
+pub fn source_text<'a>(bytes: &'a [u8], filename: &str) -> Result<&'a str> {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => Ok(text),
+        Err(e) => {
+            let at = e.valid_up_to();
+            let valid = std::str::from_utf8(&bytes[..at]).unwrap_or_default();
+            let (line, col) = line_col(valid, at);
+            let line_start = valid.rfind('\n').map_or(0, |p| p + 1);
+            let line_end = bytes[at..]
+                .iter()
+                .position(|&b| b == b'\n')
+                .map_or(bytes.len(), |p| at + p);
+            let snippet = String::from_utf8_lossy(&bytes[line_start..line_end])
+                .trim_end_matches('\r')
+                .to_string();
+            let message = match e.error_len() {
+                Some(n) => format!(
+                    "invalid UTF-8: byte{} {} cannot start or continue a character here (HLO text is UTF-8; is this a binary file, e.g. a serialized HloModuleProto?)",
+                    if n > 1 { "s" } else { "" },
+                    bytes[at..at + n]
+                        .iter()
+                        .map(|b| format!("0x{b:02X}"))
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                ),
+                None => "invalid UTF-8: the text ends inside a multi-byte character".to_string(),
+            };
+            Err(Error::Parse {
+                pos: Pos {
+                    file: filename.to_string(),
+                    line,
+                    col,
+                },
+                message,
+                snippet,
+            })
+        }
+    }
+}
+
+/// Rejects what no HLO text contains, before the grammar sees it: a UTF-8
+/// byte order mark (XLA's parser rejects it too: "expects name") and NUL
+/// bytes.
+fn check_text(text: &str, filename: &str) -> Result<()> {
+    if text.starts_with('\u{feff}') {
+        return Err(error_at(
+            text,
+            filename,
+            0,
+            "the text starts with a UTF-8 byte order mark (EF BB BF), which XLA's parser rejects too; save the file without it",
+        ));
+    }
+    if let Some(at) = memchr::memchr(0, text.as_bytes()) {
+        return Err(error_at(
+            text,
+            filename,
+            at,
+            "NUL byte (0x00) in the text: HLO text never contains one (is this a binary file, e.g. a serialized HloModuleProto?)",
+        ));
+    }
+    Ok(())
 }
 
 // ---------------------------------------------------------------------------
@@ -94,7 +162,7 @@ fn memchr_count(needle: u8, hay: &[u8]) -> usize {
     hay.iter().filter(|&&b| b == needle).count()
 }
 
-fn source_line(text: &str, offset: usize) -> String {
+pub(crate) fn source_line(text: &str, offset: usize) -> String {
     let offset = offset.min(text.len());
     let start = text.as_bytes()[..offset]
         .iter()
@@ -474,9 +542,9 @@ impl<'a> Lowerer<'a> {
     fn note_inst_offset(&mut self, id: InstId, offset: usize) {
         let i = id.index();
         if self.inst_offsets.len() <= i {
-            self.inst_offsets.resize(i + 1, 0);
+            self.inst_offsets.resize(i + 1, u32::MAX);
         }
-        self.inst_offsets[i] = offset as u32;
+        self.inst_offsets[i] = u32::try_from(offset).unwrap_or(u32::MAX);
     }
 
     /// Records the source offset of a computation's name.
@@ -493,7 +561,12 @@ impl<'a> Lowerer<'a> {
     /// attribute present there, else at the instruction (or computation) name.
     fn finding_error(&self, m: &Module, f: crate::semantic::Finding) -> Error {
         let mut offset = match (f.inst, f.comp) {
-            (Some(i), _) => self.inst_offsets.get(i.index()).copied().unwrap_or(0) as usize,
+            (Some(i), _) => self
+                .inst_offsets
+                .get(i.index())
+                .copied()
+                .filter(|&o| o != u32::MAX)
+                .unwrap_or(0) as usize,
             (None, Some(c)) => self.comp_offsets.get(c.index()).copied().unwrap_or(0) as usize,
             (None, None) => 0,
         };
@@ -581,7 +654,9 @@ impl<'a> Lowerer<'a> {
             None => format!("module_{}", self.m.comp(entry).name),
         };
         self.m.name = name.into();
-        Ok(std::mem::replace(&mut self.m, Module::new("")))
+        let mut m = std::mem::replace(&mut self.m, Module::new(""));
+        m.set_source_offsets(self.inst_offsets.clone());
+        Ok(m)
     }
 
     /// Looks up or reserves a computation by name.

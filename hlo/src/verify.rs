@@ -47,6 +47,12 @@ use crate::ir::{
 use crate::opcode::Opcode;
 use crate::shape_infer::{self as si, Dims};
 
+/// [`verify`], with an error placed at `file:line:col` of `text`, the source
+/// `m` was parsed from (see [`Error::locate`]).
+pub fn verify_in_source(m: &Module, text: &str, filename: &str) -> Result<()> {
+    verify(m).map_err(|e| e.locate(text, filename))
+}
+
 /// Checks `m`; see the module documentation for what is checked.
 pub fn verify(m: &Module) -> Result<()> {
     let mut v = Verifier::new(m);
@@ -247,10 +253,20 @@ impl<'m> Verifier<'m> {
     }
 
     fn fail(&self, c: CompId, inst: &str, message: String) -> Error {
+        // Names are unique within a computation; this runs once, on failure.
+        let offset = self
+            .m
+            .comp(c)
+            .order
+            .iter()
+            .find(|&&id| id.index() < self.m.num_insts() && &*self.m.inst(id).name == inst)
+            .and_then(|&id| self.m.source_offset(id));
         Error::Verify {
             computation: self.m.comp(c).name.to_string(),
             instruction: inst.to_string(),
             message,
+            offset,
+            at: None,
         }
     }
 

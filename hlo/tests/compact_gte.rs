@@ -15,6 +15,8 @@
 //! differs) are in `testdata/invalid` (see `errors.rs`).
 
 mod common;
+#[path = "../../tests/support/report.rs"]
+mod report;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -109,9 +111,10 @@ fn compact_tuple_operands_desugar_like_xla() {
 #[test]
 fn xla_reads_our_desugaring_as_its_own() {
     let Ok(python) = std::env::var("HLO_OPT_PYTHON") else {
-        println!("skipped: HLO_OPT_PYTHON is not set (XLA conformance needs jaxlib)");
+        report::skipped("HLO_OPT_PYTHON is not set (XLA conformance needs jaxlib)");
         return;
     };
+    report::ran();
     let inputs: Vec<PathBuf> = hlo_files(&folder())
         .into_iter()
         .filter(|f| !is_forward_reference(f))

@@ -5,6 +5,8 @@
 //! jaxlib; `scripts/test` sets it); skipped with a message otherwise.
 
 mod common;
+#[path = "../../tests/support/report.rs"]
+mod report;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -20,9 +22,10 @@ const KNOWN_DIFFERENCES: &[(&str, &str)] = &[];
 /// checker; returns its summary line.
 fn check(label: &str, files: &[PathBuf]) -> Option<String> {
     let Ok(python) = std::env::var("HLO_OPT_PYTHON") else {
-        println!("skipped: HLO_OPT_PYTHON is not set (XLA conformance needs jaxlib)");
+        report::skipped("HLO_OPT_PYTHON is not set (XLA conformance needs jaxlib)");
         return None;
     };
+    report::ran();
     let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("conformance-{label}"));
     let _ = std::fs::remove_dir_all(&out);
     std::fs::create_dir_all(&out).expect("create output folder");
@@ -67,7 +70,7 @@ fn testdata_conforms_to_xla() {
 #[test]
 fn shared_corpus_conforms_to_xla() {
     let Some(shared) = shared() else {
-        println!("skipped: ../shared is absent");
+        report::skipped("../shared is absent");
         return;
     };
     let mut files = Vec::new();

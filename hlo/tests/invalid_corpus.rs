@@ -5,6 +5,8 @@
 //! (`KNOWN_ACCEPTED`, `NEWER_UNSUPPORTED`); everything else is enforced.
 
 mod common;
+#[path = "../../tests/support/report.rs"]
+mod report;
 
 use common::*;
 
@@ -25,14 +27,15 @@ const KNOWN_ACCEPTED: &[(&str, &str)] = &[];
 #[test]
 fn shared_invalid_corpus() {
     let Some(shared) = shared() else {
-        println!("skipped: ../shared is absent");
+        report::skipped("../shared is absent");
         return;
     };
     let dir = shared.join("corpus/xla");
     let Ok(manifest) = std::fs::read_to_string(dir.join("MANIFEST.tsv")) else {
-        println!("skipped: corpus/xla/MANIFEST.tsv is absent");
+        report::skipped("corpus/xla/MANIFEST.tsv is absent");
         return;
     };
+    report::ran();
     let mut problems = Vec::new();
     let (mut rejected, mut must_reject, mut newer_ok, mut newer) = (0, 0, 0, 0);
     let mut known_accepted = 0;

@@ -3,6 +3,8 @@
 //! `../shared` exists (skipped with a message otherwise).
 
 mod common;
+#[path = "../../tests/support/report.rs"]
+mod report;
 
 use common::*;
 
@@ -41,9 +43,10 @@ const KNOWN_UNSUPPORTED: &[(&str, &str)] = &[];
 #[test]
 fn shared_corpus_round_trips() {
     let Some(shared) = shared() else {
-        println!("skipped: ../shared is absent");
+        report::skipped("../shared is absent");
         return;
     };
+    report::ran();
     let mut total = 0;
     let mut unsupported = 0;
     let mut failures = Vec::new();

@@ -8,6 +8,8 @@
 //! - The whole shared corpus (`<repo>/../shared`), when present: every module
 //!   XLA accepts must verify. Skipped with a message when it is absent.
 
+#[path = "../../tests/support/report.rs"]
+mod report;
 use std::path::{Path, PathBuf};
 
 fn repo_root() -> PathBuf {
@@ -29,6 +31,57 @@ fn invalid_modules_are_rejected_with_a_clear_message() {
         let err = hlo::verify(&m).expect_err("the verifier must reject this module");
         insta::assert_snapshot!(err.to_string());
     });
+}
+
+/// Every verifier error points at its instruction in the source: rendered as
+/// `file:line:col: error: in computation ..., instruction %name: ...`, then
+/// the instruction's line with the caret under its name.
+#[test]
+fn verifier_errors_carry_the_position_of_the_instruction() {
+    let dir = repo_root().join("testdata/verify");
+    let mut n = 0;
+    for entry in std::fs::read_dir(&dir).expect("testdata/verify exists") {
+        let path = entry.expect("dir entry").path();
+        if path.extension().and_then(|e| e.to_str()) != Some("hlo") {
+            continue;
+        }
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("input");
+        let text = std::fs::read_to_string(&path).expect("read");
+        let m = hlo::parse_module_named(&text, name).expect("parses");
+        let err = hlo::verify_in_source(&m, &text, name).expect_err("rejected");
+        let hlo::Error::Verify {
+            ref instruction,
+            ref at,
+            ..
+        } = err
+        else {
+            continue; // a module-level error names no instruction
+        };
+        let (pos, snippet) = at
+            .as_ref()
+            .unwrap_or_else(|| panic!("{name}: no position for %{instruction}: {err}"));
+        let rendered = err.render();
+        assert!(
+            rendered.starts_with(&format!(
+                "{name}:{}:{}: error: in computation ",
+                pos.line, pos.col
+            )),
+            "{rendered}"
+        );
+        let at_col: String = snippet.chars().skip(pos.col - 1).collect();
+        assert!(
+            at_col
+                .trim_start_matches('%')
+                .starts_with(instruction.as_str()),
+            "{name}: the caret is not on %{instruction}:\n{rendered}"
+        );
+        n += 1;
+    }
+    assert!(n > 30, "only {n} verifier errors with an instruction");
+    let text = std::fs::read_to_string(dir.join("add_shape_mismatch.hlo")).expect("read");
+    let m = hlo::parse_module_named(&text, "add_shape_mismatch.hlo").expect("parses");
+    let err = hlo::verify_in_source(&m, &text, "add_shape_mismatch.hlo").expect_err("rejected");
+    insta::assert_snapshot!(err.render());
 }
 
 #[test]
@@ -139,9 +192,10 @@ const KNOWN_INVALID: &[(&str, &str, &str)] = &[
 fn shared_corpus_verifies() {
     let shared = repo_root().join("../shared");
     if !shared.is_dir() {
-        println!("skipped: {} is absent", shared.display());
+        report::skipped(&format!("{} is absent", shared.display()));
         return;
     }
+    report::ran();
     let mut files = Vec::new();
     hlo_files(&shared.join("corpus/xla/valid"), &mut files);
     hlo_files(&shared.join("corpus/jax"), &mut files);
@@ -210,9 +264,10 @@ fn shared_corpus_verifies() {
 fn shared_negative_modules_report() {
     let shared = repo_root().join("../shared");
     let Ok(manifest) = std::fs::read_to_string(shared.join("corpus/xla/MANIFEST.tsv")) else {
-        println!("skipped: {} is absent", shared.display());
+        report::skipped(&format!("{} is absent", shared.display()));
         return;
     };
+    report::ran();
     let (mut parse_rejects, mut verify_rejects, mut accepted) = (0, 0, Vec::new());
     for line in manifest.lines() {
         let cols: Vec<&str> = line.split('\t').collect();

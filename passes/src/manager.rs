@@ -103,6 +103,8 @@ pub fn verify_module(m: &Module) -> Result<(), hlo::Error> {
                 computation: comp,
                 instruction: inst.name.to_string(),
                 message: msg,
+                offset: m.source_offset(i),
+                at: None,
             });
         }
     }

@@ -9,6 +9,8 @@
 //!   against the measured TPU runtimes.
 
 mod common;
+#[path = "../../tests/support/report.rs"]
+mod report;
 
 use common::root;
 use costmodel::features::featurize;
@@ -30,7 +32,7 @@ fn load() -> Option<Unet> {
     let hlo_path = root().join(format!("{STEM}.hlo"));
     let npz_path = root().join(format!("{STEM}.npz"));
     if !hlo_path.exists() || !npz_path.exists() {
-        println!("skipped: {STEM}.{{hlo,npz}} not found");
+        report::skipped(&format!("{STEM}.{{hlo,npz}} not found"));
         return None;
     }
     let text = std::fs::read_to_string(&hlo_path).expect("reads");
@@ -165,9 +167,10 @@ fn quality_of_the_reference_model_on_measured_unet_configs() {
 #[test]
 fn quality_of_the_embedded_model_on_measured_unet_configs() {
     if std::env::var_os("ORT_DYLIB_PATH").is_none() {
-        println!("skipped: ORT_DYLIB_PATH is not set (ONNX Runtime)");
+        report::skipped("ORT_DYLIB_PATH is not set (ONNX Runtime)");
         return;
     }
+    report::ran();
     let Some(u) = load() else { return };
     let model =
         costmodel::onnx::load_model(None, Task::Layout, 0).expect("embedded layout model loads");

@@ -3,6 +3,8 @@
 //! kernel ends with a recorded decision or a warning naming it, nothing
 //! panics, and the output parses back. Run with `--nocapture` for counts.
 
+#[path = "../../tests/support/report.rs"]
+mod report;
 use std::path::{Path, PathBuf};
 
 use costmodel::reference::ReferenceModel;
@@ -14,9 +16,10 @@ use passes::{Pass, PassContext, PassOptions};
 fn every_kernel_of_the_corpus_is_tiled_or_named_in_a_warning() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus/jax");
     let Ok(entries) = std::fs::read_dir(&dir) else {
-        println!("skipped: {} is absent", dir.display());
+        report::skipped(&format!("{} is absent", dir.display()));
         return;
     };
+    report::ran();
     let mut files: Vec<PathBuf> = entries
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.to_string_lossy().ends_with(".post.hlo"))

@@ -10,6 +10,8 @@
 //! embedded ONNX tile model (skipped with a message when ONNX Runtime cannot
 //! be loaded) and the reference model. Run with `--nocapture` for the report.
 
+#[path = "../../tests/support/report.rs"]
+mod report;
 use std::path::{Path, PathBuf};
 
 use costmodel::metrics::top_k_slowdown;
@@ -124,9 +126,13 @@ fn sample_kernels(model: &dyn CostModel, label: &str) -> Totals {
 fn npz_files(model: &dyn CostModel, label: &str) -> Option<Totals> {
     let base = repo_root().join("../shared/data/tpugraphs/npz/tile/xla");
     if !base.exists() {
-        println!("[{label}] skipped npz: {} is absent", base.display());
+        report::skipped(&format!(
+            "[{label}] npz files: {} is absent",
+            base.display()
+        ));
         return None;
     }
+    report::ran();
     let mut totals = Totals::default();
     for split in ["train", "valid", "test"] {
         let Ok(entries) = std::fs::read_dir(base.join(split)) else {
@@ -171,9 +177,12 @@ fn npz_files(model: &dyn CostModel, label: &str) -> Option<Totals> {
 #[test]
 fn quality_of_the_onnx_tile_model() {
     let model = match costmodel::load_model(None, Task::Tile, 1) {
-        Ok(m) => m,
+        Ok(m) => {
+            report::ran();
+            m
+        }
         Err(e) => {
-            println!("skipped: the ONNX tile model cannot be loaded: {e}");
+            report::skipped(&format!("the ONNX tile model cannot be loaded: {e}"));
             return;
         }
     };

@@ -9,6 +9,8 @@
 //! names a Python with jaxlib (the entry point `hlo/conformance/check_xla.py`
 //! uses; that script compares round trips, this one only needs acceptance).
 
+#[path = "../../tests/support/report.rs"]
+mod report;
 use std::path::{Path, PathBuf};
 
 use costmodel::reference::ReferenceModel;
@@ -80,9 +82,10 @@ sys.exit(1 if bad else 0)
 #[test]
 fn outputs_parse_with_xla() {
     let Ok(python) = std::env::var("HLO_OPT_PYTHON") else {
-        println!("skipped: HLO_OPT_PYTHON is not set");
+        report::skipped("HLO_OPT_PYTHON is not set");
         return;
     };
+    report::ran();
     let dir = std::env::temp_dir().join(format!("hlo-opt-tile-xla-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     let mut files = Vec::new();

@@ -30,12 +30,39 @@ use costmodel::reference::ReferenceModel;
 use costmodel::{ConfigBatch, CostModel, Task};
 use serde_json::{json, Value};
 
+#[path = "../outfile.rs"]
+mod outfile;
+
+/// What `--help` says after the commands: inputs, ONNX Runtime, exit codes.
+const AFTER_HELP: &str = "\
+Inputs:
+  featurize --task layout  a whole module before XLA's layout assignment and
+                           fusion (e.g. *.pre.hlo); its convolutions, dots and
+                           reshapes are the configurable nodes
+  featurize --task tile    one fused kernel after fusion: a module whose entry
+                           is the kernel (e.g. testdata/tile/kernels/*.hlo)
+  eval                     npz files of the published TpuGraphs format
+
+ONNX Runtime: `eval` with the embedded default models (or a .hlocm/.onnx
+--model) runs them on ONNX Runtime 1.31.1, a shared library loaded at run
+time (`bash scripts/quickstart` installs it into the checkout's .venv) and
+searched as `hlo-opt --help` lists ($ORT_DYLIB_PATH first). `featurize` and
+`eval --model reference` do not need it.
+
+Exit status:
+  0  success
+  1  an input failed (invalid HLO as file:line:col: error: ..., a bad npz or
+     model, ONNX Runtime missing, an output refused or not written); eval
+     still evaluates the other files
+  2  bad command line (unknown flag, bad value, missing input)";
+
 /// Featurize HLO modules and evaluate learned cost models on TpuGraphs npz files.
 #[derive(Parser, Debug)]
 #[command(
     name = "hlo-cost",
     version,
-    about = "Featurize HLO modules into TpuGraphs npz files and evaluate cost models on them"
+    about = "Featurize HLO modules into TpuGraphs npz files and evaluate cost models on them",
+    after_help = AFTER_HELP
 )]
 struct Cli {
     #[command(subcommand)]
@@ -173,9 +200,14 @@ fn main() -> ExitCode {
 fn featurize(args: &FeaturizeArgs) -> Result<ExitCode, Failure> {
     let task = args.task.task();
     let name = args.input.display().to_string();
-    let text =
-        std::fs::read_to_string(&args.input).map_err(|e| CliError(format!("{name}: {e}")))?;
-    let module = hlo::parse_module_named(&text, &name).map_err(Failure::Hlo)?;
+    let mut inputs = vec![("input", args.input.as_path())];
+    if let Some(runs) = &args.runs {
+        inputs.push(("--runs file", runs.as_path()));
+    }
+    outfile::check_not_input(&args.output, &inputs).map_err(CliError)?;
+    let bytes = std::fs::read(&args.input).map_err(|e| CliError(format!("{name}: {e}")))?;
+    let text = hlo::source_text(&bytes, &name).map_err(Failure::Hlo)?;
+    let module = hlo::parse_module_named(text, &name).map_err(Failure::Hlo)?;
     let f = costmodel::features::featurize(&module, task)
         .map_err(|e| CliError(format!("{name}: {e}")))?;
     let graph = &f.graph;
@@ -209,14 +241,13 @@ fn featurize(args: &FeaturizeArgs) -> Result<ExitCode, Failure> {
         stored: args.stored,
         runtime_normalizers: normalizers.as_deref(),
     };
-    write_npz_with(
-        &args.output,
-        graph,
-        Some(&configs),
-        Some(&runtimes),
-        task,
-        &options,
-    )?;
+    outfile::write_via_temp(&args.output, |temp| {
+        write_npz_with(temp, graph, Some(&configs), Some(&runtimes), task, &options).map_err(|e| {
+            let shown = args.output.display().to_string();
+            e.to_string().replace(&temp.display().to_string(), &shown)
+        })
+    })
+    .map_err(CliError)?;
     println!(
         "{}: {} task, {} nodes, {} edges, {} configurable nodes, {} configurations",
         args.output.display(),

@@ -4,6 +4,8 @@
 
 #![allow(dead_code)]
 
+#[path = "../../../tests/support/report.rs"]
+pub mod report;
 use std::path::{Path, PathBuf};
 
 use costmodel::npz::{write_npz_with, NpzGraphFile, WriteOptions};
@@ -36,8 +38,9 @@ pub fn python() -> Option<String> {
     let py = std::env::var("HLO_OPT_PYTHON")
         .ok()
         .filter(|p| !p.is_empty());
-    if py.is_none() {
-        println!("skipped: HLO_OPT_PYTHON is not set");
+    match py {
+        None => report::skipped("HLO_OPT_PYTHON is not set"),
+        Some(_) => report::ran(),
     }
     py
 }

@@ -61,23 +61,30 @@ static void fail(const char *file, int line, const char *fmt, ...) {
   CHECK(strstr(hlo_opt_last_error(), (needle)) != NULL,                             \
         "last error \"%s\" does not mention \"%s\"", hlo_opt_last_error(), (needle))
 
+/* Reads the whole file (any size) into a malloc'ed, NUL-terminated buffer;
+   exits with status 2 when it cannot be opened or read. */
 static char *read_file(const char *path, size_t *len) {
   FILE *f = fopen(path, "rb");
   if (f == NULL) {
-    fprintf(stderr, "cannot open %s\n", path);
+    perror(path);
     exit(2);
   }
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *buf = malloc((size_t)n + 1);
-  if (buf == NULL || fread(buf, 1, (size_t)n, f) != (size_t)n) {
+  size_t cap = 1 << 16, n = 0;
+  char *buf = malloc(cap + 1);
+  while (buf != NULL) {
+    n += fread(buf + n, 1, cap - n, f);
+    if (n < cap) break;
+    char *bigger = realloc(buf, (cap *= 2) + 1);
+    if (bigger == NULL) free(buf);
+    buf = bigger;
+  }
+  if (buf == NULL || ferror(f)) {
     fprintf(stderr, "cannot read %s\n", path);
     exit(2);
   }
-  buf[n] = '\0';
   fclose(f);
-  *len = (size_t)n;
+  buf[n] = '\0';
+  *len = n;
   return buf;
 }
 
