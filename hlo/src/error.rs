@@ -31,13 +31,13 @@ pub enum Error {
     /// of the instruction's name in the source the module was parsed from
     /// (none for instructions a pass added); [`Error::locate`] turns it into
     /// `at`: the position and the source line.
-    #[error("{}in computation {computation}, instruction %{instruction}: {message}", .at.as_ref().map(|(p, _)| format!("{p}: ")).unwrap_or_default())]
+    #[error("{}in computation {computation}, instruction %{instruction}: {message}", .at.as_ref().map(|a| format!("{}: ", a.0)).unwrap_or_default())]
     Verify {
         computation: String,
         instruction: String,
         message: String,
         offset: Option<usize>,
-        at: Option<(Pos, String)>,
+        at: Option<Box<(Pos, String)>>,
     },
     /// A module-level problem not tied to one instruction.
     #[error("invalid module: {0}")]
@@ -67,11 +67,12 @@ impl Error {
                 computation,
                 instruction,
                 message,
-                at: Some((pos, snippet)),
+                at: Some(at),
                 ..
             } => format!(
-                "{pos}: error: in computation {computation}, instruction %{instruction}: {message}\n{}",
-                caret_lines(snippet, pos.col)
+                "{}: error: in computation {computation}, instruction %{instruction}: {message}\n{}",
+                at.0,
+                caret_lines(&at.1, at.0.col)
             ),
             other => format!("error: {other}"),
         }
@@ -97,14 +98,14 @@ impl Error {
                     instruction,
                     message,
                     offset: Some(offset),
-                    at: Some((
+                    at: Some(Box::new((
                         Pos {
                             file: filename.to_string(),
                             line,
                             col,
                         },
                         snippet,
-                    )),
+                    ))),
                 }
             }
             other => other,

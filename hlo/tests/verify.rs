@@ -57,7 +57,7 @@ fn verifier_errors_carry_the_position_of_the_instruction() {
         else {
             continue; // a module-level error names no instruction
         };
-        let (pos, snippet) = at
+        let (pos, snippet) = &**at
             .as_ref()
             .unwrap_or_else(|| panic!("{name}: no position for %{instruction}: {err}"));
         let rendered = err.render();
