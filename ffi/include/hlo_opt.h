@@ -14,7 +14,11 @@
  *    "may be NULL".
  *  - Out-pointers are set to NULL first, so on failure they hold NULL.
  *  - No panic (internal bug) crosses the boundary: it is caught and reported
- *    as HLO_OPT_ERROR_INTERNAL; the handles stay usable.
+ *    as HLO_OPT_ERROR_INTERNAL, its message and source location in
+ *    hlo_opt_last_error(); nothing is printed on the host's stderr (the
+ *    library's panic hook is silent inside its own calls and hands other
+ *    panics of a Rust host to the hook installed before it); the handles
+ *    stay usable.
  *  - Every string the library returns through a `char **` is owned by the
  *    caller and freed with hlo_opt_string_free() (not free()). Strings
  *    returned as `const char *` are owned by the library.
