@@ -23,6 +23,9 @@
 //! Needs XLA's CPU plugin (`pip install xla-cpu-pjrt`, installed by .ci/run)
 //! and jaxlib for the proto fallback; says "skipped" when they are absent.
 
+#[path = "support/report.rs"]
+mod report;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -45,10 +48,11 @@ fn backend() -> Option<Backend> {
     let plugin = match pjrt::find_plugin(None) {
         Ok(p) => p,
         Err(e) => {
-            println!("skipped: {e}");
+            report::skipped(&e.to_string());
             return None;
         }
     };
+    report::ran();
     Some(Backend::start_with(&plugin, &worker()).expect("the worker starts and loads the plugin"))
 }
 
@@ -222,7 +226,7 @@ fn the_pass_layouts_in_effect_compute_the_original_results() {
             files.push(corpus.join(n));
         }
     } else {
-        println!("skipped: ../shared/corpus/jax is absent (the shared jax corpus)");
+        report::skipped("../shared/corpus/jax is absent (the shared jax corpus)");
     }
     for file in &files {
         let name = file.file_name().and_then(|n| n.to_str()).unwrap_or("?");
@@ -438,14 +442,15 @@ fn an_xla_abort_is_an_error_not_a_crash() {
 #[test]
 fn hlo_opt_measure_reports_an_xla_abort_and_exits_non_zero() {
     if let Err(e) = pjrt::find_plugin(None) {
-        println!("skipped: {e}");
+        report::skipped(&e.to_string());
         return;
     }
     // The pass scores with the embedded ONNX model.
     if let Err(e) = costmodel::onnx::find_onnxruntime() {
-        println!("skipped: {e}");
+        report::skipped(&e);
         return;
     }
+    report::ran();
     let dir = std::env::temp_dir().join(format!("hlo-opt-pjrt-abort-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     let input = dir.join("aborts.hlo");
