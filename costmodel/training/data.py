@@ -143,3 +143,37 @@ def feature_stats(paths: list[str], task: str):
         inv = np.where(sd > 1e-6, 1.0 / np.maximum(sd, 1e-6), 1.0)
         out[key] = (mu.astype(np.float32), inv.astype(np.float32))
     return out
+
+
+def load_graph_cached(path: str, task: str, khop: int | None, cache_dir: str | None) -> GraphData:
+    """`load_graph` (deduplicated, pruned) through an on-disk cache of the result.
+
+    The cache entry is keyed by the file's name, size and modification time
+    and `khop`; a missing or unreadable entry is rebuilt. Without `cache_dir`
+    this is `load_graph`.
+    """
+    if not cache_dir:
+        return load_graph(path, task, khop)
+    st = os.stat(path)
+    key = f"{os.path.basename(path)}.{task}.k{khop}.{st.st_size}.{int(st.st_mtime)}.npz"
+    entry = os.path.join(cache_dir, key)
+    try:
+        c = np.load(entry)
+        return GraphData(
+            name=os.path.basename(path),
+            node_feat=c["node_feat"],
+            node_opcode=c["node_opcode"],
+            edge_index=c["edge_index"],
+            node_config_ids=c["node_config_ids"] if task == "layout" else None,
+            config_feat=c["config_feat"],
+            runtime=c["runtime"],
+        )
+    except (OSError, KeyError, ValueError):
+        pass
+    g = load_graph(path, task, khop)
+    os.makedirs(cache_dir, exist_ok=True)
+    tmp = entry + ".tmp.npz"
+    arrays = {k: v for k, v in dataclasses.asdict(g).items() if k != "name" and v is not None}
+    np.savez(tmp, **arrays)
+    os.replace(tmp, entry)
+    return g

@@ -117,8 +117,70 @@ class _Builder:
             h = self.rms_norm(self.op("Add", [h, self.op("Relu", [u])]))
         return h
 
-    def layout_head(self, emb: str, hp: dict) -> str:
-        k = hp["channels"]
+    def node_shape_features(self) -> str:
+        """model.node_shape_features: [N, 8] = rank, 6 dims, log2(2 + elements)."""
+        dims = self.op("Slice", ["node_feat", self.const([M.FEAT_DIMS], np.int64), self.const([M.FEAT_DIMS + 6], np.int64),
+                                 self.const([1], np.int64)])
+        zero = self.const(0.0)
+        # rank = number of leading positive dims (a cumulative product of 0/1 flags)
+        flags = self.op("Cast", [self.op("Greater", [dims, zero])], to=TensorProto.FLOAT)
+        lead, prod = [], None
+        for i in range(6):
+            f = self.op("Slice", [flags, self.const([i], np.int64), self.const([i + 1], np.int64), self.const([1], np.int64)])
+            prod = f if prod is None else self.op("Mul", [prod, f])
+            lead.append(prod)
+        rank = self.op("ReduceSum", [self.op("Concat", lead, axis=-1), self.const([-1], np.int64)], keepdims=1)
+        elems = self.op("Slice", ["node_feat", self.const([M.FEAT_DIMS_PRODUCT], np.int64),
+                                  self.const([M.FEAT_DIMS_PRODUCT + 1], np.int64), self.const([1], np.int64)])
+        elems = self.op("Max", [elems, zero])
+        w = self.op("Mul", [self.op("Log", [self.op("Add", [elems, self.const(2.0)])]),
+                            self.const(np.float32(1.0 / np.log(2.0)))])
+        return self.op("Concat", [rank, dims, w], axis=-1)
+
+    def slice_last(self, x: str, start: int, end: int) -> str:
+        return self.op("Slice", [x, self.const([start], np.int64), self.const([end], np.int64), self.const([-1], np.int64)])
+
+    def tpu_features(self, cfg: str, shape: str) -> str:
+        """model.tpu_features: [C, NC, 12] from config_feat [C, NC, 18] and shape [NC, 8]."""
+        zero, one = self.const(0.0), self.const(1.0)
+        rank = self.op("Unsqueeze", [self.slice_last(shape, 0, 1), self.const([0], np.int64)])  # [1, NC, 1]
+        dims = self.slice_last(shape, 1, 7)  # [NC, 6]
+        pos = self.const(np.arange(6, dtype=np.float32))
+        default = self.op("Sub", [self.op("Sub", [rank, one]), pos])  # [1, NC, 6]
+        axis = self.const([-1], np.int64)
+
+        def flt(x):
+            return self.op("Cast", [x], to=TensorProto.FLOAT)
+
+        out = []
+        for t in range(3):
+            pre = self.slice_last(cfg, 6 * t, 6 * t + 6)
+            given = flt(self.op("GreaterOrEqual", [pre, zero]))
+            differs = self.op("Mul", [given, flt(self.op("Not", [self.op("Equal", [pre, default])]))])
+            out += [self.slice_last(given, 0, 1), self.op("ReduceSum", [differs, axis], keepdims=1),
+                    self.slice_last(differs, 0, 1)]
+        pre = self.slice_last(cfg, 0, 6)
+        eff = self.op("Where", [self.op("GreaterOrEqual", [pre, zero]), pre, default])  # [C, NC, 6]
+
+        def size_at(j):
+            hit = flt(self.op("Equal", [self.slice_last(eff, j, j + 1), pos]))  # [C, NC, 6]
+            s = self.op("ReduceSum", [self.op("Mul", [hit, dims]), axis], keepdims=1)
+            return self.op("Max", [s, one])
+
+        for j, tile in [(0, 128.0), (1, 8.0)]:
+            size = size_at(j)
+            padded = self.op("Mul", [self.op("Ceil", [self.op("Div", [size, self.const(tile)])]), self.const(tile)])
+            out.append(self.op("Log", [self.op("Div", [padded, size])]))
+        largest = self.op("Cast", [self.op("ArgMax", [dims], axis=-1, keepdims=1)], to=TensorProto.FLOAT)  # [NC, 1]
+        largest = self.op("Unsqueeze", [largest, self.const([0], np.int64)])
+        viol = flt(self.op("Not", [self.op("Equal", [self.slice_last(eff, 0, 1), largest])]))
+        out.append(self.op("Mul", [viol, flt(self.op("Greater", [rank, one]))]))
+        return self.op("Concat", out, axis=-1)
+
+    def layout_head(self, emb_in: str, hp: dict) -> str:
+        k, d = hp["channels"], hp["hidden"]
+        tpu = bool(hp.get("tpu_features"))
+        emb = self.slice_last(emb_in, 0, d) if tpu else emb_in
         logits = self.op("MatMul", [emb, self.param("pool_w")])  # [NC, 1]
         weights = self.op("Softmax", [logits], axis=0)  # [NC, 1]
         u = self.op("Mul", [self.dense(emb, "node_w", "node_b"), weights])  # [NC, F*K]
@@ -126,18 +188,23 @@ class _Builder:
         x = "config_feat"
         if hp["config_expand"] == 2:
             x = self.op("Concat", [x, self.op("Mul", [x, x])], axis=-1)
+        if tpu:
+            shape = self.slice_last(emb_in, d, d + M.NODE_EXTRA)
+            g = self.tpu_features("config_feat", shape)  # [C, NC, G]
+            x = self.op("Concat", [x, g], axis=-1)
+            w = self.slice_last(shape, 7, 8)  # [NC, 1]
+            w = self.op("Div", [w, self.op("ReduceSum", [w, self.const([0], np.int64)], keepdims=1)])
+            mean = self.op("ReduceMean", [g], axes=[1], keepdims=0)  # [C, G]
+            wmean = self.op("ReduceSum", [self.op("Mul", [g, w]), self.const([1], np.int64)], keepdims=0)
+            agg = self.op("Concat", [mean, wmean], axis=-1)  # [C, 2G]
         x = self.op("Reshape", [x, self.const([0, -1], np.int64)])  # [C, NC*F]
         pooled = self.op("MatMul", [x, u])  # [C, K]
+        if tpu:
+            pooled = self.op("Concat", [pooled, agg], axis=-1)
         z = self.dense(pooled, "mlp_w", "mlp_b", relu=True)
-        if hp["attn_dim"] > 0:
-            q = self.op("MatMul", [z, self.param("att_q")])
-            k = self.op("MatMul", [z, self.param("att_k")])
-            v = self.op("MatMul", [z, self.param("att_v")])
-            s = self.op("MatMul", [q, self.op("Transpose", [k], perm=[1, 0])])
-            s = self.op("Mul", [s, self.const(1.0 / np.sqrt(hp["attn_dim"]))])
-            att = self.op("Softmax", [s], axis=-1)
-            z = self.op("Add", [z, self.op("MatMul", [att, v])])
         y = self.dense(z, "out_w", "out_b")  # [C, 1]
+        if tpu:
+            y = self.op("Add", [y, self.op("MatMul", [agg, self.param("lin_w")])])
         return self.op("Squeeze", [y, self.const([1], np.int64)])
 
 
@@ -169,21 +236,33 @@ def _finish(b: _Builder, name: str, inputs, outputs, meta: dict) -> onnx.ModelPr
     return m
 
 
+def _encoder_body(b: _Builder, hp) -> str:
+    """The per-node encoder output, [N, D] (with `tpu_features`: [N, D + NODE_EXTRA])."""
+    h = b.message_passing(b.node_input(), hp["num_layers"], rank=2)
+    if hp.get("tpu_features"):
+        h = b.op("Concat", [h, b.node_shape_features()], axis=-1)
+    return h
+
+
+def emb_width(hp) -> int:
+    return hp["hidden"] + (M.NODE_EXTRA if hp.get("tpu_features") else 0)
+
+
 def build_layout_encoder(params, hp) -> onnx.ModelProto:
     b = _Builder(params)
-    h = b.message_passing(b.node_input(), hp["num_layers"], rank=2)
+    h = _encoder_body(b, hp)
     out = b.op("Gather", [h, "node_config_ids"], axis=0)
     b.rename_output(out, "config_node_emb")
     inputs = _NODE_INPUTS + [("node_config_ids", TensorProto.INT64, ["NC"])]
     meta = {"task": "layout", "feature_version": FEATURE_VERSION, "stage": "encoder"}
-    return _finish(b, "layout_encoder", inputs, [("config_node_emb", TensorProto.FLOAT, ["NC", hp["hidden"]])], meta)
+    return _finish(b, "layout_encoder", inputs, [("config_node_emb", TensorProto.FLOAT, ["NC", emb_width(hp)])], meta)
 
 
 def build_layout_head(params, hp) -> onnx.ModelProto:
     b = _Builder(params)
     b.rename_output(b.layout_head("config_node_emb", hp), "score")
     inputs = [
-        ("config_node_emb", TensorProto.FLOAT, ["NC", hp["hidden"]]),
+        ("config_node_emb", TensorProto.FLOAT, ["NC", emb_width(hp)]),
         ("config_feat", TensorProto.FLOAT, ["C", "NC", M.LAYOUT_CONFIG_DIM]),
     ]
     meta = {"task": "layout", "feature_version": FEATURE_VERSION, "stage": "head"}
@@ -193,8 +272,7 @@ def build_layout_head(params, hp) -> onnx.ModelProto:
 def build_layout_single(params, hp) -> onnx.ModelProto:
     """Encoder and head in one graph (the plain `.onnx` form of a layout model)."""
     b = _Builder(params)
-    h = b.message_passing(b.node_input(), hp["num_layers"], rank=2)
-    emb = b.op("Gather", [h, "node_config_ids"], axis=0)
+    emb = b.op("Gather", [_encoder_body(b, hp), "node_config_ids"], axis=0)
     b.rename_output(b.layout_head(emb, hp), "score")
     inputs = _NODE_INPUTS + [
         ("node_config_ids", TensorProto.INT64, ["NC"]),

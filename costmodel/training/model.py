@@ -25,6 +25,10 @@ TILE_CONFIG_DIM = 24
 NUM_OPCODES = 256  # node_opcode is a u8 in the published format
 RMS_EPS = 1e-5
 LOG_EPS = 1.0
+FEAT_DIMS = 21  # node features 21-26: output shape dimensions (tpu_graphs README)
+FEAT_DIMS_PRODUCT = 28  # node feature 28: shape_dimensions_product
+NODE_EXTRA = 8  # node_shape_features: rank, 6 dims, log2(2 + elements)
+TPU_FEATURES = 12  # tpu_features per (config, node)
 
 
 def signed_log(x):
@@ -45,7 +49,7 @@ def default_hparams(task: str) -> dict:
             "channels": 32,  # K: per-node linear maps of the config features into K channels
             "config_expand": 1,  # F = 18 * config_expand (1: raw values, 2: values and squares)
             "mlp_hidden": 64,
-            "attn_dim": 32,  # cross-configuration attention (0 = off)
+            "tpu_features": 1,  # 1: layout features of the TPU tiling computed in the model (see tpu_features)
         }
     return {
         "hidden": 32,
@@ -86,19 +90,18 @@ def init_params(task: str, hp: dict, seed: int, node_mu, node_inv_sigma, cfg_mu=
         p[f"l{layer}_out_w"] = _dense(rng, d, d, 0.5)
         p[f"l{layer}_b"] = np.zeros(d, np.float32)
     if task == "layout":
-        k, mh, ad = hp["channels"], hp["mlp_hidden"], hp["attn_dim"]
-        f = LAYOUT_CONFIG_DIM * hp["config_expand"]
+        k, mh = hp["channels"], hp["mlp_hidden"]
+        f = head_config_dim(hp)
+        a = 2 * TPU_FEATURES if hp.get("tpu_features") else 0
         p["node_w"] = _dense(rng, d, f * k, 0.1)
         p["node_b"] = (rng.normal(0, 0.1, size=(f * k,))).astype(np.float32)
         p["pool_w"] = (rng.normal(0, 0.01, size=(d, 1))).astype(np.float32)
-        p["mlp_w"] = _dense(rng, k, mh)
+        p["mlp_w"] = _dense(rng, k + a, mh)
         p["mlp_b"] = np.zeros(mh, np.float32)
-        if ad > 0:
-            p["att_q"] = _dense(rng, mh, ad, 0.5)
-            p["att_k"] = _dense(rng, mh, ad, 0.5)
-            p["att_v"] = _dense(rng, mh, mh, 0.5)
         p["out_w"] = _dense(rng, mh, 1, 0.5)
         p["out_b"] = np.zeros(1, np.float32)
+        if a:
+            p["lin_w"] = np.zeros((a, 1), np.float32)
     else:
         mh = hp["mlp_hidden"]
         p["mlp_w"] = _dense(rng, 2 * d, mh)
@@ -142,11 +145,63 @@ def message_passing(p, h, edge_index, num_layers):
     return h
 
 
+def node_shape_features(node_feat):
+    """Per node, from its raw features: [rank, dims 0..5, log2(2 + elements)], [N, NODE_EXTRA].
+
+    The rank is the number of leading non-zero output dimensions (features
+    21-26); elements = feature 28 (`shape_dimensions_product`), clamped at 0.
+    """
+    dims = node_feat[:, FEAT_DIMS : FEAT_DIMS + 6]
+    rank = jnp.sum(jnp.cumprod((dims > 0).astype(jnp.float32), axis=-1), axis=-1, keepdims=True)
+    elems = jnp.maximum(node_feat[:, FEAT_DIMS_PRODUCT : FEAT_DIMS_PRODUCT + 1], 0.0)
+    return jnp.concatenate([rank, dims, jnp.log(elems + 2.0) * np.float32(1.0 / np.log(2.0))], axis=-1)
+
+
 def layout_encoder(p, hp, node_feat, node_opcode, edge_index, node_config_ids):
-    """Stage 1 (once per graph): embeddings of the configurable nodes, [NC, D]."""
+    """Stage 1 (once per graph): embeddings of the configurable nodes, [NC, D]
+    (with `tpu_features`: [NC, D + NODE_EXTRA], the node's shape appended)."""
     h = node_input(p, node_feat, node_opcode)
     h = message_passing(p, h, edge_index, hp["num_layers"])
+    if hp.get("tpu_features"):
+        h = jnp.concatenate([h, node_shape_features(node_feat)], axis=-1)
     return h[node_config_ids]
+
+
+def tpu_features(config_feat, shape):
+    """Per-(config, node) layout features of the TPU's (8, 128) tiling, [C, NC, TPU_FEATURES].
+
+    `config_feat` [C, NC, 18] raw (minor-to-major prefixes of the output,
+    input and kernel layouts, -1 = left to the compiler); `shape` [NC, 8]
+    from `node_shape_features`. With r = the node's rank and XLA's default
+    minor-to-major order (r-1, r-2, ..., 0), per tensor t (output, input,
+    kernel): set (a layout is given), the number of given positions that
+    differ from the default, whether the minor-most dimension differs (the
+    reference heuristic's terms). For the output tensor, whose shape the node
+    features give: the padding waste of the minor-most dimension to 128 and of
+    the second-minor dimension to 8 (log of padded/actual size) and the
+    violation (the largest dimension is not minor-most). Unset positions take
+    the default layout.
+    """
+    rank = shape[:, 0][None, :, None]  # [1, NC, 1]
+    dims = shape[:, 1:7]  # [NC, 6]
+    default = rank - 1.0 - jnp.arange(6, dtype=jnp.float32)  # [1, NC, 6]
+    out = []
+    for t in range(3):
+        pre = config_feat[..., 6 * t : 6 * t + 6]
+        given = (pre >= 0.0).astype(jnp.float32)
+        differs = given * (pre != default).astype(jnp.float32)
+        out += [given[..., 0], jnp.sum(differs, axis=-1), differs[..., 0]]
+    pre = config_feat[..., 0:6]
+    eff = jnp.where(pre >= 0.0, pre, default)  # [C, NC, 6], the effective order
+    pos = jnp.arange(6, dtype=jnp.float32)
+    minor = jnp.sum((eff[..., 0:1] == pos).astype(jnp.float32) * dims, axis=-1)  # size of the minor-most dim
+    second = jnp.sum((eff[..., 1:2] == pos).astype(jnp.float32) * dims, axis=-1)
+    minor, second = jnp.maximum(minor, 1.0), jnp.maximum(second, 1.0)
+    out.append(jnp.log(jnp.ceil(minor / 128.0) * 128.0 / minor))
+    out.append(jnp.log(jnp.ceil(second / 8.0) * 8.0 / second))
+    largest = jnp.argmax(dims, axis=-1).astype(jnp.float32)  # [NC], first largest
+    out.append((eff[..., 0] != largest).astype(jnp.float32) * (rank[..., 0] > 1.0))
+    return jnp.stack(out, axis=-1)
 
 
 def layout_config_features(config_feat, expand):
@@ -156,32 +211,46 @@ def layout_config_features(config_feat, expand):
     return config_feat
 
 
+def head_config_dim(hp) -> int:
+    """F: per-(config, node) inputs of the head's node-specific maps."""
+    return LAYOUT_CONFIG_DIM * hp["config_expand"] + (TPU_FEATURES if hp.get("tpu_features") else 0)
+
+
 def layout_head(p, hp, config_node_emb, config_feat):
-    """Stage 2 (per batch): one score per configuration of the batch, [C].
+    """Stage 2 (per batch): one score per configuration, [C].
 
     Each configurable node turns its embedding into a weight matrix over its
-    config features (F x K, node-specific, scaled by an attention weight over
-    the nodes), so the whole batch reduces to one GEMM
-    [C, NC*F] @ [NC*F, K] with no [C, NC, H] intermediate; then an MLP and
-    attention across the configurations of the batch.
+    per-(config, node) inputs (F x K, node-specific, scaled by an attention
+    weight over the nodes), so the whole batch reduces to one GEMM
+    [C, NC*F] @ [NC*F, K] with no [C, NC, H] intermediate; then an MLP. With
+    `tpu_features`, the TPU tiling features join the inputs, and their means
+    over the nodes (plain and weighted by log2(2 + elements)) join the MLP
+    input and a linear term. Every step is per configuration: a score depends
+    on the graph and its configuration only, never on the rest of the batch.
     """
     nc = config_node_emb.shape[0]
-    k = hp["channels"]
-    f = LAYOUT_CONFIG_DIM * hp["config_expand"]
-    logits = (config_node_emb @ p["pool_w"])[:, 0]  # [NC]
+    k, d = hp["channels"], hp["hidden"]
+    f = head_config_dim(hp)
+    emb = config_node_emb[:, :d]
+    logits = (emb @ p["pool_w"])[:, 0]  # [NC]
     weights = jax.nn.softmax(logits)  # attention pooling over configurable nodes
-    u = (config_node_emb @ p["node_w"] + p["node_b"]) * weights[:, None]  # [NC, F*K]
+    u = (emb @ p["node_w"] + p["node_b"]) * weights[:, None]  # [NC, F*K]
     u = u.reshape(nc * f, k)
-    x = layout_config_features(config_feat, hp["config_expand"]).reshape(config_feat.shape[0], nc * f)
-    pooled = x @ u  # [C, K]
+    x = layout_config_features(config_feat, hp["config_expand"])
+    if hp.get("tpu_features"):
+        shape = config_node_emb[:, d:]
+        g = tpu_features(config_feat, shape)  # [C, NC, G]
+        x = jnp.concatenate([x, g], axis=-1)
+        w = shape[:, 7]  # log2(2 + elements) >= 1
+        agg = jnp.concatenate([jnp.mean(g, axis=1), jnp.sum(g * (w / jnp.sum(w))[None, :, None], axis=1)], axis=-1)
+    pooled = x.reshape(config_feat.shape[0], nc * f) @ u  # [C, K]
+    if hp.get("tpu_features"):
+        pooled = jnp.concatenate([pooled, agg], axis=-1)
     z = jax.nn.relu(pooled @ p["mlp_w"] + p["mlp_b"])  # [C, M]
-    if hp["attn_dim"] > 0:
-        q = z @ p["att_q"]
-        kk = z @ p["att_k"]
-        v = z @ p["att_v"]
-        att = jax.nn.softmax(q @ kk.T * (1.0 / np.sqrt(hp["attn_dim"])), axis=-1)
-        z = z + att @ v
-    return (z @ p["out_w"] + p["out_b"])[:, 0]
+    y = (z @ p["out_w"] + p["out_b"])[:, 0]
+    if hp.get("tpu_features"):
+        y = y + (agg @ p["lin_w"])[:, 0]
+    return y
 
 
 def tile_forward(p, hp, node_feat, node_opcode, edge_index, config_feat):

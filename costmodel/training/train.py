@@ -16,6 +16,7 @@ top-K slowdown on graphs not trained on; the numbers go into model.json.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -77,16 +78,30 @@ def pairwise_hinge(scores, runtime, margin):
     return loss.sum() / jnp.maximum(faster.sum(), 1.0)
 
 
-def list_mle(scores, runtime):
+def pairwise_hinge_gap(scores, runtime, margin):
+    """The pairwise hinge with each pair weighted by its runtime gap, log(r_j / r_i)."""
+    gap = jnp.log(runtime[None, :]) - jnp.log(runtime[:, None])
+    w = jnp.where(gap > 0, gap, 0.0)
+    diff = scores[None, :] - scores[:, None]
+    loss = jax.nn.relu(margin - diff) * w
+    return loss.sum() / jnp.maximum(w.sum(), 1e-12)
+
+
+def list_mle(scores, runtime, margin=None):
     """ListMLE with lower score = faster: likelihood of the fastest-first order."""
+    del margin
     s = -scores[jnp.argsort(runtime)]
     tail = jax.lax.cumlogsumexp(s[::-1])[::-1]  # logsumexp(s[i:])
     return jnp.mean(tail - s)
 
 
-def dense_rank(runtime):
-    """Ranks with ties kept equal (the losses only need the order)."""
-    return jnp.asarray(np.unique(runtime, return_inverse=True)[1].reshape(-1), jnp.float32)
+LOSSES = {"hinge": pairwise_hinge, "hinge-gap": pairwise_hinge_gap, "listmle": list_mle}
+
+
+def relative_runtime(runtime):
+    """Runtimes of a batch over their minimum (order and ratios kept, scale removed)."""
+    r = np.asarray(runtime, np.float64)
+    return jnp.asarray(r / max(r.min(), 1e-30), jnp.float32)
 
 
 def batches_for(g: D.GraphData, rng: np.random.Generator, batch: int):
@@ -108,6 +123,128 @@ def evaluate(task, hp, params, graphs):
     return out
 
 
+# Adam's epsilon: above the rounding noise of a gradient that is zero in exact
+# arithmetic (a feature constant over a batch), which Adam would otherwise blow
+# up to a full step of random sign; far below real gradients.
+ADAM_EPS = 1e-6
+FROZEN = {"node_mu", "node_inv_sigma", "cfg_mu", "cfg_inv_sigma"}
+_STEPS = {}
+
+
+def make_step(task, hp, loss, margin, steps, lr, weight_decay):
+    """(optimizer, jitted step) for one training setup; cached, so repeated
+    trainings of the same setup (cross-validation folds, seeds) compile once
+    per graph shape."""
+    key = (task, json.dumps(hp, sort_keys=True), loss, margin, steps, lr, weight_decay)
+    if key in _STEPS:
+        return _STEPS[key]
+    sched = optax.warmup_cosine_decay_schedule(0.0, lr, max(steps // 20, 1), steps, lr * 0.05)
+    opt = optax.chain(optax.clip_by_global_norm(1.0), optax.adamw(sched, eps=ADAM_EPS, weight_decay=weight_decay))
+    fwd = forward_fn(task, hp)
+    loss_of = LOSSES[loss]
+
+    def loss_fn(tp, consts, g_feat, g_op, g_edge, g_ids, cfg, rt):
+        return loss_of(fwd({**tp, **consts}, g_feat, g_op, g_edge, g_ids, cfg), rt, margin)
+
+    @jax.jit
+    def step_fn(tp, st, consts, g_feat, g_op, g_edge, g_ids, cfg, rt):
+        value, grads = jax.value_and_grad(loss_fn)(tp, consts, g_feat, g_op, g_edge, g_ids, cfg, rt)
+        upd, st = opt.update(grads, st, tp)
+        return optax.apply_updates(tp, upd), st, value
+
+    _STEPS[key] = (opt, step_fn)
+    return opt, step_fn
+
+
+class DataParallel:
+    """Places a step's arrays on a 1-D device mesh: configurations (and their
+    runtimes) split along the batch axis across the devices, everything else
+    (parameters, optimizer state, the graph) replicated. `jax.jit` then runs
+    each device's share of the batch there and combines the gradients (XLA's
+    SPMD partitioner inserts the collectives); the result equals the
+    one-device step up to float rounding. Works across processes
+    (`jax.distributed`): every process builds the same global batch (same
+    seed, same data) and hands each of its devices its slice."""
+
+    def __init__(self, devices=None):
+        from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+        self.devices = list(devices if devices is not None else jax.devices())
+        self.mesh = Mesh(np.array(self.devices), ("data",))
+        self.split = NamedSharding(self.mesh, PartitionSpec("data"))
+        self.whole = NamedSharding(self.mesh, PartitionSpec())
+
+    def _put(self, x, sharding):
+        x = np.asarray(x)
+        return jax.make_array_from_callback(x.shape, sharding, lambda idx: x[idx])
+
+    def replicate(self, tree):
+        return jax.tree.map(lambda x: self._put(x, self.whole), tree)
+
+    def split_batch(self, x):
+        if x.shape[0] % len(self.devices):
+            raise ValueError(f"a batch of {x.shape[0]} does not split over {len(self.devices)} devices")
+        return self._put(x, self.split)
+
+    @staticmethod
+    def fetch(x):
+        """The value of a replicated array (a local copy; every process has one)."""
+        return np.asarray(x.addressable_data(0))
+
+
+def fit(task, hp, graphs, stats, *, steps, batch, lr, loss, margin, weight_decay, seed, log=print, parallel=None):
+    """Trains on `graphs` (GraphData with >= 2 distinct runtimes); returns the parameters.
+
+    Each step takes one graph (graph-fair: every graph gets the same number of
+    steps, in a seeded random order) and `batch` of its configurations drawn
+    without replacement. Deterministic for the same inputs and seed. With
+    `parallel` (a `DataParallel`), each batch is split across its devices
+    (graphs with fewer configurations than `batch` are skipped then).
+    """
+    node_mu, node_inv = stats["node"]
+    cfg_mu, cfg_inv = stats.get("cfg", (None, None))
+    params = M.init_params(task, hp, seed, node_mu, node_inv, cfg_mu, cfg_inv)
+    trainable = {k: jnp.asarray(v) for k, v in params.items() if k not in FROZEN}
+    consts = {k: jnp.asarray(v) for k, v in params.items() if k in FROZEN}
+    opt, step_fn = make_step(task, hp, loss, margin, steps, lr, weight_decay)
+    opt_state = opt.init(trainable)
+    put_graph = put_batch = lambda x: x  # noqa: E731
+    if parallel is not None:
+        graphs = [g for g in graphs if g.config_feat.shape[0] >= batch]
+        if not graphs:
+            raise ValueError(f"data-parallel training needs graphs with at least {batch} configurations")
+        trainable, opt_state, consts = parallel.replicate((trainable, opt_state, consts))
+        put_graph = lambda x: None if x is None else parallel.replicate(x)  # noqa: E731
+        put_batch = parallel.split_batch
+    rng = np.random.default_rng(seed)
+    order, losses, t0 = [], [], time.time()
+    for step in range(steps):
+        if not order:
+            order = list(rng.permutation(len(graphs)))
+        g = graphs[order.pop()]
+        idx = batches_for(g, rng, batch)
+        trainable, opt_state, value = step_fn(
+            trainable,
+            opt_state,
+            consts,
+            put_graph(g.node_feat),
+            put_graph(g.node_opcode),
+            put_graph(g.edge_index),
+            put_graph(g.node_config_ids),
+            put_batch(g.config_feat[idx]),
+            put_batch(np.asarray(relative_runtime(g.runtime[idx]))),
+        )
+        losses.append(float(DataParallel.fetch(value) if parallel is not None else value))
+        if log and ((step + 1) % 50 == 0 or step == steps - 1):
+            log(f"step {step + 1}/{steps} loss {np.mean(losses[-50:]):.4f} ({time.time() - t0:.0f}s)")
+    get = DataParallel.fetch if parallel is not None else np.asarray
+    return {k: np.asarray(get(v), np.float32) for k, v in {**trainable, **consts}.items()}
+
+
+def usable_graph(g: D.GraphData) -> bool:
+    return g.config_feat.shape[0] >= 2 and np.ptp(g.runtime) > 0
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--task", choices=["layout", "tile"], required=True)
@@ -118,27 +255,39 @@ def main(argv=None):
     ap.add_argument("--steps", type=int, default=None)
     ap.add_argument("--batch", type=int, default=None, help="configurations sampled per step")
     ap.add_argument("--lr", type=float, default=5e-4)
-    ap.add_argument("--loss", choices=["hinge", "listmle"], default="hinge")
+    ap.add_argument("--loss", choices=sorted(LOSSES), default="hinge")
     ap.add_argument("--margin", type=float, default=0.1)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--hidden", type=int, default=None)
     ap.add_argument("--layers", type=int, default=None)
-    ap.add_argument("--attn-dim", type=int, default=None)
+    ap.add_argument("--tpu-features", type=int, choices=[0, 1], default=None, help="layout: TPU tiling features in the head")
     ap.add_argument("--channels", type=int, default=None, help="layout head channels K")
     ap.add_argument("--config-expand", type=int, choices=[1, 2], default=None)
     ap.add_argument("--weight-decay", type=float, default=0.05)
-    ap.add_argument("--cache-mb", type=float, default=2048, help="keep loaded graphs in memory up to this size")
-    ap.add_argument("--eval-every", type=int, default=0)
+    ap.add_argument("--cache-dir", help="keep pruned, deduplicated graphs here between runs")
+    ap.add_argument("--data-parallel", action="store_true",
+                    help="split each batch across all devices (of all processes with --coordinator)")
+    ap.add_argument("--coordinator", help="multi-process: host:port of process 0 (jax.distributed)")
+    ap.add_argument("--num-processes", type=int, help="multi-process: number of processes")
+    ap.add_argument("--process-id", type=int, help="multi-process: this process's index")
     args = ap.parse_args(argv)
 
     task = args.task
+    parallel = None
+    if args.data_parallel:
+        if args.coordinator:
+            jax.distributed.initialize(args.coordinator, args.num_processes, args.process_id)
+        parallel = DataParallel()
+        print(f"data-parallel over {len(parallel.devices)} devices, {jax.process_count()} processes", flush=True)
+    elif args.coordinator:
+        sys.exit("--coordinator needs --data-parallel")
     hp = M.default_hparams(task)
     if args.hidden:
         hp["hidden"] = args.hidden
     if args.layers:
         hp["num_layers"] = args.layers
     if task == "layout":
-        for key, value in [("attn_dim", args.attn_dim), ("channels", args.channels), ("config_expand", args.config_expand)]:
+        for key, value in [("tpu_features", args.tpu_features), ("channels", args.channels), ("config_expand", args.config_expand)]:
             if value is not None:
                 hp[key] = value
     steps = args.steps or 300
@@ -157,84 +306,38 @@ def main(argv=None):
     print(f"task={task} train={len(train_files)} files valid={len(valid_files)} files", flush=True)
 
     stats = D.feature_stats(train_files, task)
-    node_mu, node_inv = stats["node"]
-    cfg_mu, cfg_inv = stats.get("cfg", (None, None))
-    params = M.init_params(task, hp, args.seed, node_mu, node_inv, cfg_mu, cfg_inv)
-    frozen = {"node_mu", "node_inv_sigma", "cfg_mu", "cfg_inv_sigma"}
-    trainable = {k: jnp.asarray(v) for k, v in params.items() if k not in frozen}
-    consts = {k: jnp.asarray(v) for k, v in params.items() if k in frozen}
-
-    sched = optax.warmup_cosine_decay_schedule(0.0, args.lr, max(steps // 20, 1), steps, args.lr * 0.05)
-    opt = optax.chain(optax.clip_by_global_norm(1.0), optax.adamw(sched, weight_decay=args.weight_decay))
-    opt_state = opt.init(trainable)
-    fwd = forward_fn(task, hp)
-
-    def loss_fn(tp, g_feat, g_op, g_edge, g_ids, cfg, rt):
-        s = fwd({**tp, **consts}, g_feat, g_op, g_edge, g_ids, cfg)
-        if args.loss == "hinge":
-            return pairwise_hinge(s, rt, args.margin)
-        return list_mle(s, rt)
-
-    @jax.jit
-    def step_fn(tp, st, g_feat, g_op, g_edge, g_ids, cfg, rt):
-        loss, grads = jax.value_and_grad(loss_fn)(tp, g_feat, g_op, g_edge, g_ids, cfg, rt)
-        upd, st = opt.update(grads, st, tp)
-        return optax.apply_updates(tp, upd), st, loss
-
-    # Graph stream with a bounded cache; files without runtimes (test splits) are skipped.
-    cache, cache_bytes = {}, 0
-
-    def get(path):
-        nonlocal cache_bytes
-        if path in cache:
-            return cache[path]
-        g = D.load_graph(path, task, khop)
-        size = g.node_feat.nbytes + g.config_feat.nbytes
-        if cache_bytes + size <= args.cache_mb * 2**20:
-            cache[path] = g
-            cache_bytes += size
-        return g
-
-    usable = []
+    usable, graphs = [], []
     for p in train_files:
-        g = get(p)
-        if g.config_feat.shape[0] >= 2 and np.ptp(g.runtime) > 0:
+        g = D.load_graph_cached(p, task, khop, args.cache_dir)
+        if usable_graph(g):
             usable.append(p)
+            graphs.append(g)
             print(f"  train {g.name}: nodes={len(g.node_opcode)} configs={g.config_feat.shape[0]}", flush=True)
         else:
             print(f"  skip {g.name}: no usable runtimes", flush=True)
     if not usable:
         sys.exit("no training file has runtimes")
-    valid = [D.load_graph(p, task, khop) for p in valid_files]
-    valid = [g for g in valid if g.config_feat.shape[0] >= 2 and np.ptp(g.runtime) > 0]
+    valid = [D.load_graph_cached(p, task, khop, args.cache_dir) for p in valid_files]
+    valid = [g for g in valid if usable_graph(g)]
 
-    rng = np.random.default_rng(args.seed)
-    order = []
-    losses = []
-    for step in range(steps):
-        if not order:
-            order = list(rng.permutation(len(usable)))
-        g = get(usable[order.pop()])
-        idx = batches_for(g, rng, batch)
-        trainable, opt_state, loss = step_fn(
-            trainable,
-            opt_state,
-            g.node_feat,
-            g.node_opcode,
-            g.edge_index,
-            g.node_config_ids,
-            g.config_feat[idx],
-            dense_rank(g.runtime[idx]),
-        )
-        losses.append(float(loss))
-        if (step + 1) % 50 == 0 or step == steps - 1:
-            print(f"step {step + 1}/{steps} loss {np.mean(losses[-50:]):.4f} ({time.time() - t0:.0f}s)", flush=True)
-        if args.eval_every and (step + 1) % args.eval_every == 0 and valid:
-            ev = evaluate(task, hp, {**trainable, **consts}, valid)
-            print("  valid " + metrics.format_metrics(ev), flush=True)
-
-    final = {k: np.asarray(v, np.float32) for k, v in {**trainable, **consts}.items()}
-    train_ev = evaluate(task, hp, final, [get(p) for p in usable])
+    final = fit(
+        task,
+        hp,
+        graphs,
+        stats,
+        steps=steps,
+        batch=batch,
+        lr=args.lr,
+        loss=args.loss,
+        margin=args.margin,
+        weight_decay=args.weight_decay,
+        seed=args.seed,
+        log=lambda m: print(m, flush=True),
+        parallel=parallel,
+    )
+    if jax.process_index() != 0:
+        return  # every process holds the same parameters; process 0 writes them
+    train_ev = evaluate(task, hp, final, graphs)
     valid_ev = evaluate(task, hp, final, valid) if valid else {}
     print("train " + metrics.format_metrics(train_ev))
     print("valid " + metrics.format_metrics(valid_ev))

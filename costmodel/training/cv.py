@@ -1,0 +1,183 @@
+"""Leave-one-graph-out cross-validation of the layout cost model.
+
+For each labeled graph G (default: the five usable labeled graphs under
+--data) and each seed: train on all the other labeled graphs with the given
+training options (those of train.py), export the model to a `.hlocm`, and
+evaluate it on G the way a user would: `hlo-cost eval --json --model M G.npz`
+(every configuration of the published file, the shipped Rust + ONNX Runtime
+path). The reference heuristic (`--model reference`) and an old model file
+(`--old-model`, e.g. the previous embedded default) are evaluated on G the same
+way. Prints one table per graph (Kendall tau, ordered-pair accuracy, top-1 and
+top-5 slowdown; the new model's figures are means over the seeds) and the
+means over the graphs, and writes everything to OUT_DIR/cv.json.
+
+    .venv/bin/python costmodel/training/cv.py --data ../shared/data/tpugraphs/npz \\
+        --out-dir /tmp/cv --old-model /tmp/old-layout.hlocm --seeds 0 1 2
+
+Needs `target/release/hlo-cost` (`cargo build --release --bin hlo-cost`).
+Deterministic for the same options (the models are; `seconds` are not).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import numpy as np  # noqa: E402
+
+import data as D  # noqa: E402
+import export as X  # noqa: E402
+import model as M  # noqa: E402
+import train as T  # noqa: E402
+
+GRAPHS = [
+    "layout/xla/default/train/unet3d.npz",
+    "layout/xla/default/train/alexnet_train_batch_32.npz",
+    "layout/xla/default/train/efficientnet_b7_eval_batch_1.npz",
+    "layout/xla/default/train/mask_rcnn_batch_16_bf16_img1024.npz",
+    "layout/xla/default/valid/unet_3d.4x4.bf16.npz",
+]
+METRICS = [("kendall_tau", "tau"), ("ordered_pair_accuracy", "OPA"), ("top1_slowdown", "top-1"), ("top5_slowdown", "top-5")]
+REPO = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+
+
+def hlo_cost_eval(binary: str, model: str, npz: str) -> dict:
+    """The metrics `hlo-cost eval --json` reports for one file."""
+    out = subprocess.run(
+        [binary, "eval", "--json", "--threads", "1", "--model", model, npz], capture_output=True, text=True
+    )
+    if out.returncode != 0:
+        raise RuntimeError(f"hlo-cost eval --model {model} {npz} failed: {out.stderr.strip()}")
+    doc = json.loads(out.stdout)
+    return {k: doc["files"][0]["metrics"][k] for k, _ in METRICS}
+
+
+def mean(xs):
+    xs = [x for x in xs if x is not None]
+    return float(np.mean(xs)) if xs else None
+
+
+def fmt(x, pct=False):
+    if x is None:
+        return "-"
+    return f"{100 * x:.2f}%" if pct else f"{x:.3f}"
+
+
+def table(results: dict, names: list[str]) -> str:
+    lines = []
+    head = "| model | " + " | ".join(h for _, h in METRICS) + " |"
+    for g in names + ["mean"]:
+        lines.append(f"\n{g}\n{head}\n|---|" + "---|" * len(METRICS))
+        for who in ["new", "reference", "old"]:
+            if who not in results[g]:
+                continue
+            m = results[g][who]
+            row = [fmt(m[k], pct=k.endswith("slowdown")) for k, _ in METRICS]
+            extra = ""
+            if who == "new" and "kendall_tau_per_seed" in m:
+                extra = "  (tau per seed: " + ", ".join(fmt(t) for t in m["kendall_tau_per_seed"]) + ")"
+            lines.append(f"| {who} | " + " | ".join(row) + f" |{extra}")
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data", required=True, help="root of the npz tree (…/tpugraphs/npz)")
+    ap.add_argument("--graphs", nargs="*", default=GRAPHS, help="labeled graphs, relative to --data")
+    ap.add_argument("--extra-train", nargs="*", default=["layout/xla/random/train"],
+                    help="always in the training set (skipped when unusable)")
+    ap.add_argument("--out-dir", required=True)
+    ap.add_argument("--name", default="new", help="name of this variant in cv.json")
+    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    ap.add_argument("--old-model", help="a previous model file to compare with")
+    ap.add_argument("--hlo-cost", default=os.path.join(REPO, "target", "release", "hlo-cost"))
+    ap.add_argument("--cache-dir", default=None, help="pruned graphs cache (default OUT_DIR/cache)")
+    ap.add_argument("--steps", type=int, default=300)
+    ap.add_argument("--batch", type=int, default=48)
+    ap.add_argument("--lr", type=float, default=5e-4)
+    ap.add_argument("--loss", choices=sorted(T.LOSSES), default="hinge")
+    ap.add_argument("--margin", type=float, default=0.1)
+    ap.add_argument("--weight-decay", type=float, default=0.05)
+    ap.add_argument("--hidden", type=int)
+    ap.add_argument("--layers", type=int)
+    ap.add_argument("--channels", type=int)
+    ap.add_argument("--config-expand", type=int, choices=[1, 2])
+    ap.add_argument("--tpu-features", type=int, choices=[0, 1])
+    args = ap.parse_args(argv)
+
+    t_start = time.time()
+    os.makedirs(args.out_dir, exist_ok=True)
+    cache_dir = args.cache_dir or os.path.join(args.out_dir, "cache")
+    hp = M.default_hparams("layout")
+    for key, value in [("hidden", args.hidden), ("num_layers", args.layers), ("channels", args.channels),
+                       ("config_expand", args.config_expand), ("tpu_features", args.tpu_features)]:
+        if value is not None:
+            hp[key] = value
+    khop = hp["num_layers"]
+    files = [os.path.join(args.data, g) for g in args.graphs]
+    extra = D.list_npz([os.path.join(args.data, p) for p in args.extra_train])
+    names = [os.path.basename(f)[: -len(".npz")] for f in files]
+
+    graphs = {}
+    for f in files + extra:
+        g = D.load_graph_cached(f, "layout", khop, cache_dir)
+        if T.usable_graph(g):
+            graphs[f] = g
+        print(f"loaded {g.name}: nodes={len(g.node_opcode)} configs={g.config_feat.shape[0]}"
+              f"{'' if T.usable_graph(g) else ' (unusable: skipped)'} ({time.time() - t_start:.0f}s)", flush=True)
+
+    baseline_path = os.path.join(args.out_dir, "baselines.json")
+    baselines = json.load(open(baseline_path)) if os.path.exists(baseline_path) else {}
+    results, train_seconds = {}, []
+    for f, name in zip(files, names):
+        results[name] = {}
+        for who, model in [("reference", "reference"), ("old", args.old_model)]:
+            if model is None:
+                continue
+            key = f"{who}:{os.path.abspath(model) if who == 'old' else model}:{name}"
+            if key not in baselines:
+                baselines[key] = hlo_cost_eval(args.hlo_cost, model, f)
+                json.dump(baselines, open(baseline_path, "w"), indent=1)
+            results[name][who] = baselines[key]
+        train_files = [p for p in files + extra if p != f]
+        train_graphs = [graphs[p] for p in train_files if p in graphs]
+        stats = D.feature_stats(train_files, "layout")
+        per_seed = []
+        for seed in args.seeds:
+            t0 = time.time()
+            params = T.fit("layout", hp, train_graphs, stats, steps=args.steps, batch=args.batch, lr=args.lr,
+                           loss=args.loss, margin=args.margin, weight_decay=args.weight_decay, seed=seed, log=None)
+            train_seconds.append(time.time() - t0)
+            path = os.path.join(args.out_dir, f"{args.name}.{name}.seed{seed}.hlocm")
+            X.write_hlocm(path, "layout", params, hp, {"trained_on": [os.path.relpath(p, args.data) for p in train_files]})
+            m = hlo_cost_eval(args.hlo_cost, path, f)
+            per_seed.append(m)
+            print(f"{name} seed {seed}: tau {fmt(m['kendall_tau'])} top-1 {fmt(m['top1_slowdown'], True)} "
+                  f"(train {train_seconds[-1]:.0f}s, total {time.time() - t_start:.0f}s)", flush=True)
+        new = {k: mean([m[k] for m in per_seed]) for k, _ in METRICS}
+        new["kendall_tau_per_seed"] = [m["kendall_tau"] for m in per_seed]
+        new["top1_slowdown_per_seed"] = [m["top1_slowdown"] for m in per_seed]
+        results[name]["new"] = new
+    results["mean"] = {
+        who: {k: mean([results[n][who][k] for n in names]) for k, _ in METRICS}
+        for who in ["new", "reference", "old"]
+        if all(who in results[n] for n in names)
+    }
+    print(table(results, names))
+    wall = time.time() - t_start
+    print(f"\nvariant {args.name}: {len(names)} folds x {len(args.seeds)} seeds, "
+          f"mean training {np.mean(train_seconds):.0f}s, wall {wall:.0f}s")
+    out = {"variant": args.name, "hparams": hp, "options": vars(args), "results": results,
+           "mean_train_seconds": float(np.mean(train_seconds)), "wall_seconds": wall}
+    json.dump(out, open(os.path.join(args.out_dir, f"cv.{args.name}.json"), "w"), indent=1)
+
+
+if __name__ == "__main__":
+    main()
