@@ -381,11 +381,20 @@ fn a_layout_score_does_not_depend_on_the_rest_of_its_batch() {
     let model = load_model(None, Task::Layout, 1).expect("layout default");
     let f = layout_file();
     let prepared = model.prepare(f.graph()).expect("prepare");
-    let a = model.score(&prepared, &f.configs(0..64).expect("configs")).expect("score");
-    let alone = model.score(&prepared, &f.configs(40..41).expect("config")).expect("score");
-    let b = model.score(&prepared, &f.configs(40..104).expect("configs")).expect("score");
+    let a = model
+        .score(&prepared, &f.configs(0..64).expect("configs"))
+        .expect("score");
+    let alone = model
+        .score(&prepared, &f.configs(40..41).expect("config"))
+        .expect("score");
+    let b = model
+        .score(&prepared, &f.configs(40..104).expect("configs"))
+        .expect("score");
     for (i, x) in a[40..].iter().enumerate() {
-        for y in [b[i]].iter().chain(if i == 0 { alone.iter() } else { [].iter() }) {
+        for y in [b[i]]
+            .iter()
+            .chain(if i == 0 { alone.iter() } else { [].iter() })
+        {
             assert!(
                 (x - y).abs() <= 1e-6 * x.abs().max(1.0),
                 "config {}: {x} in one batch, {y} in another",

@@ -15,6 +15,9 @@ means over the graphs, and writes everything to OUT_DIR/cv.json.
         --out-dir /tmp/cv --old-model /tmp/old-layout.hlocm --seeds 0 1 2
 
 Needs `target/release/hlo-cost` (`cargo build --release --bin hlo-cost`).
+`cv.py --summary OUT_DIR` prints one row per variant run into OUT_DIR (the
+table of MODEL.md); `cv.py --blend OUT_DIR VARIANT DATA L...` re-scores a
+run's fold models blended with the reference heuristic (`ref_blend`).
 Deterministic for the same options (the models are; `seconds` are not).
 """
 
@@ -34,6 +37,7 @@ import numpy as np  # noqa: E402
 
 import data as D  # noqa: E402
 import export as X  # noqa: E402
+import metrics  # noqa: E402
 import model as M  # noqa: E402
 import train as T  # noqa: E402
 
@@ -87,7 +91,78 @@ def table(results: dict, names: list[str]) -> str:
     return "\n".join(lines)
 
 
+def summary(out_dir: str) -> str:
+    """One markdown row per variant (cv.*.json in out_dir): per-graph mean tau / top-1, means."""
+    rows = []
+    for f in sorted(os.listdir(out_dir)):
+        if not (f.startswith("cv.") and f.endswith(".json")):
+            continue
+        doc = json.load(open(os.path.join(out_dir, f)))
+        res = doc["results"]
+        names = [n for n in res if n != "mean"]
+        if not rows:
+            rows.append("| variant | " + " | ".join(f"{n}: tau / top-1" for n in names) + " | mean tau | mean top-1 |")
+            rows.append("|---|" + "---|" * (len(names) + 2))
+            for who in ["reference", "old"]:
+                if who in res["mean"]:
+                    cells = [f"{fmt(res[n][who]['kendall_tau'])} / {fmt(res[n][who]['top1_slowdown'], True)}" for n in names]
+                    rows.append(f"| ({who}) | " + " | ".join(cells) + f" | {fmt(res['mean'][who]['kendall_tau'])} | "
+                                f"{fmt(res['mean'][who]['top1_slowdown'], True)} |")
+        cells = [f"{fmt(res[n]['new']['kendall_tau'])} / {fmt(res[n]['new']['top1_slowdown'], True)}" for n in names]
+        rows.append(f"| {doc['variant']} | " + " | ".join(cells) + f" | {fmt(res['mean']['new']['kendall_tau'])} | "
+                    f"{fmt(res['mean']['new']['top1_slowdown'], True)} |")
+    return "\n".join(rows)
+
+
+def predictions(binary: str, model: str, npz: str) -> np.ndarray:
+    out = subprocess.run([binary, "eval", "--json", "--predictions", "--threads", "1", "--model", model, npz],
+                         capture_output=True, text=True)
+    if out.returncode != 0:
+        raise RuntimeError(f"hlo-cost eval --model {model} {npz} failed: {out.stderr.strip()}")
+    return np.asarray(json.loads(out.stdout)["files"][0]["predictions"], np.float64)
+
+
+def blend_study(argv):
+    """`cv.py --blend OUT_DIR VARIANT DATA L1 L2 ...`: the fold models of a finished
+    run, each blended with L times the reference heuristic's score over the
+    configurable nodes' total weight (what `ref_blend = L` computes inside the
+    exported model): mean tau and top-1 per L over the seeds, per graph."""
+    out_dir, variant, data = argv[:3]
+    lambdas = [float(x) for x in argv[3:]]
+    binary = os.path.join(REPO, "target", "release", "hlo-cost")
+    doc = json.load(open(os.path.join(out_dir, f"cv.{variant}.json")))
+    graphs, seeds = doc["options"]["graphs"], doc["options"]["seeds"]
+    rows = {lam: {} for lam in lambdas}
+    for rel in graphs:
+        f = os.path.join(data, rel)
+        name = os.path.basename(f)[: -len(".npz")]
+        d = np.load(f)
+        rt = d["config_runtime"].astype(np.float64)
+        elems = np.maximum(d["node_feat"][d["node_config_ids"], M.FEAT_DIMS_PRODUCT], 0.0)
+        total_w = float(np.sum(np.log2(2.0 + elems.astype(np.float32))))
+        ref = predictions(binary, "reference", f) / total_w
+        for seed in seeds:
+            s = predictions(binary, os.path.join(out_dir, f"{variant}.{name}.seed{seed}.hlocm"), f)
+            for lam in lambdas:
+                m = metrics.ranking_metrics(s + lam * ref, rt)
+                rows[lam].setdefault(name, []).append((m["kendall"], m["slowdown@1"]))
+    names = list(rows[lambdas[0]])
+    print("| ref_blend | " + " | ".join(f"{n}: tau / top-1" for n in names) + " | mean tau | mean top-1 |")
+    print("|---|" + "---|" * (len(names) + 2))
+    for lam in lambdas:
+        taus = [mean([t for t, _ in rows[lam][n]]) for n in names]
+        tops = [mean([x for _, x in rows[lam][n]]) for n in names]
+        cells = [f"{fmt(t)} / {fmt(x, True)}" for t, x in zip(taus, tops)]
+        print(f"| {lam:g} | " + " | ".join(cells) + f" | {fmt(mean(taus))} | {fmt(mean(tops), True)} |")
+
+
 def main(argv=None):
+    if argv is None and len(sys.argv) == 3 and sys.argv[1] == "--summary":
+        print(summary(sys.argv[2]))
+        return
+    if argv is None and len(sys.argv) > 5 and sys.argv[1] == "--blend":
+        blend_study(sys.argv[2:])
+        return
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", required=True, help="root of the npz tree (…/tpugraphs/npz)")
     ap.add_argument("--graphs", nargs="*", default=GRAPHS, help="labeled graphs, relative to --data")
@@ -110,6 +185,7 @@ def main(argv=None):
     ap.add_argument("--channels", type=int)
     ap.add_argument("--config-expand", type=int, choices=[1, 2])
     ap.add_argument("--tpu-features", type=int, choices=[0, 1])
+    ap.add_argument("--ref-init", type=float)
     args = ap.parse_args(argv)
 
     t_start = time.time()
@@ -117,7 +193,7 @@ def main(argv=None):
     cache_dir = args.cache_dir or os.path.join(args.out_dir, "cache")
     hp = M.default_hparams("layout")
     for key, value in [("hidden", args.hidden), ("num_layers", args.layers), ("channels", args.channels),
-                       ("config_expand", args.config_expand), ("tpu_features", args.tpu_features)]:
+                       ("config_expand", args.config_expand), ("tpu_features", args.tpu_features), ("ref_init", args.ref_init)]:
         if value is not None:
             hp[key] = value
     khop = hp["num_layers"]

@@ -205,6 +205,9 @@ class _Builder:
         y = self.dense(z, "out_w", "out_b")  # [C, 1]
         if tpu:
             y = self.op("Add", [y, self.op("MatMul", [agg, self.param("lin_w")])])
+            if hp.get("ref_blend"):
+                ref = self.op("MatMul", [agg, self.const(M.reference_weights())])
+                y = self.op("Add", [y, self.op("Mul", [ref, self.const(np.float32(hp["ref_blend"]))])])
         return self.op("Squeeze", [y, self.const([1], np.int64)])
 
 

@@ -102,6 +102,9 @@ def init_params(task: str, hp: dict, seed: int, node_mu, node_inv_sigma, cfg_mu=
         p["out_b"] = np.zeros(1, np.float32)
         if a:
             p["lin_w"] = np.zeros((a, 1), np.float32)
+            # ref_init: start the linear term as the reference heuristic (its
+            # per-tensor weights on the size-weighted mean deviations), scaled.
+            p["lin_w"] += hp.get("ref_init", 0.0) * reference_weights()
     else:
         mh = hp["mlp_hidden"]
         p["mlp_w"] = _dense(rng, 2 * d, mh)
@@ -225,7 +228,8 @@ def layout_head(p, hp, config_node_emb, config_feat):
     [C, NC*F] @ [NC*F, K] with no [C, NC, H] intermediate; then an MLP. With
     `tpu_features`, the TPU tiling features join the inputs, and their means
     over the nodes (plain and weighted by log2(2 + elements)) join the MLP
-    input and a linear term. Every step is per configuration: a score depends
+    input and a linear term; `ref_blend` adds that many times the reference
+    heuristic's score (`reference_weights`), a fixed term. Every step is per configuration: a score depends
     on the graph and its configuration only, never on the rest of the batch.
     """
     nc = config_node_emb.shape[0]
@@ -250,7 +254,23 @@ def layout_head(p, hp, config_node_emb, config_feat):
     y = (z @ p["out_w"] + p["out_b"])[:, 0]
     if hp.get("tpu_features"):
         y = y + (agg @ p["lin_w"])[:, 0]
+        if hp.get("ref_blend"):
+            y = y + hp["ref_blend"] * (agg @ reference_weights())[:, 0]
     return y
+
+
+def reference_weights() -> np.ndarray:
+    """[2 * TPU_FEATURES, 1]: the reference heuristic (`costmodel/src/reference.rs`)
+    as a linear function of the head's feature means: its per-tensor weights
+    (1, 1, 0.5) on the size-weighted mean deviations (differing positions and
+    minor-most differs). Within a graph this is the reference score divided by
+    the sum of the node weights, so it orders configurations as the heuristic
+    does (up to the heuristic's rank corrections)."""
+    w = np.zeros((2 * TPU_FEATURES, 1), np.float32)
+    for t, weight in enumerate((1.0, 1.0, 0.5)):
+        for j in (1, 2):
+            w[TPU_FEATURES + 3 * t + j, 0] = weight
+    return w
 
 
 def tile_forward(p, hp, node_feat, node_opcode, edge_index, config_feat):
