@@ -49,7 +49,7 @@ def default_hparams(task: str) -> dict:
             "channels": 32,  # K: per-node linear maps of the config features into K channels
             "config_expand": 1,  # F = 18 * config_expand (1: raw values, 2: values and squares)
             "mlp_hidden": 64,
-            "tpu_features": 1,  # 1: layout features of the TPU tiling computed in the model (see tpu_features)
+            "tpu_features": 0,  # 1: TPU tiling features computed in the model (tpu_features); off: CV, MODEL.md
         }
     return {
         "hidden": 32,
