@@ -5,7 +5,10 @@
 //! and fails unless every parameter agrees within float tolerance.
 //!
 //! Needs `HLO_OPT_PYTHON` (a Python with the training requirements, set by
-//! `scripts/test`); prints "skipped: ..." and returns without it.
+//! `scripts/test`); records the skip (`report::skipped`) and returns without it.
+
+#[path = "../../tests/support/report.rs"]
+mod report;
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -16,9 +19,10 @@ fn two_devices_train_the_same_parameters_as_one() {
         .ok()
         .filter(|p| !p.is_empty())
     else {
-        println!("skipped: HLO_OPT_PYTHON is not set (scripts/test sets it)");
+        report::skipped("HLO_OPT_PYTHON is not set (scripts/test sets it)");
         return;
     };
+    report::ran();
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("training/test_data_parallel.py");
     let out = Command::new(py)
         .arg(&script)
