@@ -8,7 +8,8 @@
 //! ONNX Runtime is found.
 //!
 //! `--pass=layout,tile` runs passes between verify and print (`--list-passes`
-//! lists them; `--explain` reports their decisions on stderr; `--budget`,
+//! lists them; `--explain` reports their decisions on stderr, `--explain=all`
+//! for every node; `--budget`, `--min-gain`,
 //! `--seed`, `--model`, `--layout-model`, `--tile-model`, `--top-k`,
 //! `--threads`, `--verify-each` set their options). `--measure=xla-cpu`
 //! (or `--measure=pjrt:PLUGIN`) makes the layout pass measure the model's
@@ -81,15 +82,19 @@ struct Cli {
     /// [passes] Run the verifier after every pass.
     #[arg(long)]
     verify_each: bool,
-    /// [passes] Report what the passes decided (per node, copies, model scores vs the compiler default) on stderr.
+    /// [passes] Report what the passes decided on stderr: a summary and the
+    /// changed nodes (`--explain=all`: every node). Scores are model scores:
+    /// lower is predicted faster.
+    #[arg(long, value_name = "WHAT", num_args = 0..=1, require_equals = true,
+          default_missing_value = "changed", value_parser = ["changed", "all"])]
+    explain: Option<String>,
+    /// [layout, tile] Maximum number of configurations a pass's search scores
+    /// (layout: in all; tile: per kernel); at least 1, default 10000.
     #[arg(long)]
-    explain: bool,
-    /// [layout, tile] Maximum number of configurations a pass's search scores (layout: in all; tile: per kernel).
-    #[arg(long, default_value_t = 10_000)]
-    budget: usize,
+    budget: Option<usize>,
     /// [layout, tile] Seed of the searches (same input, model and seed: same output).
-    #[arg(long, default_value_t = 0)]
-    seed: u64,
+    #[arg(long)]
+    seed: Option<u64>,
     /// [layout or tile] Cost model file for the single pass of `--pass` (default: the embedded model).
     #[arg(long, value_name = "FILE")]
     model: Option<PathBuf>,
@@ -100,7 +105,7 @@ struct Cli {
     #[arg(long, value_name = "FILE")]
     tile_model: Option<PathBuf>,
     /// [layout, tile] How many of the best candidates to keep (and measure,
-    /// where a pass can); default 1, or 3 with `--measure`.
+    /// where a pass can); at least 1, default 1, or 3 with `--measure`.
     #[arg(long)]
     top_k: Option<usize>,
     /// [layout] Measure candidates on a real backend and keep the fastest: `xla-cpu`
@@ -110,9 +115,15 @@ struct Cli {
     /// [layout] Seconds of interleaved timing runs for `--measure` (compiles not included).
     #[arg(long, default_value_t = 10.0, value_name = "SECONDS")]
     measure_budget: f64,
-    /// [layout, tile] ONNX Runtime threads (0 = its default).
-    #[arg(long, default_value_t = 0)]
-    threads: usize,
+    /// [layout, tile] ONNX Runtime intra-op threads (0 = one per available
+    /// core; more than the available cores are capped, with a warning).
+    #[arg(long)]
+    threads: Option<usize>,
+    /// [layout] Smallest predicted gain (percent of the compiler default's
+    /// model score) for which the layout pass changes the module; the
+    /// estimated cost of the copies it would insert is added to it.
+    #[arg(long, value_name = "PERCENT")]
+    min_gain: Option<f64>,
 }
 
 impl Cli {
@@ -121,21 +132,57 @@ impl Cli {
         self.input.as_deref().unwrap_or("-")
     }
 
-    /// The pass options the flags describe.
-    fn pass_options(&self, list: &str) -> Result<passes::PassOptions, CliError> {
+    /// The pass options the flags describe; warnings (flags adjusted) go to
+    /// `warn`.
+    fn pass_options(
+        &self,
+        list: &str,
+        warn: &mut dyn FnMut(String),
+    ) -> Result<passes::PassOptions, CliError> {
+        let d = passes::PassOptions::default();
+        let budget = self.budget.unwrap_or(d.budget);
+        if budget == 0 {
+            return Err(CliError(
+                "--budget 0: a search scores at least the compiler default; give --budget 1 or more"
+                    .into(),
+            ));
+        }
+        let top_k = self
+            .top_k
+            .unwrap_or(if self.measure.is_some() { 3 } else { d.top_k });
+        if top_k == 0 {
+            return Err(CliError(
+                "--top-k 0: a pass keeps at least its best candidate; give --top-k 1 or more"
+                    .into(),
+            ));
+        }
+        let min_gain = self.min_gain.unwrap_or(d.min_gain);
+        if !(min_gain.is_finite() && min_gain >= 0.0) {
+            return Err(CliError(format!(
+                "--min-gain {min_gain}: give a percentage of 0 or more"
+            )));
+        }
+        let mut threads = self.threads.unwrap_or(d.threads);
+        let cores = costmodel::onnx::max_threads();
+        if threads > cores {
+            warn(format!(
+                "warning: --threads {threads} capped at {cores}, the available parallelism (more threads than cores only wait on each other)"
+            ));
+            threads = cores;
+        }
         let mut o = passes::PassOptions {
             layout_model: self.layout_model.clone(),
             tile_model: self.tile_model.clone(),
-            seed: self.seed,
-            budget: self.budget,
-            top_k: self
-                .top_k
-                .unwrap_or(if self.measure.is_some() { 3 } else { 1 }),
-            threads: self.threads,
+            seed: self.seed.unwrap_or(d.seed),
+            budget,
+            top_k,
+            threads,
             verify_each: self.verify_each,
             progress: std::io::IsTerminal::is_terminal(&std::io::stderr()),
-            explain: self.explain,
-            ..passes::PassOptions::default()
+            explain: self.explain.is_some(),
+            explain_all: self.explain.as_deref() == Some("all"),
+            min_gain,
+            ..d
         };
         if let Some(spec) = &self.measure {
             if !(self.measure_budget.is_finite() && self.measure_budget >= 0.0) {
@@ -165,6 +212,30 @@ impl Cli {
             }
         }
         Ok(o)
+    }
+
+    /// The flags that only matter with `--pass`, when given without it.
+    fn pass_flags_without_pass(&self) -> Vec<&'static str> {
+        if self.pass.is_some() {
+            return Vec::new();
+        }
+        [
+            ("--explain", self.explain.is_some()),
+            ("--budget", self.budget.is_some()),
+            ("--seed", self.seed.is_some()),
+            ("--model", self.model.is_some()),
+            ("--layout-model", self.layout_model.is_some()),
+            ("--tile-model", self.tile_model.is_some()),
+            ("--top-k", self.top_k.is_some()),
+            ("--threads", self.threads.is_some()),
+            ("--min-gain", self.min_gain.is_some()),
+            ("--measure", self.measure.is_some()),
+            ("--verify-each", self.verify_each),
+        ]
+        .into_iter()
+        .filter(|(_, given)| *given)
+        .map(|(flag, _)| flag)
+        .collect()
     }
 }
 
@@ -211,11 +282,33 @@ fn transform(cli: &Cli, m: &mut hlo::Module, src: &Source) -> Result<(), CliErro
     if !cli.no_verify {
         hlo::verify_in_source(m, &src.text, &src.name).map_err(|e| CliError(e.render()))?;
     }
+    let unused = cli.pass_flags_without_pass();
+    if !unused.is_empty() {
+        eprintln!(
+            "warning: {} only apply{} to passes; without --pass no pass runs",
+            unused.join(", "),
+            if unused.len() == 1 { "s" } else { "" }
+        );
+    }
     if let Some(list) = &cli.pass {
-        let mut cx = passes::PassContext::new(cli.pass_options(list)?);
+        let names = passes::parse_pass_list(list).map_err(|e| CliError(format!("error: {e}")))?;
+        let mut seen = Vec::new();
+        for n in &names {
+            if seen.contains(n) {
+                eprintln!(
+                    "warning: --pass lists `{n}` more than once; it runs each time it is listed"
+                );
+            }
+            seen.push(*n);
+        }
+        let mut cx = passes::PassContext::new(cli.pass_options(list, &mut |w| eprintln!("{w}"))?);
         let result = passes::run_pipeline(m, list, &mut cx);
-        if cli.explain && !cx.explain.is_empty() {
+        if cli.explain.is_some() && !cx.explain.is_empty() {
             eprint!("{}", cx.explain);
+        } else {
+            for note in &cx.notes {
+                eprintln!("{note}");
+            }
         }
         result.map_err(|e| match e {
             passes::PassError::Verify { pass, source } => CliError(format!(

@@ -53,7 +53,9 @@ pub static DEFAULT_TILE_MODEL: &[u8] = include_bytes!("../models/tile.hlocm");
 
 /// Loads a model for `task`: the file at `path` (`.hlocm` or plain `.onnx`),
 /// or the embedded default when `path` is `None`. `threads` is the number of
-/// intra-op threads per session (0 = ONNX Runtime's default: all cores).
+/// intra-op threads per session (0 = one per available core), capped at
+/// [`max_threads`]; a stage with a scatter-add runs on one thread whatever
+/// `threads` says ([`session_threads`]).
 pub fn load_model(path: Option<&Path>, task: Task, threads: usize) -> Result<Box<dyn CostModel>> {
     Ok(Box::new(OnnxModel::load(path, task, threads)?))
 }
@@ -892,18 +894,52 @@ fn new_session(
             format!("{stage}: ONNX Runtime refused the model: {e}"),
         )
     };
-    let mut builder = Session::builder(env)
+    Session::builder(env)
         .map_err(err)?
         .with_optimization_level(GraphOptimizationLevel::Level3)
         .map_err(|e| err(e.into()))?
         .with_inter_threads(1)
-        .map_err(|e| err(e.into()))?;
-    if threads > 0 {
-        builder = builder
-            .with_intra_threads(threads)
-            .map_err(|e| err(e.into()))?;
+        .map_err(|e| err(e.into()))?
+        .with_intra_threads(session_threads(onnx, threads))
+        .map_err(|e| err(e.into()))?
+        .commit_from_memory(onnx)
+        .map_err(err)
+}
+
+/// The most intra-op threads a session gets: the available parallelism
+/// (more threads than cores only wait on each other; thousands of them
+/// exhaust memory). Callers that take a thread count from a user say when
+/// they cap it.
+pub fn max_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, usize::from)
+}
+
+/// The intra-op threads of the session of the ONNX graph `onnx` when
+/// `requested` were asked for (0 = [`max_threads`]).
+///
+/// A graph with a `ScatterND` or `ScatterElements` node runs on one thread:
+/// ONNX Runtime's CPU kernels of a scatter with `reduction="add"` split the
+/// updates across threads that write to the same output rows unsynchronised,
+/// so with several threads a run's result depends on the thread schedule (the
+/// tile pass gave a different tile on each of three identical runs of
+/// resnet50; onnxruntime issue 18048). The models' neighbour sums are such
+/// scatters (MODEL.md), so the encoder and the tile model run on one thread;
+/// the layout head (dense layers and attention, no scatter) uses
+/// `requested`, and gives the same bytes at every thread count (ONNX
+/// Runtime's GEMMs split rows and columns among threads, never a sum).
+/// The op type is found as its name in the serialized graph: a false match
+/// (an initializer or a node name holding the bytes) only costs speed.
+pub fn session_threads(onnx: &[u8], requested: usize) -> usize {
+    let racy = [b"ScatterND".as_slice(), b"ScatterElements".as_slice()]
+        .iter()
+        .any(|op| onnx.windows(op.len()).any(|w| w == *op));
+    if racy {
+        1
+    } else if requested == 0 {
+        max_threads()
+    } else {
+        requested.min(max_threads())
     }
-    builder.commit_from_memory(onnx).map_err(err)
 }
 
 // ------------------------------------------------------------- validation --

@@ -17,7 +17,8 @@ pub mod layout;
 pub mod manager;
 
 pub use manager::{
-    create_pass, list_passes, pass_names, run_pipeline, split_pass_list, verify_module,
+    create_pass, list_passes, parse_pass_list, pass_names, run_pipeline, split_pass_list,
+    verify_module,
 };
 
 pub mod tile;
@@ -27,6 +28,8 @@ pub mod tile;
 pub enum PassError {
     #[error("unknown pass `{name}` (known passes: {known})")]
     UnknownPass { name: String, known: String },
+    #[error("--pass {0}")]
+    PassList(String),
     #[error("pass {pass}: {message}")]
     Failed { pass: &'static str, message: String },
     #[error("after pass {pass}: {source}")]
@@ -93,10 +96,22 @@ pub struct PassOptions {
     /// Optional built-in measurer of whole candidate sets (`--measure=xla-cpu`);
     /// takes precedence over `measure` where a pass supports it.
     pub measurer: Option<Box<dyn Measurer>>,
-    /// Write a detailed report (`--explain`) into [`PassContext::explain`];
-    /// costs a few extra model calls.
+    /// Write a detailed report (`--explain`) into [`PassContext::explain`]:
+    /// the summary and the nodes the pass changed; costs a few extra model
+    /// calls.
     pub explain: bool,
+    /// With `explain`: list every node, unchanged ones too (`--explain=all`).
+    pub explain_all: bool,
+    /// Smallest predicted gain, in percent of the compiler default's model
+    /// score, for which the layout pass changes a module; the estimated
+    /// price of the copies a configuration needs is added to it
+    /// (README.md, "Layout pass: when it changes a module").
+    pub min_gain: f64,
 }
+
+/// Default of [`PassOptions::min_gain`], in percent: above the layout
+/// model's own noise (README.md, "Layout pass: when it changes a module").
+pub const DEFAULT_MIN_GAIN: f64 = 1.0;
 
 impl Default for PassOptions {
     fn default() -> Self {
@@ -112,6 +127,8 @@ impl Default for PassOptions {
             measure: None,
             measurer: None,
             explain: false,
+            explain_all: false,
+            min_gain: DEFAULT_MIN_GAIN,
         }
     }
 }
@@ -121,6 +138,9 @@ pub struct PassContext {
     pub options: PassOptions,
     /// Human-readable report lines (`--explain`), appended by each pass.
     pub explain: String,
+    /// What the user must hear even without `--explain` (a kernel skipped, a
+    /// module the pass has nothing to do in); each is also in `explain`.
+    pub notes: Vec<String>,
 }
 
 impl PassContext {
@@ -128,6 +148,7 @@ impl PassContext {
         PassContext {
             options,
             explain: String::new(),
+            notes: Vec::new(),
         }
     }
 }

@@ -58,21 +58,40 @@ pub fn split_pass_list(passes: &str) -> Vec<&str> {
         .collect()
 }
 
-/// Runs the comma-separated pass list `passes` on `m` in order. Unknown
-/// names are rejected before any pass runs. Returns whether any pass changed
-/// the module.
+/// The pass names of a comma-separated `--pass` list, in order, checked:
+/// an empty list, an empty entry (`layout,,tile`, a trailing comma) or an
+/// unknown name is an error naming the known passes. Surrounding white
+/// space is dropped.
+pub fn parse_pass_list(passes: &str) -> Result<Vec<&str>, PassError> {
+    let names: Vec<&str> = passes.split(',').map(str::trim).collect();
+    if names.iter().all(|n| n.is_empty()) {
+        return Err(PassError::PassList(format!(
+            "`{passes}` names no pass (known passes: {})",
+            pass_names()
+        )));
+    }
+    if let Some(k) = names.iter().position(|n| n.is_empty()) {
+        return Err(PassError::PassList(format!(
+            "`{passes}` has an empty entry (entry {} of {}); write the names separated by single commas, e.g. `layout,tile`",
+            k + 1,
+            names.len()
+        )));
+    }
+    for n in &names {
+        create_pass(n)?;
+    }
+    Ok(names)
+}
+
+/// Runs the comma-separated pass list `passes` on `m` in order. The list is
+/// checked ([`parse_pass_list`]) before any pass runs. Returns whether any
+/// pass changed the module.
 pub fn run_pipeline(
     m: &mut Module,
     passes: &str,
     cx: &mut PassContext,
 ) -> Result<Changed, PassError> {
-    let names = split_pass_list(passes);
-    if names.is_empty() {
-        return Err(PassError::UnknownPass {
-            name: passes.to_string(),
-            known: pass_names(),
-        });
-    }
+    let names = parse_pass_list(passes)?;
     let mut pipeline = Vec::with_capacity(names.len());
     for name in names {
         pipeline.push(create_pass(name)?);
@@ -147,6 +166,22 @@ mod tests {
         let msg = err.to_string();
         assert!(msg.contains("`nope`") && msg.contains("layout"), "{msg}");
         assert!(run_pipeline(&mut m, " , ", &mut cx).is_err());
+    }
+
+    #[test]
+    fn pass_lists_with_empty_entries_are_refused() {
+        for bad in ["layout,,tile", "layout,", ",tile", "", " "] {
+            let err = parse_pass_list(bad).expect_err(bad);
+            assert!(matches!(err, PassError::PassList(_)), "{bad}: {err}");
+        }
+        assert_eq!(
+            parse_pass_list(" layout , tile ").expect("valid"),
+            ["layout", "tile"]
+        );
+        assert_eq!(
+            parse_pass_list("layout,layout").expect("valid"),
+            ["layout", "layout"]
+        );
     }
 
     #[test]

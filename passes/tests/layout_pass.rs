@@ -245,3 +245,249 @@ fn measured_top_k_candidates_decide_among_the_models_best() {
         cx.explain
     );
 }
+
+/// The contrary model's preferences shifted by a large offset, so that the
+/// best configuration's predicted gain over the compiler default is a small
+/// percentage (offset 1e6 on transformer_bert: 0.35%; 1e5: 3.5%).
+struct Nudged(f32);
+
+impl CostModel for Nudged {
+    fn task(&self) -> Task {
+        Task::Layout
+    }
+    fn prepare(&self, g: &Graph) -> costmodel::Result<Prepared> {
+        contrary().prepare(g)
+    }
+    fn score(&self, p: &Prepared, c: &ConfigBatch) -> costmodel::Result<Vec<f32>> {
+        Ok(contrary()
+            .score(p, c)?
+            .into_iter()
+            .map(|s| self.0 + s)
+            .collect())
+    }
+}
+
+fn layout_with(
+    text: &str,
+    model: Box<dyn CostModel>,
+    options: PassOptions,
+) -> (hlo::Module, String, bool) {
+    let mut m = hlo::parse_module(text).expect("parses");
+    let mut cx = PassContext::new(options);
+    let changed = LayoutPass::with_model(model)
+        .run(&mut m, &mut cx)
+        .expect("layout pass runs");
+    passes::verify_module(&m).expect("the output verifies");
+    (m, cx.explain, changed)
+}
+
+/// No change without a predicted gain: a best configuration predicted
+/// 0.35% faster than the compiler default is not applied under the default
+/// `--min-gain` (1%), nor with `--min-gain 0` (its 15 copies cost more);
+/// one predicted 3.5% faster is.
+#[test]
+fn a_gain_below_min_gain_leaves_the_module_unchanged() {
+    let text = std::fs::read_to_string(root().join("testdata/layout/transformer_bert.hlo"))
+        .expect("reads");
+    let original = hlo::print_module(&hlo::parse_module(&text).expect("parses"));
+    for min_gain in [passes::DEFAULT_MIN_GAIN, 0.0] {
+        let options = PassOptions {
+            min_gain,
+            ..common::options(2000, 0)
+        };
+        let (m, explain, changed) = layout_with(&text, Box::new(Nudged(1.0e6)), options);
+        assert!(
+            explain.contains("layout: kept the compiler default: the best configuration scored")
+                && explain.contains("a predicted gain of 0.35%, below the"),
+            "{explain}"
+        );
+        assert!(
+            explain.contains("0 nodes changed, 0 copies added"),
+            "{explain}"
+        );
+        // The input has every layout already: the module is printed as it came.
+        assert!(!changed);
+        assert_eq!(hlo::print_module(&m), original);
+    }
+    let (m, explain, changed) =
+        layout_with(&text, Box::new(Nudged(1.0e5)), common::options(2000, 0));
+    assert!(explain.contains("layout: model score"), "{explain}");
+    assert!(changed);
+    assert_ne!(hlo::print_module(&m), original);
+}
+
+/// The copies a configuration needs are part of its price: a gain that
+/// clears `--min-gain` alone but not `--min-gain` plus the copies' share of
+/// the module's bytes is not applied.
+#[test]
+fn the_copies_a_configuration_needs_count_against_its_gain() {
+    let text = std::fs::read_to_string(root().join("testdata/layout/transformer_bert.hlo"))
+        .expect("reads");
+    let opts = |min_gain: f64| PassOptions {
+        min_gain,
+        ..common::options(2000, 0)
+    };
+    let (_, explain, _) = layout_with(&text, contrary(), opts(0.0));
+    let summary = explain.lines().last().expect("summary");
+    let number = |after: &str, until: char| -> f64 {
+        let at = summary.find(after).expect(after) + after.len();
+        summary[at..]
+            .split(until)
+            .next()
+            .and_then(|x| x.trim().parse().ok())
+            .expect("a number")
+    };
+    let gain = -number("for the compiler default (", '%');
+    let copies = number("the copies cost an estimated ", '%');
+    assert!(gain > 0.0 && copies > 0.0, "{summary}");
+    // Clears min_gain, not min_gain + copies.
+    let (_, rejected, changed) = layout_with(&text, contrary(), opts(gain - copies / 2.0));
+    assert!(rejected.contains("kept the compiler default"), "{rejected}");
+    assert!(rejected.contains("for the "), "{rejected}");
+    let _ = changed;
+    let (_, accepted, _) = layout_with(&text, contrary(), opts((gain - copies * 1.5).max(0.0)));
+    assert!(accepted.contains("layout: model score"), "{accepted}");
+}
+
+/// A model that prefers spelling out the layout a node already has (the
+/// XLA default layout, explicitly) over leaving it to the compiler: the
+/// search picks configurations that differ from the default genome and
+/// change nothing in the module.
+struct Explicit;
+
+impl CostModel for Explicit {
+    fn task(&self) -> Task {
+        Task::Layout
+    }
+    fn prepare(&self, g: &Graph) -> costmodel::Result<Prepared> {
+        Ok(Prepared {
+            graph: g.clone(),
+            state: Vec::new(),
+            state_shape: Vec::new(),
+        })
+    }
+    fn score(&self, p: &Prepared, c: &ConfigBatch) -> costmodel::Result<Vec<f32>> {
+        const DIMS: usize = 21; // node features 21-26: the dimensions
+        let g = &p.graph;
+        let n = c.nodes_per_config;
+        let rank = |node: usize| {
+            let f = &g.node_feat[node * costmodel::graph::NODE_FEAT_DIM..];
+            (0..6).take_while(|&k| f[DIMS + k] != 0.0).count()
+        };
+        Ok((0..c.num_configs)
+            .map(|k| {
+                let mut s = 0.0f32;
+                for j in 0..n {
+                    let r = rank(g.node_config_ids[j] as usize);
+                    let row = &c.feat[(k * n + j) * 18..(k * n + j + 1) * 18];
+                    // Output slot: 1 point less for the default layout spelled out.
+                    let prefix: Vec<f32> =
+                        row[..6].iter().copied().take_while(|&x| x >= 0.0).collect();
+                    if !prefix.is_empty()
+                        && prefix
+                            .iter()
+                            .enumerate()
+                            .all(|(i, &d)| d as usize + 1 + i == r)
+                    {
+                        s -= 1.0;
+                    }
+                }
+                s
+            })
+            .collect())
+    }
+}
+
+/// The configurable nodes' own layouts and the layouts of what they read,
+/// by node name.
+fn node_layouts(m: &hlo::Module, names: &[String]) -> Vec<String> {
+    let mut out = Vec::new();
+    for name in names {
+        let i = m
+            .all_instructions()
+            .find(|&i| &*m.inst(i).name == name.as_str())
+            .expect("the node is still there");
+        let inst = m.inst(i);
+        let mut s = hlo::print_shape(m, inst.shape);
+        for &o in &inst.operands {
+            s += " ";
+            s += &hlo::print_shape(m, m.inst(o).shape);
+        }
+        out.push(s);
+    }
+    out
+}
+
+/// "nodes changed" counts the nodes whose layouts (or the layouts they
+/// read) change; nodes whose chosen candidate spells out the layouts they
+/// had are counted apart.
+#[test]
+fn nodes_changed_counts_real_changes_only() {
+    let text = std::fs::read_to_string(root().join("testdata/layout/transformer_bert.hlo"))
+        .expect("reads");
+    let input = hlo::parse_module(&text).expect("parses");
+    let f = costmodel::features::featurize(&input, Task::Layout).expect("featurizes");
+    let names: Vec<String> = f
+        .config_nodes
+        .iter()
+        .map(|&i| input.inst(i).name.to_string())
+        .collect();
+    let (m, explain, _) = layout_with(&text, Box::new(Explicit), common::options(2000, 0));
+    let before = node_layouts(&input, &names);
+    let after = node_layouts(&m, &names);
+    let real = before.iter().zip(&after).filter(|(a, b)| a != b).count();
+    let summary = explain.lines().last().expect("summary");
+    assert!(
+        summary.contains(&format!(" {real} nodes changed ("))
+            && summary.contains(" more chose the layouts they had)"),
+        "{real} nodes really changed: {summary}"
+    );
+}
+
+/// `--explain` lists the changed nodes and says how many it left out;
+/// `--explain=all` lists every node.
+#[test]
+fn explain_lists_changed_nodes_and_all_lists_every_node() {
+    let text = std::fs::read_to_string(root().join("testdata/layout/tpugraphs_unet3d.hlo"))
+        .expect("reads");
+    let (_, changed, _) = layout_with(&text, contrary(), common::options(2000, 0));
+    let (_, all, _) = layout_with(
+        &text,
+        contrary(),
+        PassOptions {
+            explain_all: true,
+            ..common::options(2000, 0)
+        },
+    );
+    let node_lines = |r: &str| r.lines().filter(|l| l.starts_with("  %")).count();
+    let nodes: usize = all
+        .lines()
+        .next()
+        .and_then(|l| l.strip_prefix("layout: "))
+        .and_then(|l| l.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .expect("node count");
+    assert_eq!(node_lines(&all), nodes, "{all}");
+    assert!(node_lines(&changed) < nodes, "{changed}");
+    assert!(
+        changed.contains("unchanged nodes not listed; --explain=all lists every node"),
+        "{changed}"
+    );
+    assert!(!all.contains("not listed"), "{all}");
+    insta::assert_snapshot!(stable_report(&all));
+}
+
+/// Dimensions near `i64::MAX` (testdata/regress/huge_dim.hlo): the layout
+/// pass featurizes and searches with checked arithmetic, never a panic.
+#[test]
+fn huge_dimensions_are_checked_arithmetic() {
+    let text =
+        std::fs::read_to_string(root().join("testdata/regress/huge_dim.hlo")).expect("reads");
+    for model in [reference(), contrary()] {
+        let mut m = hlo::parse_module(&text).expect("parses");
+        let mut cx = PassContext::new(common::options(200, 0));
+        LayoutPass::with_model(model)
+            .run(&mut m, &mut cx)
+            .expect("layout pass runs");
+    }
+}

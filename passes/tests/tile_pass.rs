@@ -228,3 +228,55 @@ fn extracting_a_tile_kernel_reproduces_its_graph() {
         hlo::parse_module(&hlo::print_module(&km)).expect("the extracted kernel parses");
     }
 }
+
+/// A module before fusion has no kernels: its standalone dots and reshapes
+/// become parts of fusions later. The pass says so, visibly (a note the
+/// command line prints without `--explain`), and changes nothing.
+#[test]
+fn a_module_before_fusion_has_no_kernels() {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/layout/transformer_bert.hlo");
+    let text = std::fs::read_to_string(&p).expect("sample exists");
+    let mut m = hlo::parse_module(&text).expect("parses");
+    let before = hlo::print_module(&m);
+    let mut cx = PassContext::new(PassOptions::default());
+    let mut pass = TilePass::with_model(Box::new(ReferenceModel::new(Task::Tile)));
+    let changed = pass.run(&mut m, &mut cx).expect("runs");
+    assert!(!changed);
+    assert_eq!(hlo::print_module(&m), before);
+    assert!(
+        cx.explain
+            .starts_with("tile: found no kernels: the module has not been through XLA's fusion pass (no fusion, and 185 elementwise operations"),
+        "{}",
+        cx.explain
+    );
+    assert_eq!(cx.notes.len(), 1, "{:?}", cx.notes);
+}
+
+/// The report ends with one summary line: kernels, tiled, off the default,
+/// skipped, and which way the scores go.
+#[test]
+fn the_report_ends_with_a_summary_line() {
+    let mut m = sample("modules/mlp.post.hlo");
+    let n = kernel::find_kernels(&m).len();
+    let explain = run(&mut m, PassOptions::default());
+    let last = explain.lines().last().expect("a report");
+    assert!(
+        n > 1
+            && last.starts_with(&format!("tile: {n} kernels: {n} tiled ("))
+            && last.ends_with("0 skipped; scores are model scores, lower is predicted faster"),
+        "{explain}"
+    );
+}
+
+/// A dimension near `i64::MAX` (XLA parses it) is skipped with a reason, not
+/// a panic (testdata/regress/huge_dim.hlo, the module that once indexed out
+/// of bounds in the tile space).
+#[test]
+fn a_dimension_near_i64_max_is_skipped_not_a_panic() {
+    let mut m = sample("../regress/huge_dim.hlo");
+    let explain = run(&mut m, PassOptions::default());
+    assert!(
+        explain.contains("warning: tile: skipped kernel %fusion: %fusion has a dimension of 9223372036854775807 elements"),
+        "{explain}"
+    );
+}

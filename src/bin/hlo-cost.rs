@@ -208,6 +208,18 @@ fn featurize(args: &FeaturizeArgs) -> Result<ExitCode, Failure> {
     let bytes = std::fs::read(&args.input).map_err(|e| CliError(format!("{name}: {e}")))?;
     let text = hlo::source_text(&bytes, &name).map_err(Failure::Hlo)?;
     let module = hlo::parse_module_named(text, &name).map_err(Failure::Hlo)?;
+    if task == Task::Tile {
+        // A tile graph is one kernel (TpuGraphs' tile set): a whole module's
+        // graph would carry tile configurations of no kernel in particular.
+        let kernels = passes::tile::kernel::find_kernels(&module);
+        if kernels.len() > 1 {
+            return Err(CliError(format!(
+                "{name}: --task tile featurizes one kernel (a module holding a single fusion, convolution, dot, copy or reshape, as the TpuGraphs tile graphs do), and this module has {} kernels; use --task layout for a whole module, or `hlo-opt --pass=tile` to rank the tiles of every kernel",
+                kernels.len()
+            ))
+            .into());
+        }
+    }
     let f = costmodel::features::featurize(&module, task)
         .map_err(|e| CliError(format!("{name}: {e}")))?;
     let graph = &f.graph;
@@ -237,6 +249,11 @@ fn featurize(args: &FeaturizeArgs) -> Result<ExitCode, Failure> {
             ),
         },
     };
+    if configs.num_configs == 0 {
+        eprintln!(
+            "hlo-cost: warning: {name}: no configurations (--task tile takes them from --runs); the npz holds the graph alone"
+        );
+    }
     let options = WriteOptions {
         stored: args.stored,
         runtime_normalizers: normalizers.as_deref(),

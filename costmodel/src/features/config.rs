@@ -51,11 +51,11 @@ pub fn tile_config_row(
         for (k, &b) in bounds.iter().take(6).enumerate() {
             row[base + k] = b as f32;
         }
-        let sum = bounds.iter().fold(0i64, |a, &b| a.wrapping_add(b));
+        let sum = bounds.iter().fold(0i64, |a, &b| a.saturating_add(b));
         let product = if bounds.is_empty() {
             0
         } else {
-            bounds.iter().fold(1i64, |a, &b| a.wrapping_mul(b))
+            bounds.iter().fold(1i64, |a, &b| a.saturating_mul(b))
         };
         row[base + 6] = sum as f32;
         row[base + 7] = product as f32;

@@ -10,7 +10,9 @@
 //!   `_product` of an empty list is 1, the dataset's convention);
 //! - lists longer than 6 (rank > 6) are truncated to 6 leading values while
 //!   `_sum` / `_product` cover every element, as the dataset does; sums and
-//!   products are 64-bit integers with wrap-around, then rounded to `f32`.
+//!   products are 64-bit integers that saturate at the i64 range (a wrapped
+//!   product would turn a huge shape into a small or negative one), then
+//!   rounded to `f32`.
 
 use crate::error::{CostModelError, Result};
 use crate::graph::NODE_FEAT_DIM;
@@ -66,12 +68,14 @@ impl Writer<'_> {
     fn push_bool(&mut self, b: bool) {
         self.push(if b { 1.0 } else { 0.0 });
     }
-    /// `FixedNumericSequenceFeatures<N>`: N leading values (0-padded), sum, product.
+    /// `FixedNumericSequenceFeatures<N>`: N leading values (0-padded), sum, product
+    /// (both saturating at the i64 range: a dimension near `i64::MAX` gives
+    /// the largest feature, never a wrapped negative one).
     fn seq<const N: usize>(&mut self, vals: impl IntoIterator<Item = i64>) {
         let (mut sum, mut product, mut n) = (0i64, 1i64, 0usize);
         for v in vals {
-            sum = sum.wrapping_add(v);
-            product = product.wrapping_mul(v);
+            sum = sum.saturating_add(v);
+            product = product.saturating_mul(v);
             if n < N {
                 self.push_i(v);
             }

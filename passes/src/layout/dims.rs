@@ -161,7 +161,8 @@ pub fn reshape_bitcast_layout(from_dims: &[i64], from_m2m: &[i64], to_dims: &[i6
 }
 
 /// Groups of (from dims, to dims), size-1 dimensions left out, each group the
-/// minimal run of consecutive dimensions with equal products.
+/// minimal run of consecutive dimensions with equal products; `None` when
+/// none exist or a product leaves the i128 range (dimensions near `i64::MAX`).
 fn reshape_groups(from_dims: &[i64], to_dims: &[i64]) -> Option<Vec<(Vec<usize>, Vec<usize>)>> {
     let f: Vec<usize> = (0..from_dims.len())
         .filter(|&d| from_dims[d] != 1)
@@ -173,24 +174,24 @@ fn reshape_groups(from_dims: &[i64], to_dims: &[i64]) -> Option<Vec<(Vec<usize>,
         let (mut pf, mut pt) = (1i128, 1i128);
         let (mut gf, mut gt) = (Vec::new(), Vec::new());
         if i < f.len() {
-            pf *= from_dims[f[i]] as i128;
+            pf = pf.checked_mul(from_dims[f[i]] as i128)?;
             gf.push(f[i]);
             i += 1;
         }
         if j < t.len() {
-            pt *= to_dims[t[j]] as i128;
+            pt = pt.checked_mul(to_dims[t[j]] as i128)?;
             gt.push(t[j]);
             j += 1;
         }
         while pf != pt {
             if pf < pt {
                 let &d = f.get(i)?;
-                pf *= from_dims[d] as i128;
+                pf = pf.checked_mul(from_dims[d] as i128)?;
                 gf.push(d);
                 i += 1;
             } else {
                 let &d = t.get(j)?;
-                pt *= to_dims[d] as i128;
+                pt = pt.checked_mul(to_dims[d] as i128)?;
                 gt.push(d);
                 j += 1;
             }

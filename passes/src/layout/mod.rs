@@ -233,6 +233,7 @@ impl Pass for LayoutPass {
         let mut fitness = ModelFitness::new(model, &f, &spaces)?;
 
         let budget = cx.options.budget;
+        let batch = search::configs_per_call(spaces.len());
         let progress_on = cx.options.progress;
         let mut bar: Option<indicatif::ProgressBar> = None;
         let search_start = Instant::now();
@@ -261,6 +262,7 @@ impl Pass for LayoutPass {
             budget,
             cx.options.seed,
             keep,
+            batch,
             &mut progress,
         )?;
         if let Some(b) = bar.take() {
@@ -268,6 +270,8 @@ impl Pass for LayoutPass {
         }
         let search_secs = search_start.elapsed().as_secs_f64();
 
+        // A measured choice stands on its measurement: no --min-gain on it.
+        let mut measured = false;
         if let Some(measurer) = cx.options.measurer.as_mut() {
             // Measured autotuning with a built-in measurer: the model's top
             // candidates and the compiler default, measured together.
@@ -310,6 +314,7 @@ impl Pass for LayoutPass {
                     },
                     measured.report
                 );
+                measured = true;
                 outcome.best = cands[keep_at].clone();
                 outcome.best_score = outcome
                     .ranked
@@ -347,6 +352,7 @@ impl Pass for LayoutPass {
                     }
                 );
                 if let Some((_, r)) = best {
+                    measured = true;
                     outcome.best = cands[r].clone();
                     outcome.best_score = outcome
                         .ranked
@@ -356,49 +362,194 @@ impl Pass for LayoutPass {
                 }
             }
         }
+        let before: Vec<NodeLayouts> = spaces.iter().map(|s| node_layouts(m, s)).collect();
         let all_laid_out = m
             .all_instructions()
             .all(|i| shapes::is_filled(m, m.inst(i).shape));
-        if outcome.best == default && all_laid_out {
-            report(
-                m,
-                cx,
-                &spaces,
-                &outcome,
-                None,
-                search_secs,
-                &mut fitness,
-                &default,
-            )?;
-            return Ok(false);
+
+        // The best configuration is applied to a copy of the module first:
+        // the copies it needs are part of its price (see [`Verdict`]).
+        let mut verdict = Verdict::DefaultIsBest;
+        let mut applied: Option<(Module, assign::Assignment)> = None;
+        if outcome.best != default {
+            let mut trial = m.clone();
+            let dec = decisions(&trial, &spaces, &outcome.best);
+            let a = assign::assign(&mut trial, &dec)?;
+            let gain = gain_pct(outcome.best_score, outcome.default_score);
+            let copy_pct = copy_share_pct(&trial, &a.copies);
+            let required = cx.options.min_gain + copy_pct;
+            if measured || gain >= required {
+                verdict = Verdict::Applied { gain, copy_pct };
+                applied = Some((trial, a));
+            } else {
+                verdict = Verdict::Rejected {
+                    gain,
+                    copy_pct,
+                    copies: a.copies.len(),
+                    min_gain: cx.options.min_gain,
+                };
+            }
         }
-        let dec = decisions(m, &spaces, &outcome.best);
-        let assignment = assign::assign(m, &dec)?;
+        let assignment = match applied {
+            Some((trial, a)) => {
+                *m = trial;
+                Some(a)
+            }
+            None if all_laid_out => None,
+            // Nothing chosen, but layouts are missing: give every
+            // instruction the layout propagation gives it.
+            None => Some(assign::assign(m, &IndexMap::new())?),
+        };
+        let changed_nodes: Vec<bool> = spaces
+            .iter()
+            .zip(&before)
+            .map(|(s, b)| node_layouts(m, s) != *b)
+            .collect();
         report(
             m,
             cx,
-            &spaces,
-            &outcome,
-            Some(&assignment),
-            search_secs,
+            &Report {
+                spaces: &spaces,
+                outcome: &outcome,
+                assignment: assignment.as_ref(),
+                verdict,
+                changed_nodes: &changed_nodes,
+                secs: search_secs,
+                default: &default,
+                batch,
+            },
             &mut fitness,
-            &default,
         )?;
-        Ok(!dec.is_empty() || assignment.relayouted > 0 || !assignment.copies.is_empty())
+        Ok(assignment.is_some_and(|a| a.relayouted > 0 || !a.copies.is_empty()))
     }
 }
 
-#[allow(clippy::too_many_arguments)]
+/// The layouts a configurable node has and reads: its output's and those of
+/// its operands (a missing layout read as the default one).
+type NodeLayouts = (Option<dims::M2M>, Vec<Option<dims::M2M>>);
+
+fn node_layouts(m: &Module, s: &NodeSpace) -> NodeLayouts {
+    let layout = |i: InstId| {
+        let shape = m.inst(i).shape;
+        shapes::m2m(m, shape).or_else(|| shapes::rank(m, shape).map(dims::default_m2m))
+    };
+    (
+        layout(s.inst),
+        m.inst(s.inst).operands.iter().map(|&o| layout(o)).collect(),
+    )
+}
+
+/// What the pass decided about the search's best configuration.
+#[derive(Clone, Copy, Debug)]
+enum Verdict {
+    /// The compiler default scored best (or no other configuration exists).
+    DefaultIsBest,
+    /// Applied: its predicted gain (percent of the default's score) covered
+    /// `--min-gain` plus the price of its copies (or a measurement chose it).
+    Applied { gain: f64, copy_pct: f64 },
+    /// Not applied: the predicted gain is below `min_gain + copy_pct`.
+    Rejected {
+        gain: f64,
+        copy_pct: f64,
+        copies: usize,
+        min_gain: f64,
+    },
+}
+
+/// Predicted gain of `best` over `default`, in percent of the default's
+/// score (positive = predicted faster; scores are lower-is-better).
+fn gain_pct(best: f32, default: f32) -> f64 {
+    let (b, d) = (f64::from(best), f64::from(default));
+    if !(b.is_finite() && d.is_finite()) {
+        return if b < d { f64::INFINITY } else { 0.0 };
+    }
+    if d == 0.0 {
+        return if b < d { f64::INFINITY } else { 0.0 };
+    }
+    (d - b) / d.abs() * 100.0
+}
+
+/// The price of the copies a configuration needs, in percent: the bytes the
+/// copies write as a share of the bytes every scheduled instruction of the
+/// module writes (copies included). A copy reads and writes its tensor once,
+/// so for a module whose runtime follows the bytes it moves this is the
+/// share of the runtime the copies add; the layout model does not see the
+/// copies (they are not configurable nodes), so the pass charges them here.
+pub fn copy_share_pct(m: &Module, copies: &[assign::CopyRecord]) -> f64 {
+    if copies.is_empty() {
+        return 0.0;
+    }
+    let fused: Vec<bool> = {
+        let mut v = Vec::new();
+        for c in m.computations() {
+            if v.len() <= c.index() {
+                v.resize(c.index() + 1, false);
+            }
+        }
+        for i in m.all_instructions() {
+            if m.inst(i).opcode == hlo::Opcode::Fusion {
+                for c in m.inst(i).called_computations() {
+                    if let Some(f) = v.get_mut(c.index()) {
+                        *f = true;
+                    }
+                }
+            }
+        }
+        v
+    };
+    let mut total = 0f64;
+    for i in m.all_instructions() {
+        let inst = m.inst(i);
+        if fused.get(inst.parent.index()).copied().unwrap_or(false) {
+            continue;
+        }
+        total += shape_bytes(m, inst.shape);
+    }
+    let copied: f64 = copies
+        .iter()
+        .map(|c| shape_bytes(m, m.inst(c.copy).shape))
+        .sum();
+    if total <= 0.0 {
+        0.0
+    } else {
+        copied / total * 100.0
+    }
+}
+
+/// Bytes of an array shape (tuples: the sum of their arrays), as f64 so that
+/// no product overflows.
+fn shape_bytes(m: &Module, s: hlo::ShapeId) -> f64 {
+    match m.shape(s) {
+        hlo::Shape::Array(a) => {
+            let elems: f64 = a.dims.iter().map(|&d| d.max(0) as f64).product();
+            elems * f64::from(a.elem.byte_size())
+        }
+        hlo::Shape::Tuple(e) => e.iter().map(|&x| shape_bytes(m, x)).sum(),
+        _ => 0.0,
+    }
+}
+
+/// What [`report`] reports.
+struct Report<'r> {
+    spaces: &'r [NodeSpace],
+    outcome: &'r Outcome,
+    assignment: Option<&'r assign::Assignment>,
+    verdict: Verdict,
+    /// Per node: whether its layouts (output, operands read) changed.
+    changed_nodes: &'r [bool],
+    secs: f64,
+    default: &'r [u16],
+    /// Configurations per model call.
+    batch: usize,
+}
+
 fn report(
     m: &Module,
     cx: &mut PassContext,
-    spaces: &[NodeSpace],
-    o: &Outcome,
-    assignment: Option<&assign::Assignment>,
-    secs: f64,
+    r: &Report<'_>,
     fitness: &mut ModelFitness<'_>,
-    default: &[u16],
 ) -> Result<(), PassError> {
+    let (spaces, o, default) = (r.spaces, r.outcome, r.default);
     let e = &mut cx.explain;
     let space = if o.space == u128::MAX {
         "more than 3.4e38".to_string()
@@ -412,8 +563,8 @@ fn report(
         space,
         o.method.name(),
         o.scored,
-        secs,
-        o.scored as f64 / secs.max(1e-9),
+        r.secs,
+        o.scored as f64 / r.secs.max(1e-9),
         cx.options.seed,
         if o.rescored > 0 {
             format!("; the best {} rescored in one batch", o.rescored)
@@ -421,19 +572,20 @@ fn report(
             String::new()
         }
     );
+    let applied = matches!(r.verdict, Verdict::Applied { .. });
     if cx.options.explain {
         // Marginal effect of each changed node: the default with only that
         // node changed, scored in one call together with the default (and
         // the chosen configuration, so that the batch resembles the final
-        // one); extra to the budget (only with --explain).
+        // one); extra to the budget (only with --explain). Calls of at most
+        // `batch` configurations, each with its own default score.
         let changed: Vec<usize> = (0..spaces.len())
-            .filter(|&j| o.best[j] != default[j])
+            .filter(|&j| applied && r.changed_nodes[j])
             .collect();
-        let mut marginal = vec![None; spaces.len()];
-        let mut base = o.default_score;
-        if !changed.is_empty() {
+        let mut marginal: Vec<Option<(f32, f32)>> = vec![None; spaces.len()];
+        for part in changed.chunks(r.batch.saturating_sub(2).max(1)) {
             let mut genomes: Vec<Vec<u16>> = vec![default.to_vec(), o.best.clone()];
-            genomes.extend(changed.iter().map(|&j| {
+            genomes.extend(part.iter().map(|&j| {
                 let mut g = default.to_vec();
                 g[j] = o.best[j];
                 g
@@ -446,16 +598,16 @@ fn report(
                     genomes.len()
                 )));
             }
-            base = scores[0];
-            for (&j, &s) in changed.iter().zip(&scores[2..]) {
-                marginal[j] = Some(s);
+            for (&j, &s) in part.iter().zip(&scores[2..]) {
+                marginal[j] = Some((s, scores[0]));
             }
         }
+        let mut hidden = 0usize;
         for (j, s) in spaces.iter().enumerate() {
             let name = &m.inst(s.inst).name;
             let chosen = &s.candidates[o.best[j] as usize];
             match marginal[j] {
-                Some(ms) => {
+                Some((ms, base)) => {
                     let _ = writeln!(
                         e,
                         "  %{name}: {} (default {}); score {:.4} alone vs {:.4} default ({:+.2}%)",
@@ -466,12 +618,23 @@ fn report(
                         pct(ms, base)
                     );
                 }
-                None => {
-                    let _ = writeln!(e, "  %{name}: compiler default ({})", show_config(chosen));
+                None if cx.options.explain_all => {
+                    let _ = writeln!(
+                        e,
+                        "  %{name}: unchanged ({})",
+                        show_config(&s.candidates[s.default])
+                    );
                 }
+                None => hidden += 1,
             }
         }
-        if let Some(a) = assignment {
+        if hidden > 0 {
+            let _ = writeln!(
+                e,
+                "  ({hidden} unchanged nodes not listed; --explain=all lists every node)"
+            );
+        }
+        if let Some(a) = r.assignment {
             for c in &a.copies {
                 let _ = writeln!(
                     e,
@@ -484,17 +647,58 @@ fn report(
             }
         }
     }
-    let (copies, relayouted) = assignment.map_or((0, 0), |a| (a.copies.len(), a.relayouted));
+    let (copies, relayouted) = r
+        .assignment
+        .map_or((0, 0), |a| (a.copies.len(), a.relayouted));
+    let nodes_changed = r.changed_nodes.iter().filter(|&&c| c).count();
+    // Nodes whose chosen candidate differs from the default one but whose
+    // layouts did not change (a layout spelled out that they already had).
+    let chose_same = if applied {
+        (0..spaces.len())
+            .filter(|&j| o.best[j] != default[j] && !r.changed_nodes[j])
+            .count()
+    } else {
+        0
+    };
+    let nodes_changed = if chose_same > 0 {
+        format!("{nodes_changed} nodes changed ({chose_same} more chose the layouts they had)")
+    } else {
+        format!("{nodes_changed} nodes changed")
+    };
     // Scores are ranking scores, not runtimes: report the relative change of
     // the score, never a ratio read as a speedup.
-    let _ = writeln!(
-        e,
-        "layout: model score {:.4} vs {:.4} for the compiler default ({:+.2}%; lower is predicted faster); {} nodes changed, {copies} copies added, {relayouted} instructions relaid out",
-        o.best_score,
-        o.default_score,
-        pct(o.best_score, o.default_score),
-        o.best.iter().zip(default).filter(|(a, b)| a != b).count()
-    );
+    match r.verdict {
+        Verdict::DefaultIsBest => {
+            let _ = writeln!(
+                e,
+                "layout: the compiler default scored best ({:.4}; lower is predicted faster); {nodes_changed} nodes changed, {copies} copies added, {relayouted} instructions relaid out",
+                o.default_score
+            );
+        }
+        Verdict::Applied { gain, copy_pct } => {
+            let _ = writeln!(
+                e,
+                "layout: model score {:.4} vs {:.4} for the compiler default ({:+.2}%; lower is predicted faster; the copies cost an estimated {copy_pct:.2}%); {nodes_changed}, {copies} copies added, {relayouted} instructions relaid out",
+                o.best_score,
+                o.default_score,
+                -gain,
+            );
+        }
+        Verdict::Rejected {
+            gain,
+            copy_pct,
+            copies: needed,
+            min_gain,
+        } => {
+            let _ = writeln!(
+                e,
+                "layout: kept the compiler default: the best configuration scored {:.4} vs {:.4} (lower is predicted faster), a predicted gain of {gain:.2}%, below the {:.2}% required (--min-gain {min_gain}% plus {copy_pct:.2}% for the {needed} copies it needs); {nodes_changed}, {copies} copies added, {relayouted} instructions relaid out",
+                o.best_score,
+                o.default_score,
+                min_gain + copy_pct,
+            );
+        }
+    }
     Ok(())
 }
 

@@ -27,7 +27,7 @@
 //! same result (ChaCha8 RNG, no hash map iteration, ties broken by
 //! `f32::total_cmp` then first-scored order, the default first).
 
-use std::collections::HashMap;
+use std::collections::HashSet;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -76,11 +76,24 @@ pub struct Outcome {
     pub ranked: Vec<(Vec<u16>, f32)>,
 }
 
-/// Configurations per model call.
+/// Most configurations per model call.
 pub const BATCH: usize = 256;
 
 /// Most configurations rescored together at the end of a search.
 pub const FINAL: usize = 64;
+
+/// Most node-configurations (configurations x configurable nodes) one model
+/// call carries: the feature matrix of a call (18 f32 per cell) and the
+/// layout head's intermediates (about 300 bytes per cell in all) grow with
+/// it, so it bounds the memory of a call (about 150 MB) whatever the module.
+pub const MAX_CALL_CELLS: usize = 1 << 19;
+
+/// Configurations per model call for a module with `nodes` configurable
+/// nodes: [`BATCH`], fewer when the call would exceed [`MAX_CALL_CELLS`],
+/// never fewer than 2.
+pub fn configs_per_call(nodes: usize) -> usize {
+    (MAX_CALL_CELLS / nodes.max(1)).clamp(2, BATCH)
+}
 
 /// The part of `budget` reserved for the final rescoring.
 fn final_reserve(budget: usize) -> usize {
@@ -91,12 +104,37 @@ fn final_reserve(budget: usize) -> usize {
     }
 }
 
+/// A 128-bit fingerprint of a genome: the search remembers which genomes it
+/// scored by fingerprint, not by copy, so that its memory does not grow with
+/// budget x nodes. SipHash with fixed keys (deterministic); two genomes
+/// sharing a fingerprint (probability about n^2 / 2^129 for n genomes, below
+/// 1e-28 for a billion) would make the search skip the second one.
+fn fingerprint(g: &[u16]) -> u128 {
+    use std::hash::{Hash, Hasher};
+    let half = |salt: u8| {
+        #[allow(deprecated)]
+        let mut h = std::hash::SipHasher::new_with_keys(0x686c_6f2d_6f70_7431, u64::from(salt));
+        g.hash(&mut h);
+        h.finish()
+    };
+    (u128::from(half(0)) << 64) | u128::from(half(1))
+}
+
+/// A scored genome: genome, score, scoring order (ties go to the first scored).
+type Scored = (Vec<u16>, f32, usize);
+
 struct State<'f> {
     fitness: &'f mut dyn Fitness,
-    cache: HashMap<Vec<u16>, f32>,
-    /// Every scored genome in scoring order (for deterministic tie breaks).
-    log: Vec<(Vec<u16>, f32)>,
+    /// Fingerprints of every genome scored (only looked up, never iterated).
+    seen: HashSet<u128>,
+    /// Genomes scored so far.
+    scored: usize,
+    /// The best `top_cap` genomes scored, best first (score, then order).
+    top: Vec<Scored>,
+    top_cap: usize,
     budget: usize,
+    /// Configurations per model call.
+    batch: usize,
     /// Model calls made.
     calls: usize,
     progress: &'f mut dyn FnMut(usize),
@@ -104,37 +142,56 @@ struct State<'f> {
 
 impl State<'_> {
     fn left(&self) -> usize {
-        self.budget.saturating_sub(self.log.len())
+        self.budget.saturating_sub(self.scored)
     }
-    /// Scores the genomes not seen yet (within the budget), in batches.
-    fn score(&mut self, genomes: Vec<Vec<u16>>) -> Result<(), PassError> {
+    fn seen(&self, g: &[u16]) -> bool {
+        self.seen.contains(&fingerprint(g))
+    }
+    /// Scores the genomes not seen yet (within the budget), in calls of
+    /// `batch`; returns them with their scores and scoring order.
+    fn score(&mut self, genomes: Vec<Vec<u16>>) -> Result<Vec<Scored>, PassError> {
         let mut fresh: Vec<Vec<u16>> = Vec::new();
+        let mut keys: HashSet<u128> = HashSet::new();
         for g in genomes {
             if fresh.len() >= self.left() {
                 break;
             }
-            if !self.cache.contains_key(&g) && !fresh.contains(&g) {
+            let k = fingerprint(&g);
+            if !self.seen.contains(&k) && keys.insert(k) {
                 fresh.push(g);
             }
         }
-        for chunk in fresh.chunks(BATCH) {
+        let mut out = Vec::with_capacity(fresh.len());
+        for chunk in fresh.chunks(self.batch.max(1)) {
             let scores = score_checked(self.fitness, chunk)?;
             self.calls += 1;
             for (g, s) in chunk.iter().zip(scores) {
-                self.cache.insert(g.clone(), s);
-                self.log.push((g.clone(), s));
+                self.seen.insert(fingerprint(g));
+                let k = self.scored;
+                self.scored += 1;
+                self.offer(g, s, k);
+                out.push((g.clone(), s, k));
             }
-            (self.progress)(self.log.len());
+            (self.progress)(self.scored);
         }
-        Ok(())
+        Ok(out)
     }
-    /// The `n` best scored genomes, best first (ties: first scored).
+    /// Keeps `g` among the best `top_cap` when it belongs there.
+    fn offer(&mut self, g: &[u16], s: f32, k: usize) {
+        // Later genomes go after earlier ones of the same score.
+        let at = self.top.partition_point(|x| x.1.total_cmp(&s).is_le());
+        if at < self.top_cap {
+            self.top.insert(at, (g.to_vec(), s, k));
+            self.top.truncate(self.top_cap);
+        }
+    }
+    /// The `n` best scored genomes, best first (ties: first scored); at most
+    /// `top_cap`.
     fn ranked(&self, n: usize) -> Vec<(Vec<u16>, f32)> {
-        let mut idx: Vec<usize> = (0..self.log.len()).collect();
-        idx.sort_by(|&a, &b| self.log[a].1.total_cmp(&self.log[b].1).then(a.cmp(&b)));
-        idx.into_iter()
+        self.top
+            .iter()
             .take(n.max(1))
-            .map(|k| self.log[k].clone())
+            .map(|(g, s, _)| (g.clone(), *s))
             .collect()
     }
 }
@@ -168,10 +225,18 @@ pub fn search(
     seed: u64,
     progress: &mut dyn FnMut(usize),
 ) -> Result<Outcome, PassError> {
-    search_top(sizes, default, fitness, budget, seed, 1, progress)
+    search_top(sizes, default, fitness, budget, seed, 1, BATCH, progress)
 }
 
-/// [`search`], also keeping the `keep` best configurations in [`Outcome::ranked`].
+/// [`search`], also keeping the `keep` best configurations in
+/// [`Outcome::ranked`], scoring at most `batch` configurations per model call
+/// (see [`configs_per_call`]).
+///
+/// Memory: the search keeps 16 bytes per configuration scored plus
+/// `max(keep, FINAL + 1, population)` genomes; each model call builds the
+/// features of at most `batch` configurations. Nothing it holds grows with
+/// the square of the number of nodes.
+#[allow(clippy::too_many_arguments)]
 pub fn search_top(
     sizes: &[usize],
     default: &[u16],
@@ -179,30 +244,37 @@ pub fn search_top(
     budget: usize,
     seed: u64,
     keep: usize,
+    batch: usize,
     progress: &mut dyn FnMut(usize),
 ) -> Result<Outcome, PassError> {
     let space = sizes
         .iter()
         .fold(1u128, |a, &s| a.saturating_mul(s.max(1) as u128));
     let budget = budget.max(1);
-    let reserve = final_reserve(budget);
+    let batch = batch.max(1);
+    // The finalists are rescored in one call: no more of them than a call holds.
+    let reserve = final_reserve(budget).min(batch);
+    let reserve = if reserve < 2 { 0 } else { reserve };
     let mut st = State {
         fitness,
-        cache: HashMap::new(),
-        log: Vec::new(),
+        seen: HashSet::new(),
+        scored: 0,
+        top: Vec::new(),
+        top_cap: keep.max(reserve + 1).max(POPULATION),
         budget: budget - reserve,
+        batch,
         calls: 0,
         progress,
     };
-    st.score(vec![default.to_vec()])?;
-    let default_score = st.log[0].1;
+    let first = st.score(vec![default.to_vec()])?;
+    let default_score = first.first().map_or(f32::INFINITY, |x| x.1);
     let method = if space <= 1 {
         Method::Trivial
     } else if space <= st.budget as u128 {
         exhaustive(&mut st, sizes)?;
         Method::Exhaustive
     } else {
-        genetic(&mut st, sizes, default, seed)?;
+        genetic(&mut st, sizes, default, default_score, seed)?;
         Method::Genetic
     };
     if st.calls <= 1 || reserve < 2 {
@@ -212,7 +284,7 @@ pub fn search_top(
             best,
             best_score,
             default_score,
-            scored: st.log.len(),
+            scored: st.scored,
             rescored: 0,
             method,
             space,
@@ -223,8 +295,8 @@ pub fn search_top(
     // the finalists in one call and decide on that call alone. The default
     // is finalist 0, so it wins ties.
     let mut finalists: Vec<Vec<u16>> = vec![default.to_vec()];
-    for (g, _) in st.ranked(st.log.len()) {
-        if finalists.len() >= reserve.min(st.log.len()) {
+    for (g, _) in st.ranked(st.top_cap) {
+        if finalists.len() >= reserve.min(st.scored) {
             break;
         }
         if g != default {
@@ -244,7 +316,7 @@ pub fn search_top(
         best,
         best_score,
         default_score: scores[0],
-        scored: st.log.len(),
+        scored: st.scored,
         rescored: finalists.len(),
         method,
         space,
@@ -254,10 +326,10 @@ pub fn search_top(
 
 fn exhaustive(st: &mut State<'_>, sizes: &[usize]) -> Result<(), PassError> {
     let mut g = vec![0u16; sizes.len()];
-    let mut pending = Vec::with_capacity(BATCH);
+    let mut pending = Vec::with_capacity(st.batch);
     loop {
         pending.push(g.clone());
-        if pending.len() == BATCH {
+        if pending.len() == st.batch {
             st.score(std::mem::take(&mut pending))?;
         }
         // Next in mixed radix, last node least significant.
@@ -277,10 +349,14 @@ fn exhaustive(st: &mut State<'_>, sizes: &[usize]) -> Result<(), PassError> {
     }
 }
 
+/// Largest genetic population.
+const POPULATION: usize = 64;
+
 fn genetic(
     st: &mut State<'_>,
     sizes: &[usize],
     default: &[u16],
+    base: f32,
     seed: u64,
 ) -> Result<(), PassError> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
@@ -288,36 +364,50 @@ fn genetic(
 
     // 1. Neighbourhood of the default: every single-node change (as far as
     //    half the budget allows), then the per-node best changes combined.
-    let mut neighbours = Vec::new();
-    for &j in &free {
-        for c in 0..sizes[j] as u16 {
-            if c != default[j] {
-                let mut g = default.to_vec();
-                g[j] = c;
-                neighbours.push(g);
-            }
-        }
-    }
-    if neighbours.len() <= st.left() / 2 {
-        st.score(neighbours.clone())?;
-        let base = st.log[0].1;
-        let mut combined = default.to_vec();
-        let mut half = default.to_vec();
-        for &j in &free {
-            let mut best: Option<(u16, f32)> = None;
-            for c in 0..sizes[j] as u16 {
-                if c == default[j] {
-                    continue;
-                }
-                let mut g = default.to_vec();
-                g[j] = c;
-                if let Some(&s) = st.cache.get(&g) {
-                    if s < base && best.is_none_or(|(_, b)| s.total_cmp(&b).is_lt()) {
-                        best = Some((c, s));
+    //    The neighbours are built one call at a time (all of them at once
+    //    would be nodes x candidates genomes of nodes genes each).
+    let count = free
+        .iter()
+        .fold(0usize, |n, &j| n.saturating_add(sizes[j] - 1));
+    if count <= st.left() / 2 {
+        // Per node, the best single change scoring below the default.
+        let mut best: Vec<Option<(u16, f32)>> = vec![None; sizes.len()];
+        let mut pending: Vec<(usize, u16)> = Vec::with_capacity(st.batch);
+        let mut flush = |st: &mut State<'_>, pending: &mut Vec<(usize, u16)>| {
+            let genomes: Vec<Vec<u16>> = pending
+                .iter()
+                .map(|&(j, c)| {
+                    let mut g = default.to_vec();
+                    g[j] = c;
+                    g
+                })
+                .collect();
+            for (g, s, _) in st.score(genomes)? {
+                // Single changes: the node is where the genome leaves the default.
+                if let Some(j) = (0..g.len()).find(|&j| g[j] != default[j]) {
+                    if s < base && best[j].is_none_or(|(_, b)| s.total_cmp(&b).is_lt()) {
+                        best[j] = Some((g[j], s));
                     }
                 }
             }
-            if let Some((c, _)) = best {
+            pending.clear();
+            Ok::<(), PassError>(())
+        };
+        for &j in &free {
+            for c in 0..sizes[j] as u16 {
+                if c != default[j] {
+                    pending.push((j, c));
+                    if pending.len() == st.batch {
+                        flush(st, &mut pending)?;
+                    }
+                }
+            }
+        }
+        flush(st, &mut pending)?;
+        let mut combined = default.to_vec();
+        let mut half = default.to_vec();
+        for &j in &free {
+            if let Some((c, _)) = best[j] {
                 combined[j] = c;
                 if rng.gen_bool(0.5) {
                     half[j] = c;
@@ -328,8 +418,8 @@ fn genetic(
     }
 
     // 2. Genetic search.
-    let pop_size = 64usize.min(st.budget / 4).max(8);
-    let mut pop: Vec<(Vec<u16>, f32, usize)> = Vec::new();
+    let pop_size = POPULATION.min(st.budget / 4).max(8);
+    let mut pop: Vec<Scored> = Vec::new();
     let mut init: Vec<Vec<u16>> = Vec::new();
     for k in 0..pop_size {
         let mut g = default.to_vec();
@@ -371,11 +461,11 @@ fn genetic(
                 }
             }
             let mut extra = 0;
-            while (st.cache.contains_key(&g) || children.contains(&g)) && extra < 4 {
+            while (st.seen(&g) || children.contains(&g)) && extra < 4 {
                 mutate_one(&mut g, sizes, &free, &mut rng);
                 extra += 1;
             }
-            if !st.cache.contains_key(&g) && !children.contains(&g) {
+            if !st.seen(&g) && !children.contains(&g) {
                 children.push(g);
             }
         }
@@ -384,31 +474,20 @@ fn genetic(
             continue;
         }
         stale = 0;
-        let before = st.log.len();
-        st.score(children)?;
-        for k in before..st.log.len() {
-            pop.push((st.log[k].0.clone(), st.log[k].1, k));
-        }
+        pop.extend(st.score(children)?);
         pop.sort_by(|x, y| x.1.total_cmp(&y.1).then(x.2.cmp(&y.2)));
         pop.truncate(pop_size);
     }
     Ok(())
 }
 
-/// The population: the best `n` scored so far.
-fn refill(pop: &mut Vec<(Vec<u16>, f32, usize)>, st: &State<'_>, n: usize) {
+/// The population: the best `n` scored so far (`n` <= [`POPULATION`] <= `top_cap`).
+fn refill(pop: &mut Vec<Scored>, st: &State<'_>, n: usize) {
     pop.clear();
-    pop.extend(
-        st.log
-            .iter()
-            .enumerate()
-            .map(|(k, (g, s))| (g.clone(), *s, k)),
-    );
-    pop.sort_by(|x, y| x.1.total_cmp(&y.1).then(x.2.cmp(&y.2)));
-    pop.truncate(n);
+    pop.extend(st.top.iter().take(n).cloned());
 }
 
-fn tournament(pop: &[(Vec<u16>, f32, usize)], rng: &mut ChaCha8Rng) -> usize {
+fn tournament(pop: &[Scored], rng: &mut ChaCha8Rng) -> usize {
     let a = rng.gen_range(0..pop.len());
     let b = rng.gen_range(0..pop.len());
     a.min(b) // the population is sorted best first

@@ -21,7 +21,7 @@
 
 use hlo::{ArrayShape, AttrValue, CompId, InstId, Module, Opcode, Shape, Tile};
 
-use super::space::{lcm, ArrayUse, Axis, Extent, TileSpace, Var};
+use super::space::{lcm, ArrayUse, Axis, Extent, TileSpace, Var, MAX_DIM};
 
 /// Fusion kinds a kernel may have (`kind=` of a fusion).
 pub const KNOWN_FUSION_KINDS: &[&str] = &["kLoop", "kInput", "kOutput", "kCustom"];
@@ -44,6 +44,30 @@ pub fn find_kernels(m: &Module) -> Vec<InstId> {
         }
     }
     out
+}
+
+/// Whether `m` looks like a module before XLA's fusion pass: it has no
+/// `fusion` anywhere, and its program computations compute elementwise
+/// operations or broadcasts directly (after fusion those live inside
+/// fusions). Such a module has no kernels yet: its standalone dots and
+/// reshapes become parts of fusions. Returns how many such instructions it
+/// found (`None`: the module looks fused, or is a standalone kernel).
+pub fn unfused_ops(m: &Module) -> Option<usize> {
+    if m.all_instructions()
+        .any(|i| m.inst(i).opcode == Opcode::Fusion)
+    {
+        return None;
+    }
+    let mut n = 0usize;
+    for c in program_computations(m) {
+        for &id in &m.comp(c).order {
+            let op = m.inst(id).opcode;
+            if (op.is_elementwise() && op != Opcode::Copy) || op == Opcode::Broadcast {
+                n += 1;
+            }
+        }
+    }
+    (n > 0).then_some(n)
 }
 
 /// Whether an instruction of a program computation is a kernel.
@@ -141,6 +165,11 @@ fn check_shape(a: &ArrayShape, name: &str) -> Result<(), String> {
     }
     if a.dims.contains(&0) {
         return Err(format!("%{name} has a zero-sized shape"));
+    }
+    if let Some(&d) = a.dims.iter().find(|&&d| d > MAX_DIM) {
+        return Err(format!(
+            "%{name} has a dimension of {d} elements, beyond the {MAX_DIM} (2^40) the tile pass tiles"
+        ));
     }
     if a.rank() > MAX_RANK {
         return Err(format!(
@@ -308,7 +337,8 @@ fn matmul_space(m: &Module, hero: InstId) -> Result<(TileSpace, DimMap), String>
             out_map[c.out_spatial[k]] = Some((s, 1, 0));
             *lhs_map
                 .get_mut(c.lhs_spatial[k])
-                .ok_or("lhs spatial out of range")? = Some((s, stride, (size - 1) * dilation));
+                .ok_or("lhs spatial out of range")? =
+                Some((s, stride, (size - 1).saturating_mul(dilation)));
             let w = new_var(dim(rhs, c.rhs_spatial[k], "kernel spatial")?);
             *rhs_map
                 .get_mut(c.rhs_spatial[k])

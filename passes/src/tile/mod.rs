@@ -9,6 +9,9 @@
 //! - [`backend`]: the recorded decision (documented JSON keys);
 //! - [`runs`]: the TPU autotuner's records, for coverage and quality checks.
 //!
+//! A module before fusion ([`kernel::unfused_ops`]) has no kernels: the pass
+//! says so and changes nothing.
+//!
 //! Invariants: the pass changes nothing but the `backend_config` of kernels;
 //! a kernel it cannot tile (dynamic or zero-sized shape, unknown fusion kind,
 //! a backend config that is not JSON, ...) is left unchanged with a warning
@@ -294,6 +297,17 @@ impl Pass for TilePass {
 
     fn run(&mut self, m: &mut Module, cx: &mut PassContext) -> Result<Changed, PassError> {
         self.warnings.clear();
+        let kernels = kernel::find_kernels(m);
+        if let Some(ops) = kernel::unfused_ops(m) {
+            let line = format!(
+                "tile: found no kernels: the module has not been through XLA's fusion pass (no fusion, and {ops} elementwise operations and broadcasts outside fusions; its {} dots, convolutions, copies and reshapes are not kernels yet); the tile pass wants a module after fusion (a .post.hlo); unchanged",
+                kernels.len()
+            );
+            cx.explain.push_str(&line);
+            cx.explain.push('\n');
+            cx.notes.push(line);
+            return Ok(false);
+        }
         if self.model.is_none() {
             self.model = Some(load_tile_model(cx)?);
         }
@@ -317,17 +331,20 @@ impl Pass for TilePass {
         let top_k = cx.options.top_k.max(1);
         let mut changed = false;
         let mut cache = ScoreCache::default();
-        for id in kernel::find_kernels(m) {
+        let (mut tiled, mut off_default, mut skipped) = (0usize, 0usize, 0usize);
+        for id in kernels.iter().copied() {
             let name = m.inst(id).name.to_string();
             let raw = m.inst(id).raw_attr("backend_config").map(str::to_string);
             if let Err(e) = backend::parse_backend_config(raw.as_deref()) {
                 warn(&mut self.warnings, cx, &name, &e);
+                skipped += 1;
                 continue;
             }
             let sel = match select_kernel_cached(m, id, model, &opts, &mut cache) {
                 Ok(s) => s,
                 Err(KernelError::Skip(reason)) => {
                     warn(&mut self.warnings, cx, &name, &reason);
+                    skipped += 1;
                     continue;
                 }
                 Err(KernelError::Model(e)) => {
@@ -382,9 +399,14 @@ impl Pass for TilePass {
                     m.inst_mut(id)
                         .set_attr("backend_config", AttrValue::Raw(text.into()));
                     changed = true;
+                    tiled += 1;
+                    if chosen.0 != sel.default.0 {
+                        off_default += 1;
+                    }
                 }
                 Err(e) => {
                     warn(&mut self.warnings, cx, &name, &e);
+                    skipped += 1;
                     continue;
                 }
             }
@@ -402,6 +424,11 @@ impl Pass for TilePass {
                 sel.raw,
             ));
         }
+        cx.explain.push_str(&format!(
+            "tile: {} kernel{}: {tiled} tiled ({off_default} with a tile other than the compiler default's), {skipped} skipped; scores are model scores, lower is predicted faster\n",
+            kernels.len(),
+            if kernels.len() == 1 { "" } else { "s" }
+        ));
         Ok(changed)
     }
 }
@@ -410,6 +437,7 @@ fn warn(warnings: &mut Vec<String>, cx: &mut PassContext, kernel: &str, reason: 
     let line = format!("warning: tile: skipped kernel %{kernel}: {reason}");
     cx.explain.push_str(&line);
     cx.explain.push('\n');
+    cx.notes.push(line.clone());
     warnings.push(line);
 }
 

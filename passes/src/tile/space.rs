@@ -86,6 +86,22 @@ impl fmt::Display for TileConfig {
     }
 }
 
+/// `ceil(a / b)` for `a >= 0`, `b > 0`, without the overflow of `(a + b - 1) / b`
+/// (0 for `a <= 0`; `b <= 0` counts as 1).
+pub fn ceil_div(a: i64, b: i64) -> i64 {
+    if a <= 0 {
+        0
+    } else {
+        (a - 1) / b.max(1) + 1
+    }
+}
+
+/// Largest dimension, in elements, the tile pass tiles ([`super::kernel`]
+/// skips kernels with larger ones): 2^40, far above any real array, small
+/// enough that a dimension's [`step_options`] (about `2 sqrt(G)` values) stay
+/// a few megabytes and no size product below overflows unchecked.
+pub const MAX_DIM: i64 = 1 << 40;
+
 /// Candidate extents of a dimension of `granules` granules, in granules,
 /// ascending: `ceil(granules / n)` for `n = 1..=granules` (rule 3).
 pub fn step_options(granules: i64) -> Vec<i64> {
@@ -96,13 +112,13 @@ pub fn step_options(granules: i64) -> Vec<i64> {
     // ceil(G/n) takes O(sqrt(G)) distinct values; walk them without visiting every n.
     let mut n = 1i64;
     while n <= granules {
-        let v = (granules + n - 1) / n;
+        let v = ceil_div(granules, n);
         out.push(v);
         // next n whose ceil(G/n) is smaller than v
         if v == 1 {
             break;
         }
-        n = (granules + v - 2) / (v - 1);
+        n = ceil_div(granules, v - 1);
     }
     out.reverse();
     out.dedup();
@@ -121,7 +137,7 @@ pub(crate) fn lcm(a: i64, b: i64) -> i64 {
     if a == 0 || b == 0 {
         a.max(b)
     } else {
-        a / gcd(a, b) * b
+        (a / gcd(a, b)).saturating_mul(b)
     }
 }
 
@@ -136,15 +152,17 @@ pub struct Var {
 
 impl Var {
     pub fn granules(&self) -> i64 {
-        (self.extent + self.granule - 1) / self.granule
+        ceil_div(self.extent, self.granule)
     }
-    /// The candidate extents, in granules, ascending.
+    /// The candidate extents, in granules, ascending; never empty (a var
+    /// of no granules, which [`super::kernel`] never makes, has the one
+    /// option 1).
     pub fn options(&self) -> Vec<i64> {
-        step_options(self.granules())
+        step_options(self.granules().max(1))
     }
     /// Extent in elements of a choice of `count` granules.
     pub fn elems(&self, count: i64) -> i64 {
-        (count * self.granule).min(self.extent)
+        count.saturating_mul(self.granule).min(self.extent)
     }
 }
 
@@ -172,10 +190,10 @@ pub struct Axis {
 
 impl Axis {
     pub fn tiles(&self) -> i64 {
-        (self.extent + self.unit - 1) / self.unit
+        ceil_div(self.extent, self.unit)
     }
     pub fn padded(&self) -> i64 {
-        self.tiles() * self.unit
+        self.tiles().saturating_mul(self.unit)
     }
 }
 
@@ -237,9 +255,12 @@ impl TileSpace {
         match axis.tiled_by {
             Extent::Var { var, stride, halo } => {
                 let v = &self.vars[var];
-                let elems = (v.elems(choice[var]) - 1) * stride + 1 + halo;
-                let tiles = (elems + axis.unit - 1) / axis.unit;
-                tiles.clamp(1, axis.tiles().max(1))
+                let count = choice.get(var).copied().unwrap_or(1);
+                let elems = (v.elems(count) - 1)
+                    .saturating_mul(stride)
+                    .saturating_add(1)
+                    .saturating_add(halo);
+                ceil_div(elems, axis.unit).clamp(1, axis.tiles().max(1))
             }
             Extent::Full => axis.tiles().max(1),
         }
@@ -365,6 +386,9 @@ impl TileSpace {
             return candidates.first().cloned();
         }
         let opts: Vec<Vec<i64>> = self.vars.iter().map(Var::options).collect();
+        if opts.iter().any(Vec::is_empty) {
+            return candidates.first().cloned();
+        }
         // option index per var, starting at the largest
         let mut at: Vec<usize> = opts.iter().map(|o| o.len() - 1).collect();
         let shared: Vec<bool> = (0..self.vars.len())
@@ -411,11 +435,11 @@ impl TileSpace {
                 .vars
                 .iter()
                 .zip(choice_of(&at))
-                .map(|(var, c)| (var.granules() + c - 1) / c)
-                .product();
+                .map(|(var, c)| ceil_div(var.granules(), c))
+                .fold(1, i64::saturating_mul);
             if steps == 1 {
                 if let Some(&v) = order.iter().find(|&&v| self.vars[v].granules() > 1) {
-                    let half = (self.vars[v].granules() + 1) / 2;
+                    let half = ceil_div(self.vars[v].granules(), 2);
                     if let Some(i) = opts[v].iter().position(|&o| o == half) {
                         at[v] = i;
                     }
