@@ -59,7 +59,8 @@ typedef enum {
   HLO_OPT_ERROR_PARSE = 3,
   /** The module is not well formed (before or after a pass). */
   HLO_OPT_ERROR_VERIFY = 4,
-  /** The pipeline names a pass that does not exist (see hlo_opt_list_passes). */
+  /** The pipeline names a pass that does not exist (see hlo_opt_list_passes), or
+   *  names none, or has an empty entry ("layout,,tile"). */
   HLO_OPT_ERROR_UNKNOWN_PASS = 5,
   /** A cost model file is missing, unreadable or not a valid model. */
   HLO_OPT_ERROR_MODEL = 6,

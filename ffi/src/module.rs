@@ -44,7 +44,7 @@ fn pass_failure(e: &passes::PassError) -> Failure {
     #[allow(unreachable_patterns)]
     // new variants of the other crates' enums map to the generic status
     let status = match e {
-        P::UnknownPass { .. } => S::HLO_OPT_ERROR_UNKNOWN_PASS,
+        P::UnknownPass { .. } | P::PassList(_) => S::HLO_OPT_ERROR_UNKNOWN_PASS,
         P::Verify { .. } => S::HLO_OPT_ERROR_VERIFY,
         P::Hlo(h) => hlo_failure(h).status,
         P::CostModel(C::Model { .. } | C::Io(_)) => S::HLO_OPT_ERROR_MODEL,

@@ -105,12 +105,12 @@ pub struct PassOptions {
     /// Smallest predicted gain, in percent of the compiler default's model
     /// score, for which the layout pass changes a module; the estimated
     /// price of the copies a configuration needs is added to it
-    /// (README.md, "Layout pass: when it changes a module").
+    /// (README.md, "What the passes promise").
     pub min_gain: f64,
 }
 
 /// Default of [`PassOptions::min_gain`], in percent: above the layout
-/// model's own noise (README.md, "Layout pass: when it changes a module").
+/// model's own noise (README.md, "What the passes promise").
 pub const DEFAULT_MIN_GAIN: f64 = 1.0;
 
 impl Default for PassOptions {
