@@ -294,14 +294,14 @@ impl Pass for LayoutPass {
                     assign::assign(&mut trial, &dec)?;
                     trials.push(trial);
                 }
-                let measured =
+                let m_result =
                     measurer
                         .measure(&trials, default_at)
                         .map_err(|message| PassError::Failed {
                             pass: "layout",
                             message: format!("measuring candidates: {message}"),
                         })?;
-                let keep_at = measured.keep.min(cands.len() - 1);
+                let keep_at = m_result.keep.min(cands.len() - 1);
                 let _ = write!(
                     cx.explain,
                     "layout: measured {} candidates (the model's best and the compiler default, candidate {}): {}\n{}",
@@ -312,7 +312,7 @@ impl Pass for LayoutPass {
                     } else {
                         format!("kept the model's rank {}", keep_at + 1)
                     },
-                    measured.report
+                    m_result.report
                 );
                 measured = true;
                 outcome.best = cands[keep_at].clone();
