@@ -15,6 +15,9 @@
 //!   for both passes.
 
 use std::path::PathBuf;
+
+#[path = "support/report.rs"]
+mod report;
 use std::process::{Command, Output};
 
 fn repo() -> PathBuf {
@@ -190,9 +193,10 @@ fn featurize_tile_refuses_a_whole_module_and_warns_without_configurations() {
 #[test]
 fn both_passes_give_the_same_bytes_at_every_thread_count() {
     if std::env::var_os("ORT_DYLIB_PATH").is_none() {
-        println!("skipped: ORT_DYLIB_PATH is not set (the passes need ONNX Runtime)");
+        report::skipped("ORT_DYLIB_PATH is not set (the passes need ONNX Runtime)");
         return;
     }
+    report::ran();
     for (pass, file) in [("--pass=layout", BERT), ("--pass=tile", RESNET_CUT)] {
         let mut first: Option<Vec<u8>> = None;
         for threads in ["1", "2", "0", "1", "2", "0", "2", "0"] {
