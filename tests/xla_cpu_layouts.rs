@@ -469,3 +469,46 @@ fn hlo_opt_measure_reports_an_xla_abort_and_exits_non_zero() {
     assert!(stderr.contains("Check failed"), "{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
 }
+
+/// The built-in measurer keeps the compiler default unless a candidate beats
+/// it beyond the control's spread: a much slower candidate is not kept, one
+/// that computes other results is rejected before timing.
+#[test]
+fn the_measurer_keeps_the_default_over_slower_and_wrong_candidates() {
+    let Some(plugin) = pjrt::find_plugin(None).ok() else {
+        println!("skipped: no PJRT plugin");
+        return;
+    };
+    let default = "HloModule m\n\nENTRY main {\n  p = f32[192,192]{1,0} parameter(0)\n  q = f32[192,192]{1,0} parameter(1)\n  ROOT d = f32[192,192]{1,0} dot(p, q), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n}\n";
+    // The same product after sixteen physical transposes of p.
+    let mut slow = String::from("HloModule m\n\nENTRY main {\n  p = f32[192,192]{1,0} parameter(0)\n  q = f32[192,192]{1,0} parameter(1)\n  c0 = f32[192,192]{0,1} copy(p)\n");
+    for k in 1..16 {
+        let l = if k % 2 == 0 { "0,1" } else { "1,0" };
+        slow.push_str(&format!("  c{k} = f32[192,192]{{{l}}} copy(c{})\n", k - 1));
+    }
+    slow.push_str("  ROOT d = f32[192,192]{1,0} dot(c15, q), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n}\n");
+    let wrong = default.replace("dot(p, q)", "dot(q, p)");
+    let modules: Vec<hlo::Module> = [default, slow.as_str(), wrong.as_str()]
+        .iter()
+        .map(|t| hlo::parse_module(t).expect("parses"))
+        .collect();
+    let mut measurer = pjrt::PjrtMeasurer::new(
+        plugin,
+        pjrt::MeasureConfig {
+            budget: std::time::Duration::from_secs(2),
+            ..Default::default()
+        },
+    );
+    measurer.worker = Some(worker());
+    let m = measurer.measure(&modules, 0).expect("measures");
+    println!("{}", m.report);
+    assert_eq!(m.keep, 0, "{}", m.report);
+    assert!(m.ratio[1].is_some_and(|r| r > 1.0), "{}", m.report);
+    assert!(m.ratio[2].is_none(), "{}", m.report);
+    assert!(
+        m.report.contains("rejected: computes other results"),
+        "{}",
+        m.report
+    );
+    assert!(m.report.contains("control/default"), "{}", m.report);
+}

@@ -342,14 +342,13 @@ impl Backend {
                 if f.json["ok"].as_bool() == Some(true) {
                     Ok(f)
                 } else {
-                    let msg = f.json["error"]
+                    let message = f.json["error"]
                         .as_str()
                         .unwrap_or("unknown error")
                         .to_string();
-                    // Keep the typed error where the message says XLA refused.
-                    Err(PjrtError::Xla {
-                        call: doing.to_string(),
-                        message: msg,
+                    Err(PjrtError::Failed {
+                        doing: doing.to_string(),
+                        message,
                     })
                 }
             }

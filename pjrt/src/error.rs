@@ -13,6 +13,10 @@ pub enum PjrtError {
     /// XLA returned an error from a PJRT call.
     #[error("XLA ({call}): {message}")]
     Xla { call: String, message: String },
+    /// A request the worker answered with an error (its message, often an
+    /// [`PjrtError::Xla`] rendered there).
+    #[error("{message} (while {doing})")]
+    Failed { doing: String, message: String },
     /// The worker process ended without answering (XLA aborted or crashed).
     #[error("XLA aborted the worker process ({status}) while {doing}{log}")]
     WorkerDied {

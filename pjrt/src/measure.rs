@@ -94,11 +94,24 @@ pub fn prepare(m: &hlo::Module) -> Result<(Vec<u8>, legalize::Report)> {
 pub struct PjrtMeasurer {
     pub plugin: PathBuf,
     pub config: MeasureConfig,
+    /// The worker executable; `None`: [`crate::find_worker`].
+    pub worker: Option<PathBuf>,
 }
 
 impl PjrtMeasurer {
     pub fn new(plugin: PathBuf, config: MeasureConfig) -> Self {
-        PjrtMeasurer { plugin, config }
+        PjrtMeasurer {
+            plugin,
+            config,
+            worker: None,
+        }
+    }
+
+    fn start(&self) -> Result<Backend> {
+        match &self.worker {
+            Some(w) => Backend::start_with(&self.plugin, w),
+            None => Backend::start(&self.plugin),
+        }
     }
 
     /// Measures `candidates` (`candidates[default]` is the compiler
@@ -111,7 +124,7 @@ impl PjrtMeasurer {
             ));
         }
         let mut report = String::new();
-        let mut backend = Backend::start(&self.plugin)?;
+        let mut backend = self.start()?;
         let inputs = inputs_for(&candidates[default], self.config.seed)?;
         backend.set_inputs(&inputs)?;
         let mut exes: Vec<Option<usize>> = vec![None; n];
@@ -140,7 +153,7 @@ impl PjrtMeasurer {
                     notes[i] = format!("not measured: {e}");
                     if matches!(e, PjrtError::WorkerDied { .. } | PjrtError::Timeout { .. }) {
                         // The worker is gone: a new one, with what was compiled.
-                        backend = Backend::start(&self.plugin)?;
+                        backend = self.start()?;
                         backend.set_inputs(&inputs)?;
                         for j in 0..n {
                             if let (Some(_), Some(p)) = (exes[j], &protos[j]) {
