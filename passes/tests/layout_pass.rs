@@ -491,3 +491,20 @@ fn huge_dimensions_are_checked_arithmetic() {
             .expect("layout pass runs");
     }
 }
+
+/// Found by the passes fuzz target: a layout in `entry_computation_layout`
+/// that is not a permutation is refused, not copied into the module.
+#[test]
+fn an_entry_layout_that_is_not_a_permutation_is_refused() {
+    let text = std::fs::read_to_string(root().join("testdata/regress/bad_entry_layout.hlo"))
+        .expect("reads");
+    let mut m = hlo::parse_module(&text).expect("parses");
+    let mut cx = PassContext::new(common::options(200, 0));
+    let err = LayoutPass::with_model(reference())
+        .run(&mut m, &mut cx)
+        .expect_err("refused");
+    assert!(
+        err.to_string().contains("{8,1}, not a permutation"),
+        "{err}"
+    );
+}

@@ -277,6 +277,15 @@ impl Assigner<'_> {
             }
             _ => None,
         };
+        if let Some((eparams, eresult)) = &ecl {
+            // The header is not checked by the verifier: a layout there that
+            // is not a permutation would reach the module's shapes.
+            if let Some(bad) = eparams.iter().chain([eresult]).find_map(bad_text_layout) {
+                return Err(conflict(format!(
+                    "entry_computation_layout has the layout {bad}, not a permutation of its array's dimensions"
+                )));
+            }
+        }
         let params = self.m.comp(entry).params.clone();
         if let Some((eparams, _)) = &ecl {
             if eparams.len() != params.len() {
@@ -987,4 +996,16 @@ pub fn topo_order(m: &Module, c: CompId) -> Vec<InstId> {
         }
     }
     out
+}
+
+/// The first layout of `t` (recursively) that is not a permutation of its
+/// array's dimensions, shown.
+fn bad_text_layout(t: &TextShape) -> Option<String> {
+    match t {
+        TextShape::Array { dims, m2m: Some(l) } if !dims::is_permutation(l, dims.len()) => {
+            Some(show_text(t))
+        }
+        TextShape::Tuple(e) => e.iter().find_map(bad_text_layout),
+        _ => None,
+    }
 }
