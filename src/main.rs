@@ -16,6 +16,11 @@
 //! `--top-k` best candidates and the compiler default on XLA:CPU through
 //! PJRT and keep the fastest beyond the noise (`--measure-budget` seconds).
 //!
+//! The input may be HLO text or a serialized `HloModuleProto` (told apart by
+//! content, whatever the file name); `--emit=proto` writes an
+//! `HloModuleProto` instead of text. Proto fields hlo-opt does not model are
+//! listed on stderr as warnings.
+//!
 //! The work is split in [`load`] -> [`transform`] -> [`emit`], so that
 //! rewriting flags (`--pass=...`) only touch `Cli` and `transform`.
 
@@ -60,16 +65,28 @@ Exit status:
      not written
   2  bad command line (unknown flag, bad value, missing input)";
 
-/// Parse, verify and print XLA HLO text modules; run the layout and tile passes.
+/// What `emit` writes.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum Emit {
+    /// HLO text, as XLA prints it.
+    Text,
+    /// A serialized `HloModuleProto`.
+    Proto,
+}
+
+/// Parse, verify and print XLA HLO modules (text or HloModuleProto); run the layout and tile passes.
 #[derive(Parser, Debug)]
 #[command(name = "hlo-opt", version, about, after_help = AFTER_HELP)]
 struct Cli {
-    /// Input HLO text file, or `-` for stdin.
+    /// Input HLO text or HloModuleProto file, or `-` for stdin.
     #[arg(required_unless_present = "list_passes")]
     input: Option<String>,
     /// Write the result here instead of stdout.
     #[arg(short = 'o', long = "output")]
     output: Option<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Emit::Text)]
+    emit: Emit,
     /// Skip the verifier (parse and print only).
     #[arg(long)]
     no_verify: bool,
@@ -268,6 +285,16 @@ fn load(cli: &Cli) -> Result<(hlo::Module, Source), CliError> {
             std::fs::read(cli.input()).map_err(|e| CliError(format!("{}: {e}", cli.input())))?;
         (b, cli.input().to_string())
     };
+    if hlo::proto::looks_like_proto(&bytes) {
+        let (m, report) = hlo::proto::from_bytes_lossy(&bytes)
+            .map_err(|e| CliError(format!("{name}: error: {e}")))?;
+        for field in &report.ignored {
+            eprintln!("{name}: warning: HloModuleProto field {field} is not carried over");
+        }
+        // Positions of later errors refer to the module's printed text.
+        let text = hlo::print_module(&m);
+        return Ok((m, Source { text, name }));
+    }
     let text =
         String::from_utf8(bytes).map_err(|e| match hlo::source_text(e.as_bytes(), &name) {
             Err(positioned) => CliError(positioned.render()),
@@ -322,20 +349,23 @@ fn transform(cli: &Cli, m: &mut hlo::Module, src: &Source) -> Result<(), CliErro
     Ok(())
 }
 
-/// Prints the module to stdout or `-o`.
+/// Prints the module (text or proto) to stdout or `-o`.
 fn emit(cli: &Cli, m: &hlo::Module) -> Result<(), CliError> {
-    let text = hlo::print_module(m);
+    let text = match cli.emit {
+        Emit::Text => hlo::print_module(m).into_bytes(),
+        Emit::Proto => hlo::proto::to_bytes(m).map_err(|e| CliError(format!("error: {e}")))?,
+    };
     match &cli.output {
         None => {
             let mut out = std::io::stdout().lock();
-            out.write_all(text.as_bytes())?;
+            out.write_all(&text)?;
             out.flush()?;
         }
         Some(path) => {
             outfile::check_not_input(path, &[("input", Path::new(cli.input()))])
                 .map_err(CliError)?;
             outfile::write_via_temp(path, |temp| {
-                std::fs::write(temp, text).map_err(|e| format!("{}: {e}", path.display()))
+                std::fs::write(temp, &text).map_err(|e| format!("{}: {e}", path.display()))
             })
             .map_err(CliError)?;
         }

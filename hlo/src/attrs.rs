@@ -19,6 +19,13 @@ pub use crate::shape_infer::{ConvDims, DotDims, PadDim, SliceDim, WindowDim};
 /// [`crate::semantic`]).
 pub mod validate;
 
+/// Constant literals decoded to values; small float encodings.
+pub mod literal;
+
+/// Attribute kinds whose typed form is an XLA proto message (shardings,
+/// metadata, replica groups, ...).
+pub mod xla;
+
 /// An attribute that is present but cannot be decoded.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("attribute `{key}`: {message}")]

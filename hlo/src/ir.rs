@@ -516,6 +516,19 @@ pub struct Module {
     /// the parser; instructions added later have none. Errors found on the IR
     /// (the verifier) use it to point at `file:line:col`.
     source_offsets: Vec<u32>,
+    /// Ids that instructions and computations had in an `HloModuleProto`
+    /// this module was read from (indexed by arena position; absent where
+    /// the IR made or parsed the element). Kept so ids survive a proto round
+    /// trip; text does not carry them.
+    proto_ids: ProtoIds,
+}
+
+/// Ids of an `HloModuleProto` (see [`Module::inst_proto_id`]).
+#[derive(Clone, Debug, Default)]
+struct ProtoIds {
+    insts: Vec<Option<i64>>,
+    comps: Vec<Option<i64>>,
+    module: Option<i64>,
 }
 
 /// "No source offset" in [`Module`]'s side table.
@@ -535,6 +548,7 @@ impl Module {
             comp_order: Vec::new(),
             shapes: IndexSet::new(),
             source_offsets: Vec::new(),
+            proto_ids: ProtoIds::default(),
         }
     }
 
@@ -551,6 +565,40 @@ impl Module {
     /// [`InstId::index`]); offsets past `u32::MAX - 1` are dropped.
     pub(crate) fn set_source_offsets(&mut self, offsets: Vec<u32>) {
         self.source_offsets = offsets;
+    }
+
+    // ---- proto ids ----
+    /// The id instruction `i` had in the `HloModuleProto` it was read from.
+    pub fn inst_proto_id(&self, i: InstId) -> Option<i64> {
+        self.proto_ids.insts.get(i.index()).copied().flatten()
+    }
+    /// Records the proto id of instruction `i` (see [`Module::inst_proto_id`]).
+    pub fn set_inst_proto_id(&mut self, i: InstId, id: i64) {
+        let v = &mut self.proto_ids.insts;
+        if v.len() <= i.index() {
+            v.resize(i.index() + 1, None);
+        }
+        v[i.index()] = Some(id);
+    }
+    /// The id computation `c` had in the `HloModuleProto` it was read from.
+    pub fn comp_proto_id(&self, c: CompId) -> Option<i64> {
+        self.proto_ids.comps.get(c.index()).copied().flatten()
+    }
+    /// Records the proto id of computation `c`.
+    pub fn set_comp_proto_id(&mut self, c: CompId, id: i64) {
+        let v = &mut self.proto_ids.comps;
+        if v.len() <= c.index() {
+            v.resize(c.index() + 1, None);
+        }
+        v[c.index()] = Some(id);
+    }
+    /// The module id of the `HloModuleProto` this module was read from.
+    pub fn module_proto_id(&self) -> Option<i64> {
+        self.proto_ids.module
+    }
+    /// Records the module's proto id.
+    pub fn set_module_proto_id(&mut self, id: i64) {
+        self.proto_ids.module = Some(id);
     }
 
     // ---- shapes ----

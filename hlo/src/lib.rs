@@ -4,6 +4,8 @@
 //!   arena IR of [`ir`]; errors carry `file:line:col`.
 //! - [`print_module`] writes the IR back as HLO text that XLA's parser reads as
 //!   the same module.
+//! - [`proto`] reads and writes XLA's binary `HloModuleProto`
+//!   ([`proto::to_bytes`], [`proto::from_bytes`]).
 //! - [`verify`] checks operand counts, shapes and layouts of a module.
 //! - [`attrs`] decodes attribute values (dimensions, window, dot and
 //!   convolution dimension numbers, slices, ...) on demand.
@@ -22,6 +24,7 @@ pub mod ir;
 pub mod opcode;
 pub mod parse;
 pub mod print;
+pub mod proto;
 pub mod semantic;
 pub mod shape_infer;
 pub mod verify;

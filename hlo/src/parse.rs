@@ -139,6 +139,28 @@ fn check_text(text: &str, filename: &str) -> Result<()> {
     Ok(())
 }
 
+/// Parses one shape (`f32[2,3]{1,0}`, `(s32[], f32[4])`, with layouts),
+/// interned into `m`. Used for shapes that attributes hold as text
+/// (`entry_computation_layout`, `operand_layout_constraints`, ...).
+pub fn parse_shape_into(m: &mut Module, text: &str) -> Result<ShapeId> {
+    check_depth(text, "<shape>")?;
+    let scratch = bumpalo::Bump::new();
+    let mut l = Lowerer::new(text, "<shape>", &scratch);
+    l.m = std::mem::replace(m, Module::new(""));
+    let result = (|| {
+        let mut pairs = HloParser::parse(Rule::shape_full, text)
+            .map_err(|e| pest_error(e, text, "<shape>", 0))?;
+        let inner = pairs
+            .next()
+            .and_then(|full| full.into_inner().next())
+            .ok_or_else(|| l.err(0, "expected a shape"))?;
+        let s = l.shape_inner(inner)?;
+        Ok(l.m.intern_shape(s))
+    })();
+    *m = std::mem::replace(&mut l.m, Module::new(""));
+    result
+}
+
 // ---------------------------------------------------------------------------
 // errors
 

@@ -1,0 +1,165 @@
+#!/usr/bin/env python3
+"""Conformance of hlo-opt's HloModuleProto writer with XLA (jaxlib).
+
+For each original module FILE, OURS_DIR/<name>.pb holds the HloModuleProto
+hlo-opt wrote for it (or <name>.err the reason it could not). XLA loads our
+proto (`HloModule.from_serialized_hlo_module_proto`) and its `to_string()`
+must equal XLA's `to_string()` of the original text.
+
+Where they differ only as XLA's *own* text -> proto -> module round trip
+differs (module-config attributes such as `replica_count` have no
+HloModuleProto field), the module is counted as `same as XLA's round trip`.
+
+With --dump-xla-dir DIR, XLA's own proto of each module is written to
+DIR/<name>.pb (for the reader conformance: hlo-opt reads XLA's protos).
+
+XLA aborts the process on a few inputs, so all XLA calls run in a worker
+subprocess that is restarted after a crash (the module is reported).
+
+Usage: check_proto.py --ours-dir DIR [--dump-xla-dir DIR] FILE...
+Exit 1 if any module fails. Summary line:
+`proto conformance: N of M modules match (K same as XLA's round trip, S skipped)`.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+
+class Done(Exception):
+    """The job's result is decided."""
+
+
+def worker() -> None:
+    from jax._src.lib import hlo  # pinned jaxlib (see requirements.txt)
+
+    for line in sys.stdin:
+        job = json.loads(line)
+        path, ours, dump = job["path"], job["ours"], job["dump"]
+        res = {"path": path}
+        try:
+            with open(path, encoding="utf-8") as f:
+                original = f.read()
+            try:
+                m = hlo.hlo_module_from_text(original)
+                expected = m.to_string()
+                again = hlo.hlo_module_from_text(original).to_string()
+            except Exception as e:
+                res["skip"] = "XLA rejects the original: " + str(e).splitlines()[0][:120]
+                raise Done
+            if again != expected:
+                res["skip"] = "XLA's own text of the original differs between two reads"
+                raise Done
+            xla_pb = m.as_serialized_hlo_module_proto()
+            if dump:
+                with open(dump, "wb") as f:
+                    f.write(xla_pb)
+            if ours is None:
+                res["fail"] = "hlo-opt wrote no proto"
+                raise Done
+            with open(ours, "rb") as f:
+                ours_pb = f.read()
+            try:
+                actual = hlo.HloModule.from_serialized_hlo_module_proto(ours_pb).to_string()
+            except Exception as e:
+                res["fail"] = "XLA rejects our proto: " + str(e).splitlines()[0][:300]
+                raise Done
+            if actual == expected:
+                res["ok"] = True
+                raise Done
+            roundtrip = hlo.HloModule.from_serialized_hlo_module_proto(xla_pb).to_string()
+            if actual == roundtrip:
+                res["ok_roundtrip"] = True
+                raise Done
+            import difflib
+            diff = list(difflib.unified_diff(expected.splitlines(), actual.splitlines(), "xla", "ours", n=0, lineterm=""))
+            res["fail"] = "XLA reads our proto as a different module"
+            res["diff"] = [l[:300] for l in diff[2:8]]
+        except Done:
+            pass
+        except Exception as e:  # an error of this script, not of XLA
+            res["fail"] = "checker error: " + repr(e)[:300]
+        print(json.dumps(res), flush=True)
+
+
+def main() -> int:
+    if len(sys.argv) > 1 and sys.argv[1] == "--worker":
+        worker()
+        return 0
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--ours-dir", required=True)
+    ap.add_argument("--dump-xla-dir")
+    ap.add_argument("--quiet", action="store_true")
+    ap.add_argument("--known", action="append", default=[], metavar="NAME",
+                    help="module expected to fail (documented in the caller); reported, not failed")
+    ap.add_argument("files", nargs="+")
+    args = ap.parse_args()
+    if args.dump_xla_dir:
+        os.makedirs(args.dump_xla_dir, exist_ok=True)
+    jobs = []
+    for path in args.files:
+        name = os.path.basename(path)
+        ours = os.path.join(args.ours_dir, name + ".pb")
+        err = os.path.join(args.ours_dir, name + ".err")
+        dump = os.path.join(args.dump_xla_dir, name + ".pb") if args.dump_xla_dir else None
+        jobs.append({"path": path, "ours": ours if os.path.exists(ours) else None, "dump": dump,
+                     "our_error": open(err, encoding="utf-8").read().strip() if os.path.exists(err) else None})
+    ok = roundtrip = failed = skipped = known = 0
+    i = 0
+    while i < len(jobs):
+        pending = jobs[i:]
+        # The jobs go through a file: a pipe in both directions could fill up
+        # both ways and deadlock.
+        with tempfile.TemporaryFile("w+") as jobfile:
+            for j in pending:
+                jobfile.write(json.dumps({k: j[k] for k in ("path", "ours", "dump")}) + "\n")
+            jobfile.seek(0)
+            proc = subprocess.Popen([sys.executable, __file__, "--worker"], stdin=jobfile,
+                                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        done = 0
+        for line in proc.stdout:
+            res = json.loads(line)
+            job = jobs[i]
+            name = os.path.basename(job["path"])
+            i += 1
+            done += 1
+            if "skip" in res:
+                skipped += 1
+                print(f"skipped: {name}: {res['skip']}")
+            elif res.get("ok"):
+                ok += 1
+            elif res.get("ok_roundtrip"):
+                roundtrip += 1
+            else:
+                why = res["fail"]
+                if job["our_error"]:
+                    why += f" ({job['our_error'][:300]})"
+                if name in args.known:
+                    known += 1
+                    print(f"known difference: {name}: {why}")
+                    continue
+                failed += 1
+                print(f"FAIL {name}: {why}")
+                if not args.quiet:
+                    for l in res.get("diff", []):
+                        print("    " + l)
+        proc.wait()
+        if i < len(jobs) and done < len(pending):
+            # The worker died on jobs[i]: XLA aborted the process.
+            name = os.path.basename(jobs[i]["path"])
+            if name in args.known:
+                known += 1
+            else:
+                failed += 1
+            print(f"FAIL {name}: XLA aborted the process loading our proto (or the original)")
+            i += 1
+    total = ok + roundtrip + failed + known
+    print(f"proto conformance: {ok + roundtrip} of {total} modules match "
+          f"({roundtrip} same as XLA's own round trip, {known} known differences, {skipped} skipped)")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

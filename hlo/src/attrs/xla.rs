@@ -1,0 +1,877 @@
+//! Decoders of the attribute kinds whose typed form is one of XLA's proto
+//! messages ([`crate::proto::xla`]): shardings, op metadata, frontend
+//! attributes, replica groups, source-target pairs, aliasing, literals,
+//! precision, result accuracy, original values, statistics. The proto writer
+//! uses them; they are the one decoding path for these kinds.
+//!
+//! Every decoder takes the attribute's verbatim text and returns the message
+//! or a message saying what is wrong; nothing here panics on any text.
+
+use crate::proto::xla;
+
+type R<T> = Result<T, String>;
+
+/// A cursor over attribute text.
+pub(crate) struct Cur<'s> {
+    pub s: &'s str,
+    pub i: usize,
+}
+
+impl<'s> Cur<'s> {
+    pub fn new(s: &'s str) -> Self {
+        Cur { s, i: 0 }
+    }
+    pub fn rest(&self) -> &'s str {
+        self.s.get(self.i..).unwrap_or("")
+    }
+    pub fn ws(&mut self) {
+        let r = self.rest();
+        self.i += r.len() - r.trim_start().len();
+    }
+    pub fn peek(&mut self) -> Option<u8> {
+        self.ws();
+        self.s.as_bytes().get(self.i).copied()
+    }
+    pub fn at_end(&mut self) -> bool {
+        self.peek().is_none()
+    }
+    pub fn eat(&mut self, t: &str) -> bool {
+        self.ws();
+        if self.rest().starts_with(t) {
+            self.i += t.len();
+            true
+        } else {
+            false
+        }
+    }
+    pub fn expect(&mut self, t: &str) -> R<()> {
+        if self.eat(t) {
+            Ok(())
+        } else {
+            Err(format!("expected `{t}` at `{}`", snippet(self.rest())))
+        }
+    }
+    /// A word of letters, digits, `_`, `.`, `-` (may be empty).
+    pub fn word(&mut self) -> &'s str {
+        self.ws();
+        let r = self.rest();
+        let n = r
+            .bytes()
+            .position(|b| !(b.is_ascii_alphanumeric() || b == b'_' || b == b'.' || b == b'-'))
+            .unwrap_or(r.len());
+        self.i += n;
+        &r[..n]
+    }
+    pub fn int(&mut self) -> R<i64> {
+        self.ws();
+        let r = self.rest();
+        let n = r
+            .bytes()
+            .enumerate()
+            .position(|(k, b)| !(b.is_ascii_digit() || (k == 0 && (b == b'-' || b == b'+'))))
+            .unwrap_or(r.len());
+        let v = r[..n]
+            .parse()
+            .map_err(|_| format!("expected an integer at `{}`", snippet(r)))?;
+        self.i += n;
+        Ok(v)
+    }
+    /// `{a,b,c}` of integers.
+    pub fn int_list(&mut self) -> R<Vec<i64>> {
+        self.expect("{")?;
+        let mut v = Vec::new();
+        if self.eat("}") {
+            return Ok(v);
+        }
+        loop {
+            v.push(self.int()?);
+            if self.eat("}") {
+                return Ok(v);
+            }
+            self.expect(",")?;
+        }
+    }
+    /// `[a,b,c]` of integers.
+    pub fn bracket_list(&mut self) -> R<Vec<i64>> {
+        self.expect("[")?;
+        let mut v = Vec::new();
+        if self.eat("]") {
+            return Ok(v);
+        }
+        loop {
+            v.push(self.int()?);
+            if self.eat("]") {
+                return Ok(v);
+            }
+            self.expect(",")?;
+        }
+    }
+    /// A double-quoted C-escaped string, unescaped to bytes.
+    pub fn quoted_bytes(&mut self) -> R<Vec<u8>> {
+        self.ws();
+        let r = self.rest();
+        if !r.starts_with('"') {
+            return Err(format!("expected a quoted string at `{}`", snippet(r)));
+        }
+        let b = r.as_bytes();
+        let mut out = Vec::new();
+        let mut k = 1;
+        while k < b.len() {
+            match b[k] {
+                b'"' => {
+                    self.i += k + 1;
+                    return Ok(out);
+                }
+                b'\\' => {
+                    let Some(&e) = b.get(k + 1) else { break };
+                    k += 2;
+                    match e {
+                        b'n' => out.push(b'\n'),
+                        b't' => out.push(b'\t'),
+                        b'r' => out.push(b'\r'),
+                        b'0'..=b'7' => {
+                            let mut v = u32::from(e - b'0');
+                            let mut n = 1;
+                            while n < 3 && matches!(b.get(k), Some(b'0'..=b'7')) {
+                                v = v * 8 + u32::from(b[k] - b'0');
+                                k += 1;
+                                n += 1;
+                            }
+                            out.push(v as u8);
+                        }
+                        b'x' => {
+                            let mut v = 0u32;
+                            while let Some(d) = b.get(k).and_then(|c| (*c as char).to_digit(16)) {
+                                v = (v * 16 + d) & 0xff;
+                                k += 1;
+                            }
+                            out.push(v as u8);
+                        }
+                        o => out.push(o),
+                    }
+                }
+                c => {
+                    out.push(c);
+                    k += 1;
+                }
+            }
+        }
+        Err(format!("unterminated string at `{}`", snippet(r)))
+    }
+    pub fn quoted(&mut self) -> R<String> {
+        let b = self.quoted_bytes()?;
+        String::from_utf8(b).map_err(|_| "a string is not valid UTF-8".to_string())
+    }
+    /// The text of a balanced `{...}` group (including the braces), skipping
+    /// quoted strings.
+    pub fn braced(&mut self) -> R<&'s str> {
+        self.ws();
+        let start = self.i;
+        let b = self.s.as_bytes();
+        if b.get(start) != Some(&b'{') {
+            return Err(format!("expected `{{` at `{}`", snippet(self.rest())));
+        }
+        let mut depth = 0usize;
+        let mut k = start;
+        let mut in_str = false;
+        while k < b.len() {
+            let c = b[k];
+            if in_str {
+                if c == b'\\' {
+                    k += 1;
+                } else if c == b'"' {
+                    in_str = false;
+                }
+            } else if c == b'"' {
+                in_str = true;
+            } else if c == b'{' {
+                depth += 1;
+            } else if c == b'}' {
+                depth -= 1;
+                if depth == 0 {
+                    self.i = k + 1;
+                    return Ok(&self.s[start..=k]);
+                }
+            }
+            k += 1;
+        }
+        Err(format!(
+            "unbalanced braces in `{}`",
+            snippet(&self.s[start..])
+        ))
+    }
+    pub fn end(&mut self) -> R<()> {
+        if self.at_end() {
+            Ok(())
+        } else {
+            Err(format!("unexpected text `{}`", snippet(self.rest())))
+        }
+    }
+}
+
+fn snippet(s: &str) -> String {
+    s.chars().take(40).collect()
+}
+
+/// A quoted string attribute value, unescaped (`"a\"b"` -> `a"b`); bare
+/// text is returned as written.
+pub fn string_value(text: &str) -> R<Vec<u8>> {
+    let t = text.trim();
+    if t.starts_with('"') {
+        let mut c = Cur::new(t);
+        let v = c.quoted_bytes()?;
+        c.end()?;
+        Ok(v)
+    } else {
+        Ok(t.as_bytes().to_vec())
+    }
+}
+
+/// `metadata={op_type="..." op_name="..." source_file="..." source_line=N ...}`.
+pub fn metadata(text: &str) -> R<xla::OpMetadata> {
+    let mut c = Cur::new(text);
+    c.expect("{")?;
+    let m = metadata_fields(&mut c)?;
+    c.end()?;
+    Ok(m)
+}
+
+/// The fields of a metadata group after its `{`, through its `}`.
+fn metadata_fields(c: &mut Cur) -> R<xla::OpMetadata> {
+    let mut m = xla::OpMetadata::default();
+    loop {
+        if c.eat("}") {
+            return Ok(m);
+        }
+        let key = c.word();
+        c.expect("=")?;
+        let int32 = |c: &mut Cur| -> R<i32> {
+            let v = c.int()?;
+            i32::try_from(v).map_err(|_| format!("`{key}` {v} does not fit 32 bits"))
+        };
+        match key {
+            "op_type" => m.op_type = c.quoted()?,
+            "op_name" => m.op_name = c.quoted()?,
+            "source_file" => m.source_file = c.quoted()?,
+            "source_line" => m.source_line = int32(c)?,
+            "source_end_line" => m.source_end_line = int32(c)?,
+            "source_column" => m.source_column = int32(c)?,
+            "source_end_column" => m.source_end_column = int32(c)?,
+            "deduplicated_name" => m.deduplicated_name = c.quoted()?,
+            "scheduling_name" => m.scheduling_name = c.quoted()?,
+            "stack_frame_id" => m.stack_frame_id = int32(c)?,
+            "size_of_generated_code_in_bytes" => m.size_of_generated_code_in_bytes = c.int()?,
+            "size_of_memory_working_set_in_bytes" => {
+                m.size_of_memory_working_set_in_bytes = c.int()?
+            }
+            "profile_type" => {
+                c.expect("{")?;
+                loop {
+                    if c.eat("}") {
+                        break;
+                    }
+                    let w = c.word();
+                    m.profile_type.push(match w {
+                        "INVALID" => 0,
+                        "WINDOW" => 1,
+                        "FLAG" => 2,
+                        "INTEGER" => 3,
+                        _ => return Err(format!("unknown profile type `{w}`")),
+                    });
+                    c.eat(",");
+                }
+            }
+            "" => {
+                return Err(format!(
+                    "expected a metadata field at `{}`",
+                    snippet(c.rest())
+                ))
+            }
+            other => return Err(format!("metadata field `{other}` is not supported")),
+        }
+        c.eat(",");
+    }
+}
+
+/// `frontend_attributes={key="value",...}`.
+pub fn frontend_attributes(text: &str) -> R<xla::FrontendAttributes> {
+    let mut c = Cur::new(text);
+    c.expect("{")?;
+    let mut fa = xla::FrontendAttributes::default();
+    loop {
+        if c.eat("}") {
+            break;
+        }
+        let key = if c.peek() == Some(b'"') {
+            c.quoted()?
+        } else {
+            c.word().to_string()
+        };
+        if key.is_empty() {
+            return Err(format!("expected a key at `{}`", snippet(c.rest())));
+        }
+        c.expect("=")?;
+        let value = if c.peek() == Some(b'"') {
+            c.quoted()?
+        } else {
+            c.word().to_string()
+        };
+        fa.map.insert(key, value);
+        if !c.eat(",") {
+            c.expect("}")?;
+            break;
+        }
+    }
+    c.end()?;
+    Ok(fa)
+}
+
+/// `{{0,1},{2,3}}` (or `{}`): lists of integer lists.
+pub fn int_list_list(text: &str) -> R<Vec<Vec<i64>>> {
+    let mut c = Cur::new(text);
+    c.expect("{")?;
+    let mut out = Vec::new();
+    loop {
+        if c.eat("}") {
+            break;
+        }
+        out.push(c.int_list()?);
+        if !c.eat(",") {
+            c.expect("}")?;
+            break;
+        }
+    }
+    c.end()?;
+    Ok(out)
+}
+
+/// `[N,M]<=[dims]T(perm)`: an iota device list (the part after `<=`
+/// reshapes `iota(N*M)`; `T` transposes it).
+pub struct IotaList {
+    pub dims: Vec<i64>,
+    pub reshape: Vec<i64>,
+    pub perm: Vec<i64>,
+}
+
+fn iota_list(c: &mut Cur) -> R<IotaList> {
+    let dims = c.bracket_list()?;
+    c.expect("<=")?;
+    let reshape = c.bracket_list()?;
+    let perm = if c.eat("T(") {
+        let mut p = Vec::new();
+        loop {
+            p.push(c.int()?);
+            if c.eat(")") {
+                break;
+            }
+            c.expect(",")?;
+        }
+        p
+    } else {
+        (0..reshape.len() as i64).collect()
+    };
+    Ok(IotaList {
+        dims,
+        reshape,
+        perm,
+    })
+}
+
+/// The device list of a collective: `replica_groups={{0,1},{2,3}}` or the
+/// iota form `replica_groups=[2,2]<=[4]`.
+pub enum ReplicaGroups {
+    List(Vec<Vec<i64>>),
+    Iota(IotaList),
+}
+
+pub fn replica_groups(text: &str) -> R<ReplicaGroups> {
+    let t = text.trim();
+    if t.starts_with('[') {
+        let mut c = Cur::new(t);
+        let l = iota_list(&mut c)?;
+        c.end()?;
+        if l.dims.len() != 2 {
+            return Err("an iota replica group list is `[groups,size]<=[...]`".into());
+        }
+        Ok(ReplicaGroups::Iota(l))
+    } else {
+        int_list_list(t).map(ReplicaGroups::List)
+    }
+}
+
+/// `source_target_pairs={{0,1},{1,2}}`.
+pub fn source_target_pairs(text: &str) -> R<Vec<xla::SourceTarget>> {
+    int_list_list(text)?
+        .into_iter()
+        .map(|p| match p[..] {
+            [source, target] => Ok(xla::SourceTarget { source, target }),
+            _ => Err(format!("a source-target pair has two numbers, found {p:?}")),
+        })
+        .collect()
+}
+
+/// `output_to_operand_aliasing={{1}: (0, {}), ...}`.
+pub fn output_operand_aliasing(text: &str) -> R<Vec<xla::OutputOperandAliasing>> {
+    let mut c = Cur::new(text);
+    c.expect("{")?;
+    let mut out = Vec::new();
+    loop {
+        if c.eat("}") {
+            break;
+        }
+        let output_shape_index = c.int_list()?;
+        c.expect(":")?;
+        c.expect("(")?;
+        let operand_index = c.int()?;
+        c.expect(",")?;
+        let operand_shape_index = c.int_list()?;
+        c.expect(")")?;
+        out.push(xla::OutputOperandAliasing {
+            output_shape_index,
+            operand_index,
+            operand_shape_index,
+        });
+        if !c.eat(",") {
+            c.expect("}")?;
+            break;
+        }
+    }
+    c.end()?;
+    Ok(out)
+}
+
+/// `input_output_alias={ {0}: (0, {}, may-alias), ... }` of the module header.
+pub fn input_output_alias(text: &str) -> R<xla::HloInputOutputAliasProto> {
+    let mut c = Cur::new(text);
+    c.expect("{")?;
+    let mut p = xla::HloInputOutputAliasProto::default();
+    loop {
+        if c.eat("}") {
+            break;
+        }
+        let output_shape_index = c.int_list()?;
+        c.expect(":")?;
+        c.expect("(")?;
+        let parameter_number = c.int()?;
+        c.expect(",")?;
+        let parameter_shape_index = c.int_list()?;
+        let mut kind = 1; // MAY_ALIAS
+        if c.eat(",") {
+            kind = match c.word() {
+                "may-alias" => 1,
+                "must-alias" => 2,
+                w => return Err(format!("unknown alias kind `{w}`")),
+            };
+        }
+        c.expect(")")?;
+        p.entries.push(xla::AliasEntryProto {
+            output_shape_index,
+            parameter_number,
+            parameter_shape_index,
+            kind,
+        });
+        if !c.eat(",") {
+            c.expect("}")?;
+            break;
+        }
+    }
+    c.end()?;
+    Ok(p)
+}
+
+/// `buffer_donor={ (0, {}), (1, {0}) }` of the module header.
+pub fn buffer_donor(text: &str) -> R<xla::HloBufferDonorProto> {
+    let mut c = Cur::new(text);
+    c.expect("{")?;
+    let mut p = xla::HloBufferDonorProto::default();
+    loop {
+        if c.eat("}") {
+            break;
+        }
+        c.expect("(")?;
+        let parameter_number = c.int()?;
+        c.expect(",")?;
+        let parameter_shape_index = c.int_list()?;
+        c.expect(")")?;
+        p.entries.push(xla::BufferDonorEntryProto {
+            parameter_number,
+            parameter_shape_index,
+        });
+        if !c.eat(",") {
+            c.expect("}")?;
+            break;
+        }
+    }
+    c.end()?;
+    Ok(p)
+}
+
+/// Sharding type numbers of `OpSharding.Type`.
+pub mod sharding_type {
+    pub const REPLICATED: i32 = 0;
+    pub const MAXIMAL: i32 = 1;
+    pub const TUPLE: i32 = 2;
+    pub const OTHER: i32 = 3;
+    pub const MANUAL: i32 = 4;
+    pub const UNKNOWN: i32 = 5;
+    pub const UNREDUCED: i32 = 6;
+}
+
+/// `sharding={...}` (also the `entry=`/`exit=` shardings of a domain).
+pub fn sharding(text: &str) -> R<xla::OpSharding> {
+    let mut c = Cur::new(text);
+    let s = sharding_group(&mut c)?;
+    c.end()?;
+    Ok(s)
+}
+
+fn sharding_group(c: &mut Cur) -> R<xla::OpSharding> {
+    use sharding_type::*;
+    c.expect("{")?;
+    let mut s = xla::OpSharding::default();
+    // A tuple: `{{...}, {...}}` or the empty tuple `{}`.
+    if c.peek() == Some(b'{') || c.peek() == Some(b'}') {
+        s.r#type = TUPLE;
+        loop {
+            if c.eat("}") {
+                return Ok(s);
+            }
+            s.tuple_shardings.push(sharding_group(c)?);
+            if !c.eat(",") {
+                c.expect("}")?;
+                return Ok(s);
+            }
+        }
+    }
+    loop {
+        if c.eat("}") {
+            return Ok(s);
+        }
+        let w = c.word();
+        match w {
+            "replicated" => s.r#type = REPLICATED,
+            "manual" => s.r#type = MANUAL,
+            "unknown" => s.r#type = UNKNOWN,
+            "unreduced" => s.r#type = UNREDUCED,
+            "maximal" => {
+                s.r#type = MAXIMAL;
+                c.expect("device")?;
+                c.expect("=")?;
+                s.tile_assignment_dimensions = vec![1];
+                s.tile_assignment_devices = vec![c.int()?];
+            }
+            "devices" => {
+                s.r#type = OTHER;
+                c.expect("=")?;
+                let dims = c.bracket_list()?;
+                if c.eat("<=") {
+                    s.iota_reshape_dims = c.bracket_list()?;
+                    s.iota_transpose_perm = if c.eat("T(") {
+                        let mut p = Vec::new();
+                        loop {
+                            let v = c.int()?;
+                            p.push(i32::try_from(v).map_err(|_| "permutation out of range")?);
+                            if c.eat(")") {
+                                break;
+                            }
+                            c.expect(",")?;
+                        }
+                        p
+                    } else {
+                        (0..s.iota_reshape_dims.len() as i32).collect()
+                    };
+                } else {
+                    loop {
+                        s.tile_assignment_devices.push(c.int()?);
+                        if !c.eat(",") {
+                            break;
+                        }
+                    }
+                }
+                s.tile_assignment_dimensions = dims;
+            }
+            "last_tile_dim_replicate" => s.replicate_on_last_tile_dim = true,
+            "last_tile_dims" => {
+                c.expect("=")?;
+                c.expect("{")?;
+                loop {
+                    if c.eat("}") {
+                        break;
+                    }
+                    let t = c.word();
+                    s.last_tile_dims.push(match t {
+                        "replicated" => REPLICATED,
+                        "manual" => MANUAL,
+                        "unreduced" => UNREDUCED,
+                        "maximal" => MAXIMAL,
+                        "unknown" => UNKNOWN,
+                        _ => return Err(format!("unknown subgroup type `{t}`")),
+                    });
+                    c.eat(",");
+                }
+            }
+            "shard_as" | "shard_like" => {
+                s.is_shard_group = true;
+                s.shard_group_id = c.int()?;
+                s.shard_group_type = i32::from(w == "shard_like");
+            }
+            "metadata" => {
+                c.expect("=")?;
+                c.expect("{")?;
+                if c.peek() == Some(b'{') {
+                    loop {
+                        if c.eat("}") {
+                            break;
+                        }
+                        c.expect("{")?;
+                        s.metadata.push(metadata_fields(c)?);
+                        c.eat(",");
+                    }
+                } else {
+                    s.metadata.push(metadata_fields(c)?);
+                }
+            }
+            "" => return Err(format!("unexpected sharding text `{}`", snippet(c.rest()))),
+            other => return Err(format!("sharding keyword `{other}` is not supported")),
+        }
+        c.eat(",");
+    }
+}
+
+/// `domain={kind="sharding", entry={...}, exit={...}}`: the entry and exit
+/// shardings.
+pub fn domain(text: &str) -> R<(xla::OpSharding, xla::OpSharding)> {
+    let mut c = Cur::new(text);
+    c.expect("{")?;
+    let (mut entry, mut exit) = (None, None);
+    loop {
+        if c.eat("}") {
+            break;
+        }
+        let key = c.word();
+        c.expect("=")?;
+        match key {
+            "kind" => {
+                let k = c.quoted()?;
+                if k != "sharding" {
+                    return Err(format!("domain kind `{k}` is not supported"));
+                }
+            }
+            "entry" => entry = Some(sharding_group(&mut c)?),
+            "exit" => exit = Some(sharding_group(&mut c)?),
+            _ => return Err(format!("unknown domain field `{key}`")),
+        }
+        c.eat(",");
+    }
+    c.end()?;
+    match (entry, exit) {
+        (Some(a), Some(b)) => Ok((a, b)),
+        _ => Err("a sharding domain needs `entry` and `exit`".into()),
+    }
+}
+
+/// `operand_precision={high,default}`: `PrecisionConfig.Precision` values.
+pub fn operand_precision(text: &str) -> R<Vec<i32>> {
+    let inner = crate::shape_infer::strip_braces(text);
+    if inner.is_empty() {
+        return Ok(Vec::new());
+    }
+    inner
+        .split(',')
+        .map(|p| match p.trim().to_ascii_lowercase().as_str() {
+            "default" => Ok(0),
+            "high" => Ok(1),
+            "highest" => Ok(2),
+            o => Err(format!("unknown precision `{o}`")),
+        })
+        .collect()
+}
+
+/// `algorithm=dot_bf16_bf16_f32`: `PrecisionConfig.Algorithm`.
+pub fn dot_algorithm(text: &str) -> R<i32> {
+    const NAMES: [&str; 14] = [
+        "unset",
+        "dot_any_f8_any_f8_f32",
+        "dot_any_f8_any_f8_f32_fast_accum",
+        "dot_f16_f16_f16",
+        "dot_f16_f16_f32",
+        "dot_bf16_bf16_bf16",
+        "dot_bf16_bf16_f32",
+        "dot_bf16_bf16_f32_x3",
+        "dot_bf16_bf16_f32_x6",
+        "dot_tf32_tf32_f32",
+        "dot_tf32_tf32_f32_x3",
+        "dot_f32_f32_f32",
+        "dot_f64_f64_f64",
+        "dot_bf16_bf16_f32_x9",
+    ];
+    let t = text.trim().to_ascii_lowercase();
+    let t = t.strip_prefix("alg_").unwrap_or(&t);
+    NAMES
+        .iter()
+        .position(|n| *n == t)
+        .map(|p| p as i32)
+        .ok_or_else(|| format!("unknown dot algorithm `{text}`"))
+}
+
+/// `result_accuracy={mode=highest}` or `{tolerance={atol=0,rtol=0,ulps=1}}`.
+pub fn result_accuracy(text: &str) -> R<xla::ResultAccuracy> {
+    let mut c = Cur::new(text);
+    c.expect("{")?;
+    let key = c.word();
+    c.expect("=")?;
+    let mut r = xla::ResultAccuracy::default();
+    match key {
+        "mode" => {
+            let m = c.word();
+            r.mode = Some(match m.to_ascii_lowercase().as_str() {
+                "default" => 0,
+                "highest" => 1,
+                _ => return Err(format!("unknown result accuracy mode `{m}`")),
+            });
+        }
+        "tolerance" => {
+            c.expect("{")?;
+            let mut t = xla::Tolerance::default();
+            loop {
+                if c.eat("}") {
+                    break;
+                }
+                let k = c.word();
+                c.expect("=")?;
+                let v = c.word();
+                let num = || {
+                    v.parse::<f64>()
+                        .map_err(|_| format!("`{v}` is not a number"))
+                };
+                match k {
+                    "atol" => t.atol = num()?,
+                    "rtol" => t.rtol = num()?,
+                    "ulps" => t.ulps = v.parse().map_err(|_| format!("`{v}` is not an integer"))?,
+                    _ => return Err(format!("unknown tolerance field `{k}`")),
+                }
+                c.eat(",");
+            }
+            r.tolerance = Some(t);
+        }
+        _ => return Err(format!("unknown result accuracy field `{key}`")),
+    }
+    c.expect("}")?;
+    c.end()?;
+    Ok(r)
+}
+
+/// `statistics={visualizing_index=1,stat-1=33,stat-2=44}`.
+pub fn statistics(text: &str) -> R<xla::StatisticsViz> {
+    let mut c = Cur::new(text);
+    c.expect("{")?;
+    let mut s = xla::StatisticsViz::default();
+    loop {
+        if c.eat("}") {
+            break;
+        }
+        let k = c.word();
+        c.expect("=")?;
+        let v = c.word();
+        if k == "visualizing_index" {
+            s.stat_index_to_visualize =
+                v.parse().map_err(|_| format!("`{v}` is not an integer"))?;
+        } else {
+            s.statistics.push(xla::Statistic {
+                stat_name: k.to_string(),
+                stat_val: v.parse().map_err(|_| format!("`{v}` is not a number"))?,
+            });
+        }
+        c.eat(",");
+    }
+    c.end()?;
+    Ok(s)
+}
+
+/// `parameter_replication={true,false}`.
+pub fn bool_list(text: &str) -> R<Vec<bool>> {
+    let inner = crate::shape_infer::strip_braces(text);
+    if inner.is_empty() {
+        return Ok(Vec::new());
+    }
+    inner
+        .split(',')
+        .map(|b| match b.trim() {
+            "true" => Ok(true),
+            "false" => Ok(false),
+            o => Err(format!("`{o}` is not true or false")),
+        })
+        .collect()
+}
+
+/// The `FileNames`/`FunctionNames`/`FileLocations`/`StackFrames` sections
+/// of a module's text, as XLA's stack frame index (ids as the proto counts
+/// them: the text's `parent_frame_id` is one more than the proto's).
+pub fn stack_frame_index(text: &str) -> R<xla::StackFrameIndexProto> {
+    let mut p = xla::StackFrameIndexProto::default();
+    let mut section = "";
+    for line in text.lines() {
+        let l = line.trim();
+        if l.is_empty() {
+            continue;
+        }
+        if matches!(
+            l,
+            "FileNames" | "FunctionNames" | "FileLocations" | "StackFrames"
+        ) {
+            section = match l {
+                "FileNames" => "f",
+                "FunctionNames" => "n",
+                "FileLocations" => "l",
+                _ => "s",
+            };
+            continue;
+        }
+        let mut c = Cur::new(l);
+        let _index = c.int()?;
+        match section {
+            "f" => p.file_names.push(c.quoted()?),
+            "n" => p.function_names.push(c.quoted()?),
+            "l" | "s" => {
+                c.expect("{")?;
+                let mut loc = xla::FileLocation::default();
+                let mut frame = xla::StackFrame::default();
+                loop {
+                    if c.eat("}") {
+                        break;
+                    }
+                    let k = c.word();
+                    c.expect("=")?;
+                    let v = i32::try_from(c.int()?).map_err(|_| "value does not fit 32 bits")?;
+                    match (section, k) {
+                        ("l", "file_name_id") => loc.file_name_id = v,
+                        ("l", "function_name_id") => loc.function_name_id = v,
+                        ("l", "line") => loc.line = v,
+                        ("l", "end_line") => loc.end_line = v,
+                        ("l", "column") => loc.column = v,
+                        ("l", "end_column") => loc.end_column = v,
+                        ("s", "file_location_id") => frame.file_location_id = v,
+                        // The text counts parents from 1 where the proto
+                        // counts from 0 (0 = no parent in the proto).
+                        ("s", "parent_frame_id") => frame.parent_frame_id = v - 1,
+                        _ => return Err(format!("unknown stack frame field `{k}`")),
+                    }
+                    c.eat(",");
+                }
+                if section == "l" {
+                    p.file_locations.push(loc);
+                } else {
+                    p.stack_frames.push(frame);
+                }
+            }
+            _ => {
+                return Err(format!(
+                    "unexpected line `{}` before a section name",
+                    snippet(l)
+                ))
+            }
+        }
+        c.end()?;
+    }
+    Ok(p)
+}

@@ -1,0 +1,1847 @@
+//! `HloModuleProto` -> Module.
+//!
+//! The proto is checked (ids unique and resolvable, operands in their own
+//! computation, a root and an entry that exist), written out as HLO text in
+//! XLA's spelling, and read by [`crate::parse_module`], so a module read
+//! from a proto passes exactly the checks a module read from text does (shape
+//! rules, per-opcode attributes, call-graph cycles). The proto's ids are
+//! then recorded on the module ([`Module::inst_proto_id`]).
+//!
+//! Fields the IR does not carry are listed in [`ReadReport::ignored`] by
+//! path; nothing is dropped silently.
+
+use std::collections::{HashMap, HashSet};
+use std::fmt::Write as _;
+
+use super::write::{BUFFER_TYPE, TUPLE_TYPE};
+use super::xla;
+use crate::attrs::literal;
+use crate::error::{Error, Result};
+use crate::ir::*;
+use crate::opcode::Opcode;
+
+/// What reading a proto could not carry into the module.
+#[derive(Clone, Debug, Default)]
+pub struct ReadReport {
+    /// Paths of fields present in the proto that the module does not hold
+    /// (`computations[0].instructions[3].statistics_viz`, or `... field #120`
+    /// for a field number the schema does not know).
+    pub ignored: Vec<String>,
+}
+
+fn bad(msg: impl Into<String>) -> Error {
+    Error::Module(format!("invalid HloModuleProto: {}", msg.into()))
+}
+
+/// Converts a decoded proto into a module (see the module docs).
+pub fn module_from_proto(p: &xla::HloModuleProto) -> Result<(Module, ReadReport)> {
+    let mut r = Reader {
+        p,
+        report: ReadReport::default(),
+        comp_names: HashMap::new(),
+        out: String::new(),
+    };
+    let text = r.text()?;
+    let mut m = crate::parse::parse_module_named(&text, "<proto>")
+        .map_err(|e| bad(format!("the module it describes is not valid: {}", e)))?;
+    // Ids: match by name (names are unique in a module).
+    let mut by_name: HashMap<&str, i64> = HashMap::new();
+    for c in &p.computations {
+        for i in &c.instructions {
+            by_name.insert(&i.name, i.id);
+        }
+    }
+    let ids: Vec<(InstId, i64)> = m
+        .all_instructions()
+        .filter_map(|i| by_name.get(&*m.inst(i).name).map(|&id| (i, id)))
+        .collect();
+    for (i, id) in ids {
+        m.set_inst_proto_id(i, id);
+    }
+    let cids: Vec<(CompId, i64)> = m
+        .computations()
+        .filter_map(|c| {
+            p.computations
+                .iter()
+                .find(|pc| pc.name == *m.comp(c).name)
+                .map(|pc| (c, pc.id))
+        })
+        .collect();
+    for (c, id) in cids {
+        m.set_comp_proto_id(c, id);
+    }
+    m.set_module_proto_id(p.id);
+    Ok((m, r.report))
+}
+
+struct Reader<'p> {
+    p: &'p xla::HloModuleProto,
+    report: ReadReport,
+    comp_names: HashMap<i64, &'p str>,
+    out: String,
+}
+
+/// XLA's C escaping of a string for text (`"` `\` and control characters).
+fn quote(s: &[u8]) -> String {
+    let mut o = String::with_capacity(s.len() + 2);
+    o.push('"');
+    for &b in s {
+        match b {
+            b'"' => o.push_str("\\\""),
+            b'\\' => o.push_str("\\\\"),
+            b'\n' => o.push_str("\\n"),
+            b'\t' => o.push_str("\\t"),
+            b'\r' => o.push_str("\\r"),
+            0x20..=0x7e => o.push(b as char),
+            _ => {
+                let _ = write!(o, "\\{:03o}", b);
+            }
+        }
+    }
+    // Bytes >= 0x80 of UTF-8 text are kept as they are.
+    if s.iter().any(|&b| b >= 0x80) && std::str::from_utf8(s).is_ok() {
+        let mut o2 = String::with_capacity(s.len() + 2);
+        o2.push('"');
+        for ch in String::from_utf8_lossy(s).chars() {
+            match ch {
+                '"' => o2.push_str("\\\""),
+                '\\' => o2.push_str("\\\\"),
+                '\n' => o2.push_str("\\n"),
+                '\t' => o2.push_str("\\t"),
+                '\r' => o2.push_str("\\r"),
+                c if (c as u32) < 0x20 || c as u32 == 0x7f => {
+                    let _ = write!(o2, "\\{:03o}", c as u32);
+                }
+                c => o2.push(c),
+            }
+        }
+        o2.push('"');
+        return o2;
+    }
+    o.push('"');
+    o
+}
+
+fn join<T: std::fmt::Display>(v: &[T]) -> String {
+    let mut s = String::new();
+    for (k, x) in v.iter().enumerate() {
+        if k > 0 {
+            s.push(',');
+        }
+        let _ = write!(s, "{x}");
+    }
+    s
+}
+
+fn prim_type(n: i32) -> Option<PrimType> {
+    use PrimType::*;
+    Some(match n {
+        1 => Pred,
+        30 => S1,
+        26 => S2,
+        21 => S4,
+        2 => S8,
+        3 => S16,
+        4 => S32,
+        5 => S64,
+        31 => U1,
+        27 => U2,
+        22 => U4,
+        6 => U8,
+        7 => U16,
+        8 => U32,
+        9 => U64,
+        10 => F16,
+        11 => F32,
+        16 => Bf16,
+        12 => F64,
+        19 => F8E5M2,
+        28 => F8E4M3,
+        20 => F8E4M3FN,
+        23 => F8E4M3B11FNUZ,
+        29 => F8E3M4,
+        24 => F8E5M2FNUZ,
+        25 => F8E4M3FNUZ,
+        32 => F4E2M1FN,
+        33 => F8E8M0FNU,
+        15 => C64,
+        18 => C128,
+        17 => Token,
+        14 => Opaque,
+        _ => return None,
+    })
+}
+
+/// A `ShapeProto` as shape text (with layouts).
+pub(crate) fn shape_text(s: &xla::ShapeProto, depth: usize) -> Result<String> {
+    let mut o = String::new();
+    write_shape(s, depth, &mut o)?;
+    Ok(o)
+}
+
+fn write_shape(s: &xla::ShapeProto, depth: usize, o: &mut String) -> Result<()> {
+    if depth > super::MAX_DEPTH {
+        return Err(bad("shapes nest too deeply"));
+    }
+    match s.element_type {
+        TUPLE_TYPE => {
+            o.push('(');
+            for (k, e) in s.tuple_shapes.iter().enumerate() {
+                if k > 0 {
+                    o.push_str(", ");
+                }
+                write_shape(e, depth + 1, o)?;
+            }
+            o.push(')');
+        }
+        BUFFER_TYPE => {
+            let [inner] = &s.tuple_shapes[..] else {
+                return Err(bad("a buffer shape holds exactly one shape"));
+            };
+            o.push_str("b(");
+            write_shape(inner, depth + 1, o)?;
+            o.push(')');
+        }
+        17 => o.push_str("token[]"),
+        14 => o.push_str("opaque[]"),
+        n => {
+            let t = prim_type(n).ok_or_else(|| bad(format!("unknown element type {n}")))?;
+            o.push_str(t.name());
+            o.push('[');
+            for (k, &d) in s.dimensions.iter().enumerate() {
+                if k > 0 {
+                    o.push(',');
+                }
+                if s.is_dynamic_dimension.get(k).copied().unwrap_or(false) {
+                    if d == i64::MIN {
+                        o.push('?');
+                        continue;
+                    }
+                    o.push_str("<=");
+                }
+                let _ = write!(o, "{d}");
+            }
+            o.push(']');
+            if let Some(l) = &s.layout {
+                write_layout(l, depth, o)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn write_layout(l: &xla::LayoutProto, depth: usize, o: &mut String) -> Result<()> {
+    o.push('{');
+    o.push_str(&join(&l.minor_to_major));
+    let tail = if l.tail_padding_alignment_in_elements == 0 {
+        1
+    } else {
+        l.tail_padding_alignment_in_elements
+    };
+    let extra = !l.dim_level_types.is_empty()
+        || !l.tiles.is_empty()
+        || tail != 1
+        || l.index_primitive_type != 0
+        || l.pointer_primitive_type != 0
+        || l.element_size_in_bits != 0
+        || l.memory_space != 0
+        || !l.split_configs.is_empty()
+        || l.physical_shape.is_some()
+        || l.dynamic_shape_metadata_prefix_bytes != 0;
+    if extra {
+        o.push(':');
+        if !l.dim_level_types.is_empty() {
+            o.push_str("D(");
+            for (k, &d) in l.dim_level_types.iter().enumerate() {
+                if k > 0 {
+                    o.push(',');
+                }
+                o.push(match d {
+                    0 => 'D',
+                    1 => 'C',
+                    2 => 'S',
+                    3 => 'H',
+                    _ => return Err(bad(format!("unknown dim level type {d}"))),
+                });
+                if !l.dim_unique.get(k).copied().unwrap_or(true) {
+                    o.push('+');
+                }
+                if !l.dim_ordered.get(k).copied().unwrap_or(true) {
+                    o.push('~');
+                }
+            }
+            o.push(')');
+        }
+        if !l.tiles.is_empty() {
+            o.push('T');
+            for t in &l.tiles {
+                o.push('(');
+                for (k, &d) in t.dimensions.iter().enumerate() {
+                    if k > 0 {
+                        o.push(',');
+                    }
+                    if d == Tile::COMBINE_DIM {
+                        o.push('*');
+                    } else {
+                        let _ = write!(o, "{d}");
+                    }
+                }
+                o.push(')');
+            }
+        }
+        if tail != 1 {
+            let _ = write!(o, "L({tail})");
+        }
+        let ty = |n: i32| prim_type(n).ok_or_else(|| bad(format!("unknown element type {n}")));
+        if l.index_primitive_type != 0 {
+            let _ = write!(o, "#({})", ty(l.index_primitive_type)?);
+        }
+        if l.pointer_primitive_type != 0 {
+            let _ = write!(o, "*({})", ty(l.pointer_primitive_type)?);
+        }
+        if l.element_size_in_bits != 0 {
+            let _ = write!(o, "E({})", l.element_size_in_bits);
+        }
+        if l.memory_space != 0 {
+            let _ = write!(o, "S({})", l.memory_space);
+        }
+        for sc in &l.split_configs {
+            let _ = write!(o, "SC({}:{})", sc.dimension, join(&sc.split_indices));
+        }
+        if let Some(ps) = &l.physical_shape {
+            o.push_str("P(");
+            write_shape(ps, depth + 1, o)?;
+            o.push(')');
+        }
+        if l.dynamic_shape_metadata_prefix_bytes != 0 {
+            let _ = write!(o, "M({})", l.dynamic_shape_metadata_prefix_bytes);
+        }
+    }
+    o.push('}');
+    Ok(())
+}
+
+fn float_text(v: f64) -> String {
+    if v.is_nan() {
+        return if v.is_sign_negative() { "-nan" } else { "nan" }.into();
+    }
+    if v.is_infinite() {
+        return if v < 0.0 { "-inf" } else { "inf" }.into();
+    }
+    let a = v.abs();
+    if a != 0.0 && !(1e-5..1e16).contains(&a) {
+        format!("{v:e}")
+    } else {
+        format!("{v}")
+    }
+}
+
+fn f32_text(v: f32) -> String {
+    if v.is_nan() || v.is_infinite() {
+        return float_text(v as f64);
+    }
+    let a = v.abs();
+    if a != 0.0 && !(1e-5..1e16).contains(&a) {
+        format!("{v:e}")
+    } else {
+        format!("{v}")
+    }
+}
+
+/// The value of a small float of type `t` with bits `b`.
+fn small_float_value(t: PrimType, b: u32) -> f64 {
+    // Decode by search over the encoder: exact for every type here (at most
+    // 2^16 codes, but only for f16/bf16 do we need the direct formula).
+    let (e, m, bias): (u32, u32, i32) = match t {
+        PrimType::F16 => (5, 10, 15),
+        PrimType::Bf16 => (8, 7, 127),
+        PrimType::F8E5M2 => (5, 2, 15),
+        PrimType::F8E4M3 => (4, 3, 7),
+        PrimType::F8E3M4 => (3, 4, 3),
+        PrimType::F8E4M3FN => (4, 3, 7),
+        PrimType::F8E4M3FNUZ => (4, 3, 8),
+        PrimType::F8E5M2FNUZ => (5, 2, 16),
+        PrimType::F8E4M3B11FNUZ => (4, 3, 11),
+        PrimType::F8E8M0FNU => {
+            return if b == 0xff {
+                f64::NAN
+            } else {
+                2f64.powi(b as i32 - 127)
+            }
+        }
+        PrimType::F4E2M1FN => (2, 1, 1),
+        _ => return f64::NAN,
+    };
+    let sign = (b >> (e + m)) & 1 == 1;
+    let ef = (b >> m) & ((1 << e) - 1);
+    let mf = b & ((1 << m) - 1);
+    let ieee = matches!(
+        t,
+        PrimType::F16 | PrimType::Bf16 | PrimType::F8E5M2 | PrimType::F8E4M3 | PrimType::F8E3M4
+    );
+    let fnuz = matches!(
+        t,
+        PrimType::F8E4M3FNUZ | PrimType::F8E5M2FNUZ | PrimType::F8E4M3B11FNUZ
+    );
+    if ieee && ef == (1 << e) - 1 {
+        return if mf == 0 {
+            if sign {
+                f64::NEG_INFINITY
+            } else {
+                f64::INFINITY
+            }
+        } else {
+            f64::NAN
+        };
+    }
+    if fnuz && sign && ef == 0 && mf == 0 {
+        return f64::NAN;
+    }
+    if t == PrimType::F8E4M3FN && ef == 15 && mf == 7 {
+        return if sign { -f64::NAN } else { f64::NAN };
+    }
+    let v = if ef == 0 {
+        mf as f64 * 2f64.powi(1 - bias - m as i32)
+    } else {
+        (1.0 + mf as f64 / (1u32 << m) as f64) * 2f64.powi(ef as i32 - bias)
+    };
+    if sign {
+        -v
+    } else {
+        v
+    }
+}
+
+/// A literal's values as text, nested by the shape's dimensions.
+fn literal_text(l: &xla::LiteralProto) -> Result<String> {
+    let shape = l
+        .shape
+        .as_ref()
+        .ok_or_else(|| bad("a literal without a shape"))?;
+    if shape.element_type == TUPLE_TYPE {
+        return Err(bad("tuple literals are not supported"));
+    }
+    let t = prim_type(shape.element_type).ok_or_else(|| {
+        bad(format!(
+            "unknown literal element type {}",
+            shape.element_type
+        ))
+    })?;
+    let count = shape
+        .dimensions
+        .iter()
+        .try_fold(1usize, |a, &d| {
+            usize::try_from(d).ok().and_then(|d| a.checked_mul(d))
+        })
+        .ok_or_else(|| bad("a literal shape with a negative or huge size"))?;
+    let n_of = |len: usize| -> Result<()> {
+        if len != count {
+            Err(bad(format!(
+                "a {t} literal of {count} elements holds {len} values"
+            )))
+        } else {
+            Ok(())
+        }
+    };
+    use PrimType::*;
+    let mut vals: Vec<String> = Vec::with_capacity(count.min(1 << 20));
+    let bytes_of = |b: &Vec<u8>| -> Vec<u8> { b.clone() };
+    match t {
+        Pred => {
+            n_of(l.preds.len())?;
+            vals.extend(
+                l.preds
+                    .iter()
+                    .map(|&b| if b { "true" } else { "false" }.to_string()),
+            );
+        }
+        S1 | S2 | S4 | S8 | U1 | U2 | U4 | U8 => {
+            let b = bytes_of(match t {
+                S1 => &l.s1s,
+                S2 => &l.s2s,
+                S4 => &l.s4s,
+                S8 => &l.s8s,
+                U1 => &l.u1s,
+                U2 => &l.u2s,
+                U4 => &l.u4s,
+                _ => &l.u8s,
+            });
+            n_of(b.len())?;
+            let bits = t.bit_width();
+            vals.extend(b.iter().map(|&x| {
+                if matches!(t, S1 | S2 | S4 | S8) {
+                    let shift = 8 - bits;
+                    (((x << shift) as i8) >> shift).to_string()
+                } else {
+                    let mask = if bits == 8 { 0xff } else { (1u8 << bits) - 1 };
+                    (x & mask).to_string()
+                }
+            }));
+        }
+        S16 | U16 => {
+            let b = if t == S16 { &l.s16s } else { &l.u16s };
+            n_of(b.len() / 2)?;
+            vals.extend(b.chunks_exact(2).map(|c| {
+                let v = u16::from_le_bytes([c[0], c[1]]);
+                if t == S16 {
+                    (v as i16).to_string()
+                } else {
+                    v.to_string()
+                }
+            }));
+        }
+        S32 => {
+            n_of(l.s32s.len())?;
+            vals.extend(l.s32s.iter().map(|v| v.to_string()));
+        }
+        S64 => {
+            n_of(l.s64s.len())?;
+            vals.extend(l.s64s.iter().map(|v| v.to_string()));
+        }
+        U32 => {
+            n_of(l.u32s.len())?;
+            vals.extend(l.u32s.iter().map(|v| v.to_string()));
+        }
+        U64 => {
+            n_of(l.u64s.len())?;
+            vals.extend(l.u64s.iter().map(|v| v.to_string()));
+        }
+        F32 => {
+            n_of(l.f32s.len())?;
+            vals.extend(l.f32s.iter().map(|&v| f32_text(v)));
+        }
+        F64 => {
+            n_of(l.f64s.len())?;
+            vals.extend(l.f64s.iter().map(|&v| float_text(v)));
+        }
+        C64 => {
+            n_of(l.c64s.len() / 2)?;
+            vals.extend(
+                l.c64s
+                    .chunks_exact(2)
+                    .map(|c| format!("({}, {})", f32_text(c[0]), f32_text(c[1]))),
+            );
+        }
+        C128 => {
+            n_of(l.c128s.len() / 2)?;
+            vals.extend(
+                l.c128s
+                    .chunks_exact(2)
+                    .map(|c| format!("({}, {})", float_text(c[0]), float_text(c[1]))),
+            );
+        }
+        Token | Opaque => return Err(bad("token and opaque literals are not supported")),
+        _ => {
+            let b = match t {
+                F16 => &l.f16s,
+                Bf16 => &l.bf16s,
+                F8E5M2 => &l.f8e5m2s,
+                F8E4M3 => &l.f8e4m3s,
+                F8E4M3FN => &l.f8e4m3fns,
+                F8E4M3B11FNUZ => &l.f8e4m3b11fnuzs,
+                F8E5M2FNUZ => &l.f8e5m2fnuzs,
+                F8E4M3FNUZ => &l.f8e4m3fnuzs,
+                F8E3M4 => &l.f8e3m4s,
+                F8E8M0FNU => &l.f8e8m0fnus,
+                _ => &l.f4e2m1fns,
+            };
+            if t.bit_width() == 16 {
+                n_of(b.len() / 2)?;
+                vals.extend(b.chunks_exact(2).map(|c| {
+                    float_text(small_float_value(
+                        t,
+                        u16::from_le_bytes([c[0], c[1]]) as u32,
+                    ))
+                }));
+            } else {
+                n_of(b.len())?;
+                vals.extend(
+                    b.iter()
+                        .map(|&x| float_text(small_float_value(t, x as u32))),
+                );
+            }
+        }
+    }
+    // The literal's own layout orders its values; nest them by dimension.
+    let dims = &shape.dimensions;
+    let order = physical_to_logical(shape, count)?;
+    let mut o = String::new();
+    if dims.is_empty() {
+        o.push_str(vals.first().map_or("", String::as_str));
+        return Ok(o);
+    }
+    nest(&mut o, dims, 0, &mut 0, &vals, order.as_deref());
+    Ok(o)
+}
+
+/// For a literal whose layout is not row-major, the position in the data of
+/// each value in row-major order.
+fn physical_to_logical(shape: &xla::ShapeProto, count: usize) -> Result<Option<Vec<usize>>> {
+    let rank = shape.dimensions.len();
+    let Some(l) = &shape.layout else {
+        return Ok(None);
+    };
+    let m2m = &l.minor_to_major;
+    if m2m.is_empty() || m2m.iter().rev().enumerate().all(|(k, &d)| d == k as i64) {
+        return Ok(None);
+    }
+    if m2m.len() != rank || !l.tiles.is_empty() {
+        return Err(bad(
+            "a literal layout must be a permutation of its dimensions, untiled",
+        ));
+    }
+    let mut seen = vec![false; rank];
+    for &d in m2m {
+        let ok = usize::try_from(d).ok().filter(|&d| d < rank && !seen[d]);
+        let Some(d) = ok else {
+            return Err(bad("a literal layout is not a permutation"));
+        };
+        seen[d] = true;
+    }
+    let dims: Vec<usize> = shape.dimensions.iter().map(|&d| d as usize).collect();
+    // Physical strides: minor-most dimension has stride 1.
+    let mut stride = vec![0usize; rank];
+    let mut s = 1usize;
+    for &d in m2m {
+        stride[d as usize] = s;
+        s *= dims[d as usize];
+    }
+    let mut out = Vec::with_capacity(count);
+    let mut idx = vec![0usize; rank];
+    for _ in 0..count {
+        out.push(idx.iter().zip(&stride).map(|(i, s)| i * s).sum());
+        for k in (0..rank).rev() {
+            idx[k] += 1;
+            if idx[k] < dims[k] {
+                break;
+            }
+            idx[k] = 0;
+        }
+    }
+    Ok(Some(out))
+}
+
+fn nest(
+    o: &mut String,
+    dims: &[i64],
+    d: usize,
+    k: &mut usize,
+    vals: &[String],
+    order: Option<&[usize]>,
+) {
+    o.push('{');
+    for j in 0..dims[d] {
+        if j > 0 {
+            o.push_str(", ");
+        }
+        if d + 1 < dims.len() {
+            nest(o, dims, d + 1, k, vals, order);
+        } else {
+            let at = order.map_or(*k, |ord| ord[*k]);
+            o.push_str(&vals[at]);
+            *k += 1;
+        }
+    }
+    o.push('}');
+}
+
+fn metadata_text(m: &xla::OpMetadata) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    if !m.op_type.is_empty() {
+        parts.push(format!("op_type={}", quote(m.op_type.as_bytes())));
+    }
+    if !m.op_name.is_empty() {
+        parts.push(format!("op_name={}", quote(m.op_name.as_bytes())));
+    }
+    if !m.source_file.is_empty() {
+        parts.push(format!("source_file={}", quote(m.source_file.as_bytes())));
+    }
+    if m.source_line != 0 {
+        parts.push(format!("source_line={}", m.source_line));
+    }
+    if m.source_end_line != 0 {
+        parts.push(format!("source_end_line={}", m.source_end_line));
+    }
+    if m.source_column != 0 {
+        parts.push(format!("source_column={}", m.source_column));
+    }
+    if m.source_end_column != 0 {
+        parts.push(format!("source_end_column={}", m.source_end_column));
+    }
+    if !m.profile_type.is_empty() {
+        let names: Vec<&str> = m
+            .profile_type
+            .iter()
+            .map(|&p| match p {
+                1 => "WINDOW",
+                2 => "FLAG",
+                3 => "INTEGER",
+                _ => "INVALID",
+            })
+            .collect();
+        parts.push(format!("profile_type={{{}}}", names.join(",")));
+    }
+    if !m.deduplicated_name.is_empty() {
+        parts.push(format!(
+            "deduplicated_name={}",
+            quote(m.deduplicated_name.as_bytes())
+        ));
+    }
+    if !m.scheduling_name.is_empty() {
+        parts.push(format!(
+            "scheduling_name={}",
+            quote(m.scheduling_name.as_bytes())
+        ));
+    }
+    if m.stack_frame_id != 0 {
+        parts.push(format!("stack_frame_id={}", m.stack_frame_id));
+    }
+    format!("{{{}}}", parts.join(" "))
+}
+
+fn sharding_text(s: &xla::OpSharding) -> Result<String> {
+    use crate::attrs::xla::sharding_type::*;
+    if s.named_sharding.is_some() {
+        return Err(bad("named shardings are not supported"));
+    }
+    if s.r#type == TUPLE {
+        let parts: Result<Vec<String>> = s.tuple_shardings.iter().map(sharding_text).collect();
+        return Ok(format!("{{{}}}", parts?.join(", ")));
+    }
+    let mut o = String::from("{");
+    match s.r#type {
+        REPLICATED => o.push_str("replicated"),
+        MANUAL => o.push_str("manual"),
+        UNKNOWN => o.push_str("unknown"),
+        UNREDUCED => o.push_str("unreduced"),
+        MAXIMAL => {
+            let d = s
+                .tile_assignment_devices
+                .first()
+                .ok_or_else(|| bad("a maximal sharding without a device"))?;
+            let _ = write!(o, "maximal device={d}");
+        }
+        OTHER => {
+            let _ = write!(o, "devices=[{}]", join(&s.tile_assignment_dimensions));
+            if !s.iota_reshape_dims.is_empty() {
+                let _ = write!(o, "<=[{}]", join(&s.iota_reshape_dims));
+                let identity = s
+                    .iota_transpose_perm
+                    .iter()
+                    .enumerate()
+                    .all(|(k, &p)| p == k as i32);
+                if !identity {
+                    let _ = write!(o, "T({})", join(&s.iota_transpose_perm));
+                }
+            } else {
+                o.push_str(&join(&s.tile_assignment_devices));
+            }
+            if s.replicate_on_last_tile_dim {
+                o.push_str(" last_tile_dim_replicate");
+            }
+            if !s.last_tile_dims.is_empty() {
+                let names: Result<Vec<&str>> = s
+                    .last_tile_dims
+                    .iter()
+                    .map(|&t| match t {
+                        REPLICATED => Ok("replicated"),
+                        MANUAL => Ok("manual"),
+                        UNREDUCED => Ok("unreduced"),
+                        MAXIMAL => Ok("maximal"),
+                        UNKNOWN => Ok("unknown"),
+                        o => Err(bad(format!("unknown subgroup type {o}"))),
+                    })
+                    .collect();
+                let _ = write!(o, " last_tile_dims={{{}}}", names?.join(", "));
+            }
+        }
+        t => return Err(bad(format!("unknown sharding type {t}"))),
+    }
+    if s.is_shard_group {
+        let kind = if s.shard_group_type == 1 {
+            "shard_like"
+        } else {
+            "shard_as"
+        };
+        let _ = write!(o, " {kind} {}", s.shard_group_id);
+    }
+    match &s.metadata[..] {
+        [] => {}
+        [one] => {
+            let _ = write!(o, " metadata={}", metadata_text(one));
+        }
+        many => {
+            let parts: Vec<String> = many.iter().map(metadata_text).collect();
+            let _ = write!(o, " metadata={{{}}}", parts.join(", "));
+        }
+    }
+    o.push('}');
+    Ok(o)
+}
+
+fn frontend_text(f: &xla::FrontendAttributes) -> String {
+    let parts: Vec<String> = f
+        .map
+        .iter()
+        .map(|(k, v)| format!("{}={}", k, quote(v.as_bytes())))
+        .collect();
+    format!("{{{}}}", parts.join(","))
+}
+
+fn int_lists(v: &[Vec<i64>]) -> String {
+    let parts: Vec<String> = v.iter().map(|g| format!("{{{}}}", join(g))).collect();
+    format!("{{{}}}", parts.join(","))
+}
+
+impl<'p> Reader<'p> {
+    fn ignore(&mut self, path: String) {
+        self.report.ignored.push(path);
+    }
+
+    fn text(&mut self) -> Result<String> {
+        let p = self.p;
+        if p.computations.is_empty() {
+            return Err(bad("no computations"));
+        }
+        // Computation ids: unique; names: unique.
+        let mut names = HashSet::new();
+        for c in &p.computations {
+            if self.comp_names.insert(c.id, &c.name).is_some() {
+                return Err(bad(format!("computation id {} appears twice", c.id)));
+            }
+            if !names.insert(&c.name) {
+                return Err(bad(format!("computation name `{}` appears twice", c.name)));
+            }
+        }
+        let entry_id = if p.entry_computation_id != 0 || self.comp_names.contains_key(&0) {
+            p.entry_computation_id
+        } else {
+            p.computations
+                .iter()
+                .find(|c| c.name == p.entry_computation_name)
+                .map(|c| c.id)
+                .ok_or_else(|| bad("no entry computation"))?
+        };
+        if !self.comp_names.contains_key(&entry_id) {
+            return Err(bad(format!(
+                "entry computation id {entry_id} does not exist"
+            )));
+        }
+        // Instruction ids: unique over the module; names as well.
+        let mut inst_names: HashMap<i64, (&str, i64)> = HashMap::new();
+        let mut seen_names = HashSet::new();
+        for c in &p.computations {
+            for i in &c.instructions {
+                if inst_names.insert(i.id, (&i.name, c.id)).is_some() {
+                    return Err(bad(format!("instruction id {} appears twice", i.id)));
+                }
+                if !seen_names.insert(&i.name) {
+                    return Err(bad(format!("instruction name `{}` appears twice", i.name)));
+                }
+            }
+        }
+        let mut o = String::new();
+        let _ = write!(o, "HloModule {}", p.name);
+        let sched: HashMap<i64, &Vec<i64>> = p
+            .schedule
+            .iter()
+            .flat_map(|s| s.sequences.iter().map(|(k, v)| (*k, &v.instruction_ids)))
+            .collect();
+        if p.schedule.is_some() {
+            o.push_str(", is_scheduled=true");
+        }
+        if let Some(hs) = &p.host_program_shape {
+            let params: Result<Vec<String>> =
+                hs.parameters.iter().map(|s| shape_text(s, 0)).collect();
+            let result = hs
+                .result
+                .as_ref()
+                .map(|s| shape_text(s, 0))
+                .transpose()?
+                .unwrap_or_else(|| "()".into());
+            let _ = write!(
+                o,
+                ", entry_computation_layout={{({})->{}}}",
+                params?.join(", "),
+                result
+            );
+        }
+        if let Some(a) = &p.input_output_alias {
+            if !a.entries.is_empty() {
+                let parts: Vec<String> = a
+                    .entries
+                    .iter()
+                    .map(|e| {
+                        let kind = if e.kind == 2 { ", must-alias" } else { "" };
+                        format!(
+                            "{{{}}}: ({}, {{{}}}{kind})",
+                            join(&e.output_shape_index),
+                            e.parameter_number,
+                            join(&e.parameter_shape_index)
+                        )
+                    })
+                    .collect();
+                let _ = write!(o, ", input_output_alias={{ {} }}", parts.join(", "));
+            }
+        }
+        if let Some(b) = &p.buffer_donor {
+            if !b.entries.is_empty() {
+                let parts: Vec<String> = b
+                    .entries
+                    .iter()
+                    .map(|e| {
+                        format!(
+                            "({}, {{{}}})",
+                            e.parameter_number,
+                            join(&e.parameter_shape_index)
+                        )
+                    })
+                    .collect();
+                let _ = write!(o, ", buffer_donor={{ {} }}", parts.join(", "));
+            }
+        }
+        if let Some(f) = &p.frontend_attributes {
+            if !f.map.is_empty() {
+                let _ = write!(o, ", frontend_attributes={}", frontend_text(f));
+            }
+        }
+        o.push_str("\n\n");
+        if let Some(sf) = &p.stack_frame_index {
+            let mut s = String::new();
+            if !sf.file_names.is_empty() {
+                s.push_str("FileNames\n");
+                for (k, f) in sf.file_names.iter().enumerate() {
+                    let _ = writeln!(s, "{} {}", k + 1, quote(f.as_bytes()));
+                }
+                s.push('\n');
+            }
+            if !sf.function_names.is_empty() {
+                s.push_str("FunctionNames\n");
+                for (k, f) in sf.function_names.iter().enumerate() {
+                    let _ = writeln!(s, "{} {}", k + 1, quote(f.as_bytes()));
+                }
+                s.push('\n');
+            }
+            if !sf.file_locations.is_empty() {
+                s.push_str("FileLocations\n");
+                for (k, l) in sf.file_locations.iter().enumerate() {
+                    let _ = writeln!(
+                        s,
+                        "{} {{file_name_id={} function_name_id={} line={} end_line={} column={} end_column={}}}",
+                        k + 1, l.file_name_id, l.function_name_id, l.line, l.end_line, l.column, l.end_column
+                    );
+                }
+                s.push('\n');
+            }
+            if !sf.stack_frames.is_empty() {
+                s.push_str("StackFrames\n");
+                for (k, f) in sf.stack_frames.iter().enumerate() {
+                    let _ = writeln!(
+                        s,
+                        "{} {{file_location_id={} parent_frame_id={}}}",
+                        k + 1,
+                        f.file_location_id,
+                        f.parent_frame_id + 1
+                    );
+                }
+                s.push('\n');
+            }
+            o.push_str(&s);
+        }
+        // Fields of the module the IR does not hold.
+        if !p.cross_program_prefetches.is_empty() {
+            self.ignore("cross_program_prefetches".into());
+        }
+        if p.is_dynamic {
+            self.ignore("is_dynamic".into());
+        }
+        if p.spmd_output_sharding.is_some() {
+            self.ignore("spmd_output_sharding".into());
+        }
+        if !p.spmd_parameters_shardings.is_empty() {
+            self.ignore("spmd_parameters_shardings".into());
+        }
+        if p.use_auto_spmd_partitioning {
+            self.ignore("use_auto_spmd_partitioning".into());
+        }
+        if !p.profile_info.is_empty() {
+            self.ignore("profile_info".into());
+        }
+        if p.device_assignment.is_some() {
+            self.ignore("device_assignment".into());
+        }
+        if p.original_value_recovery_table.is_some() {
+            self.ignore("original_value_recovery_table".into());
+        }
+        if !p.device_type.is_empty() {
+            self.ignore("device_type".into());
+        }
+        if !p.payloads.is_empty() {
+            self.ignore("payloads".into());
+        }
+        if p.pjrt_id.is_some() {
+            self.ignore("pjrt_id".into());
+        }
+        for (ci, c) in p.computations.iter().enumerate() {
+            self.computation(
+                ci,
+                c,
+                entry_id,
+                &inst_names,
+                sched.get(&c.id).copied(),
+                &mut o,
+            )?;
+        }
+        self.out = o;
+        Ok(std::mem::take(&mut self.out))
+    }
+
+    fn comp_name(&self, id: i64) -> Result<&'p str> {
+        self.comp_names
+            .get(&id)
+            .copied()
+            .ok_or_else(|| bad(format!("called computation id {id} does not exist")))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn computation(
+        &mut self,
+        ci: usize,
+        c: &'p xla::HloComputationProto,
+        entry_id: i64,
+        inst_names: &HashMap<i64, (&str, i64)>,
+        schedule: Option<&Vec<i64>>,
+        o: &mut String,
+    ) -> Result<()> {
+        let by_id: HashMap<i64, &xla::HloInstructionProto> =
+            c.instructions.iter().map(|i| (i.id, i)).collect();
+        if !by_id.contains_key(&c.root_id) {
+            return Err(bad(format!(
+                "computation `{}`: root id {} is not one of its instructions",
+                c.name, c.root_id
+            )));
+        }
+        let order: Vec<&xla::HloInstructionProto> = match schedule {
+            Some(ids) => {
+                let mut v = Vec::with_capacity(ids.len());
+                for id in ids {
+                    v.push(*by_id.get(id).ok_or_else(|| {
+                        bad(format!(
+                            "the schedule of `{}` names instruction id {id}, not in it",
+                            c.name
+                        ))
+                    })?);
+                }
+                if v.len() != c.instructions.len() {
+                    return Err(bad(format!(
+                        "the schedule of `{}` lists {} of its {} instructions",
+                        c.name,
+                        v.len(),
+                        c.instructions.len()
+                    )));
+                }
+                v
+            }
+            None => c.instructions.iter().collect(),
+        };
+        if c.id == entry_id {
+            o.push_str("ENTRY ");
+        }
+        let _ = writeln!(o, "%{} {{", c.name);
+        for (ii, inst) in order.iter().enumerate() {
+            let path = format!("computations[{ci}].instructions[{ii}]");
+            self.instruction(&path, inst, c, inst_names, o)?;
+        }
+        o.push('}');
+        if !c.execution_thread.is_empty() && c.execution_thread != "main" {
+            let _ = write!(
+                o,
+                ", execution_thread={}",
+                quote(c.execution_thread.as_bytes())
+            );
+        }
+        o.push_str("\n\n");
+        Ok(())
+    }
+
+    fn instruction(
+        &mut self,
+        path: &str,
+        i: &xla::HloInstructionProto,
+        c: &xla::HloComputationProto,
+        inst_names: &HashMap<i64, (&str, i64)>,
+        o: &mut String,
+    ) -> Result<()> {
+        let opcode = Opcode::from_name(&i.opcode)
+            .ok_or_else(|| bad(format!("{path}: unknown opcode `{}`", i.opcode)))?;
+        let shape = i
+            .shape
+            .as_ref()
+            .ok_or_else(|| bad(format!("{path}: no shape")))?;
+        let root = if i.id == c.root_id { "ROOT " } else { "" };
+        let _ = write!(
+            o,
+            "  {root}%{} = {} {}(",
+            i.name,
+            shape_text(shape, 0)?,
+            i.opcode
+        );
+        let name_of = |id: i64| -> Result<&str> {
+            match inst_names.get(&id) {
+                Some((n, cid)) if *cid == c.id => Ok(n),
+                Some(_) => Err(bad(format!(
+                    "{path}: instruction id {id} belongs to another computation"
+                ))),
+                None => Err(bad(format!("{path}: instruction id {id} does not exist"))),
+            }
+        };
+        let mut attrs: Vec<String> = Vec::new();
+        match opcode {
+            Opcode::Parameter => {
+                let _ = write!(o, "{}", i.parameter_number);
+            }
+            Opcode::Constant => {
+                let lit = i
+                    .literal
+                    .as_ref()
+                    .ok_or_else(|| bad(format!("{path}: a constant without a literal")))?;
+                o.push_str(&literal_text(lit).map_err(|e| bad(format!("{path}: {e}")))?);
+            }
+            _ => {
+                for (k, &op) in i.operand_ids.iter().enumerate() {
+                    if k > 0 {
+                        o.push_str(", ");
+                    }
+                    o.push('%');
+                    o.push_str(name_of(op)?);
+                }
+            }
+        }
+        o.push(')');
+        // Called computations.
+        let called: Vec<&str> = i
+            .called_computation_ids
+            .iter()
+            .map(|&id| self.comp_name(id))
+            .collect::<Result<_>>()?;
+        let pct = |n: &str| format!("%{n}");
+        match opcode {
+            Opcode::While => {
+                let [body, cond] = called[..] else {
+                    return Err(bad(format!("{path}: a while calls a body and a condition")));
+                };
+                attrs.push(format!("condition={}", pct(cond)));
+                attrs.push(format!("body={}", pct(body)));
+            }
+            Opcode::Conditional => {
+                let pred = i.operand_ids.first().and_then(|&op| {
+                    c.instructions
+                        .iter()
+                        .find(|x| x.id == op)
+                        .and_then(|x| x.shape.as_ref())
+                });
+                if pred.is_some_and(|s| s.element_type == 1) && called.len() == 2 {
+                    attrs.push(format!("true_computation={}", pct(called[0])));
+                    attrs.push(format!("false_computation={}", pct(called[1])));
+                } else {
+                    let l: Vec<String> = called.iter().map(|n| pct(n)).collect();
+                    attrs.push(format!("branch_computations={{{}}}", l.join(", ")));
+                }
+            }
+            Opcode::SelectAndScatter => {
+                let [sel, sc] = called[..] else {
+                    return Err(bad(format!(
+                        "{path}: select-and-scatter calls select and scatter"
+                    )));
+                };
+                attrs.push(format!("select={}", pct(sel)));
+                attrs.push(format!("scatter={}", pct(sc)));
+            }
+            Opcode::Fusion | Opcode::AsyncStart | Opcode::AsyncUpdate | Opcode::AsyncDone => {
+                if let [one] = called[..] {
+                    attrs.push(format!("calls={}", pct(one)));
+                } else if !called.is_empty() {
+                    return Err(bad(format!("{path}: {} calls one computation", i.opcode)));
+                }
+            }
+            Opcode::CustomCall => {
+                if !called.is_empty() {
+                    let l: Vec<String> = called.iter().map(|n| pct(n)).collect();
+                    attrs.push(format!("called_computations={{{}}}", l.join(", ")));
+                }
+            }
+            Opcode::Call if called.len() == 1 => attrs.push(format!("to_apply={}", pct(called[0]))),
+            _ => match called[..] {
+                [] => {}
+                [one] => attrs.push(format!("to_apply={}", pct(one))),
+                _ => attrs.push(format!(
+                    "called_computations={{{}}}",
+                    called.iter().map(|n| pct(n)).collect::<Vec<_>>().join(", ")
+                )),
+            },
+        }
+        self.fields(path, opcode, i, &mut attrs)?;
+        if !i.control_predecessor_ids.is_empty() {
+            let names: Vec<String> = i
+                .control_predecessor_ids
+                .iter()
+                .map(|&id| name_of(id).map(pct))
+                .collect::<Result<_>>()?;
+            attrs.push(format!("control-predecessors={{{}}}", names.join(", ")));
+        }
+        for a in attrs {
+            o.push_str(", ");
+            o.push_str(&a);
+        }
+        o.push('\n');
+        Ok(())
+    }
+
+    /// Every other field of an instruction as `key=value` attributes.
+    fn fields(
+        &mut self,
+        path: &str,
+        op: Opcode,
+        i: &xla::HloInstructionProto,
+        a: &mut Vec<String>,
+    ) -> Result<()> {
+        let ebad = |m: String| bad(format!("{path}: {m}"));
+        if !i.dimensions.is_empty() {
+            match op {
+                Opcode::Iota => a.push(format!("iota_dimension={}", i.dimensions[0])),
+                Opcode::Reshape => a.push(format!("inferred_dimension={}", i.dimensions[0])),
+                _ => a.push(format!("dimensions={{{}}}", join(&i.dimensions))),
+            }
+        } else if op == Opcode::Iota {
+            a.push("iota_dimension=0".into());
+        }
+        if op == Opcode::GetTupleElement {
+            a.push(format!("index={}", i.tuple_index));
+        }
+        if !i.slice_dimensions.is_empty() {
+            let parts: Vec<String> = i
+                .slice_dimensions
+                .iter()
+                .map(|s| {
+                    if s.stride == 1 {
+                        format!("[{}:{}]", s.start, s.limit)
+                    } else {
+                        format!("[{}:{}:{}]", s.start, s.limit, s.stride)
+                    }
+                })
+                .collect();
+            a.push(format!("slice={{{}}}", parts.join(", ")));
+        }
+        if !i.dynamic_slice_sizes.is_empty() {
+            a.push(format!(
+                "dynamic_slice_sizes={{{}}}",
+                join(&i.dynamic_slice_sizes)
+            ));
+        }
+        if let Some(w) = &i.window {
+            if !w.dimensions.is_empty() {
+                let d = &w.dimensions;
+                let f = |g: &dyn Fn(&xla::WindowDimension) -> String| {
+                    d.iter().map(g).collect::<Vec<_>>().join("x")
+                };
+                let mut parts = vec![format!("size={}", f(&|x| x.size.to_string()))];
+                if d.iter().any(|x| x.stride != 1) {
+                    parts.push(format!("stride={}", f(&|x| x.stride.to_string())));
+                }
+                if d.iter().any(|x| x.padding_low != 0 || x.padding_high != 0) {
+                    parts.push(format!(
+                        "pad={}",
+                        f(&|x| format!("{}_{}", x.padding_low, x.padding_high))
+                    ));
+                }
+                if d.iter().any(|x| x.base_dilation != 1) {
+                    parts.push(format!(
+                        "lhs_dilate={}",
+                        f(&|x| x.base_dilation.to_string())
+                    ));
+                }
+                if d.iter().any(|x| x.window_dilation != 1) {
+                    parts.push(format!(
+                        "rhs_dilate={}",
+                        f(&|x| x.window_dilation.to_string())
+                    ));
+                }
+                if d.iter().any(|x| x.window_reversal) {
+                    parts.push(format!(
+                        "rhs_reversal={}",
+                        f(&|x| u8::from(x.window_reversal).to_string())
+                    ));
+                }
+                a.push(format!("window={{{}}}", parts.join(" ")));
+            }
+        }
+        if let Some(cd) = &i.convolution_dimension_numbers {
+            a.push(format!("dim_labels={}", conv_labels(cd).map_err(ebad)?));
+        }
+        if matches!(op, Opcode::Convolution) {
+            if i.feature_group_count > 1 {
+                a.push(format!("feature_group_count={}", i.feature_group_count));
+            }
+            if i.batch_group_count > 1 {
+                a.push(format!("batch_group_count={}", i.batch_group_count));
+            }
+        }
+        if let Some(p) = &i.padding_config {
+            let parts: Vec<String> = p
+                .dimensions
+                .iter()
+                .map(|d| {
+                    if d.interior_padding != 0 {
+                        format!(
+                            "{}_{}_{}",
+                            d.edge_padding_low, d.edge_padding_high, d.interior_padding
+                        )
+                    } else {
+                        format!("{}_{}", d.edge_padding_low, d.edge_padding_high)
+                    }
+                })
+                .collect();
+            a.push(format!("padding={}", parts.join("x")));
+        }
+        let dot = i.dot_dimension_numbers.as_ref().or(i
+            .ragged_dot_dimension_numbers
+            .as_ref()
+            .and_then(|r| r.dot_dimension_numbers.as_ref()));
+        if let Some(d) = dot {
+            if !d.lhs_batch_dimensions.is_empty() {
+                a.push(format!(
+                    "lhs_batch_dims={{{}}}",
+                    join(&d.lhs_batch_dimensions)
+                ));
+            }
+            if !d.lhs_contracting_dimensions.is_empty() {
+                a.push(format!(
+                    "lhs_contracting_dims={{{}}}",
+                    join(&d.lhs_contracting_dimensions)
+                ));
+            }
+            if !d.rhs_batch_dimensions.is_empty() {
+                a.push(format!(
+                    "rhs_batch_dims={{{}}}",
+                    join(&d.rhs_batch_dimensions)
+                ));
+            }
+            if !d.rhs_contracting_dimensions.is_empty() {
+                a.push(format!(
+                    "rhs_contracting_dims={{{}}}",
+                    join(&d.rhs_contracting_dimensions)
+                ));
+            }
+        }
+        if let Some(r) = &i.ragged_dot_dimension_numbers {
+            if !r.lhs_ragged_dimensions.is_empty() {
+                a.push(format!(
+                    "lhs_ragged_dims={{{}}}",
+                    join(&r.lhs_ragged_dimensions)
+                ));
+            }
+            if !r.rhs_group_dimensions.is_empty() {
+                a.push(format!(
+                    "rhs_group_dims={{{}}}",
+                    join(&r.rhs_group_dimensions)
+                ));
+            }
+        }
+        if let Some(pc) = &i.precision_config {
+            if pc.operand_precision.iter().any(|&p| p != 0) {
+                let names: Vec<&str> = pc
+                    .operand_precision
+                    .iter()
+                    .map(|&p| match p {
+                        1 => "high",
+                        2 => "highest",
+                        _ => "default",
+                    })
+                    .collect();
+                a.push(format!("operand_precision={{{}}}", names.join(",")));
+            }
+            if pc.algorithm != 0 {
+                const NAMES: [&str; 14] = [
+                    "unset",
+                    "dot_any_f8_any_f8_f32",
+                    "dot_any_f8_any_f8_f32_fast_accum",
+                    "dot_f16_f16_f16",
+                    "dot_f16_f16_f32",
+                    "dot_bf16_bf16_bf16",
+                    "dot_bf16_bf16_f32",
+                    "dot_bf16_bf16_f32_x3",
+                    "dot_bf16_bf16_f32_x6",
+                    "dot_tf32_tf32_f32",
+                    "dot_tf32_tf32_f32_x3",
+                    "dot_f32_f32_f32",
+                    "dot_f64_f64_f64",
+                    "dot_bf16_bf16_f32_x9",
+                ];
+                let n = usize::try_from(pc.algorithm)
+                    .ok()
+                    .and_then(|k| NAMES.get(k))
+                    .ok_or_else(|| ebad(format!("unknown dot algorithm {}", pc.algorithm)))?;
+                a.push(format!("algorithm={n}"));
+            }
+        }
+        if op == Opcode::Compare {
+            a.push(format!("direction={}", i.comparison_direction));
+            if !i.comparison_type.is_empty() {
+                a.push(format!("type={}", i.comparison_type));
+            }
+        }
+        if op == Opcode::Fusion {
+            a.push(format!("kind={}", i.fusion_kind));
+        }
+        if op == Opcode::CustomCall {
+            a.push(format!(
+                "custom_call_target={}",
+                quote(i.custom_call_target.as_bytes())
+            ));
+            if i.custom_call_has_side_effect {
+                a.push("custom_call_has_side_effect=true".into());
+            }
+            if i.constrain_layout {
+                let shapes: Result<Vec<String>> = i
+                    .operand_shapes_with_layout
+                    .iter()
+                    .map(|s| shape_text(s, 0))
+                    .collect();
+                a.push(format!(
+                    "operand_layout_constraints={{{}}}",
+                    shapes?.join(", ")
+                ));
+            }
+            if i.custom_call_schedule != 0 {
+                a.push(format!(
+                    "schedule={}",
+                    match i.custom_call_schedule {
+                        1 => "SCHEDULE_LATEST",
+                        2 => "SCHEDULE_EARLIEST",
+                        _ => "SCHEDULE_NONE",
+                    }
+                ));
+            }
+            if i.custom_call_api_version != 0 && i.custom_call_api_version != 1 {
+                a.push(format!(
+                    "api_version={}",
+                    match i.custom_call_api_version {
+                        2 => "API_VERSION_STATUS_RETURNING",
+                        3 => "API_VERSION_STATUS_RETURNING_UNIFIED",
+                        4 => "API_VERSION_TYPED_FFI",
+                        v => return Err(ebad(format!("unknown api version {v}"))),
+                    }
+                ));
+            }
+            if let Some(l) = &i.literal {
+                let s = l
+                    .shape
+                    .as_ref()
+                    .ok_or_else(|| ebad("a literal without a shape".into()))?;
+                a.push(format!(
+                    "literal={} {}",
+                    shape_text(s, 0)?,
+                    literal_text(l)?
+                ));
+            }
+        } else if i.constrain_layout {
+            a.push("constrain_layout=true".into());
+        }
+        if !i.output_operand_aliasing.is_empty() {
+            let parts: Vec<String> = i
+                .output_operand_aliasing
+                .iter()
+                .map(|x| {
+                    format!(
+                        "{{{}}}: ({}, {{{}}})",
+                        join(&x.output_shape_index),
+                        x.operand_index,
+                        join(&x.operand_shape_index)
+                    )
+                })
+                .collect();
+            a.push(format!(
+                "output_to_operand_aliasing={{{}}}",
+                parts.join(", ")
+            ));
+        }
+        if i.channel_id > 0 {
+            a.push(format!("channel_id={}", i.channel_id));
+        }
+        let groups: Option<String> = if let Some(l) = &i.iota_collective_device_list {
+            let mut s = format!(
+                "[{},{}]<=[{}]",
+                l.num_replica_groups,
+                l.num_devices_per_group,
+                join(&l.iota_reshape_dims)
+            );
+            if !l
+                .iota_transpose_perm
+                .iter()
+                .enumerate()
+                .all(|(k, &p)| p == k as i32)
+            {
+                let _ = write!(s, "T({})", join(&l.iota_transpose_perm));
+            }
+            Some(s)
+        } else if let Some(l) = &i.collective_device_list {
+            Some(int_lists(
+                &l.replica_groups
+                    .iter()
+                    .map(|g| g.replica_ids.clone())
+                    .collect::<Vec<_>>(),
+            ))
+        } else if !i.replica_groups.is_empty() {
+            Some(int_lists(
+                &i.replica_groups
+                    .iter()
+                    .map(|g| g.replica_ids.clone())
+                    .collect::<Vec<_>>(),
+            ))
+        } else {
+            None
+        };
+        if i.mesh_axes_replica_group_list.is_some() {
+            self.ignore(format!("{path}.mesh_axes_replica_group_list"));
+        }
+        let collective = matches!(
+            op,
+            Opcode::AllReduce
+                | Opcode::AllReduceStart
+                | Opcode::AllGather
+                | Opcode::AllGatherStart
+                | Opcode::AllToAll
+                | Opcode::ReduceScatter
+                | Opcode::CollectiveBroadcast
+                | Opcode::RaggedAllToAll
+        );
+        if let Some(g) = groups {
+            a.push(format!("replica_groups={g}"));
+        } else if collective {
+            a.push("replica_groups={}".into());
+        }
+        if i.use_global_device_ids {
+            a.push("use_global_device_ids=true".into());
+        }
+        if !i.source_target_pairs.is_empty() {
+            let v: Vec<Vec<i64>> = i
+                .source_target_pairs
+                .iter()
+                .map(|p| vec![p.source, p.target])
+                .collect();
+            a.push(format!("source_target_pairs={}", int_lists(&v)));
+        } else if matches!(
+            op,
+            Opcode::CollectivePermute | Opcode::CollectivePermuteStart
+        ) {
+            a.push("source_target_pairs={}".into());
+        }
+        if i.is_host_transfer {
+            a.push("is_host_transfer=true".into());
+        }
+        if i.is_stable {
+            a.push("is_stable=true".into());
+        }
+        if matches!(
+            op,
+            Opcode::BatchNormGrad | Opcode::BatchNormInference | Opcode::BatchNormTraining
+        ) {
+            a.push(format!("epsilon={}", f32_text(i.epsilon)));
+            a.push(format!("feature_index={}", i.feature_index));
+        }
+        if op == Opcode::ReducePrecision {
+            a.push(format!("exponent_bits={}", i.exponent_bits));
+            a.push(format!("mantissa_bits={}", i.mantissa_bits));
+        }
+        if op == Opcode::Fft {
+            a.push(format!(
+                "fft_type={}",
+                match i.fft_type {
+                    0 => "FFT",
+                    1 => "IFFT",
+                    2 => "RFFT",
+                    3 => "IRFFT",
+                    v => return Err(ebad(format!("unknown fft type {v}"))),
+                }
+            ));
+            a.push(format!("fft_length={{{}}}", join(&i.fft_length)));
+        }
+        if op == Opcode::Rng {
+            a.push(format!(
+                "distribution={}",
+                match i.distribution {
+                    1 => "rng_uniform",
+                    2 => "rng_normal",
+                    v => return Err(ebad(format!("unknown distribution {v}"))),
+                }
+            ));
+        }
+        if op == Opcode::RngBitGenerator {
+            a.push(format!(
+                "algorithm={}",
+                match i.rng_algorithm {
+                    0 => "rng_default",
+                    1 => "rng_three_fry",
+                    2 => "rng_philox",
+                    v => return Err(ebad(format!("unknown rng algorithm {v}"))),
+                }
+            ));
+        }
+        if let Some(g) = &i.gather_dimension_numbers {
+            a.push(format!("offset_dims={{{}}}", join(&g.offset_dims)));
+            a.push(format!(
+                "collapsed_slice_dims={{{}}}",
+                join(&g.collapsed_slice_dims)
+            ));
+            a.push(format!("start_index_map={{{}}}", join(&g.start_index_map)));
+            if !g.operand_batching_dims.is_empty() {
+                a.push(format!(
+                    "operand_batching_dims={{{}}}",
+                    join(&g.operand_batching_dims)
+                ));
+            }
+            if !g.start_indices_batching_dims.is_empty() {
+                a.push(format!(
+                    "start_indices_batching_dims={{{}}}",
+                    join(&g.start_indices_batching_dims)
+                ));
+            }
+            a.push(format!("index_vector_dim={}", g.index_vector_dim));
+            a.push(format!("slice_sizes={{{}}}", join(&i.gather_slice_sizes)));
+        }
+        if let Some(s) = &i.scatter_dimension_numbers {
+            a.push(format!(
+                "update_window_dims={{{}}}",
+                join(&s.update_window_dims)
+            ));
+            a.push(format!(
+                "inserted_window_dims={{{}}}",
+                join(&s.inserted_window_dims)
+            ));
+            a.push(format!(
+                "scatter_dims_to_operand_dims={{{}}}",
+                join(&s.scatter_dims_to_operand_dims)
+            ));
+            if !s.input_batching_dims.is_empty() {
+                a.push(format!(
+                    "input_batching_dims={{{}}}",
+                    join(&s.input_batching_dims)
+                ));
+            }
+            if !s.scatter_indices_batching_dims.is_empty() {
+                a.push(format!(
+                    "scatter_indices_batching_dims={{{}}}",
+                    join(&s.scatter_indices_batching_dims)
+                ));
+            }
+            a.push(format!("index_vector_dim={}", s.index_vector_dim));
+        }
+        if i.indices_are_sorted {
+            a.push("indices_are_sorted=true".into());
+        }
+        if i.unique_indices {
+            a.push("unique_indices=true".into());
+        }
+        if op == Opcode::Topk {
+            a.push(format!("k={}", i.k));
+            if i.largest {
+                a.push("largest=true".into());
+            }
+        }
+        if op == Opcode::RngGetAndUpdateState {
+            a.push(format!("delta={}", i.delta));
+        }
+        if let Some(t) = &i.triangular_solve_options {
+            a.push(format!("left_side={}", t.left_side));
+            a.push(format!("lower={}", t.lower));
+            a.push(format!("unit_diagonal={}", t.unit_diagonal));
+            a.push(format!(
+                "transpose_a={}",
+                match t.transpose_a {
+                    1 => "NO_TRANSPOSE",
+                    2 => "TRANSPOSE",
+                    3 => "ADJOINT",
+                    v => return Err(ebad(format!("unknown transpose_a {v}"))),
+                }
+            ));
+        }
+        if let Some(ch) = &i.cholesky_options {
+            a.push(format!("lower={}", ch.lower));
+        }
+        if let Some(s) = &i.outfeed_shape {
+            if op == Opcode::Outfeed {
+                a.push(format!("outfeed_shape={}", shape_text(s, 0)?));
+            }
+        }
+        if !i.outfeed_config.is_empty() {
+            a.push(format!("outfeed_config={}", quote(&i.outfeed_config)));
+        }
+        if !i.infeed_config.is_empty() {
+            a.push(format!("infeed_config={}", quote(&i.infeed_config)));
+        }
+        if let Some(pr) = &i.parameter_replication {
+            if !pr.replicated_at_leaf_buffers.is_empty() {
+                a.push(format!(
+                    "parameter_replication={{{}}}",
+                    join(&pr.replicated_at_leaf_buffers)
+                ));
+            }
+        }
+        if let (Some(en), Some(ex)) = (&i.domain_entry_sharding, &i.domain_exit_sharding) {
+            a.push(format!(
+                "domain={{kind=\"sharding\", entry={}, exit={}}}",
+                sharding_text(en)?,
+                sharding_text(ex)?
+            ));
+        }
+        if !i.async_execution_thread.is_empty() && i.async_execution_thread != "main" {
+            a.push(format!(
+                "async_execution_thread={}",
+                quote(i.async_execution_thread.as_bytes())
+            ));
+        }
+        if let Some(x) = i.cross_program_prefetch_index {
+            a.push(format!("cross_program_prefetch_index={x}"));
+        }
+        if let Some(r) = &i.result_accuracy {
+            if let Some(t) = &r.tolerance {
+                a.push(format!(
+                    "result_accuracy={{tolerance={{atol={},rtol={},ulps={}}}}}",
+                    float_text(t.atol),
+                    float_text(t.rtol),
+                    t.ulps
+                ));
+            } else if let Some(m) = r.mode {
+                if m != 0 {
+                    a.push(format!(
+                        "result_accuracy={{mode={}}}",
+                        if m == 1 { "highest" } else { "default" }
+                    ));
+                }
+            }
+        }
+        if let Some(s) = &i.statistics_viz {
+            let mut parts = vec![format!("visualizing_index={}", s.stat_index_to_visualize)];
+            parts.extend(
+                s.statistics
+                    .iter()
+                    .map(|x| format!("{}={}", x.stat_name, float_text(x.stat_val))),
+            );
+            a.push(format!("statistics={{{}}}", parts.join(",")));
+        }
+        if i.num_carries != 0 {
+            a.push(format!("num_carries={}", i.num_carries));
+        }
+        if i.is_associative != 0 {
+            a.push(format!("is_associative={}", i.is_associative == 1));
+        }
+        if i.is_reverse {
+            a.push("is_reverse=true".into());
+        }
+        if i.is_composite {
+            a.push("is_composite=true".into());
+        }
+        if let Some(s) = &i.sharding {
+            a.push(format!("sharding={}", sharding_text(s)?));
+        }
+        if let Some(f) = &i.frontend_attributes {
+            if !f.map.is_empty() {
+                a.push(format!("frontend_attributes={}", frontend_text(f)));
+            }
+        }
+        if let Some(m) = &i.metadata {
+            let t = metadata_text(m);
+            if t != "{}" {
+                a.push(format!("metadata={t}"));
+            }
+        }
+        if !i.backend_config.is_empty() {
+            let bc = &i.backend_config;
+            if bc.first() == Some(&b'{')
+                && std::str::from_utf8(bc).is_ok()
+                && crate::attrs::xla::Cur::new(&String::from_utf8_lossy(bc))
+                    .braced()
+                    .is_ok_and(|b| b.len() == bc.len())
+            {
+                a.push(format!("backend_config={}", String::from_utf8_lossy(bc)));
+            } else {
+                a.push(format!("backend_config={}", quote(bc)));
+            }
+        }
+        // Fields the IR does not carry.
+        for (set, name) in [
+            (i.original_value.is_some(), "original_value"),
+            (i.sparsity_config.is_some(), "sparsity_config"),
+            (i.backend_config_payload.is_some(), "backend_config_payload"),
+            (i.padding_type != 0, "padding_type"),
+            (i.conv_kind != 0, "conv_kind"),
+            (i.all_reduce_id != 0, "all_reduce_id"),
+            (i.is_cross_program_prefetch, "is_cross_program_prefetch"),
+            (
+                i.metadata.as_ref().is_some_and(|m| {
+                    m.profile_info.is_some()
+                        || m.metadata_payload.is_some()
+                        || m.size_of_generated_code_in_bytes != 0
+                        || m.size_of_memory_working_set_in_bytes != 0
+                }),
+                "metadata (profile fields)",
+            ),
+        ] {
+            if set {
+                self.ignore(format!("{path}.{name}"));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `ConvolutionDimensionNumbers` as `dim_labels` (`b01f_01io->b01f`).
+fn conv_labels(d: &xla::ConvolutionDimensionNumbers) -> std::result::Result<String, String> {
+    let part = |rank: usize,
+                a: (i64, char),
+                b: (i64, char),
+                spatial: &[i64]|
+     -> std::result::Result<String, String> {
+        let mut v = vec!['?'; rank];
+        let mut put = |pos: i64, ch: char| -> std::result::Result<(), String> {
+            let slot = usize::try_from(pos)
+                .ok()
+                .and_then(|p| v.get_mut(p))
+                .ok_or("a convolution dimension number is out of range")?;
+            *slot = ch;
+            Ok(())
+        };
+        put(a.0, a.1)?;
+        put(b.0, b.1)?;
+        for (k, &s) in spatial.iter().enumerate() {
+            let ch = char::from_digit(k as u32, 10).ok_or("more than 10 spatial dimensions")?;
+            put(s, ch)?;
+        }
+        Ok(v.into_iter().collect())
+    };
+    let rank = d.input_spatial_dimensions.len() + 2;
+    Ok(format!(
+        "{}_{}->{}",
+        part(
+            rank,
+            (d.input_batch_dimension, 'b'),
+            (d.input_feature_dimension, 'f'),
+            &d.input_spatial_dimensions
+        )?,
+        part(
+            rank,
+            (d.kernel_input_feature_dimension, 'i'),
+            (d.kernel_output_feature_dimension, 'o'),
+            &d.kernel_spatial_dimensions
+        )?,
+        part(
+            rank,
+            (d.output_batch_dimension, 'b'),
+            (d.output_feature_dimension, 'f'),
+            &d.output_spatial_dimensions
+        )?
+    ))
+}
+
+#[allow(dead_code)]
+fn _use(_: literal::Value) {}

@@ -1,0 +1,1310 @@
+//! Module -> `HloModuleProto`.
+//!
+//! Attribute text is decoded by the shared decoders of [`crate::attrs`]
+//! (dimension lists, windows, slices, padding, dot and convolution
+//! dimension numbers through the [`Instruction`] accessors; shardings,
+//! metadata, literals and the rest through [`crate::attrs::xla`] and
+//! [`crate::attrs::literal`]). An attribute with no `HloInstructionProto`
+//! field is an error naming it: nothing is dropped.
+//!
+//! Ids: an element read from a proto keeps its proto id; others get fresh
+//! ids above every kept one. Computations are written callees first and
+//! instructions operands first (XLA's `CreateFromProto` requires both),
+//! otherwise in the module's print and schedule order.
+
+use std::collections::HashMap;
+
+use super::xla;
+use crate::attrs::literal::{self, Value};
+use crate::attrs::xla as ax;
+use crate::error::{Error, Result};
+use crate::ir::*;
+use crate::opcode::Opcode;
+
+/// Module header attributes that belong to XLA's module *config*, not to
+/// `HloModuleProto` (XLA's own `ToProto` does not write them either).
+pub const CONFIG_ONLY_HEADER_ATTRS: &[&str] = &[
+    "replica_count",
+    "num_partitions",
+    "allow_spmd_sharding_propagation_to_parameters",
+    "allow_spmd_sharding_propagation_to_output",
+    "alias_passthrough_params",
+    "use_spmd_partitioning",
+];
+
+/// Converts a module to XLA's `HloModuleProto`.
+pub fn module_to_proto(m: &Module) -> Result<xla::HloModuleProto> {
+    let mut w = Writer::new(m);
+    w.module()
+}
+
+/// `PrimitiveType` number of an element type.
+pub fn prim_type_number(t: PrimType) -> i32 {
+    use PrimType::*;
+    match t {
+        Pred => 1,
+        S1 => 30,
+        S2 => 26,
+        S4 => 21,
+        S8 => 2,
+        S16 => 3,
+        S32 => 4,
+        S64 => 5,
+        U1 => 31,
+        U2 => 27,
+        U4 => 22,
+        U8 => 6,
+        U16 => 7,
+        U32 => 8,
+        U64 => 9,
+        F16 => 10,
+        F32 => 11,
+        Bf16 => 16,
+        F64 => 12,
+        F8E5M2 => 19,
+        F8E4M3 => 28,
+        F8E4M3FN => 20,
+        F8E4M3B11FNUZ => 23,
+        F8E3M4 => 29,
+        F8E5M2FNUZ => 24,
+        F8E4M3FNUZ => 25,
+        F4E2M1FN => 32,
+        F8E8M0FNU => 33,
+        C64 => 15,
+        C128 => 18,
+        Token => 17,
+        Opaque => 14,
+    }
+}
+
+pub(crate) const TUPLE_TYPE: i32 = 13;
+pub(crate) const BUFFER_TYPE: i32 = 34;
+
+/// A shape (with layouts) as a `ShapeProto`.
+pub fn shape_proto(m: &Module, s: ShapeId) -> xla::ShapeProto {
+    match m.shape(s) {
+        Shape::Array(a) => xla::ShapeProto {
+            element_type: prim_type_number(a.elem),
+            dimensions: a
+                .dims
+                .iter()
+                .map(|&d| if d == UNBOUNDED_DIM { i64::MIN } else { d })
+                .collect(),
+            is_dynamic_dimension: if a.dynamic.iter().any(|&d| d) {
+                a.dynamic.to_vec()
+            } else {
+                vec![false; a.dims.len()]
+            },
+            tuple_shapes: Vec::new(),
+            layout: Some(match &a.layout {
+                Some(l) => layout_proto(m, l),
+                None => layout_proto(m, &Layout::default_for_rank(a.rank())),
+            }),
+        },
+        Shape::Tuple(elems) => xla::ShapeProto {
+            element_type: TUPLE_TYPE,
+            tuple_shapes: elems.iter().map(|&e| shape_proto(m, e)).collect(),
+            ..Default::default()
+        },
+        Shape::Buffer(inner) => xla::ShapeProto {
+            element_type: BUFFER_TYPE,
+            tuple_shapes: vec![shape_proto(m, *inner)],
+            ..Default::default()
+        },
+        Shape::Token => xla::ShapeProto {
+            element_type: prim_type_number(PrimType::Token),
+            ..Default::default()
+        },
+        Shape::Opaque => xla::ShapeProto {
+            element_type: prim_type_number(PrimType::Opaque),
+            ..Default::default()
+        },
+    }
+}
+
+fn layout_proto(m: &Module, l: &Layout) -> xla::LayoutProto {
+    let any_not_unique = l.dim_levels.iter().any(|d| !d.unique);
+    let any_not_ordered = l.dim_levels.iter().any(|d| !d.ordered);
+    xla::LayoutProto {
+        minor_to_major: l.minor_to_major.to_vec(),
+        dim_level_types: l
+            .dim_levels
+            .iter()
+            .map(|d| match d.kind {
+                DimLevelType::Dense => 0,
+                DimLevelType::Compressed => 1,
+                DimLevelType::Singleton => 2,
+                DimLevelType::LooseCompressed => 3,
+            })
+            .collect(),
+        dim_unique: if any_not_unique {
+            l.dim_levels.iter().map(|d| d.unique).collect()
+        } else {
+            Vec::new()
+        },
+        dim_ordered: if any_not_ordered {
+            l.dim_levels.iter().map(|d| d.ordered).collect()
+        } else {
+            Vec::new()
+        },
+        tiles: l
+            .tiles
+            .iter()
+            .map(|t| xla::TileProto {
+                dimensions: t.0.to_vec(),
+            })
+            .collect(),
+        tail_padding_alignment_in_elements: l.tail_padding_alignment_in_elements,
+        element_size_in_bits: l.element_size_in_bits,
+        memory_space: l.memory_space,
+        index_primitive_type: l.index_primitive_type.map_or(0, prim_type_number),
+        pointer_primitive_type: l.pointer_primitive_type.map_or(0, prim_type_number),
+        physical_shape: l.physical_shape.map(|p| Box::new(shape_proto(m, p))),
+        dynamic_shape_metadata_prefix_bytes: l.dynamic_shape_metadata_prefix_bytes,
+        split_configs: l
+            .split_configs
+            .iter()
+            .map(|s| xla::SplitConfigProto {
+                dimension: s.dimension,
+                split_indices: s.split_indices.to_vec(),
+            })
+            .collect(),
+    }
+}
+
+/// A constant's literal text (or a custom call's `literal=`) of shape `s`.
+pub fn literal_proto(
+    m: &Module,
+    s: ShapeId,
+    text: &str,
+) -> std::result::Result<xla::LiteralProto, String> {
+    let a = match m.shape(s) {
+        Shape::Array(a) => a,
+        Shape::Tuple(_) => {
+            return Err("tuple-shaped literals cannot be written to a proto yet".into())
+        }
+        _ => return Err("a literal needs an array shape".into()),
+    };
+    let values =
+        literal::decode(a, text)?.ok_or("an elided literal `{...}` has no values to write")?;
+    let mut shape = shape_proto(m, s);
+    // Values are in row-major order: the literal's layout says so.
+    shape.layout = Some(layout_proto(m, &Layout::default_for_rank(a.rank())));
+    let mut lit = xla::LiteralProto {
+        shape: Some(shape),
+        ..Default::default()
+    };
+    fill_literal(&mut lit, a.elem, &values)?;
+    Ok(lit)
+}
+
+fn fill_literal(
+    lit: &mut xla::LiteralProto,
+    t: PrimType,
+    values: &[Value],
+) -> std::result::Result<(), String> {
+    use PrimType::*;
+    let int = |v: &Value| -> std::result::Result<i128, String> {
+        match *v {
+            Value::Int(i) => Ok(i),
+            Value::Bool(b) => Ok(i128::from(b)),
+            _ => Err(format!("{t} literal holds a non-integer value")),
+        }
+    };
+    let float = |v: &Value| -> std::result::Result<f64, String> {
+        match *v {
+            Value::Float(f) => Ok(f),
+            Value::Int(i) => Ok(i as f64),
+            _ => Err(format!("{t} literal holds a non-float value")),
+        }
+    };
+    match t {
+        Pred => {
+            lit.preds = values
+                .iter()
+                .map(|v| match *v {
+                    Value::Bool(b) => Ok(b),
+                    Value::Int(i) => Ok(i != 0),
+                    _ => Err("pred literal holds a non-boolean".to_string()),
+                })
+                .collect::<std::result::Result<_, _>>()?
+        }
+        S1 | S2 | S4 | S8 | U1 | U2 | U4 | U8 => {
+            let bytes = values
+                .iter()
+                .map(|v| int(v).map(|i| i as u8))
+                .collect::<std::result::Result<Vec<u8>, _>>()?;
+            *match t {
+                S1 => &mut lit.s1s,
+                S2 => &mut lit.s2s,
+                S4 => &mut lit.s4s,
+                S8 => &mut lit.s8s,
+                U1 => &mut lit.u1s,
+                U2 => &mut lit.u2s,
+                U4 => &mut lit.u4s,
+                _ => &mut lit.u8s,
+            } = bytes;
+        }
+        S16 | U16 => {
+            let mut b = Vec::with_capacity(values.len() * 2);
+            for v in values {
+                b.extend_from_slice(&(int(v)? as u16).to_le_bytes());
+            }
+            if t == S16 {
+                lit.s16s = b;
+            } else {
+                lit.u16s = b;
+            }
+        }
+        S32 => {
+            lit.s32s = values
+                .iter()
+                .map(|v| int(v).map(|i| i as i32))
+                .collect::<std::result::Result<_, _>>()?
+        }
+        S64 => {
+            lit.s64s = values
+                .iter()
+                .map(|v| int(v).map(|i| i as i64))
+                .collect::<std::result::Result<_, _>>()?
+        }
+        U32 => {
+            lit.u32s = values
+                .iter()
+                .map(|v| int(v).map(|i| i as u32))
+                .collect::<std::result::Result<_, _>>()?
+        }
+        U64 => {
+            lit.u64s = values
+                .iter()
+                .map(|v| int(v).map(|i| i as u64))
+                .collect::<std::result::Result<_, _>>()?
+        }
+        F32 => {
+            lit.f32s = values
+                .iter()
+                .map(|v| float(v).map(|f| f as f32))
+                .collect::<std::result::Result<_, _>>()?
+        }
+        F64 => {
+            lit.f64s = values
+                .iter()
+                .map(float)
+                .collect::<std::result::Result<_, _>>()?
+        }
+        C64 | C128 => {
+            let mut parts = Vec::with_capacity(values.len() * 2);
+            for v in values {
+                match *v {
+                    Value::Complex(re, im) => {
+                        parts.push(re);
+                        parts.push(im);
+                    }
+                    _ => return Err(format!("{t} literal holds a non-complex value")),
+                }
+            }
+            if t == C64 {
+                lit.c64s = parts.into_iter().map(|f| f as f32).collect();
+            } else {
+                lit.c128s = parts;
+            }
+        }
+        Token | Opaque => return Err(format!("{t} has no literal")),
+        _ => {
+            // The small float types: one or two bytes each, little endian.
+            let two = t.bit_width() == 16;
+            let mut b = Vec::with_capacity(values.len() * if two { 2 } else { 1 });
+            for v in values {
+                let bits = literal::small_float_bits(t, float(v)?)
+                    .ok_or_else(|| format!("{t} literals cannot be written"))?;
+                if two {
+                    b.extend_from_slice(&(bits as u16).to_le_bytes());
+                } else {
+                    b.push(bits as u8);
+                }
+            }
+            *match t {
+                F16 => &mut lit.f16s,
+                Bf16 => &mut lit.bf16s,
+                F8E5M2 => &mut lit.f8e5m2s,
+                F8E4M3 => &mut lit.f8e4m3s,
+                F8E4M3FN => &mut lit.f8e4m3fns,
+                F8E4M3B11FNUZ => &mut lit.f8e4m3b11fnuzs,
+                F8E5M2FNUZ => &mut lit.f8e5m2fnuzs,
+                F8E4M3FNUZ => &mut lit.f8e4m3fnuzs,
+                F8E3M4 => &mut lit.f8e3m4s,
+                F8E8M0FNU => &mut lit.f8e8m0fnus,
+                _ => &mut lit.f4e2m1fns,
+            } = b;
+        }
+    }
+    Ok(())
+}
+
+/// Parses a shape written in an attribute (comments removed).
+fn parse_attr_shape(scratch: &mut Module, text: &str) -> Result<ShapeId> {
+    let clean = strip_comments(text);
+    crate::parse::parse_shape_into(scratch, clean.trim())
+}
+
+fn strip_comments(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(p) = rest.find("/*") {
+        out.push_str(&rest[..p]);
+        match rest[p + 2..].find("*/") {
+            Some(e) => rest = &rest[p + 2 + e + 2..],
+            None => return out,
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+struct Writer<'m> {
+    m: &'m Module,
+    inst_ids: Vec<i64>,
+    comp_ids: Vec<i64>,
+    /// Computations called by a fusion.
+    fused: Vec<bool>,
+    /// Scratch module for shapes parsed out of attribute text.
+    scratch: Module,
+    /// The canonical stack frame index and the renumbering of frame ids.
+    frames: Option<xla::StackFrameIndexProto>,
+    frame_map: HashMap<i32, i32>,
+}
+
+fn wrap<T>(inst: &str, key: &str, r: std::result::Result<T, String>) -> Result<T> {
+    r.map_err(|x| err(inst, format!("`{key}`: {x}")))
+}
+
+fn err(inst: &str, msg: impl std::fmt::Display) -> Error {
+    Error::Module(format!("cannot write %{inst} to a proto: {msg}"))
+}
+
+impl<'m> Writer<'m> {
+    fn new(m: &'m Module) -> Self {
+        let max_inst = (0..m.num_insts())
+            .filter_map(|i| m.inst_proto_id(InstId::from_index(i)))
+            .max()
+            .unwrap_or(-1);
+        let mut next = max_inst + 1;
+        let inst_ids = (0..m.num_insts())
+            .map(|i| {
+                m.inst_proto_id(InstId::from_index(i)).unwrap_or_else(|| {
+                    next += 1;
+                    next - 1
+                })
+            })
+            .collect();
+        let n_comps = m.computations().map(|c| c.index() + 1).max().unwrap_or(0);
+        let max_comp = (0..n_comps)
+            .filter_map(|c| m.comp_proto_id(CompId::from_index(c)))
+            .max()
+            .unwrap_or(-1);
+        let mut next = max_comp + 1;
+        let comp_ids = (0..n_comps)
+            .map(|c| {
+                m.comp_proto_id(CompId::from_index(c)).unwrap_or_else(|| {
+                    next += 1;
+                    next - 1
+                })
+            })
+            .collect();
+        let mut fused = vec![false; n_comps];
+        for i in m.all_instructions() {
+            let inst = m.inst(i);
+            if inst.opcode == Opcode::Fusion {
+                for c in inst.called_computations() {
+                    if let Some(f) = fused.get_mut(c.index()) {
+                        *f = true;
+                    }
+                }
+            }
+        }
+        Writer {
+            m,
+            inst_ids,
+            comp_ids,
+            fused,
+            scratch: Module::new("scratch"),
+            frames: None,
+            frame_map: HashMap::new(),
+        }
+    }
+
+    fn iid(&self, i: InstId) -> i64 {
+        self.inst_ids[i.index()]
+    }
+    fn cid(&self, c: CompId) -> i64 {
+        self.comp_ids[c.index()]
+    }
+
+    /// Computations callees first: a depth-first post-order over the call
+    /// graph, roots taken in print order.
+    fn computation_order(&self) -> Vec<CompId> {
+        let m = self.m;
+        let n = self.comp_ids.len();
+        let mut state = vec![0u8; n];
+        let mut out = Vec::with_capacity(n);
+        for root in m.computations() {
+            if state[root.index()] != 0 {
+                continue;
+            }
+            // (computation, callees left to visit)
+            let mut stack: Vec<(CompId, Vec<CompId>)> = vec![(root, self.callees(root))];
+            state[root.index()] = 1;
+            while let Some((c, todo)) = stack.last_mut() {
+                if let Some(next) = todo.pop() {
+                    if state[next.index()] == 0 {
+                        state[next.index()] = 1;
+                        let cs = self.callees(next);
+                        stack.push((next, cs));
+                    }
+                } else {
+                    let c = *c;
+                    state[c.index()] = 2;
+                    out.push(c);
+                    stack.pop();
+                }
+            }
+        }
+        out
+    }
+
+    /// Callees of `c` in call order, reversed (popped from the back).
+    fn callees(&self, c: CompId) -> Vec<CompId> {
+        let m = self.m;
+        let mut v: Vec<CompId> = m
+            .comp(c)
+            .order
+            .iter()
+            .flat_map(|&i| m.inst(i).called_computations())
+            .collect();
+        v.reverse();
+        v
+    }
+
+    /// Instructions of `c` operands (and control predecessors) first,
+    /// otherwise in schedule order.
+    fn instruction_order(&self, c: CompId) -> Vec<InstId> {
+        let m = self.m;
+        let comp = m.comp(c);
+        let mut state: HashMap<InstId, u8> = HashMap::with_capacity(comp.order.len());
+        let mut out = Vec::with_capacity(comp.order.len());
+        let deps = |i: InstId| -> Vec<InstId> {
+            let inst = m.inst(i);
+            let mut d: Vec<InstId> = inst
+                .operands
+                .iter()
+                .chain(inst.control_predecessors())
+                .copied()
+                .collect();
+            d.reverse();
+            d
+        };
+        for &root in &comp.order {
+            if state.contains_key(&root) {
+                continue;
+            }
+            state.insert(root, 1);
+            let mut stack = vec![(root, deps(root))];
+            while let Some((i, todo)) = stack.last_mut() {
+                if let Some(next) = todo.pop() {
+                    if !state.contains_key(&next) {
+                        state.insert(next, 1);
+                        let d = deps(next);
+                        stack.push((next, d));
+                    }
+                } else {
+                    let i = *i;
+                    state.insert(i, 2);
+                    out.push(i);
+                    stack.pop();
+                }
+            }
+        }
+        out
+    }
+
+    fn program_shape(&self, c: CompId) -> xla::ProgramShapeProto {
+        let m = self.m;
+        let comp = m.comp(c);
+        xla::ProgramShapeProto {
+            parameters: comp
+                .params
+                .iter()
+                .map(|&p| shape_proto(m, m.inst(p).shape))
+                .collect(),
+            result: Some(shape_proto(m, m.inst(comp.root).shape)),
+            parameter_names: comp
+                .params
+                .iter()
+                .map(|&p| m.inst(p).name.to_string())
+                .collect(),
+        }
+    }
+
+    /// XLA's parser rebuilds the stack frame index from the frames that
+    /// instructions use, in text order (each frame after its parents), and
+    /// renumbers `stack_frame_id`s; so does the writer.
+    fn canonical_frames(&mut self) -> Result<()> {
+        let m = self.m;
+        let Some(d) = &m.debug_sections else {
+            return Ok(());
+        };
+        let old = ax::stack_frame_index(d)
+            .map_err(|e| Error::Module(format!("stack frame sections: {e}")))?;
+        let mut new = xla::StackFrameIndexProto::default();
+        let mut names: HashMap<String, i32> = HashMap::new();
+        let mut funcs: HashMap<String, i32> = HashMap::new();
+        let mut locs: HashMap<(i32, i32, i32, i32, i32, i32), i32> = HashMap::new();
+        let mut frames: HashMap<(i32, i32), i32> = HashMap::new();
+        let bad = |what: &str| Error::Module(format!("stack frame sections: {what}"));
+        for c in m.computations() {
+            for &i in &m.comp(c).order {
+                let Some(t) = m.inst(i).raw_attr("metadata") else {
+                    continue;
+                };
+                if !t.contains("stack_frame_id") {
+                    continue;
+                }
+                let md = ax::metadata(t).map_err(|e| err(&m.inst(i).name, e))?;
+                let id = md.stack_frame_id;
+                if id == 0 || self.frame_map.contains_key(&id) {
+                    continue;
+                }
+                // The chain from `id` to its root, leaf first.
+                let mut chain = Vec::new();
+                let mut f = id;
+                while f != 0 && !self.frame_map.contains_key(&f) {
+                    if chain.len() > old.stack_frames.len() {
+                        return Err(bad("the parents of a frame form a cycle"));
+                    }
+                    chain.push(f);
+                    let fr = usize::try_from(f - 1)
+                        .ok()
+                        .and_then(|k| old.stack_frames.get(k))
+                        .ok_or_else(|| bad(&format!("stack frame {f} does not exist")))?;
+                    f = fr.parent_frame_id;
+                }
+                for &f in chain.iter().rev() {
+                    let fr = &old.stack_frames[(f - 1) as usize];
+                    let loc = usize::try_from(fr.file_location_id - 1)
+                        .ok()
+                        .and_then(|k| old.file_locations.get(k))
+                        .ok_or_else(|| {
+                            bad(&format!(
+                                "file location {} does not exist",
+                                fr.file_location_id
+                            ))
+                        })?;
+                    let intern = |list: &Vec<String>,
+                                  id: i32,
+                                  map: &mut HashMap<String, i32>,
+                                  out: &mut Vec<String>|
+                     -> Result<i32> {
+                        let s = usize::try_from(id - 1)
+                            .ok()
+                            .and_then(|k| list.get(k))
+                            .ok_or_else(|| bad(&format!("name {id} does not exist")))?;
+                        let n = map.len() as i32 + 1;
+                        Ok(*map.entry(s.clone()).or_insert_with(|| {
+                            out.push(s.clone());
+                            n
+                        }))
+                    };
+                    let file = intern(
+                        &old.file_names,
+                        loc.file_name_id,
+                        &mut names,
+                        &mut new.file_names,
+                    )?;
+                    let func = intern(
+                        &old.function_names,
+                        loc.function_name_id,
+                        &mut funcs,
+                        &mut new.function_names,
+                    )?;
+                    let key = (
+                        file,
+                        func,
+                        loc.line,
+                        loc.end_line,
+                        loc.column,
+                        loc.end_column,
+                    );
+                    let n = locs.len() as i32 + 1;
+                    let loc_id = *locs.entry(key).or_insert_with(|| {
+                        new.file_locations.push(xla::FileLocation {
+                            file_name_id: file,
+                            function_name_id: func,
+                            line: loc.line,
+                            end_line: loc.end_line,
+                            column: loc.column,
+                            end_column: loc.end_column,
+                        });
+                        n
+                    });
+                    let parent = if fr.parent_frame_id == 0 {
+                        0
+                    } else {
+                        self.frame_map
+                            .get(&fr.parent_frame_id)
+                            .copied()
+                            .unwrap_or(0)
+                    };
+                    let n = frames.len() as i32 + 1;
+                    let fid = *frames.entry((loc_id, parent)).or_insert_with(|| {
+                        new.stack_frames.push(xla::StackFrame {
+                            file_location_id: loc_id,
+                            parent_frame_id: parent,
+                        });
+                        n
+                    });
+                    self.frame_map.insert(f, fid);
+                }
+            }
+        }
+        self.frames = Some(new);
+        Ok(())
+    }
+
+    fn module(&mut self) -> Result<xla::HloModuleProto> {
+        let m = self.m;
+        self.canonical_frames()?;
+        let mut p = xla::HloModuleProto {
+            name: m.name.to_string(),
+            entry_computation_name: m.entry_computation().name.to_string(),
+            entry_computation_id: self.cid(m.entry),
+            id: m.module_proto_id().unwrap_or(0),
+            // XLA writes these (empty) on every module.
+            input_output_alias: Some(Default::default()),
+            buffer_donor: Some(Default::default()),
+            frontend_attributes: Some(Default::default()),
+            ..Default::default()
+        };
+        let order = self.computation_order();
+        for &c in &order {
+            let comp = m.comp(c);
+            let mut cp = xla::HloComputationProto {
+                name: comp.name.to_string(),
+                program_shape: Some(self.program_shape(c)),
+                id: self.cid(c),
+                root_id: self.iid(comp.root),
+                is_fusion_computation: self.fused[c.index()],
+                ..Default::default()
+            };
+            for a in &comp.attrs {
+                match (&*a.key, &a.value) {
+                    ("execution_thread", AttrValue::Raw(t)) => {
+                        cp.execution_thread = String::from_utf8_lossy(
+                            &ax::string_value(t).map_err(|e| err(&comp.name, e))?,
+                        )
+                        .into_owned()
+                    }
+                    (k, _) => {
+                        return Err(Error::Module(format!(
+                            "computation %{} attribute `{k}` has no HloComputationProto field",
+                            comp.name
+                        )))
+                    }
+                }
+            }
+            for i in self.instruction_order(c) {
+                cp.instructions.push(self.instruction(i)?);
+            }
+            p.computations.push(cp);
+        }
+        let mut host_shape = None;
+        let mut scheduled = false;
+        for a in &m.attrs {
+            let AttrValue::Raw(t) = &a.value else {
+                return Err(Error::Module(format!(
+                    "module attribute `{}` is not a value",
+                    a.key
+                )));
+            };
+            let merr = |e: String| Error::Module(format!("module attribute `{}`: {e}", a.key));
+            match &*a.key {
+                "is_scheduled" => scheduled = t.trim() == "true",
+                "entry_computation_layout" => host_shape = Some(self.entry_layout(t)?),
+                "input_output_alias" => {
+                    p.input_output_alias = Some(ax::input_output_alias(t).map_err(merr)?)
+                }
+                "buffer_donor" => p.buffer_donor = Some(ax::buffer_donor(t).map_err(merr)?),
+                "frontend_attributes" => {
+                    p.frontend_attributes = Some(ax::frontend_attributes(t).map_err(merr)?)
+                }
+                k if CONFIG_ONLY_HEADER_ATTRS.contains(&k) => {}
+                k => {
+                    return Err(Error::Module(format!(
+                        "module attribute `{k}` has no HloModuleProto field"
+                    )))
+                }
+            }
+        }
+        let mut host = self.program_shape(m.entry);
+        if let Some(s) = host_shape {
+            if s.parameters.len() != host.parameters.len() {
+                return Err(Error::Module(format!(
+                    "entry_computation_layout lists {} parameters, the entry computation has {}",
+                    s.parameters.len(),
+                    host.parameters.len()
+                )));
+            }
+            host.parameters = s.parameters;
+            host.result = s.result;
+        }
+        // XLA names the entry layout's parameters p0, p1, ...
+        host.parameter_names = (0..host.parameters.len())
+            .map(|k| format!("p{k}"))
+            .collect();
+        p.host_program_shape = Some(host);
+        if let Some(index) = self.frames.take() {
+            p.stack_frame_index = Some(index);
+        }
+        if scheduled {
+            let mut sched = xla::HloScheduleProto::default();
+            for &c in &order {
+                if self.fused[c.index()] {
+                    continue;
+                }
+                sched.sequences.insert(
+                    self.cid(c),
+                    xla::InstructionSequence {
+                        instruction_ids: m.comp(c).order.iter().map(|&i| self.iid(i)).collect(),
+                    },
+                );
+            }
+            p.schedule = Some(sched);
+        }
+        Ok(p)
+    }
+
+    /// `entry_computation_layout={(params)->result}` as the host program shape.
+    fn entry_layout(&mut self, text: &str) -> Result<xla::ProgramShapeProto> {
+        let fail = |e: String| Error::Module(format!("entry_computation_layout: {e}"));
+        let clean = strip_comments(text);
+        let inner = crate::shape_infer::strip_braces(&clean);
+        let (params, result) = inner
+            .split_once("->")
+            .ok_or_else(|| fail("expected `(parameters)->result`".into()))?;
+        let params = params
+            .trim()
+            .strip_prefix('(')
+            .and_then(|r| r.strip_suffix(')'))
+            .ok_or_else(|| fail("expected a parenthesized parameter list".into()))?;
+        let mut out = xla::ProgramShapeProto::default();
+        if !params.trim().is_empty() {
+            for ptext in crate::attrs::validate::split_top_level(params, b',') {
+                let s = parse_attr_shape(&mut self.scratch, ptext)?;
+                out.parameters.push(shape_proto(&self.scratch, s));
+            }
+        }
+        let r = parse_attr_shape(&mut self.scratch, result)?;
+        out.result = Some(shape_proto(&self.scratch, r));
+        Ok(out)
+    }
+
+    fn instruction(&mut self, id: InstId) -> Result<xla::HloInstructionProto> {
+        let m = self.m;
+        let inst = m.inst(id);
+        let name = &*inst.name;
+        if inst
+            .attrs
+            .first()
+            .is_some_and(|a| &*a.key == ASYNC_WRAPPED_OPCODE)
+        {
+            return Err(err(name, "the async shorthand (`op-start`) cannot be written to a proto yet; write async-start with calls="));
+        }
+        let mut p = xla::HloInstructionProto {
+            name: name.to_string(),
+            opcode: inst.opcode.name().to_string(),
+            shape: Some(shape_proto(m, inst.shape)),
+            id: self.iid(id),
+            operand_ids: inst.operands.iter().map(|&o| self.iid(o)).collect(),
+            control_predecessor_ids: inst
+                .control_predecessors()
+                .iter()
+                .map(|&o| self.iid(o))
+                .collect(),
+            // XLA writes these (empty) on every instruction.
+            metadata: Some(Default::default()),
+            frontend_attributes: Some(Default::default()),
+            statistics_viz: Some(Default::default()),
+            ..Default::default()
+        };
+        let e = |msg: String| err(name, msg);
+        let ae = |r: crate::attrs::AttrError| err(name, r);
+        match inst.opcode {
+            Opcode::Parameter => {
+                p.parameter_number = inst
+                    .parameter_number()
+                    .ok_or_else(|| e("parameter without a number".into()))?;
+                // XLA writes operand-less instructions without operands.
+            }
+            Opcode::Constant => {
+                let text = inst.payload.as_deref().unwrap_or("");
+                p.literal = Some(literal_proto(m, inst.shape, text).map_err(e)?);
+            }
+            _ => {}
+        }
+        // Called computations, in the order XLA stores them.
+        let comp_attr = |k: &str| -> Vec<CompId> {
+            match inst.attr(k) {
+                Some(AttrValue::Comp(c)) => vec![*c],
+                Some(AttrValue::Comps(cs)) => cs.to_vec(),
+                _ => Vec::new(),
+            }
+        };
+        let called: Vec<CompId> = match inst.opcode {
+            Opcode::While => [comp_attr("body"), comp_attr("condition")].concat(),
+            Opcode::Conditional if inst.attr("true_computation").is_some() => [
+                comp_attr("true_computation"),
+                comp_attr("false_computation"),
+            ]
+            .concat(),
+            Opcode::SelectAndScatter => [comp_attr("select"), comp_attr("scatter")].concat(),
+            _ => inst.called_computations().collect(),
+        };
+        p.called_computation_ids = called.iter().map(|&c| self.cid(c)).collect();
+
+        // Defaults XLA writes (and needs: a custom call without an api
+        // version is API_VERSION_ORIGINAL in text, UNSPECIFIED in a proto).
+        match inst.opcode {
+            Opcode::CustomCall => {
+                p.custom_call_api_version = 1;
+                p.feature_group_count = 1;
+                p.batch_group_count = 1;
+                p.precision_config = Some(Default::default());
+            }
+            Opcode::Dot | Opcode::Convolution | Opcode::RaggedDot => {
+                p.precision_config = Some(xla::PrecisionConfig {
+                    operand_precision: vec![0; inst.operands.len().min(2)],
+                    algorithm: 0,
+                });
+                if inst.opcode == Opcode::Convolution {
+                    p.feature_group_count = 1;
+                    p.batch_group_count = 1;
+                }
+            }
+            _ => {}
+        }
+        let mut dot = false;
+        let mut gather = xla::GatherDimensionNumbers::default();
+        let mut scatter = xla::ScatterDimensionNumbers::default();
+        let mut has_gather = false;
+        let mut has_scatter = false;
+        let mut ragged = xla::RaggedDotDimensionNumbers::default();
+        let mut has_ragged = false;
+        let mut tri = xla::TriangularSolveOptions::default();
+        let mut has_tri = false;
+        let is_gather = inst.opcode == Opcode::Gather;
+        for a in &inst.attrs {
+            let key = &*a.key;
+            let t: &str = match &a.value {
+                AttrValue::Raw(t) => t,
+                // Calls and control predecessors are ids (above).
+                _ => continue,
+            };
+            let ints = || {
+                crate::shape_infer::parse_int_list(t)
+                    .map(|d| d.to_vec())
+                    .map_err(|x| e(format!("`{key}`: {}", x.0)))
+            };
+            let int = || -> Result<i64> {
+                t.trim()
+                    .parse()
+                    .map_err(|_| e(format!("`{key}`: `{t}` is not an integer")))
+            };
+            let boolean = || -> Result<bool> {
+                match t.trim() {
+                    "true" => Ok(true),
+                    "false" => Ok(false),
+                    _ => Err(e(format!("`{key}`: `{t}` is not true or false"))),
+                }
+            };
+            let string = || -> Result<Vec<u8>> {
+                ax::string_value(t).map_err(|x| e(format!("`{key}`: {x}")))
+            };
+            let text = || -> Result<String> {
+                String::from_utf8(string()?).map_err(|_| e(format!("`{key}` is not UTF-8")))
+            };
+            match key {
+                "metadata" => {
+                    let mut md = wrap(name, key, ax::metadata(t))?;
+                    if md.stack_frame_id != 0 {
+                        md.stack_frame_id =
+                            *self.frame_map.get(&md.stack_frame_id).ok_or_else(|| {
+                                e(format!(
+                                    "stack_frame_id {} is not in the module's stack frames",
+                                    md.stack_frame_id
+                                ))
+                            })?;
+                    }
+                    p.metadata = Some(md);
+                }
+                "sharding" => p.sharding = Some(wrap(name, key, ax::sharding(t))?),
+                "frontend_attributes" => {
+                    p.frontend_attributes = Some(wrap(name, key, ax::frontend_attributes(t))?)
+                }
+                "backend_config" => {
+                    p.backend_config = if t.trim_start().starts_with('"') {
+                        string()?
+                    } else {
+                        t.trim().as_bytes().to_vec()
+                    }
+                }
+                "dimensions" => p.dimensions = ints()?,
+                "iota_dimension" | "inferred_dimension" => p.dimensions = vec![int()?],
+                "index" => p.tuple_index = int()?,
+                "slice" => {
+                    p.slice_dimensions = inst
+                        .slice()
+                        .map_err(ae)?
+                        .unwrap_or_default()
+                        .into_iter()
+                        .map(|s| xla::SliceDimensions {
+                            start: s.start,
+                            limit: s.limit,
+                            stride: s.stride,
+                        })
+                        .collect()
+                }
+                "dynamic_slice_sizes" => p.dynamic_slice_sizes = ints()?,
+                "padding" => {
+                    p.padding_config = Some(xla::PaddingConfig {
+                        dimensions: inst
+                            .padding()
+                            .map_err(ae)?
+                            .unwrap_or_default()
+                            .into_iter()
+                            .map(|d| xla::PaddingConfigDimension {
+                                edge_padding_low: d.lo,
+                                edge_padding_high: d.hi,
+                                interior_padding: d.interior,
+                            })
+                            .collect(),
+                    })
+                }
+                "window" => {
+                    p.window = Some(xla::Window {
+                        dimensions: inst
+                            .window()
+                            .map_err(ae)?
+                            .unwrap_or_default()
+                            .into_iter()
+                            .map(|w| xla::WindowDimension {
+                                size: w.size,
+                                stride: w.stride,
+                                padding_low: w.pad_lo,
+                                padding_high: w.pad_hi,
+                                window_dilation: w.rhs_dilation,
+                                base_dilation: w.lhs_dilation,
+                                window_reversal: w.reversal,
+                            })
+                            .collect(),
+                    })
+                }
+                "dim_labels" => {
+                    let d = inst.conv_dims().map_err(ae)?.unwrap_or_default();
+                    let need = |v: Option<i64>| {
+                        v.ok_or_else(|| e("dim_labels leaves a dimension unassigned".into()))
+                    };
+                    p.convolution_dimension_numbers = Some(xla::ConvolutionDimensionNumbers {
+                        input_batch_dimension: need(d.input_batch)?,
+                        input_feature_dimension: need(d.input_feature)?,
+                        input_spatial_dimensions: d.input_spatial.to_vec(),
+                        kernel_input_feature_dimension: need(d.kernel_input_feature)?,
+                        kernel_output_feature_dimension: need(d.kernel_output_feature)?,
+                        kernel_spatial_dimensions: d.kernel_spatial.to_vec(),
+                        output_batch_dimension: need(d.output_batch)?,
+                        output_feature_dimension: need(d.output_feature)?,
+                        output_spatial_dimensions: d.output_spatial.to_vec(),
+                    })
+                }
+                "feature_group_count" => p.feature_group_count = int()?,
+                "batch_group_count" => p.batch_group_count = int()?,
+                "lhs_batch_dims"
+                | "rhs_batch_dims"
+                | "lhs_contracting_dims"
+                | "rhs_contracting_dims" => dot = true,
+                "lhs_ragged_dims" => {
+                    has_ragged = true;
+                    ragged.lhs_ragged_dimensions = ints()?
+                }
+                "rhs_group_dims" => {
+                    has_ragged = true;
+                    ragged.rhs_group_dimensions = ints()?
+                }
+                "operand_precision" => {
+                    p.precision_config
+                        .get_or_insert_with(Default::default)
+                        .operand_precision = wrap(name, key, ax::operand_precision(t))?
+                }
+                "algorithm" if inst.opcode == Opcode::RngBitGenerator => {
+                    p.rng_algorithm = match t.trim() {
+                        "rng_default" => 0,
+                        "rng_three_fry" => 1,
+                        "rng_philox" => 2,
+                        o => return Err(e(format!("unknown rng algorithm `{o}`"))),
+                    }
+                }
+                "algorithm" => {
+                    p.precision_config
+                        .get_or_insert_with(Default::default)
+                        .algorithm = wrap(name, key, ax::dot_algorithm(t))?
+                }
+                "direction" => p.comparison_direction = t.trim().to_string(),
+                "type" => p.comparison_type = t.trim().to_string(),
+                "kind" => p.fusion_kind = t.trim().to_string(),
+                "custom_call_target" => p.custom_call_target = text()?,
+                "api_version" => {
+                    p.custom_call_api_version = match t.trim() {
+                        "API_VERSION_UNSPECIFIED" => 0,
+                        "API_VERSION_ORIGINAL" => 1,
+                        "API_VERSION_STATUS_RETURNING" => 2,
+                        "API_VERSION_STATUS_RETURNING_UNIFIED" => 3,
+                        "API_VERSION_TYPED_FFI" => 4,
+                        o => return Err(e(format!("unknown api_version `{o}`"))),
+                    }
+                }
+                "custom_call_has_side_effect" => p.custom_call_has_side_effect = boolean()?,
+                "schedule" => {
+                    p.custom_call_schedule = match t.trim() {
+                        "SCHEDULE_NONE" => 0,
+                        "SCHEDULE_LATEST" => 1,
+                        "SCHEDULE_EARLIEST" => 2,
+                        o => return Err(e(format!("unknown custom-call schedule `{o}`"))),
+                    }
+                }
+                "output_to_operand_aliasing" => {
+                    p.output_operand_aliasing = wrap(name, key, ax::output_operand_aliasing(t))?
+                }
+                "operand_layout_constraints" => {
+                    p.constrain_layout = true;
+                    let inner = crate::shape_infer::strip_braces(t);
+                    if !inner.is_empty() {
+                        for s in crate::attrs::validate::split_top_level(inner, b',') {
+                            let sid = parse_attr_shape(&mut self.scratch, s)?;
+                            p.operand_shapes_with_layout
+                                .push(shape_proto(&self.scratch, sid));
+                        }
+                    }
+                }
+                "literal" => {
+                    // `literal=s32[2]{0} {1, 2}`: a shape, then the values.
+                    let body = t.trim();
+                    let split = shape_prefix_len(body).ok_or_else(|| {
+                        e(format!(
+                            "`literal`: expected a shape then values, found `{body}`"
+                        ))
+                    })?;
+                    let sid = parse_attr_shape(&mut self.scratch, &body[..split])?;
+                    p.literal = Some(
+                        literal_proto(&self.scratch, sid, &body[split..])
+                            .map_err(|x| e(format!("`literal`: {x}")))?,
+                    );
+                }
+                "replica_groups" => match wrap(name, key, ax::replica_groups(t))? {
+                    ax::ReplicaGroups::List(groups) => {
+                        p.collective_device_list = Some(xla::CollectiveDeviceListProto {
+                            replica_groups: groups
+                                .into_iter()
+                                .map(|g| xla::ReplicaGroup { replica_ids: g })
+                                .collect(),
+                        })
+                    }
+                    ax::ReplicaGroups::Iota(l) => {
+                        p.iota_collective_device_list = Some(xla::IotaReplicaGroupListProto {
+                            num_replica_groups: l.dims[0],
+                            num_devices_per_group: l.dims[1],
+                            iota_reshape_dims: l.reshape,
+                            iota_transpose_perm: l.perm.iter().map(|&x| x as i32).collect(),
+                        })
+                    }
+                },
+                "channel_id" => p.channel_id = int()?,
+                "use_global_device_ids" => p.use_global_device_ids = boolean()?,
+                "constrain_layout" => p.constrain_layout = boolean()?,
+                "is_host_transfer" => p.is_host_transfer = boolean()?,
+                "is_stable" => p.is_stable = boolean()?,
+                "indices_are_sorted" => p.indices_are_sorted = boolean()?,
+                "unique_indices" => p.unique_indices = boolean()?,
+                "largest" => p.largest = boolean()?,
+                "is_composite" => p.is_composite = boolean()?,
+                "is_reverse" => p.is_reverse = boolean()?,
+                "source_target_pairs" => {
+                    p.source_target_pairs = wrap(name, key, ax::source_target_pairs(t))?
+                }
+                "feature_index" => p.feature_index = int()?,
+                "epsilon" => {
+                    p.epsilon = t
+                        .trim()
+                        .parse::<f64>()
+                        .map_err(|_| e(format!("`epsilon`: `{t}` is not a number")))?
+                        as f32
+                }
+                "exponent_bits" => p.exponent_bits = int()? as i32,
+                "mantissa_bits" => p.mantissa_bits = int()? as i32,
+                "fft_type" => {
+                    p.fft_type = match t.trim() {
+                        "FFT" => 0,
+                        "IFFT" => 1,
+                        "RFFT" => 2,
+                        "IRFFT" => 3,
+                        o => return Err(e(format!("unknown fft_type `{o}`"))),
+                    }
+                }
+                "fft_length" => p.fft_length = ints()?,
+                "distribution" => {
+                    p.distribution = match t.trim() {
+                        "rng_uniform" => 1,
+                        "rng_normal" => 2,
+                        o => return Err(e(format!("unknown distribution `{o}`"))),
+                    }
+                }
+                "offset_dims" => (has_gather, gather.offset_dims) = (true, ints()?),
+                "collapsed_slice_dims" => {
+                    (has_gather, gather.collapsed_slice_dims) = (true, ints()?)
+                }
+                "start_index_map" => (has_gather, gather.start_index_map) = (true, ints()?),
+                "operand_batching_dims" => {
+                    (has_gather, gather.operand_batching_dims) = (true, ints()?)
+                }
+                "start_indices_batching_dims" => {
+                    (has_gather, gather.start_indices_batching_dims) = (true, ints()?)
+                }
+                "slice_sizes" if !is_gather => {
+                    // collective-permute's `{{128,32}, ...}`: flattened.
+                    p.dynamic_slice_sizes = wrap(name, key, ax::int_list_list(t))?.concat()
+                }
+                "slice_sizes" => p.gather_slice_sizes = ints()?,
+                "index_vector_dim" if is_gather => {
+                    (has_gather, gather.index_vector_dim) = (true, int()?)
+                }
+                "index_vector_dim" => (has_scatter, scatter.index_vector_dim) = (true, int()?),
+                "update_window_dims" => (has_scatter, scatter.update_window_dims) = (true, ints()?),
+                "inserted_window_dims" => {
+                    (has_scatter, scatter.inserted_window_dims) = (true, ints()?)
+                }
+                "scatter_dims_to_operand_dims" => {
+                    (has_scatter, scatter.scatter_dims_to_operand_dims) = (true, ints()?)
+                }
+                "input_batching_dims" => {
+                    (has_scatter, scatter.input_batching_dims) = (true, ints()?)
+                }
+                "scatter_indices_batching_dims" => {
+                    (has_scatter, scatter.scatter_indices_batching_dims) = (true, ints()?)
+                }
+                "k" => p.k = int()?,
+                "delta" => p.delta = int()?,
+                "left_side" => (has_tri, tri.left_side) = (true, boolean()?),
+                "unit_diagonal" => (has_tri, tri.unit_diagonal) = (true, boolean()?),
+                "transpose_a" => {
+                    has_tri = true;
+                    tri.transpose_a = match t.trim() {
+                        "NO_TRANSPOSE" => 1,
+                        "TRANSPOSE" => 2,
+                        "ADJOINT" => 3,
+                        o => return Err(e(format!("unknown transpose_a `{o}`"))),
+                    }
+                }
+                "lower" if inst.opcode == Opcode::Cholesky => {
+                    p.cholesky_options = Some(xla::CholeskyOptions { lower: boolean()? })
+                }
+                "lower" => (has_tri, tri.lower) = (true, boolean()?),
+                "outfeed_shape" => {
+                    let sid = parse_attr_shape(&mut self.scratch, t)?;
+                    p.outfeed_shape = Some(shape_proto(&self.scratch, sid));
+                }
+                "outfeed_config" => p.outfeed_config = string()?,
+                "infeed_config" => p.infeed_config = string()?,
+                "parameter_replication" => {
+                    p.parameter_replication = Some(xla::ParameterReplication {
+                        replicated_at_leaf_buffers: wrap(name, key, ax::bool_list(t))?,
+                    })
+                }
+                "domain" => {
+                    let (entry, exit) = wrap(name, key, ax::domain(t))?;
+                    p.domain_entry_sharding = Some(entry);
+                    p.domain_exit_sharding = Some(exit);
+                }
+                "async_execution_thread" => p.async_execution_thread = text()?,
+                "cross_program_prefetch_index" => {
+                    p.cross_program_prefetch_index = Some(int()? as i32)
+                }
+                "result_accuracy" => {
+                    p.result_accuracy = Some(wrap(name, key, ax::result_accuracy(t))?)
+                }
+                "statistics" => p.statistics_viz = Some(wrap(name, key, ax::statistics(t))?),
+                "num_carries" => p.num_carries = int()?,
+                "is_associative" => p.is_associative = if boolean()? { 1 } else { 2 },
+                other => {
+                    return Err(e(format!(
+                    "attribute `{other}` of {} has no HloInstructionProto field the writer knows",
+                    inst.opcode.name()
+                )))
+                }
+            }
+        }
+        if dot {
+            let d = inst.dot_dims().map_err(ae)?.unwrap_or_default();
+            let dd = xla::DotDimensionNumbers {
+                lhs_contracting_dimensions: d.lhs_contracting.to_vec(),
+                rhs_contracting_dimensions: d.rhs_contracting.to_vec(),
+                lhs_batch_dimensions: d.lhs_batch.to_vec(),
+                rhs_batch_dimensions: d.rhs_batch.to_vec(),
+            };
+            if inst.opcode == Opcode::RaggedDot {
+                has_ragged = true;
+                ragged.dot_dimension_numbers = Some(dd);
+            } else {
+                p.dot_dimension_numbers = Some(dd);
+            }
+        }
+        if has_ragged {
+            p.ragged_dot_dimension_numbers = Some(ragged);
+        }
+        if has_gather {
+            p.gather_dimension_numbers = Some(gather);
+        }
+        if has_scatter {
+            p.scatter_dimension_numbers = Some(scatter);
+        }
+        if has_tri {
+            p.triangular_solve_options = Some(tri);
+        }
+        Ok(p)
+    }
+}
+
+/// Length of the shape at the start of `literal=` text (`s32[2]{0} {1,2}`,
+/// `(s32[], f32[])`): through the closing `]`, an optional layout `{...}`
+/// that directly follows, or the tuple's `)`.
+fn shape_prefix_len(s: &str) -> Option<usize> {
+    let b = s.as_bytes();
+    if b.first() == Some(&b'(') {
+        let mut depth = 0i32;
+        for (k, &c) in b.iter().enumerate() {
+            match c {
+                b'(' => depth += 1,
+                b')' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        return Some(k + 1);
+                    }
+                }
+                _ => {}
+            }
+        }
+        return None;
+    }
+    let close = s.find(']')? + 1;
+    if b.get(close) == Some(&b'{') {
+        let end = s[close..].find('}')? + close + 1;
+        return Some(end);
+    }
+    Some(close)
+}

@@ -1,0 +1,139 @@
+//! Conformance of the `HloModuleProto` writer and reader with XLA (jaxlib),
+//! both directions, over `testdata/hlo` and (when `../shared` exists) the
+//! shared corpus:
+//!
+//! - writer: XLA loads the proto hlo-opt writes for each module as the same
+//!   module as the original text (`hlo/conformance/check_proto.py`);
+//! - reader: hlo-opt reads XLA's own proto of each module
+//!   (`as_serialized_hlo_module_proto`) into a module that XLA reads, from
+//!   our printed text, as the same module as the original
+//!   (`hlo/conformance/check_xla.py`).
+//!
+//! Needs `HLO_OPT_PYTHON` (a Python with the pinned jaxlib; `scripts/test`
+//! sets it); skipped with a message otherwise.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::*;
+
+/// Modules the writer cannot write yet (or XLA reads differently), with
+/// the reason. Each is reported by the checker, not failed.
+const KNOWN_WRITER_DIFFERENCES: &[(&str, &str)] = &[
+    ("hlo_parser_test__297.hlo", "async shorthand `custom-call-start`: the wrapped computation is not synthesized"),
+    ("hlo_parser_test__367.hlo", "async shorthand `call-start`: the wrapped computation is not synthesized"),
+    ("hlo_parser_test__373.hlo", "async shorthand `fusion-start`: the wrapped computation is not synthesized"),
+    ("hlo_parser_test__16.hlo", "tuple-shaped constant literal"),
+    ("spmd_partitioner_test__539.hlo", "named (mesh) sharding"),
+    ("bitcast_reduce_broadcast__0.hlo", "instruction names repeated across computations: XLA's parser renames them, the writer does not"),
+    ("transforms.layout_assignment_test__20.hlo", "send-done whose operand is not a send: XLA's proto loader rejects what its parser accepts"),
+];
+
+fn run(python: &str, script: &str, args: &[std::ffi::OsString]) -> String {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("conformance")
+        .join(script);
+    let res = Command::new(python)
+        .arg(&script)
+        .args(args)
+        .output()
+        .expect("run the conformance script");
+    let stdout = String::from_utf8_lossy(&res.stdout).into_owned();
+    println!("{stdout}");
+    assert!(
+        res.status.success(),
+        "{} failed:\n{stdout}\n{}",
+        script.display(),
+        String::from_utf8_lossy(&res.stderr)
+    );
+    stdout
+}
+
+fn check(label: &str, files: &[PathBuf]) {
+    let Ok(python) = std::env::var("HLO_OPT_PYTHON") else {
+        println!("skipped: HLO_OPT_PYTHON is not set (XLA conformance needs jaxlib)");
+        return;
+    };
+    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("proto-conformance-{label}"));
+    let _ = std::fs::remove_dir_all(&out);
+    let (ours, xla, read) = (out.join("ours"), out.join("xla"), out.join("read"));
+    for d in [&ours, &xla, &read] {
+        std::fs::create_dir_all(d).expect("create output folder");
+    }
+    let mut args: Vec<std::ffi::OsString> = Vec::new();
+    for f in files {
+        let text = std::fs::read_to_string(f).expect("readable module");
+        let name = f
+            .file_name()
+            .expect("file name")
+            .to_string_lossy()
+            .into_owned();
+        match hlo::parse_module_named(&text, &f.display().to_string()) {
+            Ok(m) => match hlo::proto::to_bytes(&m) {
+                Ok(b) => std::fs::write(ours.join(format!("{name}.pb")), b).expect("write proto"),
+                Err(e) => std::fs::write(ours.join(format!("{name}.err")), e.to_string())
+                    .expect("write error"),
+            },
+            Err(e) => println!("not parsed by hlo-opt: {e}"),
+        }
+        args.push(f.clone().into());
+    }
+    let mut w: Vec<std::ffi::OsString> = vec![
+        "--ours-dir".into(),
+        ours.clone().into(),
+        "--dump-xla-dir".into(),
+        xla.clone().into(),
+    ];
+    for (name, _) in KNOWN_WRITER_DIFFERENCES {
+        w.push("--known".into());
+        w.push(name.into());
+    }
+    w.extend(args.iter().cloned());
+    run(&python, "check_proto.py", &w);
+
+    // Reader: our reading of XLA's protos, printed, must be the same module.
+    for f in files {
+        let name = f
+            .file_name()
+            .expect("file name")
+            .to_string_lossy()
+            .into_owned();
+        let Ok(bytes) = std::fs::read(xla.join(format!("{name}.pb"))) else {
+            continue; // XLA rejected or skipped the original
+        };
+        match hlo::proto::from_bytes(&bytes) {
+            Ok(m) => std::fs::write(read.join(&name), hlo::print_module(&m)).expect("write text"),
+            Err(e) => println!("FAIL reading XLA's proto of {name}: {e}"),
+        }
+    }
+    let mut r: Vec<std::ffi::OsString> = vec!["--printed-dir".into(), read.into()];
+    r.extend(args);
+    run(&python, "check_xla.py", &r);
+}
+
+#[test]
+fn testdata_protos_conform_to_xla() {
+    let files = hlo_files(&testdata().join("hlo"));
+    assert!(!files.is_empty());
+    check("testdata", &files);
+}
+
+#[test]
+fn shared_corpus_protos_conform_to_xla() {
+    let Some(shared) = shared() else {
+        println!("skipped: ../shared is absent");
+        return;
+    };
+    let mut files = Vec::new();
+    for dir in [
+        "corpus/xla/valid",
+        "corpus/jax",
+        "data/tpugraphs/hlo",
+        "data/tpugraphs/tile_kernels",
+    ] {
+        files.extend(hlo_files(&shared.join(dir)));
+    }
+    check("shared", &files);
+}
