@@ -16,7 +16,11 @@ DIR/<name>.pb (for the reader conformance: hlo-opt reads XLA's protos).
 XLA aborts the process on a few inputs, so all XLA calls run in a worker
 subprocess that is restarted after a crash (the module is reported).
 
-Usage: check_proto.py --ours-dir DIR [--dump-xla-dir DIR] FILE...
+With --read-dir DIR instead (the reader direction), DIR/<name> is hlo-opt's
+printed text of its reading of XLA's proto of FILE; XLA must read it as the
+module XLA reads from its own proto.
+
+Usage: check_proto.py (--ours-dir DIR [--dump-xla-dir DIR] | --read-dir DIR) FILE...
 Exit 1 if any module fails. Summary line:
 `proto conformance: N of M modules match (K same as XLA's round trip, S skipped)`.
 """
@@ -32,6 +36,43 @@ class Done(Exception):
     """The job's result is decided."""
 
 
+def reader_job(hlo, job, res) -> None:
+    """Reader direction: XLA reads hlo-opt's printed text of its reading of
+    XLA's proto (job["read"]) as the module XLA reads from that proto."""
+    with open(job["path"], encoding="utf-8") as f:
+        original = f.read()
+    try:
+        m = hlo.hlo_module_from_text(original)
+        expected_text = m.to_string()
+    except Exception as e:
+        res["skip"] = "XLA rejects the original: " + str(e).splitlines()[0][:120]
+        return
+    if hlo.hlo_module_from_text(original).to_string() != expected_text:
+        res["skip"] = "XLA's own text of the original differs between two reads"
+        return
+    if not os.path.exists(job["read"]):
+        res["fail"] = "hlo-opt could not read XLA's proto"
+        return
+    with open(job["read"], encoding="utf-8") as f:
+        ours = f.read()
+    try:
+        actual = hlo.hlo_module_from_text(ours).to_string()
+    except Exception as e:
+        res["fail"] = "XLA rejects our printed text: " + str(e).splitlines()[0][:300]
+        return
+    if actual == expected_text:
+        res["ok"] = True
+        return
+    roundtrip = hlo.HloModule.from_serialized_hlo_module_proto(m.as_serialized_hlo_module_proto()).to_string()
+    if actual == roundtrip:
+        res["ok_roundtrip"] = True
+        return
+    import difflib
+    diff = list(difflib.unified_diff(roundtrip.splitlines(), actual.splitlines(), "xla", "ours", n=0, lineterm=""))
+    res["fail"] = "XLA reads our text of its proto as a different module"
+    res["diff"] = [l[:300] for l in diff[2:8]]
+
+
 def worker() -> None:
     from jax._src.lib import hlo  # pinned jaxlib (see requirements.txt)
 
@@ -40,6 +81,9 @@ def worker() -> None:
         path, ours, dump = job["path"], job["ours"], job["dump"]
         res = {"path": path}
         try:
+            if job.get("read"):
+                reader_job(hlo, job, res)
+                raise Done
             with open(path, encoding="utf-8") as f:
                 original = f.read()
             try:
@@ -89,18 +133,32 @@ def main() -> int:
         worker()
         return 0
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--ours-dir", required=True)
+    ap.add_argument("--ours-dir", help="hlo-opt's protos (<name>.pb) of the modules: writer direction")
+    ap.add_argument("--read-dir", help="hlo-opt's printed text (<name>) of its reading of XLA's protos: reader direction")
     ap.add_argument("--dump-xla-dir")
     ap.add_argument("--quiet", action="store_true")
     ap.add_argument("--known", action="append", default=[], metavar="NAME",
                     help="module expected to fail (documented in the caller); reported, not failed")
+    ap.add_argument("--known-file", metavar="TSV",
+                    help="lines `writer|reader<TAB>NAME<TAB>reason` of modules expected to fail")
     ap.add_argument("files", nargs="+")
     args = ap.parse_args()
+    if args.known_file:
+        direction = "reader" if args.read_dir else "writer"
+        with open(args.known_file, encoding="utf-8") as f:
+            for line in f:
+                parts = line.rstrip("\n").split("\t")
+                if len(parts) >= 2 and not line.startswith("#") and parts[0] == direction:
+                    args.known.append(parts[1])
     if args.dump_xla_dir:
         os.makedirs(args.dump_xla_dir, exist_ok=True)
     jobs = []
     for path in args.files:
         name = os.path.basename(path)
+        if args.read_dir:
+            jobs.append({"path": path, "ours": None, "dump": None, "our_error": None,
+                         "read": os.path.join(args.read_dir, name)})
+            continue
         ours = os.path.join(args.ours_dir, name + ".pb")
         err = os.path.join(args.ours_dir, name + ".err")
         dump = os.path.join(args.dump_xla_dir, name + ".pb") if args.dump_xla_dir else None
@@ -114,7 +172,7 @@ def main() -> int:
         # both ways and deadlock.
         with tempfile.TemporaryFile("w+") as jobfile:
             for j in pending:
-                jobfile.write(json.dumps({k: j[k] for k in ("path", "ours", "dump")}) + "\n")
+                jobfile.write(json.dumps({k: j.get(k) for k in ("path", "ours", "dump", "read")}) + "\n")
             jobfile.seek(0)
             proc = subprocess.Popen([sys.executable, __file__, "--worker"], stdin=jobfile,
                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
@@ -156,7 +214,8 @@ def main() -> int:
             print(f"FAIL {name}: XLA aborted the process loading our proto (or the original)")
             i += 1
     total = ok + roundtrip + failed + known
-    print(f"proto conformance: {ok + roundtrip} of {total} modules match "
+    what = "reader" if args.read_dir else "writer"
+    print(f"proto conformance ({what}): {ok + roundtrip} of {total} modules match "
           f"({roundtrip} same as XLA's own round trip, {known} known differences, {skipped} skipped)")
     return 1 if failed else 0
 

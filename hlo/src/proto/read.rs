@@ -44,6 +44,9 @@ pub fn module_from_proto(p: &xla::HloModuleProto) -> Result<(Module, ReadReport)
     let text = r.text()?;
     let mut m = crate::parse::parse_module_named(&text, "<proto>")
         .map_err(|e| bad(format!("the module it describes is not valid: {}", e)))?;
+    // What text cannot express but a proto can (a computation calling
+    // itself, ...) is caught by the verifier.
+    crate::verify(&m).map_err(|e| bad(format!("the module it describes is not valid: {e}")))?;
     // Ids: match by name (names are unique in a module).
     let mut by_name: HashMap<&str, i64> = HashMap::new();
     for c in &p.computations {
@@ -223,7 +226,19 @@ fn write_shape(s: &xla::ShapeProto, depth: usize, o: &mut String) -> Result<()> 
             }
             o.push(']');
             if let Some(l) = &s.layout {
-                write_layout(l, depth, o)?;
+                // XLA prints a scalar without its (empty) layout.
+                let trivial_scalar = s.dimensions.is_empty()
+                    && *l
+                        == xla::LayoutProto {
+                            tail_padding_alignment_in_elements: l
+                                .tail_padding_alignment_in_elements
+                                .min(1),
+                            ..Default::default()
+                        }
+                    && l.tail_padding_alignment_in_elements <= 1;
+                if !trivial_scalar {
+                    write_layout(l, depth, o)?;
+                }
             }
         }
     }
@@ -1275,7 +1290,11 @@ impl<'p> Reader<'p> {
                 a.push(format!("window={{{}}}", parts.join(" ")));
             }
         }
-        if let Some(cd) = &i.convolution_dimension_numbers {
+        if let Some(cd) = i
+            .convolution_dimension_numbers
+            .as_ref()
+            .filter(|cd| **cd != xla::ConvolutionDimensionNumbers::default())
+        {
             a.push(format!("dim_labels={}", conv_labels(cd).map_err(ebad)?));
         }
         if matches!(op, Opcode::Convolution) {
@@ -1720,7 +1739,11 @@ impl<'p> Reader<'p> {
                 }
             }
         }
-        if let Some(s) = &i.statistics_viz {
+        if let Some(s) = i
+            .statistics_viz
+            .as_ref()
+            .filter(|s| !s.statistics.is_empty() || s.stat_index_to_visualize != 0)
+        {
             let mut parts = vec![format!("visualizing_index={}", s.stat_index_to_visualize)];
             parts.extend(
                 s.statistics
@@ -1819,7 +1842,31 @@ fn conv_labels(d: &xla::ConvolutionDimensionNumbers) -> std::result::Result<Stri
         }
         Ok(v.into_iter().collect())
     };
-    let rank = d.input_spatial_dimensions.len() + 2;
+    // `?` labels (dimensions with no role) are not in the proto: the rank is
+    // what the numbers reach.
+    let reach = |v: &[i64], a: i64, b: i64| v.iter().copied().chain([a, b]).max().unwrap_or(0) + 1;
+    let rank = [
+        reach(
+            &d.input_spatial_dimensions,
+            d.input_batch_dimension,
+            d.input_feature_dimension,
+        ),
+        reach(
+            &d.kernel_spatial_dimensions,
+            d.kernel_input_feature_dimension,
+            d.kernel_output_feature_dimension,
+        ),
+        reach(
+            &d.output_spatial_dimensions,
+            d.output_batch_dimension,
+            d.output_feature_dimension,
+        ),
+    ]
+    .into_iter()
+    .max()
+    .unwrap_or(0)
+    .clamp(0, 64) as usize;
+    let rank = rank.max(d.input_spatial_dimensions.len() + 2);
     Ok(format!(
         "{}_{}->{}",
         part(

@@ -361,8 +361,51 @@ fn strip_comments(s: &str) -> String {
     out
 }
 
+/// XLA's `NameUniquer`: names in a module are unique; a repeated name gets
+/// the next free numeric suffix of its root (`p0` -> `p0.1`), as XLA's
+/// parser renames repeats (in text order) when it builds a module.
+#[derive(Default)]
+struct NameUniquer {
+    used: HashMap<String, (std::collections::HashSet<i64>, i64)>,
+}
+
+impl NameUniquer {
+    fn unique(&mut self, name: &str) -> String {
+        let (root, suffix) = match name.rfind('.') {
+            Some(p) if p > 0 && p + 1 < name.len() => match name[p + 1..].parse::<i64>() {
+                Ok(n) if name[p + 1..].bytes().all(|b| b.is_ascii_digit()) => (&name[..p], Some(n)),
+                _ => (name, None),
+            },
+            _ => (name, None),
+        };
+        let (used, next) = self.used.entry(root.to_string()).or_default();
+        let want = suffix.unwrap_or(0);
+        let id = if used.insert(want) {
+            want
+        } else {
+            while !used.insert(*next) {
+                *next += 1;
+            }
+            *next += 1;
+            *next - 1
+        };
+        if id == 0 {
+            if suffix.is_some() {
+                format!("{root}.0")
+            } else {
+                root.to_string()
+            }
+        } else {
+            format!("{root}.{id}")
+        }
+    }
+}
+
 struct Writer<'m> {
     m: &'m Module,
+    /// Instruction and computation names, made unique as XLA does.
+    inst_names: Vec<String>,
+    comp_names: Vec<String>,
     inst_ids: Vec<i64>,
     comp_ids: Vec<i64>,
     /// Computations called by a fusion.
@@ -422,8 +465,19 @@ impl<'m> Writer<'m> {
                 }
             }
         }
+        let mut inst_names = vec![String::new(); m.num_insts()];
+        let mut comp_names = vec![String::new(); n_comps];
+        let (mut iu, mut cu) = (NameUniquer::default(), NameUniquer::default());
+        for c in m.computations() {
+            comp_names[c.index()] = cu.unique(&m.comp(c).name);
+            for &i in &m.comp(c).order {
+                inst_names[i.index()] = iu.unique(&m.inst(i).name);
+            }
+        }
         Writer {
             m,
+            inst_names,
+            comp_names,
             inst_ids,
             comp_ids,
             fused,
@@ -511,8 +565,8 @@ impl<'m> Writer<'m> {
             let mut stack = vec![(root, deps(root))];
             while let Some((i, todo)) = stack.last_mut() {
                 if let Some(next) = todo.pop() {
-                    if !state.contains_key(&next) {
-                        state.insert(next, 1);
+                    if let std::collections::hash_map::Entry::Vacant(v) = state.entry(next) {
+                        v.insert(1);
                         let d = deps(next);
                         stack.push((next, d));
                     }
@@ -540,7 +594,7 @@ impl<'m> Writer<'m> {
             parameter_names: comp
                 .params
                 .iter()
-                .map(|&p| m.inst(p).name.to_string())
+                .map(|&p| self.inst_names[p.index()].clone())
                 .collect(),
         }
     }
@@ -675,7 +729,7 @@ impl<'m> Writer<'m> {
         self.canonical_frames()?;
         let mut p = xla::HloModuleProto {
             name: m.name.to_string(),
-            entry_computation_name: m.entry_computation().name.to_string(),
+            entry_computation_name: self.comp_names[m.entry.index()].clone(),
             entry_computation_id: self.cid(m.entry),
             id: m.module_proto_id().unwrap_or(0),
             // XLA writes these (empty) on every module.
@@ -688,7 +742,7 @@ impl<'m> Writer<'m> {
         for &c in &order {
             let comp = m.comp(c);
             let mut cp = xla::HloComputationProto {
-                name: comp.name.to_string(),
+                name: self.comp_names[c.index()].clone(),
                 program_shape: Some(self.program_shape(c)),
                 id: self.cid(c),
                 root_id: self.iid(comp.root),
@@ -819,7 +873,7 @@ impl<'m> Writer<'m> {
             return Err(err(name, "the async shorthand (`op-start`) cannot be written to a proto yet; write async-start with calls="));
         }
         let mut p = xla::HloInstructionProto {
-            name: name.to_string(),
+            name: self.inst_names[id.index()].clone(),
             opcode: inst.opcode.name().to_string(),
             shape: Some(shape_proto(m, inst.shape)),
             id: self.iid(id),
@@ -1108,6 +1162,8 @@ impl<'m> Writer<'m> {
                     );
                 }
                 "replica_groups" => match wrap(name, key, ax::replica_groups(t))? {
+                    // No groups (`{}`) is the proto's default: nothing to write.
+                    ax::ReplicaGroups::List(groups) if groups.is_empty() => {}
                     ax::ReplicaGroups::List(groups) => {
                         p.collective_device_list = Some(xla::CollectiveDeviceListProto {
                             replica_groups: groups

@@ -1,0 +1,255 @@
+//! `HloModuleProto` in and out, without XLA: ids survive a round trip, the
+//! bytes of a re-written module are the same, fields the IR does not model
+//! are reported, and bad protos (truncated, garbage, absurd sizes, dangling
+//! ids, cycles) are clear errors, never panics.
+
+mod common;
+
+use hlo::proto::{self, xla};
+use prost::Message;
+
+const M: &str = r#"HloModule m, entry_computation_layout={(f32[4]{0}, f32[4]{0})->f32[4]{0}}
+
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(%a, %b)
+}
+
+ENTRY %e (p: f32[4], q: f32[4]) -> f32[4] {
+  %p = f32[4]{0} parameter(0)
+  %q = f32[4]{0} parameter(1)
+  %c = f32[] constant(0.5), metadata={op_name="c" source_line=3}
+  %b = f32[4]{0} broadcast(%c), dimensions={}
+  %m = f32[4]{0} multiply(%p, %b)
+  %r = f32[] reduce(%q, %c), dimensions={0}, to_apply=%add
+  %rb = f32[4]{0} broadcast(%r), dimensions={}
+  ROOT %o = f32[4]{0} add(%m, %rb), sharding={replicated}
+}
+"#;
+
+fn module_proto() -> xla::HloModuleProto {
+    let m = hlo::parse_module(M).expect("test module parses");
+    proto::module_to_proto(&m).expect("writes")
+}
+
+#[test]
+fn ids_survive_a_round_trip() {
+    let mut p = module_proto();
+    // Ids as another producer might choose them: sparse and large.
+    let mut remap = std::collections::HashMap::new();
+    for (k, c) in p.computations.iter_mut().enumerate() {
+        for (j, i) in c.instructions.iter_mut().enumerate() {
+            let new = 1000 + 17 * (k as i64 * 100 + j as i64);
+            remap.insert(i.id, new);
+            i.id = new;
+        }
+    }
+    for c in &mut p.computations {
+        c.root_id = remap[&c.root_id];
+        for i in &mut c.instructions {
+            for o in i.operand_ids.iter_mut() {
+                *o = remap[o];
+            }
+        }
+        c.id += 40;
+    }
+    p.entry_computation_id += 40;
+    for c in &mut p.computations {
+        for i in &mut c.instructions {
+            for cid in i.called_computation_ids.iter_mut() {
+                *cid += 40;
+            }
+        }
+    }
+    let bytes = p.encode_to_vec();
+    let m = proto::from_bytes(&bytes).expect("reads");
+    let again = proto::module_to_proto(&m).expect("writes again");
+    let ids = |p: &xla::HloModuleProto| -> Vec<(String, i64)> {
+        let mut v: Vec<(String, i64)> = p
+            .computations
+            .iter()
+            .flat_map(|c| {
+                std::iter::once((format!("comp {}", c.name), c.id))
+                    .chain(c.instructions.iter().map(|i| (i.name.clone(), i.id)))
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(ids(&p), ids(&again));
+    assert_eq!(again.entry_computation_id, p.entry_computation_id);
+    // The whole message survives, byte for byte.
+    assert_eq!(again.encode_to_vec(), bytes);
+}
+
+#[test]
+fn a_written_module_reads_back_the_same() {
+    let m = hlo::parse_module(M).expect("parses");
+    let bytes = proto::to_bytes(&m).expect("writes");
+    let back = proto::from_bytes(&bytes).expect("reads");
+    assert_eq!(
+        hlo::print_module(&back),
+        hlo::print_module(&hlo::parse_module(&hlo::print_module(&back)).expect("reparses"))
+    );
+    assert_eq!(back.instruction_count(), m.instruction_count());
+    assert_eq!(proto::to_bytes(&back).expect("writes again"), bytes);
+    for f in common::hlo_files(&common::testdata().join("hlo")) {
+        let text = std::fs::read_to_string(&f).expect("readable");
+        let m = hlo::parse_module(&text).expect("testdata parses");
+        let Ok(bytes) = proto::to_bytes(&m) else {
+            continue;
+        };
+        let back = proto::from_bytes(&bytes)
+            .unwrap_or_else(|e| panic!("{}: our own proto does not read back: {e}", f.display()));
+        assert_eq!(
+            proto::to_bytes(&back).expect("writes again"),
+            bytes,
+            "{}: the proto of the read module differs",
+            f.display()
+        );
+    }
+}
+
+#[test]
+fn content_tells_text_from_proto() {
+    let bytes = module_proto().encode_to_vec();
+    assert!(proto::looks_like_proto(&bytes));
+    assert!(!proto::looks_like_proto(M.as_bytes()));
+    assert!(!proto::looks_like_proto(b"  \n// c\nHloModule m"));
+    assert!(!proto::looks_like_proto(b""));
+}
+
+#[test]
+fn unknown_and_unmodeled_fields_are_reported() {
+    let mut bytes = module_proto().encode_to_vec();
+    // Field 120 (unknown to the schema) as a varint at the module level.
+    bytes.extend_from_slice(&[0xc0, 0x07, 0x01]);
+    let e = proto::from_bytes(&bytes).expect_err("unknown field is an error");
+    assert!(e.to_string().contains("#120"), "{e}");
+    let (_, report) = proto::from_bytes_lossy(&bytes).expect("lossy read works");
+    assert_eq!(
+        report.ignored,
+        vec!["HloModuleProto field #120".to_string()]
+    );
+
+    let mut p = module_proto();
+    p.computations[1].instructions[2].original_value = Some(Default::default());
+    p.device_type = "tpu".into();
+    let e = proto::from_bytes(&p.encode_to_vec()).expect_err("unmodeled fields are an error");
+    let msg = e.to_string();
+    assert!(
+        msg.contains("computations[1].instructions[2].original_value"),
+        "{msg}"
+    );
+    assert!(msg.contains("device_type"), "{msg}");
+}
+
+fn read_err(p: &xla::HloModuleProto) -> String {
+    match proto::from_bytes(&p.encode_to_vec()) {
+        Ok(_) => panic!("a bad proto was accepted"),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[test]
+fn dangling_ids_and_cycles_are_errors() {
+    let base = module_proto();
+    let entry = base.computations.len() - 1;
+
+    let mut p = base.clone();
+    p.computations[entry].instructions[4].operand_ids[0] = 999;
+    assert!(read_err(&p).contains("instruction id 999 does not exist"));
+
+    let mut p = base.clone();
+    let add_param = p.computations[0].instructions[0].id;
+    p.computations[entry].instructions[4].operand_ids[0] = add_param;
+    assert!(read_err(&p).contains("belongs to another computation"));
+
+    let mut p = base.clone();
+    p.computations[entry].root_id = 12345;
+    assert!(read_err(&p).contains("root id 12345"));
+
+    let mut p = base.clone();
+    p.entry_computation_id = 77;
+    assert!(read_err(&p).contains("entry computation id 77"));
+
+    let mut p = base.clone();
+    let reduce = p.computations[entry]
+        .instructions
+        .iter_mut()
+        .find(|i| i.opcode == "reduce")
+        .expect("a reduce");
+    reduce.called_computation_ids = vec![55];
+    assert!(read_err(&p).contains("called computation id 55 does not exist"));
+
+    let mut p = base.clone();
+    let dup = p.computations[entry].instructions[1].id;
+    p.computations[entry].instructions[2].id = dup;
+    assert!(read_err(&p).contains("appears twice"));
+
+    // A computation that calls itself.
+    let mut p = base.clone();
+    let add_id = p.computations[0].id;
+    let mut call = p.computations[0].instructions[2].clone();
+    call.opcode = "call".into();
+    call.name = "self_call".into();
+    call.id = 900;
+    call.called_computation_ids = vec![add_id];
+    p.computations[0].instructions.push(call);
+    let e = read_err(&p);
+    assert!(e.contains("call chain"), "{e}");
+
+    // An operand cycle inside a computation.
+    let mut p = base.clone();
+    let c = &mut p.computations[entry];
+    let (m_id, o_id) = (c.instructions[4].id, c.instructions[7].id);
+    c.instructions[4].operand_ids[0] = o_id;
+    let _ = m_id;
+    let e = read_err(&p);
+    assert!(!e.is_empty());
+}
+
+#[test]
+fn truncated_garbage_and_absurd_bytes_are_errors_not_panics() {
+    let bytes = module_proto().encode_to_vec();
+    for n in 0..bytes.len() {
+        let _ = proto::from_bytes(&bytes[..n]); // must not panic
+    }
+    assert!(proto::from_bytes(&bytes[..bytes.len() / 2]).is_err());
+    // A length prefix far past the end.
+    let absurd = [0x1a, 0xff, 0xff, 0xff, 0xff, 0x0f];
+    let e = proto::from_bytes(&absurd).expect_err("absurd length");
+    assert!(e.to_string().contains("not a valid HloModuleProto"), "{e}");
+    // Deep nesting (tuple shapes in tuple shapes) is bounded, not a stack overflow.
+    let mut deep = Vec::new();
+    for _ in 0..10_000 {
+        let mut outer = vec![0x22]; // ShapeProto.tuple_shapes
+        prost::encoding::encode_varint(deep.len() as u64, &mut outer);
+        outer.extend_from_slice(&deep);
+        deep = outer;
+    }
+    let mut inst = vec![0x1a]; // HloInstructionProto.shape
+    prost::encoding::encode_varint(deep.len() as u64, &mut inst);
+    inst.extend_from_slice(&deep);
+    let mut comp = vec![0x12]; // HloComputationProto.instructions
+    prost::encoding::encode_varint(inst.len() as u64, &mut comp);
+    comp.extend_from_slice(&inst);
+    let mut module = vec![0x1a]; // HloModuleProto.computations
+    prost::encoding::encode_varint(comp.len() as u64, &mut module);
+    module.extend_from_slice(&comp);
+    assert!(proto::from_bytes(&module).is_err());
+    // Pseudo-random garbage.
+    let mut x: u64 = 0x9e3779b97f4a7c15;
+    for len in [1usize, 7, 64, 1000] {
+        let g: Vec<u8> = (0..len)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect();
+        assert!(proto::from_bytes(&g).is_err());
+    }
+}
