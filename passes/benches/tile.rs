@@ -45,23 +45,9 @@ fn bench(c: &mut Criterion) {
     g.finish();
 }
 
-/// Criterion's reports go to `$CRITERION_HOME`, else the workspace's
-/// `target/criterion` (`$CARGO_TARGET_DIR/criterion`), wherever the bench runs
-/// from: never into a crate folder, where git would see them.
-fn criterion_config() -> Criterion {
-    let dir = std::env::var_os("CRITERION_HOME").map_or_else(
-        || {
-            std::env::var_os("CARGO_TARGET_DIR")
-                .map_or_else(
-                    || std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"),
-                    std::path::PathBuf::from,
-                )
-                .join("criterion")
-        },
-        std::path::PathBuf::from,
-    );
-    Criterion::default().output_directory(&dir)
-}
+#[path = "../../benches/criterion_home.rs"]
+mod criterion_home;
+use criterion_home::criterion_config;
 
 criterion_group! {
     name = benches;
