@@ -475,10 +475,14 @@ fn hlo_opt_measure_reports_an_xla_abort_and_exits_non_zero() {
 /// that computes other results is rejected before timing.
 #[test]
 fn the_measurer_keeps_the_default_over_slower_and_wrong_candidates() {
-    let Some(plugin) = pjrt::find_plugin(None).ok() else {
-        println!("skipped: no PJRT plugin");
-        return;
+    let plugin = match pjrt::find_plugin(None) {
+        Ok(p) => p,
+        Err(e) => {
+            report::skipped(&e.to_string());
+            return;
+        }
     };
+    report::ran();
     let default = "HloModule m\n\nENTRY main {\n  p = f32[192,192]{1,0} parameter(0)\n  q = f32[192,192]{1,0} parameter(1)\n  ROOT d = f32[192,192]{1,0} dot(p, q), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n}\n";
     // The same product after sixteen physical transposes of p.
     let mut slow = String::from("HloModule m\n\nENTRY main {\n  p = f32[192,192]{1,0} parameter(0)\n  q = f32[192,192]{1,0} parameter(1)\n  c0 = f32[192,192]{0,1} copy(p)\n");

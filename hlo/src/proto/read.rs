@@ -1794,7 +1794,13 @@ impl<'p> Reader<'p> {
         // Fields the IR does not carry.
         for (set, name) in [
             (i.original_value.is_some(), "original_value"),
-            (i.sparsity_config.is_some(), "sparsity_config"),
+            (
+                // XLA writes an empty config on every dot and convolution: no sparsity.
+                i.sparsity_config
+                    .as_ref()
+                    .is_some_and(|s| s.lhs.is_some() || s.rhs.is_some()),
+                "sparsity_config",
+            ),
             (i.backend_config_payload.is_some(), "backend_config_payload"),
             (i.padding_type != 0, "padding_type"),
             (i.conv_kind != 0, "conv_kind"),
