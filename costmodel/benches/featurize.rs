@@ -55,7 +55,7 @@ fn bench(c: &mut Criterion) {
     }
 }
 
-#[path = "../../benches/criterion_home.rs"]
+#[path = "../../tests/support/criterion_home.rs"]
 mod criterion_home;
 use criterion_home::criterion_config;
 

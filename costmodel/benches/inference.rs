@@ -143,7 +143,7 @@ fn bench_tile(c: &mut Criterion) {
     g.finish();
 }
 
-#[path = "../../benches/criterion_home.rs"]
+#[path = "../../tests/support/criterion_home.rs"]
 mod criterion_home;
 use criterion_home::criterion_config;
 

@@ -45,7 +45,7 @@ fn bench(c: &mut Criterion) {
     g.finish();
 }
 
-#[path = "../../benches/criterion_home.rs"]
+#[path = "../../tests/support/criterion_home.rs"]
 mod criterion_home;
 use criterion_home::criterion_config;
 

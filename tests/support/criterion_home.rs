@@ -2,7 +2,7 @@
 //! `$CRITERION_HOME`, else the workspace's `target/criterion`
 //! (`$CARGO_TARGET_DIR/criterion`), wherever the bench runs from — never into
 //! a crate folder, where git would see them. Included by each crate's benches
-//! with `#[path = "../../benches/criterion_home.rs"] mod criterion_home;`.
+//! with `#[path = "../../tests/support/criterion_home.rs"] mod criterion_home;`.
 
 use criterion::Criterion;
 
