@@ -1,6 +1,7 @@
 /*
- * hlo_opt.h -- the C ABI of hlo-opt: parse XLA HLO text, run hlo-opt's
- * cost-model-guided passes (layout assignment, tile selection) on it, print it.
+ * hlo_opt.h -- the C ABI of hlo-opt: parse XLA HLO text or a serialized
+ * HloModuleProto, run hlo-opt's cost-model-guided passes (layout assignment,
+ * tile selection) on it, print it as text or serialize it as a proto.
  *
  * Link: cargo build --release -p hlo_opt_ffi
  *       cc app.c -Iffi/include -Ltarget/release -lhlo_opt -lpthread -ldl -lm
@@ -21,7 +22,8 @@
  *    stay usable.
  *  - Every string the library returns through a `char **` is owned by the
  *    caller and freed with hlo_opt_string_free() (not free()). Strings
- *    returned as `const char *` are owned by the library.
+ *    returned as `const char *` are owned by the library. Byte buffers
+ *    returned through a `uint8_t **` are freed with hlo_opt_bytes_free().
  *  - Handles (hlo_opt_module_t, hlo_opt_options_t) may be used from several
  *    threads at once: each guards its state with a lock; calls on one module
  *    are serialized, calls on different modules run in parallel. Freeing a
@@ -106,6 +108,32 @@ typedef struct hlo_opt_module_t hlo_opt_module_t;
  */
 hlo_opt_status_t hlo_opt_module_parse(const char *text, size_t len, hlo_opt_module_t **out);
 
+/**
+ * Reads `len` bytes of a serialized XLA HloModuleProto (what XLA's
+ * --xla_dump_hlo_as_proto writes) and verifies the module. Instruction and
+ * computation ids are kept. On success `*out` holds a new module (release it
+ * with hlo_opt_module_free()); on failure `*out` is NULL and the status is
+ * HLO_OPT_ERROR_PARSE (malformed bytes, dangling ids, fields hlo-opt does
+ * not model, named in the message) or HLO_OPT_ERROR_VERIFY.
+ */
+hlo_opt_status_t hlo_opt_module_parse_proto(const uint8_t *bytes,
+                                            size_t len,
+                                            hlo_opt_module_t **out);
+
+/**
+ * Serializes the module as an XLA HloModuleProto (what PJRT_Client_Compile
+ * takes with program format "hlo"). `*bytes_out` receives a buffer of
+ * `*len_out` bytes owned by the caller: free it with hlo_opt_bytes_free().
+ * Fails with HLO_OPT_ERROR_INVALID_ARGUMENT when an attribute has no proto
+ * field (the message names it).
+ */
+hlo_opt_status_t hlo_opt_module_serialize_proto(const hlo_opt_module_t *module,
+                                                uint8_t **bytes_out,
+                                                size_t *len_out);
+
+/** Frees a buffer returned by hlo_opt_module_serialize_proto (with its length). NULL is a no-op. */
+void hlo_opt_bytes_free(uint8_t *bytes, size_t len);
+
 /** Frees a module. NULL is a no-op. */
 void hlo_opt_module_free(hlo_opt_module_t *module);
 
@@ -185,6 +213,15 @@ hlo_opt_status_t hlo_opt_options_set_budget(hlo_opt_options_t *options, size_t b
  * measure callback, measures before keeping the fastest (> 0).
  */
 hlo_opt_status_t hlo_opt_options_set_top_k(hlo_opt_options_t *options, size_t top_k);
+
+/**
+ * Sets the smallest predicted gain, in percent of the compiler default's
+ * model score, for which the layout pass changes a module (hlo-opt's
+ * --min-gain; the default is 1). The estimated price of the copies a
+ * configuration needs is added to it. Must be finite and >= 0, else
+ * HLO_OPT_ERROR_INVALID_ARGUMENT.
+ */
+hlo_opt_status_t hlo_opt_options_set_min_gain(hlo_opt_options_t *options, double min_gain_percent);
 
 /** Sets ONNX Runtime's intra-op thread count (0 = ONNX Runtime's default). */
 hlo_opt_status_t hlo_opt_options_set_threads(hlo_opt_options_t *options, size_t threads);

@@ -7,6 +7,19 @@ pub(crate) fn parse(text: &str) -> hlo::Result<hlo::Module> {
     Ok(m)
 }
 
+/// Reads and verifies a serialized `HloModuleProto` (fields the IR does
+/// not model are an error naming them).
+pub(crate) fn parse_proto(bytes: &[u8]) -> hlo::Result<hlo::Module> {
+    let m = hlo::proto::from_bytes(bytes)?;
+    hlo::verify(&m)?;
+    Ok(m)
+}
+
+/// Serializes a module as an `HloModuleProto`.
+pub(crate) fn serialize_proto(m: &hlo::Module) -> hlo::Result<Vec<u8>> {
+    hlo::proto::to_bytes(m)
+}
+
 /// Prints a module as HLO text.
 pub(crate) fn print(m: &hlo::Module) -> String {
     hlo::print_module(m)

@@ -1,5 +1,6 @@
 //! `hlo_opt_module_t`: a parsed HLO module behind a mutex, and the entry
-//! points that parse, print, free it and run passes on it.
+//! points that parse it (from text or a serialized `HloModuleProto`), print
+//! or serialize it, free it and run passes on it.
 //!
 //! Invariant: the module inside a handle is always a whole, verified module. A
 //! pipeline runs on a copy that replaces the original only when every pass
@@ -85,6 +86,83 @@ pub unsafe extern "C" fn hlo_opt_module_parse(
     })
 }
 
+/// Reads (and verifies) `len` bytes of a serialized XLA `HloModuleProto`
+/// into a new module handle. A proto with fields hlo-opt does not model is
+/// rejected, the message naming them.
+///
+/// # Safety
+/// `bytes` must be NULL or valid for reading `len` bytes; `out` NULL or
+/// valid for writing a pointer.
+#[no_mangle]
+pub unsafe extern "C" fn hlo_opt_module_parse_proto(
+    bytes: *const u8,
+    len: usize,
+    out: *mut *mut hlo_opt_module_t,
+) -> hlo_opt_status_t {
+    guard(|| {
+        check_out(out, "out")?;
+        // SAFETY: `out` is non-NULL and writable (caller's guarantee).
+        unsafe { *out = std::ptr::null_mut() };
+        if bytes.is_null() {
+            return Err(Failure::null("bytes"));
+        }
+        // SAFETY: non-NULL, and readable for `len` bytes (caller's guarantee).
+        let data = unsafe { std::slice::from_raw_parts(bytes, len) };
+        let module = backend::parse_proto(data).map_err(|e| match e {
+            // Malformed bytes or an ill-formed module (dangling ids, fields
+            // hlo-opt does not model): the proto's counterpart of bad text.
+            hlo::Error::Module(_) => {
+                Failure::new(hlo_opt_status_t::HLO_OPT_ERROR_PARSE, e.to_string())
+            }
+            _ => hlo_failure(&e),
+        })?;
+        let handle = Box::new(hlo_opt_module_t {
+            inner: Mutex::new(module),
+        });
+        // SAFETY: as above.
+        unsafe { *out = Box::into_raw(handle) };
+        Ok(())
+    })
+}
+
+/// Serializes a module as an XLA `HloModuleProto` into a new buffer of
+/// `*len_out` bytes (free it with `hlo_opt_bytes_free`).
+///
+/// # Safety
+/// `module` must be NULL or a live handle; `bytes_out` NULL or writable;
+/// `len_out` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn hlo_opt_module_serialize_proto(
+    module: *const hlo_opt_module_t,
+    bytes_out: *mut *mut u8,
+    len_out: *mut usize,
+) -> hlo_opt_status_t {
+    guard(|| {
+        check_out(bytes_out, "bytes_out")?;
+        check_out(len_out, "len_out")?;
+        // SAFETY: both non-NULL and writable (caller's guarantee).
+        unsafe {
+            *bytes_out = std::ptr::null_mut();
+            *len_out = 0;
+        }
+        // SAFETY: NULL or a live handle (caller's guarantee).
+        let m = unsafe { deref(module, "module") }?;
+        let bytes = backend::serialize_proto(&m.lock()).map_err(|e| {
+            Failure::new(
+                hlo_opt_status_t::HLO_OPT_ERROR_INVALID_ARGUMENT,
+                e.to_string(),
+            )
+        })?;
+        let (ptr, len) = crate::strings::into_c_bytes(bytes);
+        // SAFETY: as above.
+        unsafe {
+            *bytes_out = ptr;
+            *len_out = len;
+        }
+        Ok(())
+    })
+}
+
 /// Frees a module. NULL is a no-op.
 ///
 /// # Safety
@@ -92,7 +170,8 @@ pub unsafe extern "C" fn hlo_opt_module_parse(
 #[no_mangle]
 pub unsafe extern "C" fn hlo_opt_module_free(module: *mut hlo_opt_module_t) {
     if !module.is_null() {
-        // SAFETY: the handle came from `Box::into_raw` in `hlo_opt_module_parse`.
+        // SAFETY: the handle came from `Box::into_raw` in `hlo_opt_module_parse`
+        // or `hlo_opt_module_parse_proto`.
         drop(unsafe { Box::from_raw(module) });
     }
 }

@@ -1,7 +1,7 @@
 //! `hlo_opt_options_t`: the options of a pass pipeline run (model files, seed,
-//! search budget, top-k, threads, verification, measure callback or the
-//! built-in PJRT measurer), built by
-//! setters so that adding an option never changes the ABI.
+//! search budget, top-k, threads, verification, the layout pass's minimum
+//! gain, measure callback or the built-in PJRT measurer), built by setters so
+//! that adding an option never changes the ABI.
 //!
 //! Invariant: an options handle is only read by a run (each run copies what it
 //! needs into its own `passes::PassOptions` under the lock), so one handle may
@@ -42,6 +42,8 @@ struct OptionsData {
     measure: Option<CMeasure>,
     /// The built-in measurer's plugin (`hlo_opt_options_set_measure_pjrt`).
     measure_pjrt: Option<PathBuf>,
+    /// The layout pass's `--min-gain`, in percent.
+    min_gain: f64,
 }
 
 /// The host's callback plus its context pointer.
@@ -92,6 +94,7 @@ impl hlo_opt_options_t {
             top_k: d.top_k,
             threads: d.threads,
             verify_each: d.verify_each,
+            min_gain: d.min_gain,
             ..passes::PassOptions::default()
         };
         if let Some(m) = d.measure {
@@ -121,6 +124,7 @@ impl Default for OptionsData {
             verify_each: true,
             measure: None,
             measure_pjrt: None,
+            min_gain: d.min_gain,
         }
     }
 }
@@ -271,6 +275,32 @@ pub unsafe extern "C" fn hlo_opt_options_set_top_k(
 ) -> hlo_opt_status_t {
     // SAFETY: forwarded from the caller.
     unsafe { set(options, || positive(top_k, "top_k"), |o| &mut o.top_k) }
+}
+
+/// Sets the smallest predicted gain, in percent of the compiler default's
+/// model score, for which the layout pass changes a module (`hlo-opt
+/// --min-gain`; default 1, finite and >= 0). The estimated price of the
+/// copies a configuration needs is added to it.
+///
+/// # Safety
+/// `options` must be NULL or a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn hlo_opt_options_set_min_gain(
+    options: *mut hlo_opt_options_t,
+    min_gain_percent: f64,
+) -> hlo_opt_status_t {
+    let value = || {
+        if min_gain_percent.is_finite() && min_gain_percent >= 0.0 {
+            Ok(min_gain_percent)
+        } else {
+            Err(Failure::new(
+                hlo_opt_status_t::HLO_OPT_ERROR_INVALID_ARGUMENT,
+                format!("min_gain_percent {min_gain_percent}: give a percentage of 0 or more"),
+            ))
+        }
+    };
+    // SAFETY: forwarded from the caller.
+    unsafe { set(options, value, |o| &mut o.min_gain) }
 }
 
 /// Sets ONNX Runtime's intra-op thread count (0 = ONNX Runtime's default).

@@ -34,6 +34,29 @@ pub unsafe extern "C" fn hlo_opt_string_free(s: *mut c_char) {
     drop(unsafe { CString::from_raw(s) });
 }
 
+/// Frees a byte buffer returned by this library (with its length). NULL is
+/// a no-op.
+///
+/// # Safety
+/// `bytes` must be NULL or a buffer returned by this library with length
+/// `len`, not freed yet.
+#[no_mangle]
+pub unsafe extern "C" fn hlo_opt_bytes_free(bytes: *mut u8, len: usize) {
+    if bytes.is_null() {
+        return;
+    }
+    // SAFETY: `bytes` came from `Box::<[u8]>::into_raw` with this length (see
+    // `into_c_bytes`) and is freed once, as the caller guarantees.
+    drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(bytes, len)) });
+}
+
+/// Turns `b` into a caller-owned buffer, released by [`hlo_opt_bytes_free`].
+pub(crate) fn into_c_bytes(b: Vec<u8>) -> (*mut u8, usize) {
+    let len = b.len();
+    let ptr = Box::into_raw(b.into_boxed_slice()).cast::<u8>();
+    (ptr, len)
+}
+
 /// Turns `s` into a caller-owned C string; fails when `s` holds a NUL byte
 /// (the length out-parameter could describe it, but C callers would truncate).
 pub(crate) fn into_c_string(s: String, what: &str) -> Result<(*mut c_char, usize), Failure> {

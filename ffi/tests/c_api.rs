@@ -181,6 +181,10 @@ fn c_program_passes_against_the_shared_library_with_lhlo_opt() {
             format!("-L{}", dir.display()),
             "-lhlo_opt".into(),
             format!("-Wl,-rpath,{}", dir.display()),
+            // DT_RPATH, not DT_RUNPATH: searched before LD_LIBRARY_PATH, in
+            // which cargo may list a stale `target/<profile>/libhlo_opt.so`
+            // ahead of the fresh one in `deps/`.
+            "-Wl,--disable-new-dtags".into(),
         ],
     );
     run_c_test(&[], &exe, &[]);

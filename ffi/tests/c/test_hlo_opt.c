@@ -179,6 +179,84 @@ static void test_parse_print(const char *text, size_t len) {
   free(copy);
 }
 
+/* HloModuleProto out and back in: the module read from the proto is the
+ * same module (its proto is the same bytes: ids, order and every attribute
+ * kept), and so is the module its printed text parses to. (The texts need
+ * not be equal: the text parser keeps spellings such as `dimensions={}` that
+ * a proto cannot hold.) */
+static void test_proto_round_trip(const char *text, size_t len) {
+  hlo_opt_module_t *m = parse_ok(text, len);
+  if (m == NULL) return;
+  uint8_t *bytes = NULL;
+  size_t n = 0;
+  CHECK_STATUS(hlo_opt_module_serialize_proto(m, &bytes, &n), HLO_OPT_OK);
+  CHECK(bytes != NULL && n > 0, "serialize returned %zu bytes", n);
+  if (bytes == NULL) return;
+  hlo_opt_module_t *back = NULL;
+  CHECK_STATUS(hlo_opt_module_parse_proto(bytes, n, &back), HLO_OPT_OK);
+  if (back != NULL) {
+    uint8_t *again = NULL;
+    size_t n2 = 0;
+    CHECK_STATUS(hlo_opt_module_serialize_proto(back, &again, &n2), HLO_OPT_OK);
+    CHECK(n2 == n && again != NULL && memcmp(again, bytes, n) == 0,
+          "the proto of the read module differs (%zu vs %zu bytes)", n2, n);
+    hlo_opt_bytes_free(again, n2);
+    char *printed = print_ok(back);
+    hlo_opt_module_t *reparsed = printed ? parse_ok(printed, strlen(printed)) : NULL;
+    if (reparsed != NULL) {
+      uint8_t *third = NULL;
+      size_t n3 = 0;
+      CHECK_STATUS(hlo_opt_module_serialize_proto(reparsed, &third, &n3), HLO_OPT_OK);
+      CHECK(n3 == n && third != NULL && memcmp(third, bytes, n) == 0,
+            "the text of the read module parses to a different module (%zu vs %zu proto bytes)", n3, n);
+      hlo_opt_bytes_free(third, n3);
+      hlo_opt_module_free(reparsed);
+    }
+    hlo_opt_string_free(printed);
+    hlo_opt_module_free(back);
+  }
+  /* Truncated, garbage and empty-of-computations bytes: a parse error with
+   * a message, never a crash; *out is NULL afterwards. */
+  hlo_opt_module_t *bad = (hlo_opt_module_t *)&bad;
+  CHECK_STATUS(hlo_opt_module_parse_proto(bytes, n / 2, &bad), HLO_OPT_ERROR_PARSE);
+  CHECK_ERROR_MENTIONS("HloModuleProto");
+  CHECK(bad == NULL, "a failed parse leaves *out NULL");
+  /* field 1 (name) declaring a 4 GiB string in 7 bytes */
+  const uint8_t huge_length[] = {0x0a, 0xff, 0xff, 0xff, 0xff, 0x0f, 0x01};
+  bad = (hlo_opt_module_t *)&bad;
+  CHECK_STATUS(hlo_opt_module_parse_proto(huge_length, sizeof huge_length, &bad), HLO_OPT_ERROR_PARSE);
+  CHECK_ERROR_MENTIONS("HloModuleProto");
+  CHECK(bad == NULL, "a failed parse leaves *out NULL");
+  /* HLO text is not a proto */
+  CHECK_STATUS(hlo_opt_module_parse_proto((const uint8_t *)text, len, &bad), HLO_OPT_ERROR_PARSE);
+  CHECK(bad == NULL, "a failed parse leaves *out NULL");
+  /* a well-formed proto of a module without computations */
+  const uint8_t no_entry[] = {0x0a, 0x01, 'm'};
+  CHECK_STATUS(hlo_opt_module_parse_proto(no_entry, sizeof no_entry, &bad), HLO_OPT_ERROR_PARSE);
+  CHECK(bad == NULL, "a failed parse leaves *out NULL");
+  CHECK_STATUS(hlo_opt_module_parse_proto(bytes, 0, &bad), HLO_OPT_ERROR_PARSE);
+
+  /* NULL arguments */
+  bad = (hlo_opt_module_t *)&bad;
+  CHECK_STATUS(hlo_opt_module_parse_proto(NULL, 4, &bad), HLO_OPT_ERROR_NULL_ARGUMENT);
+  CHECK_ERROR_MENTIONS("bytes");
+  CHECK(bad == NULL, "a failed parse leaves *out NULL");
+  CHECK_STATUS(hlo_opt_module_parse_proto(bytes, n, NULL), HLO_OPT_ERROR_NULL_ARGUMENT);
+  CHECK_ERROR_MENTIONS("out");
+  uint8_t *none = (uint8_t *)&none;
+  size_t none_len = 99;
+  CHECK_STATUS(hlo_opt_module_serialize_proto(NULL, &none, &none_len), HLO_OPT_ERROR_NULL_ARGUMENT);
+  CHECK_ERROR_MENTIONS("module");
+  CHECK(none == NULL && none_len == 0, "a failed serialize leaves NULL and 0 behind");
+  CHECK_STATUS(hlo_opt_module_serialize_proto(m, NULL, &none_len), HLO_OPT_ERROR_NULL_ARGUMENT);
+  CHECK_ERROR_MENTIONS("bytes_out");
+  CHECK_STATUS(hlo_opt_module_serialize_proto(m, &none, NULL), HLO_OPT_ERROR_NULL_ARGUMENT);
+  CHECK_ERROR_MENTIONS("len_out");
+  hlo_opt_bytes_free(NULL, 0);
+  hlo_opt_bytes_free(bytes, n);
+  hlo_opt_module_free(m);
+}
+
 static void test_error_paths(const char *text, size_t len) {
   hlo_opt_module_t *m = (hlo_opt_module_t *)&m; /* non-NULL garbage: must be overwritten */
   char *s = (char *)&s;
@@ -197,6 +275,7 @@ static void test_error_paths(const char *text, size_t len) {
   CHECK_STATUS(hlo_opt_options_set_budget(NULL, 1), HLO_OPT_ERROR_NULL_ARGUMENT);
   CHECK_STATUS(hlo_opt_options_set_top_k(NULL, 1), HLO_OPT_ERROR_NULL_ARGUMENT);
   CHECK_STATUS(hlo_opt_options_set_threads(NULL, 1), HLO_OPT_ERROR_NULL_ARGUMENT);
+  CHECK_STATUS(hlo_opt_options_set_min_gain(NULL, 1.0), HLO_OPT_ERROR_NULL_ARGUMENT);
   CHECK_STATUS(hlo_opt_options_set_verify_each(NULL, 1), HLO_OPT_ERROR_NULL_ARGUMENT);
   CHECK_STATUS(hlo_opt_options_set_layout_model(NULL, NULL), HLO_OPT_ERROR_NULL_ARGUMENT);
   CHECK_STATUS(hlo_opt_options_set_tile_model(NULL, NULL), HLO_OPT_ERROR_NULL_ARGUMENT);
@@ -338,6 +417,45 @@ static void test_missing_model(const char *text, size_t len) {
   hlo_opt_string_free(after);
   hlo_opt_options_free(opts);
   hlo_opt_module_free(m);
+}
+
+/* --min-gain: with no minimum the layout pass takes the model's best
+ * configuration (which, on this module, differs from the compiler default);
+ * with a minimum no prediction can reach, it keeps the module and says why.
+ * Out-of-range minimums are refused. */
+static void test_min_gain(const char *text, size_t len) {
+  hlo_opt_options_t *opts = new_options();
+  CHECK_STATUS(hlo_opt_options_set_min_gain(opts, 0.0), HLO_OPT_OK);
+  hlo_opt_module_t *m = parse_ok(text, len);
+  int changed = -1;
+  char *explain = NULL;
+  CHECK_STATUS(hlo_opt_module_run_passes(m, "layout", opts, &changed, &explain), HLO_OPT_OK);
+  CHECK(changed == 1, "with --min-gain 0 the layout pass changes the module: %s", explain ? explain : "");
+  hlo_opt_string_free(explain);
+  hlo_opt_module_free(m);
+
+  CHECK_STATUS(hlo_opt_options_set_min_gain(opts, 1e6), HLO_OPT_OK);
+  m = parse_ok(text, len);
+  changed = -1;
+  explain = NULL;
+  CHECK_STATUS(hlo_opt_module_run_passes(m, "layout", opts, &changed, &explain), HLO_OPT_OK);
+  CHECK(changed == 0, "with --min-gain 1e6 the layout pass keeps the module");
+  CHECK(explain != NULL && strstr(explain, "kept the compiler default") != NULL &&
+            strstr(explain, "--min-gain 1000000%") != NULL,
+        "the report names the minimum gain that kept the default: %s", explain ? explain : "(null)");
+  char *out = print_ok(m);
+  char *canon = reprint(text);
+  CHECK(same(out, canon), "a kept module prints as the input");
+  hlo_opt_string_free(out);
+  hlo_opt_string_free(canon);
+  hlo_opt_string_free(explain);
+  hlo_opt_module_free(m);
+
+  CHECK_STATUS(hlo_opt_options_set_min_gain(opts, -0.5), HLO_OPT_ERROR_INVALID_ARGUMENT);
+  CHECK_ERROR_MENTIONS("-0.5");
+  CHECK_STATUS(hlo_opt_options_set_min_gain(opts, NAN), HLO_OPT_ERROR_INVALID_ARGUMENT);
+  CHECK_STATUS(hlo_opt_options_set_min_gain(opts, INFINITY), HLO_OPT_ERROR_INVALID_ARGUMENT);
+  hlo_opt_options_free(opts);
 }
 
 typedef struct {
@@ -514,14 +632,17 @@ int main(int argc, char **argv) {
   test_version(argv[3]);
   test_parse_print(text_a, len_a);
   test_parse_print(text_b, len_b);
+  test_proto_round_trip(text_a, len_a);
+  test_proto_round_trip(text_b, len_b);
   test_error_paths(text_a, len_a);
   test_last_error_is_thread_local();
   if (run_passes) {
     test_layout(text_a, len_a);
     test_missing_model(text_a, len_a);
+    test_min_gain(text_a, len_a);
     test_measure(text_a);
   } else {
-    printf("skipped: layout pass, missing model, measure callback (HLO_OPT_TEST_PASSES != 1: no ONNX Runtime)\n");
+    printf("skipped: layout pass, missing model, --min-gain, measure callback (HLO_OPT_TEST_PASSES != 1: no ONNX Runtime)\n");
   }
   test_threads(text_a, text_b, run_passes);
 
