@@ -55,6 +55,38 @@ fn pass_failure(e: &passes::PassError) -> Failure {
     Failure::new(status, e.to_string())
 }
 
+/// The body of both parse entry points: checks `out` and the input pointer
+/// (named `argument`), reads `len` bytes with `read`, and stores the new
+/// handle in `*out` (NULL on any failure).
+///
+/// # Safety
+/// `input` must be NULL or valid for reading `len` bytes; `out` NULL or valid
+/// for writing a pointer.
+unsafe fn new_module(
+    input: *const u8,
+    len: usize,
+    argument: &str,
+    out: *mut *mut hlo_opt_module_t,
+    read: impl FnOnce(&[u8]) -> Result<hlo::Module, Failure>,
+) -> hlo_opt_status_t {
+    guard(|| {
+        check_out(out, "out")?;
+        // SAFETY: `out` is non-NULL and writable (caller's guarantee).
+        unsafe { *out = std::ptr::null_mut() };
+        if input.is_null() {
+            return Err(Failure::null(argument));
+        }
+        // SAFETY: non-NULL, and readable for `len` bytes (caller's guarantee).
+        let bytes = unsafe { std::slice::from_raw_parts(input, len) };
+        let handle = Box::new(hlo_opt_module_t {
+            inner: Mutex::new(read(bytes)?),
+        });
+        // SAFETY: as above.
+        unsafe { *out = Box::into_raw(handle) };
+        Ok(())
+    })
+}
+
 /// Parses (and verifies) `len` bytes of HLO text into a new module handle.
 ///
 /// # Safety
@@ -66,24 +98,13 @@ pub unsafe extern "C" fn hlo_opt_module_parse(
     len: usize,
     out: *mut *mut hlo_opt_module_t,
 ) -> hlo_opt_status_t {
-    guard(|| {
-        check_out(out, "out")?;
-        // SAFETY: `out` is non-NULL and writable (caller's guarantee).
-        unsafe { *out = std::ptr::null_mut() };
-        if text.is_null() {
-            return Err(Failure::null("text"));
-        }
-        // SAFETY: non-NULL, and readable for `len` bytes (caller's guarantee).
-        let bytes = unsafe { std::slice::from_raw_parts(text.cast::<u8>(), len) };
-        let text = hlo::source_text(bytes, "<input>").map_err(|e| hlo_failure(&e))?;
-        let module = backend::parse(text).map_err(|e| hlo_failure(&e))?;
-        let handle = Box::new(hlo_opt_module_t {
-            inner: Mutex::new(module),
-        });
-        // SAFETY: as above.
-        unsafe { *out = Box::into_raw(handle) };
-        Ok(())
-    })
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        new_module(text.cast::<u8>(), len, "text", out, |bytes| {
+            let text = hlo::source_text(bytes, "<input>").map_err(|e| hlo_failure(&e))?;
+            backend::parse(text).map_err(|e| hlo_failure(&e))
+        })
+    }
 }
 
 /// Reads (and verifies) `len` bytes of a serialized XLA `HloModuleProto`
@@ -99,30 +120,19 @@ pub unsafe extern "C" fn hlo_opt_module_parse_proto(
     len: usize,
     out: *mut *mut hlo_opt_module_t,
 ) -> hlo_opt_status_t {
-    guard(|| {
-        check_out(out, "out")?;
-        // SAFETY: `out` is non-NULL and writable (caller's guarantee).
-        unsafe { *out = std::ptr::null_mut() };
-        if bytes.is_null() {
-            return Err(Failure::null("bytes"));
-        }
-        // SAFETY: non-NULL, and readable for `len` bytes (caller's guarantee).
-        let data = unsafe { std::slice::from_raw_parts(bytes, len) };
-        let module = backend::parse_proto(data).map_err(|e| match e {
-            // Malformed bytes or an ill-formed module (dangling ids, fields
-            // hlo-opt does not model): the proto's counterpart of bad text.
-            hlo::Error::Module(_) => {
-                Failure::new(hlo_opt_status_t::HLO_OPT_ERROR_PARSE, e.to_string())
-            }
-            _ => hlo_failure(&e),
-        })?;
-        let handle = Box::new(hlo_opt_module_t {
-            inner: Mutex::new(module),
-        });
-        // SAFETY: as above.
-        unsafe { *out = Box::into_raw(handle) };
-        Ok(())
-    })
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        new_module(bytes, len, "bytes", out, |data| {
+            backend::parse_proto(data).map_err(|e| match e {
+                // Malformed bytes or an ill-formed module (dangling ids,
+                // fields hlo-opt does not model): the proto's bad text.
+                hlo::Error::Module(_) => {
+                    Failure::new(hlo_opt_status_t::HLO_OPT_ERROR_PARSE, e.to_string())
+                }
+                _ => hlo_failure(&e),
+            })
+        })
+    }
 }
 
 /// Serializes a module as an XLA `HloModuleProto` into a new buffer of

@@ -179,6 +179,16 @@ static void test_parse_print(const char *text, size_t len) {
   free(copy);
 }
 
+/* Whether `m` serializes to exactly the `n` bytes at `want`. */
+static int proto_is(const hlo_opt_module_t *m, const uint8_t *want, size_t n) {
+  uint8_t *got = NULL;
+  size_t len = 0;
+  CHECK_STATUS(hlo_opt_module_serialize_proto(m, &got, &len), HLO_OPT_OK);
+  int equal = got != NULL && len == n && memcmp(got, want, n) == 0;
+  hlo_opt_bytes_free(got, len);
+  return equal;
+}
+
 /* HloModuleProto out and back in: the module read from the proto is the
  * same module (its proto is the same bytes: ids, order and every attribute
  * kept), and so is the module its printed text parses to. (The texts need
@@ -195,21 +205,11 @@ static void test_proto_round_trip(const char *text, size_t len) {
   hlo_opt_module_t *back = NULL;
   CHECK_STATUS(hlo_opt_module_parse_proto(bytes, n, &back), HLO_OPT_OK);
   if (back != NULL) {
-    uint8_t *again = NULL;
-    size_t n2 = 0;
-    CHECK_STATUS(hlo_opt_module_serialize_proto(back, &again, &n2), HLO_OPT_OK);
-    CHECK(n2 == n && again != NULL && memcmp(again, bytes, n) == 0,
-          "the proto of the read module differs (%zu vs %zu bytes)", n2, n);
-    hlo_opt_bytes_free(again, n2);
+    CHECK(proto_is(back, bytes, n), "the proto of the read module differs");
     char *printed = print_ok(back);
     hlo_opt_module_t *reparsed = printed ? parse_ok(printed, strlen(printed)) : NULL;
     if (reparsed != NULL) {
-      uint8_t *third = NULL;
-      size_t n3 = 0;
-      CHECK_STATUS(hlo_opt_module_serialize_proto(reparsed, &third, &n3), HLO_OPT_OK);
-      CHECK(n3 == n && third != NULL && memcmp(third, bytes, n) == 0,
-            "the text of the read module parses to a different module (%zu vs %zu proto bytes)", n3, n);
-      hlo_opt_bytes_free(third, n3);
+      CHECK(proto_is(reparsed, bytes, n), "the text of the read module parses to a different module");
       hlo_opt_module_free(reparsed);
     }
     hlo_opt_string_free(printed);
