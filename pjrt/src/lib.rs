@@ -28,7 +28,7 @@ pub mod worker;
 pub use backend::{find_plugin, find_worker, Backend, Compiled, Pipeline};
 pub use data::{compare, inputs_for, values, Mismatch};
 pub use error::{PjrtError, Result};
-pub use measure::{measurer_for, prepare, MeasureConfig, Measured, PjrtMeasurer};
+pub use measure::{device_name, measurer_for, prepare, MeasureConfig, Measured, PjrtMeasurer};
 
 /// Element types the backend feeds and reads back.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

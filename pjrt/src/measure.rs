@@ -299,6 +299,13 @@ impl passes::Measurer for PjrtMeasurer {
     }
 }
 
+/// The device a plugin's platform stands for, as collections and model
+/// files record it (`hlo-cost collect`, `train.py --device`): `xla-cpu` for
+/// XLA's CPU plugin, `xla-PLATFORM` for another (`xla-cuda`).
+pub fn device_name(platform: &str) -> String {
+    format!("xla-{}", platform.trim().to_ascii_lowercase())
+}
+
 /// The measurer a `--measure` value names: `xla-cpu` (XLA's CPU plugin,
 /// found by [`crate::find_plugin`]) or `pjrt:PATH` (any PJRT plugin file).
 pub fn measurer_for(spec: &str, config: MeasureConfig) -> Result<PjrtMeasurer> {

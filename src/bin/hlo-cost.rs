@@ -30,6 +30,8 @@ use costmodel::reference::ReferenceModel;
 use costmodel::{ConfigBatch, CostModel, Task};
 use serde_json::{json, Value};
 
+#[path = "../collect.rs"]
+mod collect;
 #[path = "../outfile.rs"]
 mod outfile;
 
@@ -75,6 +77,9 @@ enum Command {
     Featurize(FeaturizeArgs),
     /// Score every configuration of npz files with a model and report ranking metrics.
     Eval(EvalArgs),
+    /// Measure sampled layout configurations of modules on a device (PJRT) and write
+    /// them as published-format npz files, a dataset to train a layout model on.
+    Collect(CollectArgs),
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
@@ -144,6 +149,40 @@ struct EvalArgs {
     files: Vec<PathBuf>,
 }
 
+#[derive(clap::Args, Debug)]
+struct CollectArgs {
+    /// HLO modules before layout assignment (e.g. *.pre.hlo).
+    #[arg(required = true)]
+    modules: Vec<PathBuf>,
+    /// Where to measure: `xla-cpu` (XLA's CPU PJRT plugin) or `pjrt:PLUGIN_PATH`.
+    #[arg(long, default_value = "xla-cpu")]
+    device: String,
+    /// Output folder: per module STEM.npz and STEM.collect.jsonl (the state a
+    /// later run continues from), and manifest.json.
+    #[arg(short = 'o', long = "output")]
+    output: PathBuf,
+    /// Configurations per module, the compiler default included.
+    #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u64).range(1..=100_000))]
+    configs: u64,
+    /// Share of random configurations (every node drawn); the rest change 1-3 nodes of the default.
+    #[arg(long, default_value_t = 0.5)]
+    random_fraction: f64,
+    /// Seed of the sampling (same seed, module and settings: same configurations).
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Wall-time budget of this run (90s, 10m, 1h30m); the state is kept, a
+    /// later run with the same command continues.
+    #[arg(long)]
+    budget: Option<String>,
+    /// Configurations measured together in one interleaved run with the
+    /// compiler default and its control.
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u64).range(1..=256))]
+    chunk: u64,
+    /// Seconds of interleaved timing rounds per chunk (compiles not included).
+    #[arg(long, default_value_t = 2.0)]
+    measure_budget: f64,
+}
+
 /// A failure rendered for people.
 #[derive(Debug)]
 struct CliError(String);
@@ -180,6 +219,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Featurize(args) => featurize(&args),
         Command::Eval(args) => eval(&args).map_err(Failure::Cli),
+        Command::Collect(args) => collect_cmd(&args).map_err(Failure::Cli),
     };
     match result {
         Ok(code) => code,
@@ -192,6 +232,33 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+// ---------------------------------------------------------------------------
+// collect
+
+fn collect_cmd(args: &CollectArgs) -> Result<ExitCode, CliError> {
+    let budget = args
+        .budget
+        .as_deref()
+        .map(collect::parse_duration)
+        .transpose()
+        .map_err(CliError)?;
+    let settings = collect::Settings {
+        device: args.device.clone(),
+        configs: args.configs as usize,
+        random_fraction: args.random_fraction,
+        seed: args.seed,
+        chunk: args.chunk as usize,
+        measure_budget: args.measure_budget,
+        budget,
+    };
+    let ok = collect::run(&args.modules, &args.output, &settings).map_err(CliError)?;
+    Ok(if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }
 
 // ---------------------------------------------------------------------------

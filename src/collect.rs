@@ -1,0 +1,1079 @@
+//! `hlo-cost collect`: a TpuGraphs-style layout dataset of your own modules,
+//! measured on your own hardware through a PJRT plugin.
+//!
+//! Per module: the layout pass's own candidate space
+//! (`passes::layout::candidates`) is sampled ([`sample`]): the compiler
+//! default first, then near-default configurations (one to three nodes
+//! changed, TpuGraphs' "default" collection) and random ones (every node
+//! drawn, the "random" collection), interleaved, deduplicated; a space no
+//! larger than the request is taken whole. Each configuration is applied as
+//! the pass applies its choice (`decisions` + `assign`) and measured with
+//! [`pjrt::PjrtMeasurer`] in chunks: the configurations of a chunk and the
+//! compiler default run interleaved with a second executable of the default
+//! as the same-program control; a configuration's runtime is its median
+//! ratio to the default within its chunk times the default's median time
+//! over all chunks, so chunks measured at other loads stay comparable.
+//!
+//! Files in the output folder, per module `STEM` (the file name without
+//! `.hlo`): `STEM.collect.jsonl`, the state (a header with the sampled plan,
+//! then one line per measured chunk, appended and synced), `STEM.npz`, the
+//! published layout npz (node features as `hlo-cost featurize` writes them,
+//! `node_config_feat` rows exactly as the layout pass scores its candidates,
+//! `config_runtime` in ns), and `manifest.json` over every state file in the
+//! folder (device, plugin and version, machine, load, repetitions, spread).
+//!
+//! Invariants: the same module, seed and settings give the same plan;
+//! a run continues a folder's state only when its plan, module and device
+//! are the ones recorded (an error otherwise, nothing overwritten); an
+//! interrupted run loses at most the chunk it was measuring (a torn last
+//! line is dropped); the npz and manifest are rewritten whole (temporary
+//! file, rename) after every chunk, so they always describe the state;
+//! configurations that fail to compile or compute other results are kept
+//! out of the npz (recorded in the state); no input file is written.
+
+use std::collections::HashSet;
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use costmodel::features::featurize;
+use costmodel::graph::LAYOUT_CONFIG_DIM;
+use costmodel::npz::write_npz;
+use costmodel::{ConfigBatch, Task};
+use passes::layout::{assign, candidates, decisions};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde_json::{json, Value};
+
+use crate::outfile;
+
+/// The first line of a state file.
+const STATE_FORMAT: &str = "hlo-cost-collect-state";
+const STATE_VERSION: u64 = 1;
+
+/// How a sampled configuration came about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Kind {
+    /// The compiler default (always configuration 0).
+    Default,
+    /// One to three nodes changed from the default.
+    Near,
+    /// Every node drawn uniformly.
+    Random,
+    /// The whole space was small enough to take.
+    All,
+}
+
+impl Kind {
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Default => "default",
+            Kind::Near => "near",
+            Kind::Random => "random",
+            Kind::All => "all",
+        }
+    }
+}
+
+/// Up to `n` distinct configurations (genomes: a candidate index per node)
+/// of the product of `sizes`, `default` first. When the space has at most
+/// `n` points it is enumerated (mixed radix, node 0 most significant);
+/// otherwise `round((n - 1) * random_fraction)` are random and the rest near
+/// the default, interleaved evenly. Deterministic in its arguments.
+pub fn sample(
+    sizes: &[usize],
+    default: &[u16],
+    n: usize,
+    random_fraction: f64,
+    seed: u64,
+) -> Vec<(Vec<u16>, Kind)> {
+    let mut out = vec![(default.to_vec(), Kind::Default)];
+    if n <= 1 {
+        return out;
+    }
+    let space = sizes
+        .iter()
+        .fold(1u128, |a, &s| a.saturating_mul(s.max(1) as u128));
+    if space <= n as u128 {
+        let total = space as usize;
+        for k in 0..total {
+            let mut g = vec![0u16; sizes.len()];
+            let mut rest = k;
+            for (j, &s) in sizes.iter().enumerate().rev() {
+                let s = s.max(1);
+                g[j] = (rest % s) as u16;
+                rest /= s;
+            }
+            if g != default {
+                out.push((g, Kind::All));
+            }
+        }
+        return out;
+    }
+    let mutable: Vec<usize> = (0..sizes.len()).filter(|&j| sizes[j] > 1).collect();
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let want_random = ((n - 1) as f64 * random_fraction.clamp(0.0, 1.0)).round() as usize;
+    let want_near = n - 1 - want_random;
+    let mut seen: HashSet<Vec<u16>> = HashSet::new();
+    seen.insert(default.to_vec());
+    let mut draw = |kind: Kind, want: usize, rng: &mut ChaCha8Rng| -> Vec<Vec<u16>> {
+        let mut got = Vec::new();
+        let mut tries = 0;
+        while got.len() < want && tries < 100 * want + 100 {
+            tries += 1;
+            let g: Vec<u16> = match kind {
+                Kind::Random => sizes
+                    .iter()
+                    .map(|&s| rng.gen_range(0..s.max(1)) as u16)
+                    .collect(),
+                _ => {
+                    let mut g = default.to_vec();
+                    // 1, 2 or 3 nodes with probabilities 1/2, 1/4, 1/4.
+                    let k = match rng.gen_range(0..4) {
+                        0 | 1 => 1,
+                        2 => 2,
+                        _ => 3,
+                    }
+                    .min(mutable.len());
+                    let mut pool = mutable.clone();
+                    for _ in 0..k {
+                        let j = pool.swap_remove(rng.gen_range(0..pool.len()));
+                        let s = sizes[j];
+                        // A candidate other than the default's.
+                        let mut c = rng.gen_range(0..s - 1) as u16;
+                        if c >= default[j] {
+                            c += 1;
+                        }
+                        g[j] = c;
+                    }
+                    g
+                }
+            };
+            if seen.insert(g.clone()) {
+                got.push(g);
+            }
+        }
+        got
+    };
+    let near = draw(Kind::Near, want_near, &mut rng);
+    let random = draw(Kind::Random, want_random, &mut rng);
+    // Interleave so that a run stopped early has both kinds in proportion.
+    let (mut a, mut b) = (near.into_iter().peekable(), random.into_iter().peekable());
+    let (mut taken_near, mut taken_random) = (0usize, 0usize);
+    while a.peek().is_some() || b.peek().is_some() {
+        let near_due = (taken_near as f64 + 0.5) / want_near.max(1) as f64
+            <= (taken_random as f64 + 0.5) / want_random.max(1) as f64;
+        let pick_near = match (a.peek().is_some(), b.peek().is_some()) {
+            (true, false) => true,
+            (false, true) => false,
+            _ => near_due,
+        };
+        if pick_near {
+            if let Some(g) = a.next() {
+                out.push((g, Kind::Near));
+                taken_near += 1;
+            }
+        } else if let Some(g) = b.next() {
+            out.push((g, Kind::Random));
+            taken_random += 1;
+        }
+    }
+    out
+}
+
+/// FNV-1a, 64 bits: the module's identity in the state (not a security hash).
+fn fnv64(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in bytes {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+/// A wall-time budget: `90`, `90s`, `10m`, `1.5h`, `1h30m`.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let bad = || {
+        format!("--budget {s:?}: expected a duration such as 90s, 10m, 1.5h or 1h30m (a plain number is seconds)")
+    };
+    let t = s.trim();
+    if t.is_empty() {
+        return Err(bad());
+    }
+    let mut total = 0f64;
+    let mut num = String::new();
+    let mut any = false;
+    for ch in t.chars() {
+        if ch.is_ascii_digit() || ch == '.' {
+            num.push(ch);
+            continue;
+        }
+        let unit = match ch {
+            's' => 1.0,
+            'm' => 60.0,
+            'h' => 3600.0,
+            _ => return Err(bad()),
+        };
+        let v: f64 = num.parse().map_err(|_| bad())?;
+        total += v * unit;
+        num.clear();
+        any = true;
+    }
+    if !num.is_empty() {
+        let v: f64 = num.parse().map_err(|_| bad())?;
+        total += v;
+        any = true;
+    }
+    if !any || !total.is_finite() || total < 0.0 || total > 1e9 {
+        return Err(bad());
+    }
+    Ok(Duration::from_secs_f64(total))
+}
+
+/// The settings that define a plan (recorded in the state; a resumed run
+/// must use the same).
+#[derive(Clone, Debug)]
+pub struct Settings {
+    pub device: String,
+    pub configs: usize,
+    pub random_fraction: f64,
+    pub seed: u64,
+    pub chunk: usize,
+    pub measure_budget: f64,
+    pub budget: Option<Duration>,
+}
+
+/// One module's plan and what is measured of it.
+struct Job {
+    path: PathBuf,
+    stem: String,
+    module: hlo::Module,
+    module_hash: u64,
+    graph: costmodel::Graph,
+    spaces: Vec<candidates::NodeSpace>,
+    plan: Vec<(Vec<u16>, Kind)>,
+    state_path: PathBuf,
+    npz_path: PathBuf,
+    chunks: Vec<ChunkRecord>,
+}
+
+/// One measured chunk, as a state line.
+#[derive(Clone, Debug)]
+struct ChunkRecord {
+    configs: Vec<usize>,
+    ratio: Vec<Option<f64>>,
+    notes: Vec<String>,
+    default_seconds: f64,
+    spread: f64,
+    control_ratio: f64,
+    rounds: usize,
+    load1: Option<f64>,
+    wall_seconds: f64,
+}
+
+impl ChunkRecord {
+    fn to_json(&self) -> Value {
+        json!({
+            "configs": self.configs,
+            "ratio": self.ratio,
+            "notes": self.notes,
+            "default_seconds": self.default_seconds,
+            "spread": self.spread,
+            "control_ratio": self.control_ratio,
+            "rounds": self.rounds,
+            "load1": self.load1,
+            "wall_seconds": self.wall_seconds,
+        })
+    }
+
+    fn from_json(v: &Value, planned: usize) -> Option<ChunkRecord> {
+        let configs: Vec<usize> = v
+            .get("configs")?
+            .as_array()?
+            .iter()
+            .map(|x| x.as_u64().map(|u| u as usize))
+            .collect::<Option<_>>()?;
+        if configs.iter().any(|&c| c == 0 || c >= planned) {
+            return None;
+        }
+        let ratio: Vec<Option<f64>> = v
+            .get("ratio")?
+            .as_array()?
+            .iter()
+            .map(|x| {
+                if x.is_null() {
+                    Some(None)
+                } else {
+                    x.as_f64().map(Some)
+                }
+            })
+            .collect::<Option<_>>()?;
+        let notes: Vec<String> = v
+            .get("notes")?
+            .as_array()?
+            .iter()
+            .map(|x| x.as_str().map(str::to_string))
+            .collect::<Option<_>>()?;
+        if ratio.len() != configs.len() || notes.len() != configs.len() {
+            return None;
+        }
+        if ratio.iter().flatten().any(|r| !(r.is_finite() && *r > 0.0)) {
+            return None;
+        }
+        let default_seconds = v.get("default_seconds")?.as_f64()?;
+        if !(default_seconds.is_finite() && default_seconds > 0.0) {
+            return None;
+        }
+        Some(ChunkRecord {
+            configs,
+            ratio,
+            notes,
+            default_seconds,
+            spread: v.get("spread")?.as_f64()?,
+            control_ratio: v.get("control_ratio")?.as_f64()?,
+            rounds: v.get("rounds")?.as_u64()? as usize,
+            load1: v.get("load1").and_then(Value::as_f64),
+            wall_seconds: v.get("wall_seconds").and_then(Value::as_f64).unwrap_or(0.0),
+        })
+    }
+}
+
+fn median(mut v: Vec<f64>) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    Some(if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    })
+}
+
+fn load1() -> Option<f64> {
+    let s = std::fs::read_to_string("/proc/loadavg").ok()?;
+    s.split_whitespace().next()?.parse().ok()
+}
+
+fn loadavg() -> Value {
+    match std::fs::read_to_string("/proc/loadavg") {
+        Ok(s) => {
+            let v: Vec<f64> = s
+                .split_whitespace()
+                .take(3)
+                .filter_map(|x| x.parse().ok())
+                .collect();
+            json!(v)
+        }
+        Err(_) => Value::Null,
+    }
+}
+
+fn machine() -> Value {
+    let hostname = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .ok();
+    let cpu = std::fs::read_to_string("/proc/cpuinfo").ok().and_then(|s| {
+        s.lines()
+            .find(|l| l.starts_with("model name"))
+            .and_then(|l| l.split_once(':'))
+            .map(|(_, v)| v.trim().to_string())
+    });
+    json!({
+        "hostname": hostname,
+        "cpu": cpu,
+        "cores": std::thread::available_parallelism().map(|n| n.get()).ok(),
+        "os": std::env::consts::OS,
+        "arch": std::env::consts::ARCH,
+    })
+}
+
+/// The Python package (name, version) that installed `plugin`, from the
+/// `*.dist-info/RECORD` of a site-packages folder above it.
+fn plugin_package(plugin: &Path) -> Option<(String, String)> {
+    for dir in plugin.ancestors().skip(1).take(4) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            continue;
+        };
+        let mut infos: Vec<PathBuf> = entries
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "dist-info"))
+            .collect();
+        infos.sort();
+        let rel = plugin.strip_prefix(dir).ok()?.to_string_lossy().to_string();
+        for info in infos {
+            let Ok(record) = std::fs::read_to_string(info.join("RECORD")) else {
+                continue;
+            };
+            if !record
+                .lines()
+                .any(|l| l.split(',').next() == Some(rel.as_str()))
+            {
+                continue;
+            }
+            let meta = std::fs::read_to_string(info.join("METADATA")).ok()?;
+            let field = |k: &str| {
+                meta.lines()
+                    .find_map(|l| l.strip_prefix(k).map(|v| v.trim().to_string()))
+            };
+            return Some((field("Name:")?, field("Version:")?));
+        }
+    }
+    None
+}
+
+fn state_header(job: &Job, s: &Settings) -> Value {
+    json!({
+        "format": STATE_FORMAT,
+        "version": STATE_VERSION,
+        "module": job.path.display().to_string(),
+        "module_fnv64": format!("{:016x}", job.module_hash),
+        "device": s.device,
+        "seed": s.seed,
+        "configs": s.configs,
+        "random_fraction": s.random_fraction,
+        "plan": job.plan.iter().map(|(g, _)| g.clone()).collect::<Vec<_>>(),
+        "kinds": job.plan.iter().map(|(_, k)| k.name()).collect::<Vec<_>>(),
+    })
+}
+
+/// Reads a state file: its chunks, after checking its header agrees with
+/// `header`. A torn last line (an interrupted write) is cut off.
+fn read_state(path: &Path, header: &Value, planned: usize) -> Result<Vec<ChunkRecord>, String> {
+    let shown = path.display();
+    let bytes = std::fs::read(path).map_err(|e| format!("{shown}: {e}"))?;
+    let text = String::from_utf8_lossy(&bytes);
+    let mut chunks = Vec::new();
+    let mut good_len = 0usize;
+    let mut lines = text.split_inclusive('\n').peekable();
+    let first = lines
+        .next()
+        .ok_or_else(|| format!("{shown}: empty state file; remove it to start over"))?;
+    let h: Value = serde_json::from_str(first.trim_end()).map_err(|_| {
+        format!("{shown}: not a collect state file (remove it, or choose another -o)")
+    })?;
+    if h.get("format").and_then(Value::as_str) != Some(STATE_FORMAT) {
+        return Err(format!(
+            "{shown}: not a collect state file (remove it, or choose another -o)"
+        ));
+    }
+    for key in [
+        "module_fnv64",
+        "device",
+        "seed",
+        "configs",
+        "random_fraction",
+        "plan",
+    ] {
+        if h.get(key) != header.get(key) {
+            let what = match key {
+                "module_fnv64" => "another module (its text changed)".to_string(),
+                "plan" => "another plan".to_string(),
+                k => format!(
+                    "--{} {} (this run: {})",
+                    k.replace('_', "-"),
+                    h.get(k).map_or("?".into(), Value::to_string),
+                    header.get(k).map_or("?".into(), Value::to_string)
+                ),
+            };
+            return Err(format!(
+                "{shown}: this folder holds a collection made with {what}; run with the same settings to continue it, or choose another -o"
+            ));
+        }
+    }
+    good_len += first.len();
+    while let Some(line) = lines.next() {
+        let last = lines.peek().is_none();
+        let parsed = if line.ends_with('\n') {
+            serde_json::from_str::<Value>(line.trim_end())
+                .ok()
+                .and_then(|v| ChunkRecord::from_json(&v, planned))
+        } else {
+            None
+        };
+        match parsed {
+            Some(c) => {
+                chunks.push(c);
+                good_len += line.len();
+            }
+            None if last => break, // torn by an interruption: measured again
+            None => {
+                return Err(format!(
+                    "{shown}: line {} is not a measured chunk (the file was edited?); remove the file to start this module over",
+                    chunks.len() + 2
+                ))
+            }
+        }
+    }
+    if good_len < bytes.len() {
+        let f = std::fs::OpenOptions::new()
+            .write(true)
+            .open(path)
+            .map_err(|e| format!("{shown}: {e}"))?;
+        f.set_len(good_len as u64)
+            .map_err(|e| format!("{shown}: {e}"))?;
+    }
+    Ok(chunks)
+}
+
+fn append_line(path: &Path, v: &Value) -> Result<(), String> {
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut line = v.to_string();
+    line.push('\n');
+    f.write_all(line.as_bytes())
+        .and_then(|()| f.sync_data())
+        .map_err(|e| format!("{}: {e}", path.display()))
+}
+
+impl Job {
+    fn measured(&self) -> HashSet<usize> {
+        let mut s: HashSet<usize> = self.chunks.iter().flat_map(|c| c.configs.clone()).collect();
+        if !self.chunks.is_empty() {
+            s.insert(0);
+        }
+        s
+    }
+
+    fn todo(&self) -> Vec<usize> {
+        let done = self.measured();
+        (1..self.plan.len()).filter(|i| !done.contains(i)).collect()
+    }
+
+    fn default_seconds(&self) -> Option<f64> {
+        median(self.chunks.iter().map(|c| c.default_seconds).collect())
+    }
+
+    /// (config index, runtime in ns) of every configuration measured well,
+    /// the default first.
+    fn runtimes(&self) -> Vec<(usize, i64)> {
+        let Some(d) = self.default_seconds() else {
+            return Vec::new();
+        };
+        let ns = |r: f64| ((r * d * 1e9).round() as i64).max(1);
+        let mut out = vec![(0usize, ns(1.0))];
+        let mut per: Vec<(usize, f64)> = self
+            .chunks
+            .iter()
+            .flat_map(|c| {
+                c.configs
+                    .iter()
+                    .zip(&c.ratio)
+                    .filter_map(|(&i, r)| r.map(|r| (i, r)))
+            })
+            .collect();
+        per.sort_by_key(|&(i, _)| i);
+        per.dedup_by_key(|&mut (i, _)| i);
+        out.extend(per.into_iter().map(|(i, r)| (i, ns(r))));
+        out
+    }
+
+    fn write_npz(&self) -> Result<usize, String> {
+        let rt = self.runtimes();
+        let nc = self.graph.num_config_nodes();
+        let mut feat = Vec::with_capacity(rt.len() * nc * LAYOUT_CONFIG_DIM);
+        for &(i, _) in &rt {
+            for (s, &c) in self.spaces.iter().zip(&self.plan[i].0) {
+                feat.extend_from_slice(&s.candidates[c as usize].row());
+            }
+        }
+        let configs = ConfigBatch {
+            task: Task::Layout,
+            num_configs: rt.len(),
+            nodes_per_config: nc,
+            feat,
+        };
+        let runtimes: Vec<i64> = rt.iter().map(|&(_, r)| r).collect();
+        outfile::write_via_temp(&self.npz_path, |temp| {
+            write_npz(
+                temp,
+                &self.graph,
+                Some(&configs),
+                Some(&runtimes),
+                Task::Layout,
+            )
+            .map_err(|e| e.to_string())
+        })?;
+        Ok(rt.len())
+    }
+
+    /// The module with configuration `i` applied, as the layout pass applies
+    /// its choice.
+    fn trial(&self, i: usize) -> Result<hlo::Module, String> {
+        let mut t = self.module.clone();
+        let dec = decisions(&t, &self.spaces, &self.plan[i].0);
+        assign::assign(&mut t, &dec).map_err(|e| e.to_string())?;
+        Ok(t)
+    }
+
+    fn summary(&self) -> Value {
+        let rt = self.runtimes();
+        let failed: usize = self
+            .chunks
+            .iter()
+            .map(|c| c.ratio.iter().filter(|r| r.is_none()).count())
+            .sum();
+        let spreads: Vec<f64> = self.chunks.iter().map(|c| c.spread).collect();
+        let loads: Vec<f64> = self.chunks.iter().filter_map(|c| c.load1).collect();
+        let count = |k: Kind| self.plan.iter().filter(|(_, x)| *x == k).count();
+        json!({
+            "module": self.path.display().to_string(),
+            "npz": self.npz_path.file_name().map(|n| n.to_string_lossy().to_string()),
+            "configurable_nodes": self.spaces.len(),
+            "planned": {
+                "total": self.plan.len(),
+                "near": count(Kind::Near),
+                "random": count(Kind::Random),
+                "all": count(Kind::All),
+            },
+            "measured": if rt.is_empty() { 0 } else { self.measured().len() },
+            "in_npz": rt.len(),
+            "failed": failed,
+            "chunks": self.chunks.len(),
+            "rounds": self.chunks.iter().map(|c| c.rounds).sum::<usize>(),
+            "default_seconds": self.default_seconds(),
+            "control_spread_median": median(spreads.clone()),
+            "control_spread_max": spreads.iter().copied().fold(None, |a: Option<f64>, x| Some(a.map_or(x, |a| a.max(x)))),
+            "control_ratio_median": median(self.chunks.iter().map(|c| c.control_ratio).collect()),
+            "load1_min": loads.iter().copied().fold(None, |a: Option<f64>, x| Some(a.map_or(x, |a| a.min(x)))),
+            "load1_max": loads.iter().copied().fold(None, |a: Option<f64>, x| Some(a.map_or(x, |a| a.max(x)))),
+            "wall_seconds": self.chunks.iter().map(|c| c.wall_seconds).sum::<f64>(),
+        })
+    }
+}
+
+/// What the device is, for the manifest.
+struct DeviceInfo {
+    name: String,
+    plugin: PathBuf,
+    platform: String,
+    api_version: String,
+    package: Option<(String, String)>,
+}
+
+fn write_manifest(
+    dir: &Path,
+    jobs: &[Job],
+    s: &Settings,
+    dev: &DeviceInfo,
+    started: &Value,
+) -> Result<(), String> {
+    let mut modules: Vec<Value> = jobs.iter().map(Job::summary).collect();
+    // Modules of earlier runs into this folder (state files of other inputs).
+    let mine: HashSet<PathBuf> = jobs.iter().map(|j| j.state_path.clone()).collect();
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        let mut others: Vec<PathBuf> = entries
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.to_string_lossy().ends_with(".collect.jsonl") && !mine.contains(p))
+            .collect();
+        others.sort();
+        for p in others {
+            modules.push(json!({ "state": p.file_name().map(|n| n.to_string_lossy().to_string()), "note": "collected by an earlier run (not among this run's inputs)" }));
+        }
+    }
+    let doc = json!({
+        "format": "hlo-cost-collect-manifest",
+        "version": 1,
+        "tool": format!("hlo-cost {}", env!("CARGO_PKG_VERSION")),
+        "task": "layout",
+        "device": dev.name,
+        "plugin": {
+            "path": dev.plugin.display().to_string(),
+            "platform": dev.platform,
+            "pjrt_api_version": dev.api_version,
+            "package": dev.package.as_ref().map(|(n, _)| n),
+            "package_version": dev.package.as_ref().map(|(_, v)| v),
+        },
+        "machine": machine(),
+        "run": started,
+        "settings": {
+            "seed": s.seed,
+            "configs": s.configs,
+            "random_fraction": s.random_fraction,
+            "chunk": s.chunk,
+            "measure_budget_seconds": s.measure_budget,
+            "rounds": "interleaved rounds per chunk: at least 5, at most 40, until measure_budget_seconds",
+            "runtime": "config_runtime = median ratio to the compiler default within its chunk x the default's median seconds over chunks, in ns",
+        },
+        "modules": modules,
+    });
+    let path = dir.join("manifest.json");
+    let text = serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())? + "\n";
+    outfile::write_via_temp(&path, |temp| {
+        std::fs::write(temp, &text).map_err(|e| format!("{}: {e}", path.display()))
+    })
+}
+
+/// Parses, featurizes and plans every module; errors name the file.
+fn plan_job(path: &Path, dir: &Path, s: &Settings) -> Result<Job, String> {
+    let name = path.display().to_string();
+    let bytes = std::fs::read(path).map_err(|e| format!("{name}: {e}"))?;
+    let text = hlo::source_text(&bytes, &name).map_err(|e| e.render())?;
+    let module = hlo::parse_module_named(text, &name).map_err(|e| e.render())?;
+    hlo::verify_in_source(&module, text, &name).map_err(|e| e.render())?;
+    let f = featurize(&module, Task::Layout).map_err(|e| format!("{name}: {e}"))?;
+    if f.config_nodes.is_empty() {
+        return Err(format!(
+            "{name}: no configurable node (convolution, dot or reshape outside fusions): nothing to collect"
+        ));
+    }
+    let spaces = candidates::spaces(&module, &f.config_nodes);
+    let sizes: Vec<usize> = spaces.iter().map(|s| s.candidates.len()).collect();
+    let default: Vec<u16> = spaces.iter().map(|s| s.default as u16).collect();
+    let module_hash = fnv64(text.as_bytes());
+    let plan = sample(
+        &sizes,
+        &default,
+        s.configs,
+        s.random_fraction,
+        s.seed ^ module_hash,
+    );
+    let file = path
+        .file_name()
+        .map(|n| n.to_string_lossy().to_string())
+        .unwrap_or_else(|| "module".into());
+    let stem = file.strip_suffix(".hlo").unwrap_or(&file).to_string();
+    Ok(Job {
+        path: path.to_path_buf(),
+        state_path: dir.join(format!("{stem}.collect.jsonl")),
+        npz_path: dir.join(format!("{stem}.npz")),
+        stem,
+        module,
+        module_hash,
+        graph: f.graph,
+        spaces,
+        plan,
+        chunks: Vec::new(),
+    })
+}
+
+/// Runs `hlo-cost collect`. Returns the exit status: 0 when every module
+/// was collected (or the budget ran out with the state saved), 1 when a
+/// module failed.
+pub fn run(modules: &[PathBuf], dir: &Path, s: &Settings) -> Result<bool, String> {
+    if s.configs == 0 {
+        return Err("--configs must be at least 1".into());
+    }
+    if !(0.0..=1.0).contains(&s.random_fraction) {
+        return Err(format!(
+            "--random-fraction {}: expected a number from 0 to 1",
+            s.random_fraction
+        ));
+    }
+    if !(s.measure_budget.is_finite() && s.measure_budget >= 0.0 && s.measure_budget <= 3600.0) {
+        return Err(format!(
+            "--measure-budget {}: expected seconds from 0 to 3600",
+            s.measure_budget
+        ));
+    }
+    if dir.exists() && !dir.is_dir() {
+        return Err(format!("-o {}: exists and is not a folder", dir.display()));
+    }
+    // Every input is read and planned before anything is measured.
+    let mut jobs = Vec::new();
+    let mut errors = Vec::new();
+    for p in modules {
+        match plan_job(p, dir, s) {
+            Ok(j) => jobs.push(j),
+            Err(e) => errors.push(e),
+        }
+    }
+    let mut stems = HashSet::new();
+    for j in &jobs {
+        if !stems.insert(j.stem.clone()) {
+            errors.push(format!(
+                "two inputs are named {}: their files in {} would collide; collect them into separate folders",
+                j.stem,
+                dir.display()
+            ));
+        }
+    }
+    if !errors.is_empty() {
+        return Err(errors.join("\n"));
+    }
+    let inputs: Vec<(&str, &Path)> = modules.iter().map(|p| ("input", p.as_path())).collect();
+    for j in &jobs {
+        for out in [&j.state_path, &j.npz_path, &dir.join("manifest.json")] {
+            outfile::check_not_input(out, &inputs)?;
+        }
+    }
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+
+    // The device: the plugin, checked by starting it once.
+    // The budget decides how long a chunk is timed, not a round count.
+    let config = pjrt::MeasureConfig {
+        budget: Duration::from_secs_f64(s.measure_budget),
+        max_rounds: 1000,
+        ..Default::default()
+    };
+    let mut measurer =
+        pjrt::measurer_for(&s.device, config).map_err(|e| format!("--device {}: {e}", s.device))?;
+    let dev = {
+        let b = pjrt::Backend::start(&measurer.plugin)
+            .map_err(|e| format!("--device {}: {e}", s.device))?;
+        DeviceInfo {
+            name: pjrt::device_name(&b.platform),
+            plugin: measurer.plugin.clone(),
+            platform: b.platform.clone(),
+            api_version: b.api_version.clone(),
+            package: plugin_package(&measurer.plugin),
+        }
+    };
+    let settings = Settings {
+        device: dev.name.clone(),
+        ..s.clone()
+    };
+    let s = &settings;
+
+    for j in &mut jobs {
+        let header = state_header(j, s);
+        // A header torn by an interruption is a prefix of the one this run writes.
+        let torn_header = std::fs::read(&j.state_path)
+            .map(|b| !b.contains(&b'\n') && header.to_string().as_bytes().starts_with(&b))
+            .unwrap_or(false);
+        if j.state_path.exists() && !torn_header {
+            j.chunks = read_state(&j.state_path, &header, j.plan.len())?;
+        } else {
+            // New, or interrupted while its header was written.
+            let _ = std::fs::remove_file(&j.state_path);
+            append_line(&j.state_path, &header)?;
+        }
+    }
+    let started = json!({ "unix_time": std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0), "loadavg_at_start": loadavg() });
+    write_manifest(dir, &jobs, s, &dev, &started)?;
+
+    let todo_total: usize = jobs
+        .iter()
+        .map(|j| j.todo().len() + usize::from(j.chunks.is_empty()))
+        .sum();
+    let bar = if std::io::stderr().is_terminal() {
+        let b = indicatif::ProgressBar::new(todo_total as u64);
+        let style = indicatif::ProgressStyle::with_template(
+            "{bar:30} {pos}/{len} configs {elapsed} (eta {eta}) {wide_msg}",
+        )
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar());
+        b.set_style(style);
+        b
+    } else {
+        indicatif::ProgressBar::hidden()
+    };
+    let start = Instant::now();
+    let mut failed_modules = 0usize;
+    let mut out_of_budget = false;
+    let mut last_chunk = Duration::ZERO;
+    for ji in 0..jobs.len() {
+        let todo = jobs[ji].todo();
+        let mut groups: Vec<Vec<usize>> =
+            todo.chunks(s.chunk.max(1)).map(<[usize]>::to_vec).collect();
+        if jobs[ji].chunks.is_empty() && groups.is_empty() {
+            groups.push(Vec::new()); // the default alone: its time is the reference
+        }
+        let mut module_failed = false;
+        for group in groups {
+            if let Some(b) = s.budget {
+                let left = b.saturating_sub(start.elapsed());
+                if left.is_zero() || last_chunk > left {
+                    out_of_budget = true;
+                    break;
+                }
+                measurer.config.budget =
+                    Duration::from_secs_f64(s.measure_budget).min(left.mul_f64(0.5));
+            }
+            let j = &jobs[ji];
+            bar.set_message(format!(
+                "{}: measuring {} configurations",
+                j.stem,
+                group.len()
+            ));
+            let t0 = Instant::now();
+            let mut trials = vec![match j.trial(0) {
+                Ok(t) => t,
+                Err(e) => {
+                    bar.suspend(|| {
+                        eprintln!(
+                            "hlo-cost: error: {}: the compiler default: {e}",
+                            j.path.display()
+                        )
+                    });
+                    module_failed = true;
+                    break;
+                }
+            }];
+            let mut slot: Vec<Option<usize>> = Vec::new();
+            let mut notes = vec![String::new(); group.len()];
+            for (k, &i) in group.iter().enumerate() {
+                match j.trial(i) {
+                    Ok(t) => {
+                        slot.push(Some(trials.len()));
+                        trials.push(t);
+                    }
+                    Err(e) => {
+                        slot.push(None);
+                        notes[k] = format!("layouts not applied: {e}");
+                    }
+                }
+            }
+            let m = match measurer.measure(&trials, 0) {
+                Ok(m) => m,
+                Err(e) => {
+                    bar.suspend(|| {
+                        eprintln!(
+                            "hlo-cost: error: {}: measuring the compiler default on {}: {e}",
+                            j.path.display(),
+                            s.device
+                        )
+                    });
+                    module_failed = true;
+                    break;
+                }
+            };
+            let report_lines: Vec<&str> = m.report.lines().collect();
+            let mut ratio = Vec::with_capacity(group.len());
+            for (k, sl) in slot.iter().enumerate() {
+                let r = sl.and_then(|t| m.ratio.get(t).copied().flatten());
+                if r.is_none() && notes[k].is_empty() {
+                    let label = format!("candidate {}:", sl.map_or(0, |t| t + 1));
+                    notes[k] = report_lines
+                        .iter()
+                        .find(|l| l.trim_start().starts_with(&label))
+                        .map_or("not measured".to_string(), |l| {
+                            l.trim_start().trim_start_matches(&label).trim().to_string()
+                        });
+                }
+                ratio.push(r);
+            }
+            let Some(default_seconds) = m.seconds.first().copied().flatten() else {
+                bar.suspend(|| {
+                    eprintln!(
+                        "hlo-cost: error: {}: the compiler default was not timed",
+                        j.path.display()
+                    )
+                });
+                module_failed = true;
+                break;
+            };
+            last_chunk = t0.elapsed();
+            let rec = ChunkRecord {
+                configs: group.clone(),
+                ratio,
+                notes,
+                default_seconds,
+                spread: m.spread,
+                control_ratio: m.control_ratio,
+                rounds: m.rounds,
+                load1: load1(),
+                wall_seconds: last_chunk.as_secs_f64(),
+            };
+            append_line(&j.state_path, &rec.to_json())?;
+            jobs[ji].chunks.push(rec);
+            jobs[ji].write_npz()?;
+            write_manifest(dir, &jobs, s, &dev, &started)?;
+            bar.inc(group.len().max(1) as u64);
+        }
+        let j = &jobs[ji];
+        if module_failed {
+            failed_modules += 1;
+        }
+        if !j.chunks.is_empty() {
+            let n = j.write_npz()?;
+            let sum = j.summary();
+            bar.suspend(|| {
+                println!(
+                    "{}: {} of {} configurations in the npz ({} failed), default {:.3} ms, control spread median ±{:.1}%",
+                    j.npz_path.display(),
+                    n,
+                    j.plan.len(),
+                    sum["failed"],
+                    j.default_seconds().unwrap_or(0.0) * 1e3,
+                    sum["control_spread_median"].as_f64().unwrap_or(0.0) * 100.0
+                )
+            });
+        }
+        if out_of_budget {
+            break;
+        }
+    }
+    bar.finish_and_clear();
+    write_manifest(dir, &jobs, s, &dev, &started)?;
+    if out_of_budget {
+        let left: usize = jobs.iter().map(|j| j.todo().len()).sum();
+        eprintln!(
+            "hlo-cost: budget spent: {left} configurations not measured yet; run the same command again to continue"
+        );
+    }
+    Ok(failed_modules == 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn same_seed_same_plan_and_default_first() {
+        let sizes = [4, 4, 8, 2, 3];
+        let default = [1, 0, 5, 1, 2];
+        let a = sample(&sizes, &default, 20, 0.5, 7);
+        let b = sample(&sizes, &default, 20, 0.5, 7);
+        let c = sample(&sizes, &default, 20, 0.5, 8);
+        assert_eq!(a, b);
+        assert_ne!(a, c);
+        assert_eq!(a[0], (default.to_vec(), Kind::Default));
+        assert_eq!(a.len(), 20);
+        let distinct: HashSet<&Vec<u16>> = a.iter().map(|(g, _)| g).collect();
+        assert_eq!(distinct.len(), 20, "configurations are distinct");
+        for (g, _) in &a {
+            assert!(g.iter().zip(&sizes).all(|(&c, &s)| (c as usize) < s));
+        }
+    }
+
+    #[test]
+    fn near_configurations_change_one_to_three_nodes_random_ones_any() {
+        let sizes = [6; 10];
+        let default = [0; 10];
+        let plan = sample(&sizes, &default, 41, 0.5, 1);
+        let near: Vec<_> = plan.iter().filter(|(_, k)| *k == Kind::Near).collect();
+        let random: Vec<_> = plan.iter().filter(|(_, k)| *k == Kind::Random).collect();
+        assert_eq!((near.len(), random.len()), (20, 20));
+        for (g, _) in near {
+            let changed = g.iter().zip(&default).filter(|(a, b)| a != b).count();
+            assert!((1..=3).contains(&changed), "{g:?}");
+        }
+        let far = random
+            .iter()
+            .filter(|(g, _)| g.iter().zip(&default).filter(|(a, b)| a != b).count() > 3)
+            .count();
+        assert!(
+            far > 10,
+            "random configurations are mostly far from the default"
+        );
+        // Interleaved: the first ten hold both kinds.
+        let kinds: HashSet<Kind> = plan[1..11].iter().map(|(_, k)| *k).collect();
+        assert!(kinds.contains(&Kind::Near) && kinds.contains(&Kind::Random));
+    }
+
+    #[test]
+    fn a_small_space_is_taken_whole() {
+        let plan = sample(&[2, 3], &[1, 2], 10, 0.5, 0);
+        assert_eq!(plan.len(), 6);
+        assert_eq!(plan[0].0, vec![1, 2]);
+        assert!(plan[1..].iter().all(|(_, k)| *k == Kind::All));
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("90").ok(), Some(Duration::from_secs(90)));
+        assert_eq!(parse_duration("10m").ok(), Some(Duration::from_secs(600)));
+        assert_eq!(
+            parse_duration("1h30m").ok(),
+            Some(Duration::from_secs(5400))
+        );
+        assert_eq!(parse_duration("1.5h").ok(), Some(Duration::from_secs(5400)));
+        for bad in ["", "m", "10x", "-5s", "1..2s"] {
+            assert!(parse_duration(bad).is_err(), "{bad}");
+        }
+    }
+}
