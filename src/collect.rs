@@ -224,7 +224,7 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         total += v;
         any = true;
     }
-    if !any || !total.is_finite() || total < 0.0 || total > 1e9 {
+    if !any || !total.is_finite() || !(0.0..=1e9).contains(&total) {
         return Err(bad());
     }
     Ok(Duration::from_secs_f64(total))
