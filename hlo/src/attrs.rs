@@ -1,22 +1,26 @@
-//! Typed, lazy decoding of instruction attributes.
+//! Typed instruction attributes: how XLA types each attribute key
+//! ([`value_kind`]), the parse-time decoding of the typed kinds into
+//! [`AttrValue`] variants ([`decode`]), and the accessors consumers read them
+//! through.
 //!
-//! The parser keeps attribute values as their source text
-//! ([`AttrValue::Raw`](crate::ir::AttrValue::Raw)); this module decodes them
-//! on demand into the types of [`crate::shape_infer`] (dot and convolution
-//! dimension numbers, windows, slices, padding) and plain integers, lists,
-//! booleans and strings.
+//! The parser decodes integers, booleans, integer lists, windows, padding and
+//! slices once (a malformed value is a parse error with `file:line:col`); the
+//! accessors return the stored values and never parse text. Attributes the
+//! IR still keeps as text (enumerations, strings, the proto-message kinds of
+//! [`xla`]) are validated at parse time by [`crate::semantic`].
 //!
 //! Convention of every accessor: `Ok(None)` when the attribute is absent,
-//! `Err` when it is present but malformed (the message names the key and the
-//! text), `Ok(Some(v))` otherwise. Nothing here panics on any text.
+//! `Err` when it is present with a value of another kind (only possible in a
+//! module edited in code), `Ok(Some(v))` otherwise. Nothing here panics.
 
-use crate::ir::Instruction;
-use crate::shape_infer::{self as si, Dims};
+use crate::ir::{Attr, AttrValue, Instruction};
+use crate::opcode::Opcode;
+use crate::shape_infer::Dims;
 
 pub use crate::shape_infer::{ConvDims, DotDims, PadDim, SliceDim, WindowDim};
 
-/// Format checks of attribute text as XLA's parser applies them (used by
-/// [`crate::semantic`]).
+/// Decoders of attribute text (the typed kinds) and format checks of the
+/// attributes kept as text (used by [`crate::semantic`]).
 pub mod validate;
 
 /// Constant literals decoded to values; small float encodings.
@@ -73,43 +77,239 @@ pub fn unquote(text: &str) -> String {
     out
 }
 
-impl Instruction {
-    /// Attribute `key` decoded by `decode`, under the module's convention.
-    fn decoded<T>(
-        &self,
-        key: &str,
-        decode: fn(&str) -> Result<T, si::ShapeError>,
-    ) -> AttrResult<T> {
-        match self.raw_attr(key) {
-            None => Ok(None),
-            Some(t) => decode(t).map(Some).map_err(|e| bad(key, e.0)),
-        }
-    }
+/// How XLA types an attribute value, by key.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum ValueKind {
+    Int,
+    Float,
+    Bool,
+    IntList,
+    Window,
+    Padding,
+    ResultAccuracy,
+    ApiVersion,
+    Slice,
+    SourceTargetPairs,
+    Precisions,
+    /// One of the listed names; ASCII case ignored when the flag is set.
+    Enum(&'static [&'static str], bool),
+}
 
+pub(crate) fn value_kind(key: &str, op: Opcode) -> Option<ValueKind> {
+    use ValueKind::*;
+    Some(match key {
+        "index"
+        | "iota_dimension"
+        | "channel_id"
+        | "feature_group_count"
+        | "batch_group_count"
+        | "k"
+        | "inferred_dimension"
+        | "exponent_bits"
+        | "mantissa_bits"
+        | "delta"
+        | "index_vector_dim"
+        | "num_carries"
+        | "cross_program_prefetch_index"
+        | "feature_index" => Int,
+        "epsilon" => Float,
+        "is_stable"
+        | "constrain_layout"
+        | "use_global_device_ids"
+        | "indices_are_sorted"
+        | "unique_indices"
+        | "is_host_transfer"
+        | "custom_call_has_side_effect"
+        | "largest"
+        | "is_composite"
+        | "is_reverse"
+        | "is_associative"
+        | "left_side"
+        | "unit_diagonal"
+        | "lower" => Bool,
+        "dimensions"
+        | "dynamic_slice_sizes"
+        | "lhs_batch_dims"
+        | "rhs_batch_dims"
+        | "lhs_contracting_dims"
+        | "rhs_contracting_dims"
+        | "lhs_ragged_dims"
+        | "rhs_group_dims"
+        | "offset_dims"
+        | "collapsed_slice_dims"
+        | "start_index_map"
+        | "operand_batching_dims"
+        | "start_indices_batching_dims"
+        | "update_window_dims"
+        | "inserted_window_dims"
+        | "scatter_dims_to_operand_dims"
+        | "input_batching_dims"
+        | "scatter_indices_batching_dims"
+        | "fft_length" => IntList,
+        // collective-permute's `slice_sizes={{..},{..}}` is a list of lists.
+        "slice_sizes" if op == Opcode::Gather => IntList,
+        "window" => Window,
+        "padding" => Padding,
+        "result_accuracy" => ResultAccuracy,
+        "api_version" => ApiVersion,
+        "slice" => Slice,
+        "source_target_pairs" => SourceTargetPairs,
+        "operand_precision" => Precisions,
+        // Keys with another meaning on other opcodes, or too generic to
+        // claim everywhere.
+        "kind" if matches!(op, Opcode::Fusion | Opcode::AsyncStart) => {
+            Enum(&["kLoop", "kInput", "kOutput", "kCustom"], false)
+        }
+        "type" if op == Opcode::Compare => {
+            Enum(&["FLOAT", "TOTALORDER", "SIGNED", "UNSIGNED"], true)
+        }
+        "algorithm" if op == Opcode::RngBitGenerator => {
+            Enum(&["rng_default", "rng_three_fry", "rng_philox"], true)
+        }
+        "fft_type" => Enum(&["FFT", "IFFT", "RFFT", "IRFFT"], false),
+        "distribution" => Enum(&["rng_invalid", "rng_uniform", "rng_normal"], true),
+        "schedule" => Enum(
+            &["SCHEDULE_NONE", "SCHEDULE_LATEST", "SCHEDULE_EARLIEST"],
+            false,
+        ),
+        "padding_type" => Enum(&["PADDING_INVALID", "PADDING_VALID", "PADDING_SAME"], false),
+        "conv_kind" => Enum(&["fprop", "wgrad", "dgrad", "unset"], false),
+        _ => return None,
+    })
+}
+
+/// Decodes `text` as the value of attribute `key` of an `op` instruction:
+/// `None` when the IR keeps that attribute as text, else the typed value or
+/// the message saying what is wrong.
+pub(crate) fn decode(key: &str, op: Opcode, text: &str) -> Option<Result<AttrValue, String>> {
+    let kind = value_kind(key, op)?;
+    match kind {
+        ValueKind::Int
+        | ValueKind::Bool
+        | ValueKind::IntList
+        | ValueKind::Window
+        | ValueKind::Padding
+        | ValueKind::Slice => Some(decode_typed(key, kind, text)),
+        _ => None,
+    }
+}
+
+/// The typed value of a typed `kind` (see [`decode`]).
+pub(crate) fn decode_typed(key: &str, kind: ValueKind, text: &str) -> Result<AttrValue, String> {
+    use validate as v;
+    Ok(match kind {
+        ValueKind::Int => AttrValue::Int(v::integer(key, text)?),
+        ValueKind::Bool => AttrValue::Bool(v::boolean(key, text)?),
+        ValueKind::IntList => AttrValue::Ints(v::int_list(key, text)?),
+        ValueKind::Window => AttrValue::Window(v::window(text)?),
+        ValueKind::Padding => AttrValue::Padding(v::padding(text)?),
+        ValueKind::Slice => AttrValue::Slice(v::slice(text)?),
+        _ => AttrValue::Raw(text.into()),
+    })
+}
+
+/// The value of attribute `key` in `attrs` (an instruction's, or one being built).
+pub fn find<'a>(attrs: &'a [Attr], key: &str) -> Option<&'a AttrValue> {
+    attrs.iter().find(|a| &*a.key == key).map(|a| &a.value)
+}
+
+fn mismatch(key: &str, v: &AttrValue, want: &str) -> AttrError {
+    let found = match v {
+        AttrValue::Raw(t) => format!("the text `{t}`"),
+        AttrValue::Comp(_) | AttrValue::Comps(_) => "computations".to_string(),
+        AttrValue::Insts(_) => "instructions".to_string(),
+        AttrValue::Int(_) => "an integer".to_string(),
+        AttrValue::Bool(_) => "a boolean".to_string(),
+        AttrValue::Ints(_) => "an integer list".to_string(),
+        AttrValue::Window(_) => "a window".to_string(),
+        AttrValue::Padding(_) => "a padding config".to_string(),
+        AttrValue::Slice(_) => "a slice".to_string(),
+    };
+    bad(key, format!("expected {want}, found {found}"))
+}
+
+/// An integer list in `attrs` (`dimensions={1,0}`).
+pub fn int_list_in(attrs: &[Attr], key: &str) -> AttrResult<Dims> {
+    match find(attrs, key) {
+        None => Ok(None),
+        Some(AttrValue::Ints(v)) => Ok(Some(v.iter().copied().collect())),
+        Some(o) => Err(mismatch(key, o, "an integer list")),
+    }
+}
+
+/// An integer in `attrs` (`index=1`).
+pub fn int_in(attrs: &[Attr], key: &str) -> AttrResult<i64> {
+    match find(attrs, key) {
+        None => Ok(None),
+        Some(AttrValue::Int(v)) => Ok(Some(*v)),
+        Some(o) => Err(mismatch(key, o, "an integer")),
+    }
+}
+
+/// The window in `attrs`.
+pub fn window_in<'a>(attrs: &'a [Attr]) -> AttrResult<&'a [WindowDim]> {
+    match find(attrs, "window") {
+        None => Ok(None),
+        Some(AttrValue::Window(v)) => Ok(Some(v)),
+        Some(o) => Err(mismatch("window", o, "a window")),
+    }
+}
+
+/// The padding config in `attrs`.
+pub fn padding_in<'a>(attrs: &'a [Attr]) -> AttrResult<&'a [PadDim]> {
+    match find(attrs, "padding") {
+        None => Ok(None),
+        Some(AttrValue::Padding(v)) => Ok(Some(v)),
+        Some(o) => Err(mismatch("padding", o, "a padding config")),
+    }
+}
+
+/// The slice in `attrs`.
+pub fn slice_in<'a>(attrs: &'a [Attr]) -> AttrResult<&'a [SliceDim]> {
+    match find(attrs, "slice") {
+        None => Ok(None),
+        Some(AttrValue::Slice(v)) => Ok(Some(v)),
+        Some(o) => Err(mismatch("slice", o, "a slice")),
+    }
+}
+
+/// The dot dimension numbers in `attrs` (see [`Instruction::dot_dims`]).
+pub fn dot_dims_in(attrs: &[Attr]) -> AttrResult<DotDims> {
+    let keys = [
+        "lhs_batch_dims",
+        "rhs_batch_dims",
+        "lhs_contracting_dims",
+        "rhs_contracting_dims",
+    ];
+    if keys.iter().all(|k| find(attrs, k).is_none()) {
+        return Ok(None);
+    }
+    let get = |k: &str| -> Result<Dims, AttrError> { Ok(int_list_in(attrs, k)?.unwrap_or_default()) };
+    Ok(Some(DotDims {
+        lhs_batch: get(keys[0])?,
+        rhs_batch: get(keys[1])?,
+        lhs_contracting: get(keys[2])?,
+        rhs_contracting: get(keys[3])?,
+    }))
+}
+
+impl Instruction {
     /// An integer list attribute such as `dimensions={1,0}`.
     pub fn int_list_attr(&self, key: &str) -> AttrResult<Dims> {
-        self.decoded(key, si::parse_int_list)
+        int_list_in(&self.attrs, key)
     }
 
     /// An integer attribute such as `index=2`, `iota_dimension=0`, `channel_id=5`.
     pub fn int_attr(&self, key: &str) -> AttrResult<i64> {
-        match self.raw_attr(key) {
-            None => Ok(None),
-            Some(t) => t
-                .trim()
-                .parse()
-                .map(Some)
-                .map_err(|_| bad(key, format!("`{t}` is not an integer"))),
-        }
+        int_in(&self.attrs, key)
     }
 
     /// A boolean attribute such as `is_stable=true`.
     pub fn bool_attr(&self, key: &str) -> AttrResult<bool> {
-        match self.raw_attr(key).map(str::trim) {
+        match self.attr(key) {
             None => Ok(None),
-            Some("true") => Ok(Some(true)),
-            Some("false") => Ok(Some(false)),
-            Some(t) => Err(bad(key, format!("`{t}` is not true or false"))),
+            Some(AttrValue::Bool(b)) => Ok(Some(*b)),
+            Some(o) => Err(mismatch(key, o, "true or false")),
         }
     }
 
@@ -143,43 +343,32 @@ impl Instruction {
     /// `lhs_contracting_dims`, `rhs_contracting_dims` (each empty when
     /// absent). `None` when none of the four is present.
     pub fn dot_dims(&self) -> AttrResult<DotDims> {
-        let keys = [
-            "lhs_batch_dims",
-            "rhs_batch_dims",
-            "lhs_contracting_dims",
-            "rhs_contracting_dims",
-        ];
-        if keys.iter().all(|k| self.attr(k).is_none()) {
-            return Ok(None);
-        }
-        let get =
-            |k: &str| -> Result<Dims, AttrError> { Ok(self.int_list_attr(k)?.unwrap_or_default()) };
-        Ok(Some(DotDims {
-            lhs_batch: get(keys[0])?,
-            rhs_batch: get(keys[1])?,
-            lhs_contracting: get(keys[2])?,
-            rhs_contracting: get(keys[3])?,
-        }))
+        dot_dims_in(&self.attrs)
     }
 
     /// `window={size=3x3 stride=2x2 pad=0_1x0_1 ...}`.
     pub fn window(&self) -> AttrResult<Vec<WindowDim>> {
-        self.decoded("window", si::parse_window)
+        Ok(window_in(&self.attrs)?.map(<[WindowDim]>::to_vec))
     }
 
     /// `dim_labels=b01f_01io->b01f` of a convolution.
     pub fn conv_dims(&self) -> AttrResult<ConvDims> {
-        self.decoded("dim_labels", ConvDims::parse)
+        match self.raw_attr("dim_labels") {
+            None => Ok(None),
+            Some(t) => ConvDims::parse(t)
+                .map(Some)
+                .map_err(|e| bad("dim_labels", e.0)),
+        }
     }
 
     /// `slice={[0:2], [1:5:2]}`.
     pub fn slice(&self) -> AttrResult<Vec<SliceDim>> {
-        self.decoded("slice", si::parse_slice)
+        Ok(slice_in(&self.attrs)?.map(<[SliceDim]>::to_vec))
     }
 
     /// `padding=0_1x2_3_1` of a pad.
     pub fn padding(&self) -> AttrResult<Vec<PadDim>> {
-        self.decoded("padding", si::parse_padding)
+        Ok(padding_in(&self.attrs)?.map(<[PadDim]>::to_vec))
     }
 
     /// `kind=kLoop` of a fusion.
@@ -277,9 +466,9 @@ ENTRY e {
     }
 
     #[test]
-    fn malformed_values_are_errors_not_panics() {
-        // The parser rejects such text (semantic.rs); decoders of an IR
-        // built or edited in code must still not panic on it.
+    fn values_of_another_kind_are_errors_not_panics() {
+        // The parser stores typed values; an IR edited in code may hold text
+        // under a typed key, which the accessors report (never re-parse).
         let mut t = inst(M, "t");
         t.set_attr("dimensions", crate::ir::AttrValue::Raw("{1,x}".into()));
         let e = t.dimensions().unwrap_err();

@@ -19,6 +19,7 @@ use indexmap::IndexSet;
 use smallvec::SmallVec;
 
 use crate::opcode::Opcode;
+pub use crate::shape_infer::{PadDim, SliceDim, WindowDim};
 
 macro_rules! arena_id {
     ($(#[$m:meta])* $name:ident) => {
@@ -380,13 +381,17 @@ impl Shape {
 
 /// The value of an instruction attribute (`key=value` after the operands).
 ///
-/// Attributes the IR models structurally are decoded into typed variants;
-/// everything else is kept as the exact source text and printed back verbatim,
-/// so attributes of a newer XLA survive a round trip. Typed accessors for
-/// rarely used attributes decode the raw text on demand (see `attrs.rs`).
+/// The parser decodes every attribute whose key XLA types into a typed
+/// variant (integers, booleans, integer lists, windows, padding, slices,
+/// called computations, control predecessors); the printer prints the typed
+/// form in XLA's spelling, and consumers read the typed value through the
+/// accessors of [`crate::attrs`] (never re-parsing text). Everything else is
+/// kept as the exact source text and printed back verbatim, so attributes of
+/// a newer XLA survive a round trip.
 #[derive(Clone, PartialEq, Debug)]
 pub enum AttrValue {
-    /// Verbatim text of the value, e.g. `{1,0}`, `"{...json...}"`, `kLoop`.
+    /// Verbatim text of the value, e.g. `"{...json...}"` (`backend_config`),
+    /// or an attribute the IR does not type.
     Raw(Box<str>),
     /// A single called computation (`to_apply=`, `calls=` with one callee, `body=`, `condition=`, ...).
     Comp(CompId),
@@ -394,6 +399,18 @@ pub enum AttrValue {
     Comps(SmallVec<[CompId; 2]>),
     /// A list of instructions (`control-predecessors={%a, %b}`).
     Insts(SmallVec<[InstId; 2]>),
+    /// An integer (`index=1`, `channel_id=5`, `feature_group_count=2`, ...).
+    Int(i64),
+    /// `true` / `false` (`is_stable=true`, ...).
+    Bool(bool),
+    /// An integer list (`dimensions={1,0}`, `lhs_contracting_dims={1}`, ...).
+    Ints(Box<[i64]>),
+    /// `window={size=3x3 stride=2x2 pad=0_1x0_1 ...}`, one entry a dimension.
+    Window(Box<[WindowDim]>),
+    /// `padding=0_1x2_2_1` of a pad, one entry a dimension.
+    Padding(Box<[PadDim]>),
+    /// `slice={[0:2], [1:5:2]}`, one entry a dimension.
+    Slice(Box<[SliceDim]>),
 }
 
 /// Key of the attribute that records the wrapped opcode of XLA's async

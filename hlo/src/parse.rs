@@ -11,8 +11,10 @@
 //!   parameters numbered `0..n` without gaps;
 //! - exactly one entry computation (`ENTRY`, or the last computation).
 //!
-//! Attribute values are kept as their source text ([`AttrValue::Raw`]) except
-//! called computations and control predecessors, which become ids. Nesting of
+//! Called computations and control predecessors become ids; integers,
+//! booleans, integer lists, windows, padding and slices are decoded into
+//! typed [`AttrValue`]s (see [`crate::attrs`]); the other attribute values
+//! are kept as their source text ([`AttrValue::Raw`]). Nesting of
 //! brackets is bounded by [`MAX_DEPTH`] before pest runs, so no input can
 //! overflow the stack.
 
@@ -1046,10 +1048,12 @@ impl<'a> Lowerer<'a> {
 
     /// An instruction attribute: called computations and control predecessors
     /// become ids (control predecessors are resolved at the end of the
-    /// computation; the list is filled then).
+    /// computation; the list is filled then); the kinds XLA types are decoded
+    /// ([`crate::attrs::decode`]; a malformed value is an error at `key=`).
     fn inst_attr(
         &mut self,
         pair: Pair<'a, Rule>,
+        op: Opcode,
         user: InstId,
         pend: &mut Vec<PendingRef<'a>>,
     ) -> Result<Attr> {
@@ -1089,6 +1093,8 @@ impl<'a> Lowerer<'a> {
                 });
             }
             AttrValue::Insts(SmallVec::new())
+        } else if let Some(typed) = crate::attrs::decode(key, op, value) {
+            typed.map_err(|msg| self.err(self.pos(&pair), msg))?
         } else {
             self.check_raw_value(value, voff)?;
             AttrValue::Raw(value.into())
@@ -1299,7 +1305,7 @@ impl<'a> Lowerer<'a> {
         let placeholder_user = InstId::from_index(0);
         for a in it {
             if a.as_rule() == Rule::attr {
-                attrs.push(self.inst_attr(a, placeholder_user, &mut pend)?);
+                attrs.push(self.inst_attr(a, opcode, placeholder_user, &mut pend)?);
             }
         }
         if let (Opcode::Constant, Some(sid), Some(lit)) = (opcode, shape, payload.as_deref()) {
@@ -1443,18 +1449,8 @@ impl<'a> Lowerer<'a> {
         use crate::shape_infer as si;
         use Opcode::*;
         let m = &self.m;
-        let raw = |k: &str| -> Option<&str> {
-            attrs
-                .iter()
-                .find(|a| &*a.key == k)
-                .and_then(|a| match &a.value {
-                    AttrValue::Raw(s) => Some(&**s),
-                    _ => None,
-                })
-        };
-        let need = |k: &str| -> Result<&str, String> {
-            raw(k).ok_or_else(|| format!("attribute `{k}` is missing"))
-        };
+        let ae = |e: crate::attrs::AttrError| e.to_string();
+        let missing = |k: &str| format!("attribute `{k}` is missing");
         let shape_of = |i: usize| -> Result<&Shape, String> {
             ops.get(i)
                 .map(|&o| m.inst_shape(o))
@@ -1478,10 +1474,10 @@ impl<'a> Lowerer<'a> {
         match opcode {
             Tuple => Ok(Shape::Tuple(ops.iter().map(|&o| m.inst(o).shape).collect())),
             GetTupleElement => {
-                let idx: usize = need("index")?
-                    .trim()
-                    .parse()
-                    .map_err(|_| "index is not a tuple index".to_string())?;
+                let idx = crate::attrs::int_in(attrs, "index")
+                    .map_err(ae)?
+                    .ok_or_else(|| missing("index"))?;
+                let idx = usize::try_from(idx).map_err(|_| "index is not a tuple index".to_string())?;
                 match shape_of(0)? {
                     Shape::Tuple(v) => v.get(idx).map(|&s| m.shape(s).clone()).ok_or_else(|| {
                         format!("index={idx} is out of range for a tuple of {}", v.len())
@@ -1500,7 +1496,9 @@ impl<'a> Lowerer<'a> {
             Select | Clamp => Ok(shape_of(1)?.clone()),
             While | OptBarrier | AddDependency => Ok(shape_of(0)?.clone()),
             Transpose => {
-                let perm = si::parse_int_list(need("dimensions")?).map_err(|e| e.0)?;
+                let perm = crate::attrs::int_list_in(attrs, "dimensions")
+                    .map_err(ae)?
+                    .ok_or_else(|| missing("dimensions"))?;
                 let operand = array_of(0)?;
                 let mut out = si::infer_transpose_shape(operand, &perm).map_err(|e| e.0)?;
                 // Like XLA, the result is a bitcast of the operand: its layout is
@@ -1531,36 +1529,34 @@ impl<'a> Lowerer<'a> {
                 Ok(Shape::Array(out))
             }
             Dot => {
-                let list = |k: &str| -> Result<si::Dims, String> {
-                    raw(k).map_or(Ok(si::Dims::new()), |t| {
-                        si::parse_int_list(t).map_err(|e| e.0)
-                    })
-                };
-                let d = si::DotDims {
-                    lhs_batch: list("lhs_batch_dims")?,
-                    rhs_batch: list("rhs_batch_dims")?,
-                    lhs_contracting: list("lhs_contracting_dims")?,
-                    rhs_contracting: list("rhs_contracting_dims")?,
-                };
+                let d = crate::attrs::dot_dims_in(attrs)
+                    .map_err(ae)?
+                    .unwrap_or_default();
                 e(si::infer_dot_shape(array_of(0)?, array_of(1)?, &d))
             }
             Pad => {
-                let p = si::parse_padding(need("padding")?).map_err(|e| e.0)?;
-                e(si::infer_pad_shape(array_of(0)?, &p))
+                let p = crate::attrs::padding_in(attrs)
+                    .map_err(ae)?
+                    .ok_or_else(|| missing("padding"))?;
+                e(si::infer_pad_shape(array_of(0)?, p))
             }
             Slice => {
-                let sl = si::parse_slice(need("slice")?).map_err(|e| e.0)?;
-                e(si::infer_slice_shape(array_of(0)?, &sl))
+                let sl = crate::attrs::slice_in(attrs)
+                    .map_err(ae)?
+                    .ok_or_else(|| missing("slice"))?;
+                e(si::infer_slice_shape(array_of(0)?, sl))
             }
             ReduceWindow => {
-                let w = si::parse_window(need("window")?).map_err(|e| e.0)?;
+                let w = crate::attrs::window_in(attrs)
+                    .map_err(ae)?
+                    .ok_or_else(|| missing("window"))?;
                 let n = ops.len() / 2;
                 if n == 0 {
                     return Err("reduce-window needs operands and init values".into());
                 }
                 let mut outs = Vec::with_capacity(n);
                 for i in 0..n {
-                    let mut a = si::infer_reduce_window_shape(array_of(i)?, &w).map_err(|e| e.0)?;
+                    let mut a = si::infer_reduce_window_shape(array_of(i)?, w).map_err(|e| e.0)?;
                     if let Ok(init) = array_of(n + i) {
                         a.elem = init.elem;
                     }

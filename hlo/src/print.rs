@@ -1,7 +1,7 @@
 //! IR -> HLO text, in the form XLA's `HloModule::ToString()` prints:
 //! `%`-prefixed names, computation signatures with layout-free shapes,
-//! operands without shapes, attributes in source order (verbatim when the IR
-//! keeps them raw), `ROOT` on the root, `ENTRY` on the entry computation.
+//! operands without shapes, attributes in source order (typed ones in XLA's
+//! spelling, raw ones verbatim), `ROOT` on the root, `ENTRY` on the entry computation.
 //!
 //! Output is deterministic: it depends only on the IR (print order of
 //! computations, schedule order of instructions, attribute order).
@@ -376,6 +376,105 @@ impl<'m> Printer<'m> {
                 }
                 self.out.push('}');
             }
+            AttrValue::Int(v) => push_int(&mut self.out, *v),
+            AttrValue::Bool(b) => self.out.push_str(if *b { "true" } else { "false" }),
+            AttrValue::Ints(v) => write_int_list(v, &mut self.out),
+            AttrValue::Window(w) => write_window(w, &mut self.out),
+            AttrValue::Padding(p) => write_padding(p, &mut self.out),
+            AttrValue::Slice(s) => write_slice(s, &mut self.out),
         }
     }
+}
+
+/// `{1,0}`.
+fn write_int_list(v: &[i64], out: &mut String) {
+    out.push('{');
+    for (k, &x) in v.iter().enumerate() {
+        if k > 0 {
+            out.push(',');
+        }
+        push_int(out, x);
+    }
+    out.push('}');
+}
+
+/// `{size=3x3 stride=2x2 pad=0_1x0_1 lhs_dilate=.. rhs_dilate=.. rhs_reversal=..}`
+/// as XLA's `window_util::ToString` writes it: `size` always, every other
+/// field only where some dimension differs from its default.
+fn write_window(w: &[WindowDim], out: &mut String) {
+    out.push('{');
+    let field = |out: &mut String, name: &str, f: &dyn Fn(&WindowDim, &mut String)| {
+        if !out.ends_with('{') {
+            out.push(' ');
+        }
+        out.push_str(name);
+        out.push('=');
+        for (k, d) in w.iter().enumerate() {
+            if k > 0 {
+                out.push('x');
+            }
+            f(d, out);
+        }
+    };
+    if !w.is_empty() {
+        field(out, "size", &|d, o| push_int(o, d.size));
+    }
+    if w.iter().any(|d| d.stride != 1) {
+        field(out, "stride", &|d, o| push_int(o, d.stride));
+    }
+    if w.iter().any(|d| d.pad_lo != 0 || d.pad_hi != 0) {
+        field(out, "pad", &|d, o| {
+            push_int(o, d.pad_lo);
+            o.push('_');
+            push_int(o, d.pad_hi);
+        });
+    }
+    if w.iter().any(|d| d.lhs_dilation != 1) {
+        field(out, "lhs_dilate", &|d, o| push_int(o, d.lhs_dilation));
+    }
+    if w.iter().any(|d| d.rhs_dilation != 1) {
+        field(out, "rhs_dilate", &|d, o| push_int(o, d.rhs_dilation));
+    }
+    if w.iter().any(|d| d.reversal) {
+        field(out, "rhs_reversal", &|d, o| o.push(if d.reversal { '1' } else { '0' }));
+    }
+    out.push('}');
+}
+
+/// `0_1x2_2_1` as XLA's `PaddingConfigToString` writes it: `lo_hi` per
+/// dimension, `lo_hi_interior` on every dimension when any has interior padding.
+fn write_padding(p: &[PadDim], out: &mut String) {
+    let interior = p.iter().any(|d| d.interior != 0);
+    for (k, d) in p.iter().enumerate() {
+        if k > 0 {
+            out.push('x');
+        }
+        push_int(out, d.lo);
+        out.push('_');
+        push_int(out, d.hi);
+        if interior {
+            out.push('_');
+            push_int(out, d.interior);
+        }
+    }
+}
+
+/// `{[0:2], [1:5:2]}` (a stride of 1 is not written).
+fn write_slice(s: &[SliceDim], out: &mut String) {
+    out.push('{');
+    for (k, d) in s.iter().enumerate() {
+        if k > 0 {
+            out.push_str(", ");
+        }
+        out.push('[');
+        push_int(out, d.start);
+        out.push(':');
+        push_int(out, d.limit);
+        if d.stride != 1 {
+            out.push(':');
+            push_int(out, d.stride);
+        }
+        out.push(']');
+    }
+    out.push('}');
 }

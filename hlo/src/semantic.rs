@@ -19,6 +19,7 @@
 //! allocated unless a module has async-starts (a small list) or a finding.
 
 use crate::attrs::validate as v;
+use crate::attrs::ValueKind;
 use crate::ir::*;
 use crate::opcode::Opcode;
 use crate::print::print_shape;
@@ -171,101 +172,6 @@ fn shape_contains(m: &Module, s: ShapeId, needle: ShapeId) -> bool {
 // ---------------------------------------------------------------------------
 // attribute values
 
-/// How XLA types an attribute value, by key.
-enum ValueKind {
-    Int,
-    Float,
-    Bool,
-    IntList,
-    Window,
-    Padding,
-    ResultAccuracy,
-    ApiVersion,
-    Slice,
-    SourceTargetPairs,
-    Precisions,
-    /// One of the listed names; ASCII case ignored when the flag is set.
-    Enum(&'static [&'static str], bool),
-}
-
-fn value_kind(key: &str, op: Opcode) -> Option<ValueKind> {
-    use ValueKind::*;
-    Some(match key {
-        "index"
-        | "iota_dimension"
-        | "channel_id"
-        | "feature_group_count"
-        | "batch_group_count"
-        | "k"
-        | "inferred_dimension"
-        | "exponent_bits"
-        | "mantissa_bits"
-        | "delta"
-        | "index_vector_dim"
-        | "num_carries"
-        | "cross_program_prefetch_index"
-        | "feature_index" => Int,
-        "epsilon" => Float,
-        "is_stable"
-        | "constrain_layout"
-        | "use_global_device_ids"
-        | "indices_are_sorted"
-        | "unique_indices"
-        | "is_host_transfer"
-        | "custom_call_has_side_effect"
-        | "largest"
-        | "is_composite"
-        | "is_reverse"
-        | "is_associative" => Bool,
-        "dimensions"
-        | "dynamic_slice_sizes"
-        | "lhs_batch_dims"
-        | "rhs_batch_dims"
-        | "lhs_contracting_dims"
-        | "rhs_contracting_dims"
-        | "lhs_ragged_dims"
-        | "rhs_group_dims"
-        | "offset_dims"
-        | "collapsed_slice_dims"
-        | "start_index_map"
-        | "operand_batching_dims"
-        | "start_indices_batching_dims"
-        | "update_window_dims"
-        | "inserted_window_dims"
-        | "scatter_dims_to_operand_dims"
-        | "input_batching_dims"
-        | "scatter_indices_batching_dims"
-        | "fft_length" => IntList,
-        "window" => Window,
-        "padding" => Padding,
-        "result_accuracy" => ResultAccuracy,
-        "api_version" => ApiVersion,
-        "slice" => Slice,
-        "source_target_pairs" => SourceTargetPairs,
-        "operand_precision" => Precisions,
-        // Keys with another meaning on other opcodes, or too generic to
-        // claim everywhere.
-        "kind" if matches!(op, Opcode::Fusion | Opcode::AsyncStart) => {
-            Enum(&["kLoop", "kInput", "kOutput", "kCustom"], false)
-        }
-        "type" if op == Opcode::Compare => {
-            Enum(&["FLOAT", "TOTALORDER", "SIGNED", "UNSIGNED"], true)
-        }
-        "algorithm" if op == Opcode::RngBitGenerator => {
-            Enum(&["rng_default", "rng_three_fry", "rng_philox"], true)
-        }
-        "fft_type" => Enum(&["FFT", "IFFT", "RFFT", "IRFFT"], false),
-        "distribution" => Enum(&["rng_invalid", "rng_uniform", "rng_normal"], true),
-        "schedule" => Enum(
-            &["SCHEDULE_NONE", "SCHEDULE_LATEST", "SCHEDULE_EARLIEST"],
-            false,
-        ),
-        "padding_type" => Enum(&["PADDING_INVALID", "PADDING_VALID", "PADDING_SAME"], false),
-        "conv_kind" => Enum(&["fprop", "wgrad", "dgrad", "unset"], false),
-        _ => return None,
-    })
-}
-
 /// Every attribute whose key XLA types (integers, booleans, integer lists,
 /// windows, padding, result accuracy, API versions) has a value of that type.
 fn check_attr_values(id: InstId, inst: &Instruction) -> Check {
@@ -273,55 +179,32 @@ fn check_attr_values(id: InstId, inst: &Instruction) -> Check {
         let AttrValue::Raw(text) = &a.value else {
             continue;
         };
-        let Some(kind) = value_kind(&a.key, inst.opcode) else {
+        let Some(kind) = crate::attrs::value_kind(&a.key, inst.opcode) else {
             continue;
         };
         let key = &*a.key;
         let t = text.trim();
         let r = match kind {
-            ValueKind::Int => match t.parse::<i64>() {
-                Ok(_) => Ok(()),
-                Err(_) => Err(format!("`{key}=` expects an integer, found `{t}`")),
-            },
+            // Decoded into typed values by the parser (a malformed one is a
+            // parse error there); raw text under such a key comes only from
+            // a module edited in code.
+            ValueKind::Int
+            | ValueKind::Bool
+            | ValueKind::IntList
+            | ValueKind::Window
+            | ValueKind::Padding
+            | ValueKind::Slice => crate::attrs::decode_typed(key, kind, t).map(|_| ()),
             ValueKind::Float => match t.parse::<f64>() {
                 Ok(x) if x.is_finite() && x.abs() <= f32::MAX as f64 => Ok(()),
                 _ => Err(format!("`{key}=` expects a float number, found `{t}`")),
             },
-            ValueKind::Bool => match t {
-                "true" | "false" => Ok(()),
-                _ => Err(format!("`{key}=` expects true or false, found `{t}`")),
-            },
-            ValueKind::IntList => check_int_list(key, t),
-            ValueKind::Window => v::check_window(t),
-            ValueKind::Padding => v::check_padding(t),
             ValueKind::ResultAccuracy => v::check_result_accuracy(t),
             ValueKind::ApiVersion => v::check_api_version(t),
-            ValueKind::Slice => v::check_slice(t),
             ValueKind::SourceTargetPairs => v::check_source_target_pairs(t),
             ValueKind::Precisions => v::check_precision_list(t),
             ValueKind::Enum(allowed, any_case) => v::check_enum(key, t, allowed, any_case),
         };
         r.map_err(|msg| Finding::attr(id, key, msg))?;
-    }
-    Ok(())
-}
-
-fn check_int_list(key: &str, t: &str) -> Result<(), String> {
-    let Some(inner) = t.strip_prefix('{').and_then(|r| r.strip_suffix('}')) else {
-        return Err(format!(
-            "`{key}=` expects a list of integers in braces, e.g. `{{0,1}}`, found `{t}`"
-        ));
-    };
-    if inner.trim().is_empty() {
-        return Ok(());
-    }
-    for item in inner.split(',') {
-        if item.trim().parse::<i64>().is_err() {
-            return Err(format!(
-                "`{key}=` expects a list of integers in braces, found `{}` in `{t}`",
-                item.trim()
-            ));
-        }
     }
     Ok(())
 }
@@ -586,20 +469,10 @@ enum DimCount {
 /// first entry: an empty list is an error there, and it crashes jaxlib's
 /// parser for all-gather).
 fn check_dimension_count(id: InstId, inst: &Instruction, want: DimCount) -> Check {
-    let Some(t) = inst.raw_attr("dimensions") else {
+    let Some(AttrValue::Ints(dims)) = inst.attr("dimensions") else {
         return Ok(());
     };
-    let inner = t
-        .trim()
-        .strip_prefix('{')
-        .and_then(|r| r.strip_suffix('}'))
-        .unwrap_or("")
-        .trim();
-    let n = if inner.is_empty() {
-        0
-    } else {
-        inner.split(',').count()
-    };
+    let n = dims.len();
     let ok = match want {
         DimCount::AtLeastOne => n >= 1,
         DimCount::ExactlyOne | DimCount::OneIfPresent => n == 1,
@@ -620,9 +493,9 @@ fn check_dimension_count(id: InstId, inst: &Instruction, want: DimCount) -> Chec
         id,
         "dimensions",
         format!(
-            "{} expects exactly one entry in `dimensions=` ({what}), found `{}`",
+            "{} expects exactly one entry in `dimensions=` ({what}), found `{{{}}}`",
             inst.opcode,
-            t.trim()
+            dims.iter().map(i64::to_string).collect::<Vec<_>>().join(",")
         ),
     ))
 }

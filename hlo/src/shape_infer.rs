@@ -15,9 +15,8 @@
 //!   unbounded one (`?`, [`UNBOUNDED_DIM`]) matches any size and makes every
 //!   size derived from it unbounded.
 //!
-//! The small attribute decoders at the end ([`parse_int_list`],
-//! [`parse_window`], [`parse_slice`], [`parse_padding`], [`ConvDims::parse`])
-//! read XLA's text spelling of those attributes.
+//! The parser decodes windows, slices, padding and dimension lists
+//! ([`crate::attrs::validate`]); [`ConvDims::parse`] reads `dim_labels`.
 
 use smallvec::SmallVec;
 
@@ -926,15 +925,6 @@ pub fn infer_gather_shape(
 // Attribute text decoders
 // ---------------------------------------------------------------------------
 
-fn parse_i64(s: &str, whole: &str, what: &str) -> Result<i64> {
-    s.trim().parse().map_err(|_| {
-        ShapeError(format!(
-            "{what}: `{}` in `{whole}` is not an integer",
-            s.trim()
-        ))
-    })
-}
-
 /// `text` without surrounding white space and one optional pair of braces
 /// (`{1,0}` -> `1,0`).
 pub fn strip_braces(text: &str) -> &str {
@@ -945,133 +935,34 @@ pub fn strip_braces(text: &str) -> &str {
         .trim()
 }
 
-/// Decodes `{1,0}` (braces optional, spaces allowed, `{}` is empty).
-pub fn parse_int_list(text: &str) -> Result<Dims> {
-    let inner = strip_braces(text);
-    if inner.is_empty() {
-        return Ok(Dims::new());
-    }
-    inner
-        .split(',')
-        .map(|x| parse_i64(x, text, "integer list"))
-        .collect()
-}
-
-/// Decodes `window={size=3x3 stride=2x2 pad=0_1x0_1 lhs_dilate=1x1 rhs_dilate=1x1 rhs_reversal=0x1}`
-/// (braces optional). Fields may come in any order; absent fields take
-/// their defaults.
-pub fn parse_window(text: &str) -> Result<Vec<WindowDim>> {
-    let inner = strip_braces(text);
-    let mut dims: Vec<WindowDim> = Vec::new();
-    let mut rank: Option<usize> = None;
-    for field in inner.split_whitespace() {
-        let Some((key, value)) = field.split_once('=') else {
-            return err(format!(
-                "window `{text}`: expected key=value, found `{field}`"
-            ));
-        };
-        let parts: Vec<&str> = value.split('x').collect();
-        match rank {
-            None => {
-                rank = Some(parts.len());
-                dims = vec![WindowDim::default(); parts.len()];
-            }
-            Some(r) if r != parts.len() => {
-                return err(format!(
-                    "window `{text}`: `{key}` has {} dimensions, expected {r}",
-                    parts.len()
-                ));
-            }
-            Some(_) => {}
-        }
-        for (w, part) in dims.iter_mut().zip(&parts) {
-            match key {
-                "size" => w.size = parse_i64(part, text, "window size")?,
-                "stride" => w.stride = parse_i64(part, text, "window stride")?,
-                "lhs_dilate" => w.lhs_dilation = parse_i64(part, text, "window lhs_dilate")?,
-                "rhs_dilate" => w.rhs_dilation = parse_i64(part, text, "window rhs_dilate")?,
-                "rhs_reversal" => w.reversal = parse_i64(part, text, "window rhs_reversal")? != 0,
-                "pad" => {
-                    let lh: Vec<&str> = part.split('_').collect();
-                    let [lo, hi] = lh[..] else {
-                        return err(format!("window `{text}`: padding `{part}` is not lo_hi"));
-                    };
-                    w.pad_lo = parse_i64(lo, text, "window pad")?;
-                    w.pad_hi = parse_i64(hi, text, "window pad")?;
-                }
-                _ => return err(format!("window `{text}`: unknown field `{key}`")),
-            }
-        }
-    }
-    Ok(dims)
-}
-
-/// Decodes `slice={[0:4:1], [2:3]}` (stride defaults to 1).
-pub fn parse_slice(text: &str) -> Result<Vec<SliceDim>> {
-    let inner = strip_braces(text);
-    if inner.is_empty() {
-        return Ok(Vec::new());
-    }
-    inner
-        .split(',')
-        .map(|item| {
-            let item = item.trim();
-            let Some(body) = item.strip_prefix('[').and_then(|r| r.strip_suffix(']')) else {
-                return err(format!(
-                    "slice `{text}`: `{item}` is not [start:limit:stride]"
-                ));
-            };
-            let nums: Vec<&str> = body.split(':').collect();
-            let (start, limit, stride) = match nums[..] {
-                [a, b] => (a, b, "1"),
-                [a, b, c] => (a, b, c),
-                _ => {
-                    return err(format!(
-                        "slice `{text}`: `{item}` is not [start:limit:stride]"
-                    ))
-                }
-            };
-            Ok(SliceDim {
-                start: parse_i64(start, text, "slice start")?,
-                limit: parse_i64(limit, text, "slice limit")?,
-                stride: parse_i64(stride, text, "slice stride")?,
-            })
-        })
-        .collect()
-}
-
-/// Decodes `padding=0_0x1_1_2` (`lo_hi` or `lo_hi_interior` per dimension;
-/// empty for a scalar).
-pub fn parse_padding(text: &str) -> Result<Vec<PadDim>> {
-    let t = text.trim();
-    if t.is_empty() {
-        return Ok(Vec::new());
-    }
-    t.split('x')
-        .map(|part| {
-            let nums: Vec<&str> = part.split('_').collect();
-            let (lo, hi, interior) = match nums[..] {
-                [a, b] => (a, b, "0"),
-                [a, b, c] => (a, b, c),
-                _ => {
-                    return err(format!(
-                        "padding `{text}`: `{part}` is not lo_hi or lo_hi_interior"
-                    ))
-                }
-            };
-            Ok(PadDim {
-                lo: parse_i64(lo, text, "padding")?,
-                hi: parse_i64(hi, text, "padding")?,
-                interior: parse_i64(interior, text, "padding")?,
-            })
-        })
-        .collect()
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    // The parser's decoders (braces optional here, for brevity).
+    fn braced(t: &str) -> String {
+        if t.trim_start().starts_with('{') {
+            t.to_string()
+        } else {
+            format!("{{{t}}}")
+        }
+    }
+    fn test_window(t: &str) -> Result<Vec<WindowDim>> {
+        crate::attrs::validate::window(&braced(t))
+            .map(Vec::from)
+            .map_err(ShapeError)
+    }
+    fn test_slice(t: &str) -> Result<Vec<SliceDim>> {
+        crate::attrs::validate::slice(&braced(t))
+            .map(Vec::from)
+            .map_err(ShapeError)
+    }
+    fn test_padding(t: &str) -> Result<Vec<PadDim>> {
+        crate::attrs::validate::padding(t)
+            .map(Vec::from)
+            .map_err(ShapeError)
+    }
 
     fn arr(elem: PrimType, dims: &[i64]) -> ArrayShape {
         ArrayShape {
@@ -1140,7 +1031,7 @@ mod tests {
     #[test]
     fn conv_output_follows_window_arithmetic() {
         let d = ConvDims::parse("b01f_01io->b01f").unwrap();
-        let w = parse_window("{size=3x3 stride=2x2 pad=1_1x1_1}").unwrap();
+        let w = test_window("{size=3x3 stride=2x2 pad=1_1x1_1}").unwrap();
         // (224 + 2 - 3) / 2 + 1 = 112.
         let out = infer_conv_shape(
             &f32s(&[8, 224, 224, 3]),
@@ -1156,7 +1047,7 @@ mod tests {
     #[test]
     fn conv_with_permuted_labels_and_feature_groups() {
         let d = ConvDims::parse("bf01_oi01->bf01").unwrap();
-        let w = parse_window("size=3x3 pad=1_1x1_1").unwrap();
+        let w = test_window("size=3x3 pad=1_1x1_1").unwrap();
         // Depthwise: 32 input features in 32 groups, kernel input feature 1.
         let out = infer_conv_shape(
             &f32s(&[1, 32, 10, 10]),
@@ -1181,7 +1072,7 @@ mod tests {
     #[test]
     fn conv_batch_group_count_divides_batch() {
         let d = ConvDims::parse("f01b_i01o->01bf").unwrap();
-        let w = parse_window("size=3x3").unwrap();
+        let w = test_window("size=3x3").unwrap();
         let out = infer_conv_shape(&f32s(&[4, 5, 5, 8]), &f32s(&[4, 3, 3, 8]), &d, &w, 1, 8);
         assert_eq!(dims_of(out), [3, 3, 1, 8]);
     }
@@ -1190,7 +1081,7 @@ mod tests {
     fn conv_lhs_dilation_and_negative_padding() {
         let d = ConvDims::parse("b0f_0io->b0f").unwrap();
         // Dilated base (4-1)*2+1 = 7, padded 7 - 1 + 0 = 6, window 2 -> 5.
-        let w = parse_window("size=2 pad=-1_0 lhs_dilate=2").unwrap();
+        let w = test_window("size=2 pad=-1_0 lhs_dilate=2").unwrap();
         let out = infer_conv_shape(&f32s(&[1, 4, 1]), &f32s(&[2, 1, 1]), &d, &w, 1, 1);
         assert_eq!(dims_of(out), [1, 5, 1]);
     }
@@ -1243,7 +1134,7 @@ mod tests {
 
     #[test]
     fn window_fields_in_any_order() {
-        let w = parse_window("{pad=1_2 size=1 rhs_reversal=1}").unwrap();
+        let w = test_window("{pad=1_2 size=1 rhs_reversal=1}").unwrap();
         assert_eq!(
             w,
             vec![WindowDim {
@@ -1254,13 +1145,13 @@ mod tests {
                 ..Default::default()
             }]
         );
-        assert!(parse_window("{size=2x2 stride=1}").is_err());
-        assert_eq!(parse_window("{}").unwrap(), vec![]);
+        assert!(test_window("{size=2x2 stride=1}").is_err());
+        assert_eq!(test_window("{}").unwrap(), vec![]);
     }
 
     #[test]
     fn reduce_window_output() {
-        let w = parse_window("size=1x3x3x1 stride=1x2x2x1 pad=0_0x0_1x0_1x0_0").unwrap();
+        let w = test_window("size=1x3x3x1 stride=1x2x2x1 pad=0_0x0_1x0_1x0_0").unwrap();
         assert_eq!(
             dims_of(infer_reduce_window_shape(&f32s(&[1, 112, 112, 64]), &w)),
             [1, 56, 56, 64]
@@ -1269,19 +1160,19 @@ mod tests {
 
     #[test]
     fn slice_sizes_round_up() {
-        let s = parse_slice("{[0:5:2], [1:3]}").unwrap();
+        let s = test_slice("{[0:5:2], [1:3]}").unwrap();
         assert_eq!(dims_of(infer_slice_shape(&f32s(&[5, 4]), &s)), [3, 2]);
-        let oob = parse_slice("{[0:6], [1:3]}").unwrap();
+        let oob = test_slice("{[0:6], [1:3]}").unwrap();
         assert!(infer_slice_shape(&f32s(&[5, 4]), &oob).is_err());
     }
 
     #[test]
     fn pad_with_interior_and_negative_edges() {
-        let p = parse_padding("1_2_1x-1_0").unwrap();
+        let p = test_padding("1_2_1x-1_0").unwrap();
         // dim 0: 1 + 3 + 2*1 + 2 = 8; dim 1: -1 + 4 = 3.
         assert_eq!(dims_of(infer_pad_shape(&f32s(&[3, 4]), &p)), [8, 3]);
-        assert!(infer_pad_shape(&f32s(&[3]), &parse_padding("-4_0").unwrap()).is_err());
-        assert!(parse_padding("").unwrap().is_empty());
+        assert!(infer_pad_shape(&f32s(&[3]), &test_padding("-4_0").unwrap()).is_err());
+        assert!(test_padding("").unwrap().is_empty());
     }
 
     #[test]
@@ -1325,21 +1216,21 @@ mod tests {
         let q = f32s(&[UNBOUNDED_DIM, 4]);
         assert!(dims_match(&q.dims, &[7, 4]));
         assert_eq!(fmt_array(&q), "f32[?,4]");
-        let w = parse_window("size=2x1").unwrap();
+        let w = test_window("size=2x1").unwrap();
         assert_eq!(dims_of(infer_reduce_window_shape(&q, &w))[0], UNBOUNDED_DIM);
     }
 
     #[test]
     fn no_overflow_panics() {
         let huge = f32s(&[i64::MAX, 2]);
-        assert!(infer_pad_shape(&huge, &parse_padding("0_0_2x0_0").unwrap()).is_err());
+        assert!(infer_pad_shape(&huge, &test_padding("0_0_2x0_0").unwrap()).is_err());
         let w = WindowDim {
             size: i64::MAX,
             rhs_dilation: 3,
             ..Default::default()
         };
         assert!(window_output_dim(5, &w).is_err());
-        let everything = parse_slice("{[0:9223372036854775807:9223372036854775807]}").unwrap();
+        let everything = test_slice("{[0:9223372036854775807:9223372036854775807]}").unwrap();
         assert_eq!(
             dims_of(infer_slice_shape(&f32s(&[i64::MAX]), &everything)),
             [1]

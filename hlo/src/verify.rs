@@ -593,12 +593,10 @@ impl<'m> Verifier<'m> {
     }
 
     fn int_list(&self, inst: &Instruction, key: &str) -> Check<Option<Dims>> {
-        self.raw(inst, key)?;
         inst.int_list_attr(key).map_err(|e| e.to_string())
     }
 
     fn int_attr(&self, inst: &Instruction, key: &str) -> Check<Option<i64>> {
-        self.raw(inst, key)?;
         inst.int_attr(key).map_err(|e| e.to_string())
     }
 
@@ -1031,8 +1029,10 @@ impl<'m> Verifier<'m> {
             SelectAndScatter => self.check_select_and_scatter(inst),
             Slice => {
                 self.operand_count(inst, 1)?;
-                self.required(inst, "slice")?;
-                let slice = inst.slice().map_err(|e| e.to_string())?.unwrap_or_default();
+                let slice = inst
+                    .slice()
+                    .map_err(|e| e.to_string())?
+                    .ok_or_else(|| format!("{} needs the attribute slice=", inst.opcode))?;
                 let expected =
                     si::infer_slice_shape(self.array_of(inst, 0)?, &slice).map_err(|e| e.0)?;
                 self.expect_out(inst, &expected, "slice result")
@@ -1280,7 +1280,6 @@ impl<'m> Verifier<'m> {
     }
 
     fn window(&self, inst: &Instruction) -> Check<Vec<si::WindowDim>> {
-        self.raw(inst, "window")?;
         Ok(inst
             .window()
             .map_err(|e| e.to_string())?

@@ -1,13 +1,17 @@
-//! Format checks of attribute values against the grammar XLA's parser applies
-//! to them (`xla/hlo/parser/hlo_parser.cc`): windows, padding configs, shape
+//! Attribute values against the grammar XLA's parser applies to them
+//! (`xla/hlo/parser/hlo_parser.cc`). The decoders ([`integer`], [`boolean`],
+//! [`int_list`], [`window`], [`padding`], [`slice`]) are the one place the
+//! parser turns that text into typed values; the checks (`check_*`: shape
 //! indices, aliasing and buffer-donor lists, result accuracy, custom-call API
-//! versions, operand layout constraints, debug attributes.
+//! versions, operand layout constraints, debug attributes) validate
+//! attributes the IR still keeps as text.
 //!
-//! Every check takes the verbatim attribute text and returns `Err(message)`
+//! Every function takes the verbatim attribute text and returns `Err(message)`
 //! naming what is wrong and what was expected. The checks do not allocate on
-//! well-formed input (they run on every parse) and never panic on any text.
+//! well-formed input (they run on every parse) and nothing here panics on any
+//! text.
 
-use crate::ir::PrimType;
+use crate::ir::{PadDim, PrimType, SliceDim, WindowDim};
 
 /// Splits `text` at `sep` characters that are not nested inside `()`, `[]`,
 /// `{}` or a string, without allocating.
@@ -59,7 +63,11 @@ fn strip_outer(text: &str, open: char, close: char) -> Option<&str> {
 }
 
 fn is_int(s: &str) -> bool {
-    s.trim().parse::<i64>().is_ok()
+    int(s).is_some()
+}
+
+fn int(s: &str) -> Option<i64> {
+    s.trim().parse::<i64>().ok()
 }
 
 const WINDOW_FIELDS: [&str; 6] = [
@@ -80,10 +88,12 @@ fn braced<'t>(text: &'t str, expects: &str) -> Result<&'t str, String> {
 /// `window={size=3x3 stride=2x2 pad=0_1x0_1 lhs_dilate=1x1 rhs_dilate=1x1
 /// rhs_reversal=0x0}`: known fields, each at most once, integers joined by
 /// `x` (`low_high` pairs for `pad`), every field with as many dimensions as
-/// `size`.
-pub fn check_window(text: &str) -> Result<(), String> {
+/// `size`. Absent fields take their defaults; `rhs_reversal` is reversed
+/// where it is 1 (XLA's reading).
+pub fn window(text: &str) -> Result<Box<[WindowDim]>, String> {
     let inner = braced(text, "window expects `{size=... stride=... pad=...}`")?;
     let mut counts: [Option<usize>; 6] = [None; 6];
+    let mut dims: Vec<WindowDim> = Vec::new();
     for field in inner.split_whitespace() {
         let Some((key, value)) = field.split_once('=') else {
             return Err(format!(
@@ -100,19 +110,32 @@ pub fn check_window(text: &str) -> Result<(), String> {
         }
         let mut n = 0usize;
         for part in value.split('x') {
+            if dims.len() <= n {
+                dims.push(WindowDim::default());
+            }
+            let d = &mut dims[n];
             n += 1;
             if key == "pad" {
                 let mut it = part.split('_');
-                let ok = matches!((it.next(), it.next(), it.next()), (Some(lo), Some(hi), None) if is_int(lo) && is_int(hi));
-                if !ok {
-                    return Err(format!(
+                match (it.next().map(int), it.next().map(int), it.next()) {
+                    (Some(Some(lo)), Some(Some(hi)), None) => (d.pad_lo, d.pad_hi) = (lo, hi),
+                    _ => return Err(format!(
                         "window pad expects `low_high` pairs separated by '_' (one per dimension, joined by 'x'), found `{value}`"
-                    ));
+                    )),
                 }
-            } else if !is_int(part) {
+                continue;
+            }
+            let Some(x) = int(part) else {
                 return Err(format!(
                     "window `{key}=` expects integers joined by 'x' (e.g. `3x3`), found `{value}`"
                 ));
+            };
+            match k {
+                0 => d.size = x,
+                1 => d.stride = x,
+                3 => d.lhs_dilation = x,
+                4 => d.rhs_dilation = x,
+                _ => d.reversal = x == 1,
             }
         }
         counts[k] = Some(n);
@@ -128,32 +151,81 @@ pub fn check_window(text: &str) -> Result<(), String> {
             }
         }
     }
-    Ok(())
+    Ok(dims.into_boxed_slice())
 }
 
 /// `padding=0_0x1_1_2` of a pad: per dimension `low_high` or
-/// `low_high_interior`, dimensions joined by `x`.
-pub fn check_padding(text: &str) -> Result<(), String> {
+/// `low_high_interior`, dimensions joined by `x`; empty for a scalar.
+pub fn padding(text: &str) -> Result<Box<[PadDim]>, String> {
     let t = text.trim();
     if t.is_empty() {
-        return Ok(());
+        return Ok(Box::default());
     }
-    for part in t.split('x') {
-        let mut n = 0usize;
-        for num in part.split('_') {
-            n += 1;
-            if !is_int(num) {
-                n = 0;
-                break;
+    t.split('x')
+        .map(|part| {
+            let mut nums = [0i64; 3];
+            let mut n = 0usize;
+            for num in part.split('_') {
+                match (nums.get_mut(n), int(num)) {
+                    (Some(slot), Some(x)) => *slot = x,
+                    _ => {
+                        n = 0;
+                        break;
+                    }
+                }
+                n += 1;
             }
-        }
-        if n != 2 && n != 3 {
-            return Err(format!(
-                "padding expects `low_high` or `low_high_interior` per dimension, joined by 'x' (e.g. `0_1x2_2_1`), found `{t}`"
-            ));
-        }
+            if n != 2 && n != 3 {
+                return Err(format!(
+                    "padding expects `low_high` or `low_high_interior` per dimension, joined by 'x' (e.g. `0_1x2_2_1`), found `{t}`"
+                ));
+            }
+            Ok(PadDim {
+                lo: nums[0],
+                hi: nums[1],
+                interior: nums[2],
+            })
+        })
+        .collect()
+}
+
+/// An integer attribute (`index=1`).
+pub fn integer(key: &str, text: &str) -> Result<i64, String> {
+    let t = text.trim();
+    int(t).ok_or_else(|| format!("`{key}=` expects an integer, found `{t}`"))
+}
+
+/// A boolean attribute (`is_stable=true`).
+pub fn boolean(key: &str, text: &str) -> Result<bool, String> {
+    match text.trim() {
+        "true" => Ok(true),
+        "false" => Ok(false),
+        t => Err(format!("`{key}=` expects true or false, found `{t}`")),
     }
-    Ok(())
+}
+
+/// An integer list attribute in braces (`dimensions={1,0}`, `{}` is empty).
+pub fn int_list(key: &str, text: &str) -> Result<Box<[i64]>, String> {
+    let t = text.trim();
+    let Some(inner) = t.strip_prefix('{').and_then(|r| r.strip_suffix('}')) else {
+        return Err(format!(
+            "`{key}=` expects a list of integers in braces, e.g. `{{0,1}}`, found `{t}`"
+        ));
+    };
+    if inner.trim().is_empty() {
+        return Ok(Box::default());
+    }
+    inner
+        .split(',')
+        .map(|item| {
+            int(item).ok_or_else(|| {
+                format!(
+                    "`{key}=` expects a list of integers in braces, found `{}` in `{t}`",
+                    item.trim()
+                )
+            })
+        })
+        .collect()
 }
 
 /// A shape index `{}` or `{0, 1}`.
@@ -391,28 +463,43 @@ pub fn check_debug_attributes(text: &str) -> Result<(), String> {
 }
 
 /// `slice={[0:2], [1:5:2]}`: per dimension `[start:limit]` or
-/// `[start:limit:stride]`.
-pub fn check_slice(text: &str) -> Result<(), String> {
+/// `[start:limit:stride]` (stride 1 when absent).
+pub fn slice(text: &str) -> Result<Box<[SliceDim]>, String> {
     let inner = braced(text, "slice expects `{[start:limit:stride], ...}`")?;
     if inner.is_empty() {
-        return Ok(());
+        return Ok(Box::default());
     }
-    for item in inner.split(',') {
-        let ok = strip_outer(item, '[', ']').is_some_and(|body| {
-            let mut n = 0usize;
-            body.split(':').all(|x| {
-                n += 1;
-                is_int(x)
-            }) && (n == 2 || n == 3)
-        });
-        if !ok {
-            return Err(format!(
-                "slice expects `[start:limit]` or `[start:limit:stride]` per dimension, found `{}`",
-                item.trim()
-            ));
-        }
-    }
-    Ok(())
+    inner
+        .split(',')
+        .map(|item| {
+            let mut nums = [0i64, 0, 1];
+            let ok = strip_outer(item, '[', ']').is_some_and(|body| {
+                let mut n = 0usize;
+                body.split(':').all(|x| {
+                    let slot = nums.get_mut(n);
+                    n += 1;
+                    match (slot, int(x)) {
+                        (Some(s), Some(v)) => {
+                            *s = v;
+                            true
+                        }
+                        _ => false,
+                    }
+                }) && (n == 2 || n == 3)
+            });
+            if !ok {
+                return Err(format!(
+                    "slice expects `[start:limit]` or `[start:limit:stride]` per dimension, found `{}`",
+                    item.trim()
+                ));
+            }
+            Ok(SliceDim {
+                start: nums[0],
+                limit: nums[1],
+                stride: nums[2],
+            })
+        })
+        .collect()
 }
 
 /// `source_target_pairs={{0,1},{1,2}}`: a list of pairs of integers.
@@ -521,20 +608,20 @@ mod tests {
 
     #[test]
     fn window_pad_takes_low_high_pairs_only() {
-        assert!(check_window("{size=3x3 stride=2x2 pad=0_1x1_1}").is_ok());
-        assert!(check_window("{}").is_ok());
-        let e = check_window("{pad=1_1_0 size=1}").unwrap_err();
+        assert!(window("{size=3x3 stride=2x2 pad=0_1x1_1}").is_ok());
+        assert!(window("{}").is_ok());
+        let e = window("{pad=1_1_0 size=1}").unwrap_err();
         assert!(e.contains("`low_high`") && e.contains("1_1_0"), "{e}");
-        assert!(check_window("{size=3 stride=1x1}").is_err());
-        assert!(check_window("{size=3 size=3}").is_err());
-        assert!(check_window("{size=3 bogus=1}").is_err());
+        assert!(window("{size=3 stride=1x1}").is_err());
+        assert!(window("{size=3 size=3}").is_err());
+        assert!(window("{size=3 bogus=1}").is_err());
     }
 
     #[test]
     fn padding_takes_two_or_three_numbers_per_dimension() {
-        assert!(check_padding("0_0x1_1_2").is_ok());
-        assert!(check_padding("1").is_err());
-        assert!(check_padding("1_2_3_4").is_err());
+        assert!(padding("0_0x1_1_2").is_ok());
+        assert!(padding("1").is_err());
+        assert!(padding("1_2_3_4").is_err());
     }
 
     #[test]
@@ -566,9 +653,9 @@ mod tests {
 
     #[test]
     fn slices_pairs_and_enums() {
-        assert!(check_slice("{[0:2], [1:5:2]}").is_ok());
-        assert!(check_slice("{[0:2:1:1]}").is_err());
-        assert!(check_slice("{0:2}").is_err());
+        assert!(slice("{[0:2], [1:5:2]}").is_ok());
+        assert!(slice("{[0:2:1:1]}").is_err());
+        assert!(slice("{0:2}").is_err());
         assert!(check_source_target_pairs("{{0,1},{1,2}}").is_ok());
         assert!(check_source_target_pairs("{{0,1,2}}").is_err());
         assert!(check_precision_list("{HIGH,highest}").is_ok());

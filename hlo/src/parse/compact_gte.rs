@@ -170,7 +170,7 @@ impl<'a> Lowerer<'a> {
                 payload: None,
                 attrs: vec![Attr {
                     key: "index".into(),
-                    value: AttrValue::Raw(index.to_string().into()),
+                    value: AttrValue::Int(index as i64),
                 }],
                 parent: parent_comp,
             });

@@ -960,23 +960,25 @@ impl<'m> Writer<'m> {
             let t: &str = match &a.value {
                 AttrValue::Raw(t) => t,
                 // Calls and control predecessors are ids (above).
-                _ => continue,
+                AttrValue::Comp(_) | AttrValue::Comps(_) | AttrValue::Insts(_) => continue,
+                // Typed values: read through `ints`, `int`, `boolean` and
+                // the instruction's accessors below.
+                _ => "",
             };
-            let ints = || {
-                crate::shape_infer::parse_int_list(t)
-                    .map(|d| d.to_vec())
-                    .map_err(|x| e(format!("`{key}`: {}", x.0)))
+            let ints = || match &a.value {
+                AttrValue::Ints(v) => Ok(v.to_vec()),
+                _ => Err(e(format!("`{key}` is not an integer list"))),
             };
             let int = || -> Result<i64> {
-                t.trim()
-                    .parse()
-                    .map_err(|_| e(format!("`{key}`: `{t}` is not an integer")))
+                match &a.value {
+                    AttrValue::Int(v) => Ok(*v),
+                    _ => Err(e(format!("`{key}` is not an integer"))),
+                }
             };
             let boolean = || -> Result<bool> {
-                match t.trim() {
-                    "true" => Ok(true),
-                    "false" => Ok(false),
-                    _ => Err(e(format!("`{key}`: `{t}` is not true or false"))),
+                match &a.value {
+                    AttrValue::Bool(b) => Ok(*b),
+                    _ => Err(e(format!("`{key}` is not true or false"))),
                 }
             };
             let string = || -> Result<Vec<u8>> {
