@@ -834,7 +834,7 @@ impl Assigner<'_> {
                             payload: None,
                             attrs: vec![Attr {
                                 key: "index".into(),
-                                value: AttrValue::Raw(k.to_string().into()),
+                                value: AttrValue::Int(k as i64),
                             }],
                             parent: c,
                         },

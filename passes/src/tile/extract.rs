@@ -52,7 +52,6 @@ fn remap_attrs(attrs: &[Attr], comps: &[Option<CompId>]) -> Vec<Attr> {
     let mut out = Vec::with_capacity(attrs.len());
     for a in attrs {
         let value = match &a.value {
-            AttrValue::Raw(s) => AttrValue::Raw(s.clone()),
             AttrValue::Comp(c) => match comps.get(c.index()).copied().flatten() {
                 Some(n) => AttrValue::Comp(n),
                 None => continue,
@@ -64,6 +63,8 @@ fn remap_attrs(attrs: &[Attr], comps: &[Option<CompId>]) -> Vec<Attr> {
             ),
             // Control predecessors name instructions outside the kernel's schedule.
             AttrValue::Insts(_) => continue,
+            // Values that name nothing of the module.
+            v => v.clone(),
         };
         out.push(Attr {
             key: a.key.clone(),
