@@ -284,7 +284,8 @@ pub fn dot_dims_in(attrs: &[Attr]) -> AttrResult<DotDims> {
     if keys.iter().all(|k| find(attrs, k).is_none()) {
         return Ok(None);
     }
-    let get = |k: &str| -> Result<Dims, AttrError> { Ok(int_list_in(attrs, k)?.unwrap_or_default()) };
+    let get =
+        |k: &str| -> Result<Dims, AttrError> { Ok(int_list_in(attrs, k)?.unwrap_or_default()) };
     Ok(Some(DotDims {
         lhs_batch: get(keys[0])?,
         rhs_batch: get(keys[1])?,

@@ -1477,7 +1477,8 @@ impl<'a> Lowerer<'a> {
                 let idx = crate::attrs::int_in(attrs, "index")
                     .map_err(ae)?
                     .ok_or_else(|| missing("index"))?;
-                let idx = usize::try_from(idx).map_err(|_| "index is not a tuple index".to_string())?;
+                let idx =
+                    usize::try_from(idx).map_err(|_| "index is not a tuple index".to_string())?;
                 match shape_of(0)? {
                     Shape::Tuple(v) => v.get(idx).map(|&s| m.shape(s).clone()).ok_or_else(|| {
                         format!("index={idx} is out of range for a tuple of {}", v.len())

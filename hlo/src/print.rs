@@ -436,7 +436,9 @@ fn write_window(w: &[WindowDim], out: &mut String) {
         field(out, "rhs_dilate", &|d, o| push_int(o, d.rhs_dilation));
     }
     if w.iter().any(|d| d.reversal) {
-        field(out, "rhs_reversal", &|d, o| o.push(if d.reversal { '1' } else { '0' }));
+        field(out, "rhs_reversal", &|d, o| {
+            o.push(if d.reversal { '1' } else { '0' })
+        });
     }
     out.push('}');
 }

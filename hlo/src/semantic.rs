@@ -495,7 +495,10 @@ fn check_dimension_count(id: InstId, inst: &Instruction, want: DimCount) -> Chec
         format!(
             "{} expects exactly one entry in `dimensions=` ({what}), found `{{{}}}`",
             inst.opcode,
-            dims.iter().map(i64::to_string).collect::<Vec<_>>().join(",")
+            dims.iter()
+                .map(i64::to_string)
+                .collect::<Vec<_>>()
+                .join(",")
         ),
     ))
 }
