@@ -247,7 +247,7 @@ pub fn int_in(attrs: &[Attr], key: &str) -> AttrResult<i64> {
 }
 
 /// The window in `attrs`.
-pub fn window_in<'a>(attrs: &'a [Attr]) -> AttrResult<&'a [WindowDim]> {
+pub fn window_in(attrs: &[Attr]) -> AttrResult<&[WindowDim]> {
     match find(attrs, "window") {
         None => Ok(None),
         Some(AttrValue::Window(v)) => Ok(Some(v)),
@@ -256,7 +256,7 @@ pub fn window_in<'a>(attrs: &'a [Attr]) -> AttrResult<&'a [WindowDim]> {
 }
 
 /// The padding config in `attrs`.
-pub fn padding_in<'a>(attrs: &'a [Attr]) -> AttrResult<&'a [PadDim]> {
+pub fn padding_in(attrs: &[Attr]) -> AttrResult<&[PadDim]> {
     match find(attrs, "padding") {
         None => Ok(None),
         Some(AttrValue::Padding(v)) => Ok(Some(v)),
@@ -265,7 +265,7 @@ pub fn padding_in<'a>(attrs: &'a [Attr]) -> AttrResult<&'a [PadDim]> {
 }
 
 /// The slice in `attrs`.
-pub fn slice_in<'a>(attrs: &'a [Attr]) -> AttrResult<&'a [SliceDim]> {
+pub fn slice_in(attrs: &[Attr]) -> AttrResult<&[SliceDim]> {
     match find(attrs, "slice") {
         None => Ok(None),
         Some(AttrValue::Slice(v)) => Ok(Some(v)),
