@@ -11,7 +11,10 @@
 //!   renders it (`file:line:col: error: ...`, source line, caret);
 //! - `featurize` writes npz files that read back like the published ones (the
 //!   unet_3d module with its runs: the published graph structure and, for each
-//!   run, the published configuration row with the same runtime);
+//!   run, the published configuration row with the same runtime), from
+//!   HLO text + `.runs.json` and from the raw `ModuleTuningData` record; a
+//!   tile `TuningData` gives what its kernels' `.runs.json` give; bad records
+//!   are clear errors;
 //! - with `ORT_DYLIB_PATH`, `eval` runs the embedded default ONNX models.
 
 #[path = "support/report.rs"]
@@ -335,6 +338,26 @@ fn wrong_task_and_bad_model_are_errors() {
     assert_eq!(hlo_cost(&["eval"]).status.code(), Some(2));
 }
 
+/// Each configuration of `ours` (rows `mine`) is a row of `published`
+/// (rows `theirs`) with the same measured runtime.
+fn each_run_is_a_published_row(
+    ours: &NpzGraphFile,
+    mine: &costmodel::ConfigBatch,
+    published: &NpzGraphFile,
+    theirs: &costmodel::ConfigBatch,
+) {
+    let row = mine.nodes_per_config * 18;
+    for (i, &rt) in ours.runtimes().iter().enumerate() {
+        let mine_row = &mine.feat[i * row..(i + 1) * row];
+        let found = published
+            .runtimes()
+            .iter()
+            .enumerate()
+            .any(|(j, &prt)| prt == rt && &theirs.feat[j * row..(j + 1) * row] == mine_row);
+        assert!(found, "run {i} (runtime {rt}) has no equal published row");
+    }
+}
+
 #[test]
 fn featurize_unet_3d_with_its_runs_matches_the_published_npz() {
     let out_path = tmp("unet_3d.npz");
@@ -363,16 +386,7 @@ fn featurize_unet_3d_with_its_runs_matches_the_published_npz() {
         ours.all_configs().expect("ours"),
         published.all_configs().expect("published"),
     );
-    let row = 62 * 18;
-    for (i, &rt) in ours.runtimes().iter().enumerate() {
-        let mine_row = &mine.feat[i * row..(i + 1) * row];
-        let found = published
-            .runtimes()
-            .iter()
-            .enumerate()
-            .any(|(j, &prt)| prt == rt && &theirs.feat[j * row..(j + 1) * row] == mine_row);
-        assert!(found, "run {i} (runtime {rt}) has no equal published row");
-    }
+    each_run_is_a_published_row(&ours, &mine, &published, &theirs);
 }
 
 #[test]
@@ -560,4 +574,232 @@ fn eval_with_the_default_onnx_models() {
         err.contains("tile model") && err.contains("layout"),
         "{err}"
     );
+}
+
+// ---------------------------------------------------------------------------
+// Raw TpuGraphs autotuner records (`ModuleTuningData`, `TuningData`)
+
+#[test]
+fn featurize_the_raw_unet_3d_record_gives_the_published_npz_rows() {
+    // The raw record TpuGraphs made the published npz from: its module proto
+    // and its 122 runs (112 successful) with their measured runtimes.
+    let out_path = tmp("unet_3d_raw.npz");
+    let out = succeeded(hlo_cost(&[
+        "featurize",
+        "--task",
+        "layout",
+        &tpugraphs(&format!("{UNET}.pb")).display().to_string(),
+        "-o",
+        &out_path.display().to_string(),
+    ]));
+    assert!(
+        stdout(&out).contains("3163 nodes, 5112 edges, 62 configurable nodes, 112 configurations"),
+        "{}",
+        stdout(&out)
+    );
+    // Fields of the 2023 module proto the IR does not model are named, not dropped silently.
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("warning") && err.contains("device_assignment"),
+        "{err}"
+    );
+    let ours = NpzGraphFile::open(&out_path).expect("ours");
+    let published = NpzGraphFile::open(tpugraphs(&format!("{UNET}.npz"))).expect("published");
+    // The graph: every array exactly the published one (features included).
+    assert!(ours.graph() == published.graph());
+    // Each successful run: a published row with the same measured runtime.
+    assert_eq!(ours.num_configs(), 112);
+    let (mine, theirs) = (
+        ours.all_configs().expect("ours"),
+        published.all_configs().expect("published"),
+    );
+    each_run_is_a_published_row(&ours, &mine, &published, &theirs);
+    // The same file as the text + .runs.json decoded from this record.
+    let via_json = tmp("unet_3d_json.npz");
+    succeeded(featurize(
+        "layout",
+        &tpugraphs(&format!("{UNET}.hlo")),
+        Some(&tpugraphs(&format!("{UNET}.runs.json"))),
+        &via_json,
+    ));
+    let json_file = NpzGraphFile::open(&via_json).expect("via json");
+    assert_eq!(ours.runtimes(), json_file.runtimes());
+    assert_eq!(mine.feat, json_file.all_configs().expect("configs").feat);
+}
+
+/// A `TuningData` of the given tile kernels (`testdata/tpugraphs/tile_kernels`),
+/// each module written by hlo-opt's proto writer and its runs taken from the
+/// kernel's `.runs.json`.
+fn tile_tuning_data(kernels: &[&str]) -> Vec<u8> {
+    use costmodel::tuning::{
+        ConfigProfile, ExecutionProfile, HloOpConfig, ModuleTuningData, TileSizeConfig, TuningData,
+    };
+    use prost::Message;
+    let dir = repo().join("testdata/tpugraphs/tile_kernels");
+    let modules = kernels
+        .iter()
+        .map(|k| {
+            let text = std::fs::read_to_string(dir.join(format!("{k}.hlo"))).expect("kernel");
+            let m = hlo::parse_module(&text).expect("parses");
+            let doc: Value = serde_json::from_str(
+                &std::fs::read_to_string(dir.join(format!("{k}.runs.json"))).expect("runs"),
+            )
+            .expect("json");
+            let ints = |v: &Value| -> Vec<i64> {
+                v.as_array()
+                    .map(|a| a.iter().filter_map(Value::as_i64).collect())
+                    .unwrap_or_default()
+            };
+            let runs = doc["runs"]
+                .as_array()
+                .expect("runs")
+                .iter()
+                .map(|r| ConfigProfile {
+                    op_config: Some(HloOpConfig {
+                        tile_size_config: Some(TileSizeConfig {
+                            kernel_bounds: ints(&r["tile"]["kernel_bounds"]),
+                            output_bounds: ints(&r["tile"]["output_bounds"]),
+                            input_bounds: ints(&r["tile"]["input_bounds"]),
+                            iteration_bounds: ints(&r["tile"]["iteration_bounds"]),
+                        }),
+                    }),
+                    module_config: None,
+                    error: r["error"].as_bool().unwrap_or(false),
+                    profile: Some(ExecutionProfile {
+                        compute_cycle_count: 0,
+                        compute_time_ns: r["compute_time_ns"].as_i64().unwrap_or(0),
+                        compute_and_transfer_time_ns: 0,
+                    }),
+                    is_default: r["is_default"].as_bool().unwrap_or(false),
+                })
+                .collect();
+            ModuleTuningData {
+                module: hlo::proto::to_bytes(&m).expect("writes"),
+                fingerprint: doc["fingerprint"].as_u64().unwrap_or(0),
+                runs,
+                config_index_to_node: vec![],
+            }
+        })
+        .collect();
+    TuningData { modules }.encode_to_vec()
+}
+
+/// `(config rows, runtimes, normalizers, graph arrays)` of an npz.
+#[allow(clippy::type_complexity)]
+fn tile_npz(path: &Path) -> (Vec<f32>, Vec<i64>, Vec<i64>, costmodel::Graph) {
+    let f = NpzGraphFile::open(path).expect("open");
+    (
+        f.all_configs().expect("configs").feat,
+        f.runtimes().to_vec(),
+        f.runtime_normalizers().expect("normalizers").to_vec(),
+        f.graph().clone(),
+    )
+}
+
+#[test]
+fn featurize_a_tile_tuning_data_record_like_its_runs_json() {
+    let record = tmp("kernels.pb");
+    std::fs::write(&record, tile_tuning_data(&["kernel_00", "kernel_02"])).expect("write");
+    let record_arg = record.display().to_string();
+    let dir = repo().join("testdata/tpugraphs/tile_kernels");
+    for (index, kernel) in ["kernel_00", "kernel_02"].iter().enumerate() {
+        let from_record = tmp(&format!("{kernel}_record.npz"));
+        succeeded(hlo_cost(&[
+            "featurize",
+            "--task",
+            "tile",
+            &record_arg,
+            "--module",
+            &index.to_string(),
+            "-o",
+            &from_record.display().to_string(),
+        ]));
+        let from_json = tmp(&format!("{kernel}_json.npz"));
+        succeeded(featurize(
+            "tile",
+            &dir.join(format!("{kernel}.hlo")),
+            Some(&dir.join(format!("{kernel}.runs.json"))),
+            &from_json,
+        ));
+        assert!(
+            tile_npz(&from_record) == tile_npz(&from_json),
+            "{kernel}: the record and its .runs.json give different npz files"
+        );
+    }
+    // Several modules and no --module, or one out of range: an error naming the count.
+    let no_pick = hlo_cost(&[
+        "featurize",
+        "--task",
+        "tile",
+        &record_arg,
+        "-o",
+        &tmp("x.npz").display().to_string(),
+    ]);
+    assert_eq!(no_pick.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&no_pick.stderr)
+        .contains("holds 2 modules; pick one with --module"));
+    let out_of_range = hlo_cost(&[
+        "featurize",
+        "--task",
+        "tile",
+        &record_arg,
+        "--module",
+        "2",
+        "-o",
+        &tmp("x.npz").display().to_string(),
+    ]);
+    assert_eq!(out_of_range.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out_of_range.stderr).contains("--module 2"));
+}
+
+#[test]
+fn bad_raw_records_are_clear_errors() {
+    let raw = std::fs::read(tpugraphs(&format!("{UNET}.pb"))).expect("record");
+    let cases: Vec<(&str, Vec<u8>, &str)> = vec![
+        (
+            "truncated",
+            raw[..raw.len() / 2].to_vec(),
+            "not a TpuGraphs ModuleTuningData record",
+        ),
+        // field 3 (runs) declaring 4 GiB in a few bytes
+        (
+            "huge",
+            vec![0x1a, 0xff, 0xff, 0xff, 0xff, 0x0f, 0x00],
+            "not a TpuGraphs ModuleTuningData record",
+        ),
+        (
+            "garbage",
+            vec![0xff; 64],
+            "not a TpuGraphs ModuleTuningData record",
+        ),
+        // a well-formed record whose module field is not a module
+        ("no module", vec![0x0a, 0x02, 0x08, 0x01], "its module"),
+    ];
+    for (label, bytes, want) in cases {
+        let path = tmp(&format!("bad_{}.pb", label.replace(' ', "_")));
+        std::fs::write(&path, &bytes).expect("write");
+        let out = hlo_cost(&[
+            "featurize",
+            "--task",
+            "layout",
+            &path.display().to_string(),
+            "-o",
+            &tmp("bad.npz").display().to_string(),
+        ]);
+        assert_eq!(out.status.code(), Some(1), "{label}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.starts_with("hlo-cost: error: ") && err.contains(want),
+            "{label}: {err}"
+        );
+    }
+    // A record carries its runs: --runs as well is refused.
+    let out = featurize(
+        "layout",
+        &tpugraphs(&format!("{UNET}.pb")),
+        Some(&tpugraphs(&format!("{UNET}.runs.json"))),
+        &tmp("both.npz"),
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("carries its runs"));
 }

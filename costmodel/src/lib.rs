@@ -7,6 +7,8 @@
 //! - [`onnx`]: the learned GNN models run with ONNX Runtime; [`load_model`], embedded defaults.
 //! - [`prune`]: k-hop pruning of layout graphs for the encoder.
 //! - [`features`]: TpuGraphs-exact featurization of an HLO module and of layout / tile choices.
+//! - [`tuning`]: autotuner records (raw TpuGraphs `ModuleTuningData` / `TuningData`
+//!   protobufs, `.runs.json`) as configuration rows with their measured runtimes.
 //!
 //! A cost model sits behind the [`CostModel`] trait so the ONNX model, a
 //! reference model for tests and future models plug in the same way. Scores are
@@ -21,6 +23,7 @@ pub mod npz;
 pub mod onnx;
 pub mod prune;
 pub mod reference;
+pub mod tuning;
 
 pub use error::{CostModelError, Result};
 pub use graph::{ConfigBatch, Graph, Task};

@@ -5,6 +5,10 @@
 //!   writes the module's TpuGraphs features. The configurations come from a
 //!   `.runs.json` (successful runs, with their measured runtimes), or else are
 //!   the compiler's default layout alone (layout) or none (tile).
+//! - `hlo-cost featurize --task layout RECORD.pb -o OUT.npz` (a raw TpuGraphs
+//!   `ModuleTuningData`) and `--task tile RECORD.pb [--module I]` (a
+//!   `TuningData`): the module and its successful runs both come from the
+//!   record, as TpuGraphs made its published npz files.
 //! - `hlo-cost eval [--model MODEL] NPZ...` scores every configuration of every
 //!   file and reports the ranking metrics per graph and overall (files without
 //!   runtimes, like the published test split, get predictions only). `MODEL`
@@ -27,6 +31,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use costmodel::metrics::{self, RankingMetrics};
 use costmodel::npz::{write_npz_with, NpzGraphFile, WriteOptions};
 use costmodel::reference::ReferenceModel;
+use costmodel::tuning::{self, Configs, Record};
 use costmodel::{ConfigBatch, CostModel, Task};
 use serde_json::{json, Value};
 
@@ -43,6 +48,9 @@ Inputs:
                            reshapes are the configurable nodes
   featurize --task tile    one fused kernel after fusion: a module whose entry
                            is the kernel (e.g. testdata/tile/kernels/*.hlo)
+  featurize RECORD.pb      a raw TpuGraphs autotuner record, module and
+                           measured runs: ModuleTuningData (--task layout),
+                           TuningData (--task tile, --module I of several)
   eval                     npz files of the published TpuGraphs format
 
 ONNX Runtime: `eval` with the embedded default models (or a .hlocm/.onnx
@@ -110,7 +118,9 @@ struct FeaturizeArgs {
     /// The TpuGraphs task: layout (configurable convolution/dot/reshape nodes) or tile (a fused kernel).
     #[arg(long, value_enum)]
     task: TaskArg,
-    /// HLO text module.
+    /// HLO text module, or a raw TpuGraphs autotuner record: a
+    /// `ModuleTuningData` protobuf (--task layout) or a `TuningData` (--task
+    /// tile), told from text by content; a record carries its runs.
     input: PathBuf,
     /// Output npz file.
     #[arg(short = 'o', long = "output")]
@@ -118,6 +128,9 @@ struct FeaturizeArgs {
     /// Configurations and runtimes from a `.runs.json` autotuner record (successful runs only).
     #[arg(long)]
     runs: Option<PathBuf>,
+    /// Which module of a `TuningData` record with several (0-based).
+    #[arg(long)]
+    module: Option<usize>,
     /// Store the arrays uncompressed (np.savez) instead of deflated (np.savez_compressed).
     #[arg(long)]
     stored: bool,
@@ -273,8 +286,31 @@ fn featurize(args: &FeaturizeArgs) -> Result<ExitCode, Failure> {
     }
     outfile::check_not_input(&args.output, &inputs).map_err(CliError)?;
     let bytes = std::fs::read(&args.input).map_err(|e| CliError(format!("{name}: {e}")))?;
-    let text = hlo::source_text(&bytes, &name).map_err(Failure::Hlo)?;
-    let module = hlo::parse_module_named(text, &name).map_err(Failure::Hlo)?;
+    let (module, record) = if is_hlo_text(&bytes) {
+        if args.module.is_some() {
+            return Err(CliError(format!(
+                "{name}: --module selects a module of a TuningData record; this is HLO text"
+            ))
+            .into());
+        }
+        let text = hlo::source_text(&bytes, &name).map_err(Failure::Hlo)?;
+        let module = hlo::parse_module_named(text, &name).map_err(Failure::Hlo)?;
+        let record = match &args.runs {
+            Some(runs) => Some(runs_json(runs)?),
+            None => None,
+        };
+        (module, record)
+    } else {
+        if let Some(runs) = &args.runs {
+            return Err(CliError(format!(
+                "{name}: a raw autotuner record carries its runs; --runs {} is for HLO text input",
+                runs.display()
+            ))
+            .into());
+        }
+        let (module, record) = read_record(&bytes, &name, task, args.module)?;
+        (module, Some(record))
+    };
     if task == Task::Tile {
         // A tile graph is one kernel (TpuGraphs' tile set): a whole module's
         // graph would carry tile configurations of no kernel in particular.
@@ -290,43 +326,53 @@ fn featurize(args: &FeaturizeArgs) -> Result<ExitCode, Failure> {
     let f = costmodel::features::featurize(&module, task)
         .map_err(|e| CliError(format!("{name}: {e}")))?;
     let graph = &f.graph;
-    let (configs, runtimes, normalizers) = match &args.runs {
-        Some(runs) => configs_from_runs(runs, task, &graph.node_config_ids)?,
+    let configs = match &record {
+        Some(r) => r
+            .configs(task, &graph.node_config_ids)
+            .map_err(|e| CliError(format!("{name}: {e}")))?,
         None => match task {
             // One configuration: the compiler's default layout everywhere (all -1).
-            Task::Layout => (
-                ConfigBatch {
+            Task::Layout => Configs {
+                batch: ConfigBatch {
                     task,
                     num_configs: 1,
                     nodes_per_config: graph.num_config_nodes(),
                     feat: vec![-1.0; graph.num_config_nodes() * task.config_dim()],
                 },
-                vec![0],
-                None,
-            ),
-            Task::Tile => (
-                ConfigBatch {
+                runtimes: vec![0],
+                normalizers: None,
+            },
+            Task::Tile => Configs {
+                batch: ConfigBatch {
                     task,
                     num_configs: 0,
                     nodes_per_config: 1,
                     feat: Vec::new(),
                 },
-                vec![],
-                None,
-            ),
+                runtimes: vec![],
+                normalizers: None,
+            },
         },
     };
-    if configs.num_configs == 0 {
+    if configs.batch.num_configs == 0 {
         eprintln!(
-            "hlo-cost: warning: {name}: no configurations (--task tile takes them from --runs); the npz holds the graph alone"
+            "hlo-cost: warning: {name}: no configurations (--task tile takes them from --runs or a TuningData record); the npz holds the graph alone"
         );
     }
     let options = WriteOptions {
         stored: args.stored,
-        runtime_normalizers: normalizers.as_deref(),
+        runtime_normalizers: configs.normalizers.as_deref(),
     };
     outfile::write_via_temp(&args.output, |temp| {
-        write_npz_with(temp, graph, Some(&configs), Some(&runtimes), task, &options).map_err(|e| {
+        write_npz_with(
+            temp,
+            graph,
+            Some(&configs.batch),
+            Some(&configs.runtimes),
+            task,
+            &options,
+        )
+        .map_err(|e| {
             let shown = args.output.display().to_string();
             e.to_string().replace(&temp.display().to_string(), &shown)
         })
@@ -339,146 +385,110 @@ fn featurize(args: &FeaturizeArgs) -> Result<ExitCode, Failure> {
         graph.num_nodes(),
         graph.edge_index.len(),
         graph.num_config_nodes(),
-        configs.num_configs
+        configs.batch.num_configs
     );
     Ok(ExitCode::SUCCESS)
 }
 
-fn ints(v: &Value) -> Option<Vec<i64>> {
-    v.as_array()?.iter().map(Value::as_i64).collect()
+/// Whether `bytes` are HLO text (they start, after white space and
+/// comments, with `HloModule`) rather than a protobuf record.
+fn is_hlo_text(bytes: &[u8]) -> bool {
+    let start = bytes.iter().position(|b| !b.is_ascii_whitespace());
+    start.is_some_and(|p| {
+        let t = &bytes[p..];
+        t.starts_with(b"HloModule") || t.starts_with(b"//") || t.starts_with(b"/*")
+    })
 }
 
-/// Configurations, runtimes (`compute_time_ns`) and, for tile, normalizers (the
-/// default run's runtime) of the successful runs of a `.runs.json`.
-#[allow(clippy::type_complexity)]
-fn configs_from_runs(
-    path: &Path,
-    task: Task,
-    node_config_ids: &[i64],
-) -> Result<(ConfigBatch, Vec<i64>, Option<Vec<i64>>), CliError> {
-    let num_config_nodes = node_config_ids.len();
+/// The runs of a `.runs.json` autotuner record.
+fn runs_json(path: &Path) -> Result<Record, CliError> {
     let name = path.display().to_string();
-    let bad = |m: String| CliError(format!("{name}: {m}"));
-    let text = std::fs::read_to_string(path).map_err(|e| bad(e.to_string()))?;
-    let doc: Value = serde_json::from_str(&text).map_err(|e| bad(format!("not JSON: {e}")))?;
-    let runs = doc
-        .get("runs")
-        .and_then(Value::as_array)
-        .ok_or_else(|| bad("no `runs` list".into()))?;
-    let per_config = match task {
-        Task::Layout => num_config_nodes,
-        Task::Tile => 1,
-    };
-    // `layout[i]` is for node `config_index_to_node[i]`; rows go in `node_config_ids` order.
-    let mut slot_of: Vec<usize> = (0..num_config_nodes).collect();
-    if let (Task::Layout, Some(map)) = (task, doc.get("config_index_to_node")) {
-        let map = ints(map)
-            .ok_or_else(|| bad("`config_index_to_node` is not a list of node ids".into()))?;
-        // Both lists may be in any order; they must name the same nodes.
-        let slot: std::collections::HashMap<i64, usize> = node_config_ids
-            .iter()
-            .enumerate()
-            .map(|(i, &id)| (id, i))
-            .collect();
-        let mut sorted = map.clone();
-        sorted.sort_unstable();
-        sorted.dedup();
-        let same = sorted.len() == map.len()
-            && map.len() == num_config_nodes
-            && map.iter().all(|id| slot.contains_key(id));
-        if !same {
-            return Err(bad(format!(
-                "`config_index_to_node` names {} nodes that are not the module's {} configurable nodes",
-                map.len(),
-                num_config_nodes
-            )));
-        }
-        slot_of = map.iter().filter_map(|id| slot.get(id).copied()).collect();
-    }
-    let mut feat = Vec::new();
-    let mut runtimes = Vec::new();
-    let mut default_runtime = None;
-    for (i, run) in runs.iter().enumerate() {
-        if run.get("error").and_then(Value::as_bool).unwrap_or(false) {
-            continue;
-        }
-        let runtime = run
-            .get("compute_time_ns")
-            .and_then(Value::as_i64)
-            .ok_or_else(|| bad(format!("run {i} has no integer `compute_time_ns`")))?;
-        match task {
-            Task::Layout => {
-                let layout = run
-                    .get("layout")
-                    .and_then(Value::as_array)
-                    .ok_or_else(|| bad(format!("run {i} has no `layout`")))?;
-                if layout.len() != num_config_nodes {
-                    return Err(bad(format!(
-                        "run {i} has layouts for {} nodes, the module has {num_config_nodes} configurable nodes",
-                        layout.len()
-                    )));
-                }
-                let mut rows =
-                    vec![[0.0f32; costmodel::graph::LAYOUT_CONFIG_DIM]; num_config_nodes];
-                for (j, node) in layout.iter().enumerate() {
-                    let tensors = node
-                        .as_array()
-                        .ok_or_else(|| bad(format!("run {i} node {j}: not a list")))?;
-                    let mut slots: [Option<Vec<i64>>; 3] = [None, None, None];
-                    for (t, tensor) in tensors.iter().take(3).enumerate() {
-                        let dims = ints(tensor)
-                            .ok_or_else(|| bad(format!("run {i} node {j}: bad layout")))?;
-                        slots[t] = (!dims.is_empty()).then_some(dims);
-                    }
-                    rows[slot_of[j]] = costmodel::features::layout_config_row(
-                        slots[0].as_deref(),
-                        slots[1].as_deref(),
-                        slots[2].as_deref(),
-                    );
-                }
-                feat.extend(rows.iter().flatten());
+    let text = std::fs::read_to_string(path).map_err(|e| CliError(format!("{name}: {e}")))?;
+    let doc: Value =
+        serde_json::from_str(&text).map_err(|e| CliError(format!("{name}: not JSON: {e}")))?;
+    Record::from_json(&doc).map_err(|e| CliError(format!("{name}: {e}")))
+}
+
+/// The module and runs of a raw TpuGraphs record: a `ModuleTuningData`
+/// (layout) or one module of a `TuningData` (tile; `--module` picks one of
+/// several). Fields of the module proto hlo-opt does not model are named in
+/// a warning (features do not depend on them).
+fn read_record(
+    bytes: &[u8],
+    name: &str,
+    task: Task,
+    pick: Option<usize>,
+) -> Result<(hlo::Module, Record), Failure> {
+    let cli = |e: costmodel::CostModelError| CliError(format!("{name}: {e}"));
+    let data = match task {
+        Task::Layout => {
+            if pick.is_some() {
+                return Err(CliError(format!("{name}: --module selects a module of a TuningData record (--task tile); a ModuleTuningData holds one")).into());
             }
-            Task::Tile => {
-                let tile = run
-                    .get("tile")
-                    .ok_or_else(|| bad(format!("run {i} has no `tile`")))?;
-                let bounds = |key: &str| {
-                    tile.get(key)
-                        .map_or(Some(Vec::new()), ints)
-                        .ok_or_else(|| bad(format!("run {i}: bad `{key}`")))
-                };
-                let row = costmodel::features::tile_config_row(
-                    &bounds("kernel_bounds")?,
-                    &bounds("output_bounds")?,
-                    &bounds("input_bounds")?,
-                );
-                feat.extend_from_slice(&row);
-                if run
-                    .get("is_default")
-                    .and_then(Value::as_bool)
-                    .unwrap_or(false)
-                {
-                    default_runtime.get_or_insert(runtime);
+            tuning::decode_module_tuning_data(bytes).map_err(cli)?
+        }
+        Task::Tile => {
+            let mut all = tuning::decode_tuning_data(bytes).map_err(cli)?.modules;
+            let n = all.len();
+            let index = match (pick, n) {
+                (Some(i), _) if i < n => i,
+                (None, 1) => 0,
+                (Some(i), _) => {
+                    return Err(CliError(format!(
+                        "{name}: --module {i}: the TuningData record holds {n} modules (0..{n})"
+                    ))
+                    .into())
                 }
+                (None, _) => {
+                    return Err(CliError(format!(
+                        "{name}: the TuningData record holds {n} modules; pick one with --module INDEX (0..{n})"
+                    ))
+                    .into())
+                }
+            };
+            all.swap_remove(index)
+        }
+    };
+    let (module, report) = hlo::proto::from_bytes_lossy(&data.module)
+        .map_err(|e| CliError(format!("{name}: its module: {e}")))?;
+    if !report.ignored.is_empty() {
+        eprintln!(
+            "hlo-cost: warning: {name}: its module holds fields hlo-opt does not model (features do not use them): {}",
+            summarize_paths(&report.ignored)
+        );
+    }
+    let record = Record::from_proto(&data).map_err(cli)?;
+    Ok((module, record))
+}
+
+/// Field paths with their indices folded (`computations[].instructions[].x`),
+/// each with the number of places it occurs, in first-seen order.
+fn summarize_paths(paths: &[String]) -> String {
+    let mut counts: Vec<(String, usize)> = Vec::new();
+    for p in paths {
+        let mut folded = String::with_capacity(p.len());
+        let mut in_index = false;
+        for c in p.chars() {
+            match c {
+                '[' => {
+                    in_index = true;
+                    folded.push_str("[]");
+                }
+                ']' => in_index = false,
+                _ if in_index => {}
+                _ => folded.push(c),
             }
         }
-        runtimes.push(runtime);
+        match counts.iter_mut().find(|(f, _)| *f == folded) {
+            Some((_, n)) => *n += 1,
+            None => counts.push((folded, 1)),
+        }
     }
-    let num_configs = runtimes.len();
-    let normalizers = match task {
-        Task::Tile => Some(vec![default_runtime.unwrap_or(1); num_configs]),
-        Task::Layout => None,
-    };
-    Ok((
-        ConfigBatch {
-            task,
-            num_configs,
-            nodes_per_config: per_config,
-            feat,
-        },
-        runtimes,
-        normalizers,
-    ))
+    counts
+        .iter()
+        .map(|(f, n)| format!("{f} ({n}x)"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 // ---------------------------------------------------------------------------
