@@ -45,6 +45,11 @@ pub struct Prepared {
 pub trait CostModel: Send + Sync {
     /// The task this model scores.
     fn task(&self) -> Task;
+    /// The hardware whose runtimes the model learned (`tpu`, `xla-cpu`, ...);
+    /// `None` for a model of no device (the reference heuristic).
+    fn device(&self) -> Option<String> {
+        None
+    }
     /// Runs the configuration-independent part once per graph.
     fn prepare(&self, graph: &Graph) -> Result<Prepared>;
     /// One score per configuration of `configs`; lower = predicted faster.

@@ -37,6 +37,9 @@ pub const FORMAT: &str = "hlo-opt-costmodel";
 /// The feature version this build produces (node features, opcodes, config
 /// features as in TpuGraphs). Models for another version are refused.
 pub const FEATURE_VERSION: u64 = 1;
+/// The device of a model file that names none: the models trained before
+/// the field existed were all trained on TpuGraphs (TPU measurements).
+pub const DEFAULT_DEVICE: &str = "tpu";
 /// The ONNX Runtime version the install instructions name.
 pub const ORT_VERSION: &str = "1.31.1";
 
@@ -71,6 +74,11 @@ pub struct ModelInfo {
     pub khop: Option<usize>,
     /// ONNX stage names, in run order.
     pub stages: Vec<String>,
+    /// The hardware whose measurements the model was trained on
+    /// (`model.json` `device`, or the `device` metadata of a plain `.onnx`):
+    /// `tpu` (TpuGraphs; also what a model without the field means),
+    /// `xla-cpu`, `xla-cuda`, ... (`hlo-cost collect`, `train.py --device`).
+    pub device: String,
     /// The whole `model.json` (training data, hyper-parameters, metrics), or
     /// the metadata of a plain `.onnx` as an object of strings.
     pub json: serde_json::Value,
@@ -296,6 +304,7 @@ impl OnnxModel {
             task: model_task,
             feature_version,
             khop,
+            device: get("device").unwrap_or_else(|| DEFAULT_DEVICE.to_string()),
             stages: vec!["model.onnx".to_string()],
             json: serde_json::Value::Object(props),
         };
@@ -373,10 +382,19 @@ fn parse_model_json(json: &serde_json::Value, origin: &str) -> Result<ModelInfo>
             )
         })? as usize),
     };
+    let device = match json.get("device") {
+        None | Some(serde_json::Value::Null) => DEFAULT_DEVICE.to_string(),
+        Some(v) => v
+            .as_str()
+            .filter(|d| !d.trim().is_empty())
+            .ok_or_else(|| model_err(origin, "model.json `device` must be a non-empty string"))?
+            .to_string(),
+    };
     Ok(ModelInfo {
         task,
         feature_version,
         khop,
+        device,
         stages,
         json: json.clone(),
     })
@@ -1096,6 +1114,10 @@ fn graph_inputs<'a>(
 impl CostModel for OnnxModel {
     fn task(&self) -> Task {
         self.info.task
+    }
+
+    fn device(&self) -> Option<String> {
+        Some(self.info.device.clone())
     }
 
     fn prepare(&self, graph: &Graph) -> Result<Prepared> {

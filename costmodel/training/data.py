@@ -47,6 +47,36 @@ def list_npz(paths: list[str]) -> list[str]:
     return sorted(set(out))
 
 
+def collected_device(paths: list[str], explicit: str | None = None) -> str:
+    """The device of training files: `explicit` when given; else the `device`
+    of the `hlo-cost collect` manifest.json in their folders (all must agree);
+    else `tpu` (the published TpuGraphs files, measured on TPUs).
+
+    Raises ValueError when the manifests name several devices, or name
+    another device than `explicit` (a model would record the wrong one).
+    """
+    import json
+
+    found = {}
+    for d in sorted({os.path.dirname(os.path.abspath(p)) for p in paths}):
+        m = os.path.join(d, "manifest.json")
+        if os.path.isfile(m):
+            with open(m) as f:
+                doc = json.load(f)
+            if doc.get("format") == "hlo-cost-collect-manifest" and doc.get("device"):
+                found[d] = doc["device"]
+    devices = sorted(set(found.values()))
+    if len(devices) > 1:
+        raise ValueError(f"training files measured on several devices: {found}")
+    if explicit:
+        if devices and devices != [explicit]:
+            raise ValueError(f"--device {explicit}, but the files were collected on {devices[0]} ({sorted(found)})")
+        return explicit
+    if devices and len(found) < len({os.path.dirname(os.path.abspath(p)) for p in paths}):
+        raise ValueError(f"some training files come from a {devices[0]} collection, others from none: name --device")
+    return devices[0] if devices else "tpu"
+
+
 def prune_khop(num_nodes: int, edge_index: np.ndarray, seeds: np.ndarray, k: int):
     """Keeps the nodes within `k` undirected hops of `seeds` and the edges among them.
 

@@ -71,6 +71,11 @@ pub trait Measurer: Send {
         candidates: &[hlo::Module],
         default: usize,
     ) -> Result<Measurement, String>;
+    /// The device measured on, named as model files name theirs
+    /// (`xla-cpu`, see `costmodel::CostModel::device`); `None`: unknown.
+    fn device(&mut self) -> Option<String> {
+        None
+    }
 }
 
 /// Options shared by all passes (CLI flags, C ABI options).

@@ -508,3 +508,68 @@ fn an_entry_layout_that_is_not_a_permutation_is_refused() {
         "{err}"
     );
 }
+
+/// A model of a named device (the reference model's scores).
+struct OnDevice(costmodel::reference::ReferenceModel, &'static str);
+
+impl CostModel for OnDevice {
+    fn task(&self) -> Task {
+        Task::Layout
+    }
+    fn device(&self) -> Option<String> {
+        Some(self.1.to_string())
+    }
+    fn prepare(&self, g: &Graph) -> costmodel::Result<Prepared> {
+        self.0.prepare(g)
+    }
+    fn score(&self, p: &Prepared, c: &ConfigBatch) -> costmodel::Result<Vec<f32>> {
+        self.0.score(p, c)
+    }
+}
+
+/// A measurer of a named device that keeps the compiler default.
+struct KeepDefault(&'static str);
+
+impl passes::Measurer for KeepDefault {
+    fn measure(
+        &mut self,
+        _: &[hlo::Module],
+        default: usize,
+    ) -> Result<passes::Measurement, String> {
+        Ok(passes::Measurement {
+            keep: default,
+            report: String::new(),
+        })
+    }
+    fn device(&mut self) -> Option<String> {
+        Some(self.0.to_string())
+    }
+}
+
+#[test]
+fn a_model_of_another_device_than_the_measured_one_is_warned_about() {
+    let text = std::fs::read_to_string(root().join("testdata/layout/transformer_bert.hlo"))
+        .expect("reads");
+    let run = |model: &'static str, measured: &'static str| -> Vec<String> {
+        let mut m = hlo::parse_module(&text).expect("parses");
+        let mut cx = PassContext::new(PassOptions {
+            budget: 200,
+            top_k: 3,
+            measurer: Some(Box::new(KeepDefault(measured))),
+            ..PassOptions::default()
+        });
+        let reference = costmodel::reference::ReferenceModel::new(Task::Layout);
+        LayoutPass::with_model(Box::new(OnDevice(reference, model)))
+            .run(&mut m, &mut cx)
+            .expect("runs");
+        cx.notes
+    };
+    let notes = run("tpu", "xla-cpu");
+    assert!(
+        notes.iter().any(|n| n.contains("trained on tpu measurements")
+            && n.contains("measures on xla-cpu")),
+        "{notes:?}"
+    );
+    let notes = run("xla-cpu", "xla-cpu");
+    assert!(!notes.iter().any(|n| n.contains("trained on")), "{notes:?}");
+}

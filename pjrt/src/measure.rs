@@ -297,6 +297,11 @@ impl passes::Measurer for PjrtMeasurer {
             report: m.report,
         })
     }
+
+    /// Starts the plugin once to ask its platform.
+    fn device(&mut self) -> Option<String> {
+        self.start().ok().map(|b| device_name(&b.platform))
+    }
 }
 
 /// The device a plugin's platform stands for, as collections and model

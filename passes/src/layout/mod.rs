@@ -227,6 +227,17 @@ impl Pass for LayoutPass {
                 loaded.as_ref()
             }
         };
+        if let Some(measurer) = cx.options.measurer.as_mut() {
+            if let (Some(md), Some(dd)) = (model.device(), measurer.device()) {
+                if md != dd {
+                    let note = format!(
+                        "layout: warning: the layout model was trained on {md} measurements, but --measure measures on {dd}: its ranking of the candidates may not hold there (train one for {dd}: hlo-cost collect, train.py --device {dd}, --layout-model)"
+                    );
+                    let _ = writeln!(cx.explain, "{note}");
+                    cx.notes.push(note);
+                }
+            }
+        }
         let spaces = candidates::spaces(m, &f.config_nodes);
         let sizes: Vec<usize> = spaces.iter().map(|s| s.candidates.len()).collect();
         let default: Vec<u16> = spaces.iter().map(|s| s.default as u16).collect();

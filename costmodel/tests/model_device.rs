@@ -1,0 +1,53 @@
+//! A model file records the device whose runtimes it learned (`model.json`
+//! `device`, MODEL.md): the embedded default says `tpu` (it names none, the
+//! TpuGraphs meaning), a collected model its device; a `device` that is not
+//! a non-empty string is refused. Needs ONNX Runtime ("skipped" otherwise).
+
+#[path = "../../tests/support/report.rs"]
+mod report;
+use std::io::{Read, Write};
+
+use costmodel::onnx::{OnnxModel, DEFAULT_LAYOUT_MODEL};
+use costmodel::{CostModel, Task};
+
+/// The default layout model with its model.json changed by `edit`.
+fn layout_with_json(edit: impl Fn(&mut serde_json::Value)) -> Vec<u8> {
+    let mut z = zip::ZipArchive::new(std::io::Cursor::new(DEFAULT_LAYOUT_MODEL)).expect("zip");
+    let mut out = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    for i in 0..z.len() {
+        let mut f = z.by_index(i).expect("entry");
+        let mut data = Vec::new();
+        f.read_to_end(&mut data).expect("read entry");
+        if f.name() == "model.json" {
+            let mut j: serde_json::Value = serde_json::from_slice(&data).expect("json");
+            edit(&mut j);
+            data = serde_json::to_vec(&j).expect("json");
+        }
+        out.start_file(f.name(), zip::write::SimpleFileOptions::default())
+            .expect("start");
+        out.write_all(&data).expect("write");
+    }
+    out.finish().expect("finish").into_inner()
+}
+
+#[test]
+fn a_model_records_the_device_it_was_trained_for() {
+    if let Err(e) = costmodel::onnx::environment() {
+        report::skipped(&format!("ONNX Runtime unavailable: {e}"));
+        return;
+    }
+    report::ran();
+    let m = OnnxModel::from_bytes(DEFAULT_LAYOUT_MODEL, "default", Task::Layout, 1).expect("loads");
+    assert_eq!(m.info().device, "tpu");
+    assert_eq!(m.device().as_deref(), Some("tpu"));
+    let bytes = layout_with_json(|j| j["device"] = "xla-cpu".into());
+    let m = OnnxModel::from_bytes(&bytes, "cpu.hlocm", Task::Layout, 1).expect("loads");
+    assert_eq!(m.device().as_deref(), Some("xla-cpu"));
+    for bad in [serde_json::json!(5), serde_json::json!("")] {
+        let bytes = layout_with_json(|j| j["device"] = bad.clone());
+        let e = OnnxModel::from_bytes(&bytes, "bad.hlocm", Task::Layout, 1)
+            .expect_err("refused")
+            .to_string();
+        assert!(e.contains("`device` must be a non-empty string"), "{e}");
+    }
+}
