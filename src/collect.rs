@@ -641,7 +641,7 @@ impl Job {
             "control_ratio_median": median(self.chunks.iter().map(|c| c.control_ratio).collect()),
             "load1_min": loads.iter().copied().fold(None, |a: Option<f64>, x| Some(a.map_or(x, |a| a.min(x)))),
             "load1_max": loads.iter().copied().fold(None, |a: Option<f64>, x| Some(a.map_or(x, |a| a.max(x)))),
-            "wall_seconds": self.chunks.iter().map(|c| c.wall_seconds).sum::<f64>(),
+            "wall_seconds": self.chunks.iter().map(|c| c.wall_seconds).sum::<f64>() + 0.0,
         })
     }
 }
