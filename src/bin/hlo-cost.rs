@@ -15,8 +15,12 @@
 //!   is a model file, `reference` (the hand-written
 //!   [`costmodel::reference::ReferenceModel`]) or, when absent, the embedded
 //!   default ONNX model of each file's task.
+//! - `hlo-cost collect MODULE... --device xla-cpu|pjrt:PATH -o DIR` measures
+//!   sampled layout configurations of each module on a PJRT device and writes
+//!   them as published-format npz files with a manifest (`collect.rs`);
+//!   resumable, its timings are measurements (not deterministic), its plan is.
 //!
-//! Output is deterministic for the same input and model. Errors are rendered
+//! Output (of featurize and eval) is deterministic for the same input and model. Errors are rendered
 //! for people on stderr with exit status 1 (2 for bad flags): invalid HLO as
 //! `hlo-opt` renders it (`file:line:col: error: ...`, the source line and a
 //! caret), anything else as `hlo-cost: error: ...`; an error in one file of
@@ -52,6 +56,9 @@ Inputs:
                            measured runs: ModuleTuningData (--task layout),
                            TuningData (--task tile, --module I of several)
   eval                     npz files of the published TpuGraphs format
+  collect                  whole modules before layout assignment (as for
+                           featurize --task layout), measured on a PJRT
+                           device (XLA's CPU plugin: pip install xla-cpu-pjrt)
 
 ONNX Runtime: `eval` with the embedded default models (or a .hlocm/.onnx
 --model) runs them on ONNX Runtime 1.31.1, a shared library loaded at run
