@@ -7,21 +7,6 @@ mod common;
 
 use common::*;
 
-/// xorshift64*: tiny, deterministic, good enough to pick mutation sites.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-}
-
 /// Tokens worth splicing in: HLO punctuation, keywords and edge values.
 const SPLICES: &[&str] = &[
     "{",

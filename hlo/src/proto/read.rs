@@ -236,6 +236,23 @@ fn write_shape(s: &xla::ShapeProto, depth: usize, o: &mut String) -> Result<()> 
                             ..Default::default()
                         }
                     && l.tail_padding_alignment_in_elements <= 1;
+                // As XLA validates a layout against its shape: a permutation
+                // of the dimensions.
+                let rank = s.dimensions.len();
+                let mut seen = vec![false; rank];
+                let permutation = l.minor_to_major.len() == rank
+                    && l.minor_to_major.iter().all(|&d| {
+                        usize::try_from(d)
+                            .ok()
+                            .and_then(|d| seen.get_mut(d))
+                            .is_some_and(|s| !std::mem::replace(s, true))
+                    });
+                if !permutation {
+                    return Err(bad(format!(
+                        "layout {{{}}} is not a permutation of the {rank} dimensions of its shape",
+                        join(&l.minor_to_major)
+                    )));
+                }
                 if !trivial_scalar {
                     write_layout(l, depth, o)?;
                 }
@@ -290,6 +307,9 @@ fn write_layout(l: &xla::LayoutProto, depth: usize, o: &mut String) -> Result<()
         if !l.tiles.is_empty() {
             o.push('T');
             for t in &l.tiles {
+                if t.dimensions.is_empty() {
+                    return Err(bad("a layout tile has no dimensions"));
+                }
                 o.push('(');
                 for (k, &d) in t.dimensions.iter().enumerate() {
                     if k > 0 {
@@ -405,6 +425,8 @@ fn small_float_value(t: PrimType, b: u32) -> f64 {
             } else {
                 f64::INFINITY
             }
+        } else if sign {
+            -f64::NAN
         } else {
             f64::NAN
         };
@@ -714,6 +736,50 @@ fn metadata_text(m: &xla::OpMetadata) -> String {
     format!("{{{}}}", parts.join(" "))
 }
 
+/// The ids inside a stack frame index point into its own lists (1-based; a
+/// parent 0 is none), and no frame is its own ancestor.
+fn check_stack_frames(sf: &xla::StackFrameIndexProto) -> Result<()> {
+    let within = |id: i32, n: usize| usize::try_from(id).is_ok_and(|k| (1..=n).contains(&k));
+    for (k, l) in sf.file_locations.iter().enumerate() {
+        if !within(l.file_name_id, sf.file_names.len())
+            || !within(l.function_name_id, sf.function_names.len())
+        {
+            return Err(bad(format!(
+                "file location {}: file_name_id {} or function_name_id {} is not in the index",
+                k + 1,
+                l.file_name_id,
+                l.function_name_id
+            )));
+        }
+    }
+    let n = sf.stack_frames.len();
+    for (k, f) in sf.stack_frames.iter().enumerate() {
+        if !within(f.file_location_id, sf.file_locations.len())
+            || !(f.parent_frame_id == 0 || within(f.parent_frame_id, n))
+        {
+            return Err(bad(format!(
+                "stack frame {}: file_location_id {} or parent_frame_id {} is not in the index",
+                k + 1,
+                f.file_location_id,
+                f.parent_frame_id
+            )));
+        }
+        // Walking up from a frame reaches the root within `n` steps.
+        let (mut at, mut steps) = (f.parent_frame_id, 0);
+        while at != 0 {
+            steps += 1;
+            if steps > n {
+                return Err(bad(format!(
+                    "stack frame {}: its parents form a cycle",
+                    k + 1
+                )));
+            }
+            at = sf.stack_frames[(at - 1) as usize].parent_frame_id;
+        }
+    }
+    Ok(())
+}
+
 fn sharding_text(s: &xla::OpSharding) -> Result<String> {
     use crate::attrs::xla::sharding_type::*;
     if s.named_sharding.is_some() {
@@ -794,13 +860,26 @@ fn sharding_text(s: &xla::OpSharding) -> Result<String> {
     Ok(o)
 }
 
-fn frontend_text(f: &xla::FrontendAttributes) -> String {
-    let parts: Vec<String> = f
-        .map
-        .iter()
-        .map(|(k, v)| format!("{}={}", k, quote(v.as_bytes())))
-        .collect();
-    format!("{{{}}}", parts.join(","))
+/// `{key="value",...}`; a key that is not a plain word (letters, digits,
+/// `_` `.` `-`) is quoted, an empty one is an error.
+fn frontend_text(f: &xla::FrontendAttributes) -> Result<String> {
+    let word = |k: &str| {
+        k.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'.' || b == b'-')
+    };
+    let mut parts = Vec::with_capacity(f.map.len());
+    for (k, v) in &f.map {
+        if k.is_empty() {
+            return Err(bad("a frontend attribute has an empty key"));
+        }
+        let key = if word(k) {
+            k.clone()
+        } else {
+            quote(k.as_bytes())
+        };
+        parts.push(format!("{key}={}", quote(v.as_bytes())));
+    }
+    Ok(format!("{{{}}}", parts.join(",")))
 }
 
 fn int_lists(v: &[Vec<i64>]) -> String {
@@ -917,11 +996,12 @@ impl<'p> Reader<'p> {
         }
         if let Some(f) = &p.frontend_attributes {
             if !f.map.is_empty() {
-                let _ = write!(o, ", frontend_attributes={}", frontend_text(f));
+                let _ = write!(o, ", frontend_attributes={}", frontend_text(f)?);
             }
         }
         o.push_str("\n\n");
         if let Some(sf) = &p.stack_frame_index {
+            check_stack_frames(sf)?;
             let mut s = String::new();
             if !sf.file_names.is_empty() {
                 s.push_str("FileNames\n");
@@ -1769,10 +1849,21 @@ impl<'p> Reader<'p> {
         }
         if let Some(f) = &i.frontend_attributes {
             if !f.map.is_empty() {
-                a.push(format!("frontend_attributes={}", frontend_text(f)));
+                a.push(format!("frontend_attributes={}", frontend_text(f)?));
             }
         }
         if let Some(m) = &i.metadata {
+            let frames = self
+                .p
+                .stack_frame_index
+                .as_ref()
+                .map_or(0, |sf| sf.stack_frames.len());
+            if usize::try_from(m.stack_frame_id).map_or(true, |id| id > frames) {
+                return Err(bad(format!(
+                    "instruction {}: stack_frame_id {} is not one of the module's {frames} stack frames",
+                    i.name, m.stack_frame_id
+                )));
+            }
             let t = metadata_text(m);
             if t != "{}" {
                 a.push(format!("metadata={t}"));
@@ -1824,7 +1915,8 @@ impl<'p> Reader<'p> {
     }
 }
 
-/// `ConvolutionDimensionNumbers` as `dim_labels` (`b01f_01io->b01f`).
+/// `ConvolutionDimensionNumbers` as `dim_labels` (`b01f_01io->b01f`); a
+/// dimension with two roles is an error, one with none is `?`.
 fn conv_labels(d: &xla::ConvolutionDimensionNumbers) -> std::result::Result<String, String> {
     let part = |rank: usize,
                 a: (i64, char),
@@ -1837,6 +1929,9 @@ fn conv_labels(d: &xla::ConvolutionDimensionNumbers) -> std::result::Result<Stri
                 .ok()
                 .and_then(|p| v.get_mut(p))
                 .ok_or("a convolution dimension number is out of range")?;
+            if *slot != '?' {
+                return Err(format!("convolution dimension {pos} has two roles"));
+            }
             *slot = ch;
             Ok(())
         };

@@ -63,3 +63,18 @@ pub fn round_trip(text: &str, name: &str) -> Result<(), String> {
     }
     Ok(())
 }
+
+/// xorshift64*: tiny, deterministic, good enough to pick mutation sites.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+}

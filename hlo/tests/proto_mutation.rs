@@ -1,0 +1,268 @@
+//! Mutated `HloModuleProto`s (deterministic seed, bounded count), the
+//! stand-in for the `proto` cargo-fuzz target in `fuzz/` where cargo-fuzz is
+//! unavailable. Specification of [`hlo::proto::from_bytes_lossy`]:
+//! - truncated, bit-flipped, spliced and garbage protos are a clear error
+//!   (`Error::Module` naming the proto) or a module, never a panic;
+//! - memory stays bounded by the input: a field declaring a huge length or a
+//!   huge repeated count, or a shape declaring billions of elements, costs no
+//!   more than a small multiple of the bytes given (a counting allocator
+//!   measures the peak);
+//! - every mutant it accepts is a fixed point of write -> read -> write (the
+//!   module it read is written again and reads back to the same bytes).
+
+mod common;
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use common::*;
+use hlo::proto;
+
+/// Counts live heap bytes and their peak (per process: the tests of this
+/// file run one at a time under a lock, see [`measure`]).
+struct Counting;
+
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+// SAFETY: forwards to the system allocator; only adds bookkeeping.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: forwarded with the caller's layout.
+        let p = unsafe { System.alloc(layout) };
+        if !p.is_null() {
+            let now = LIVE.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
+            PEAK.fetch_max(now, Ordering::Relaxed);
+        }
+        p
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: `ptr` came from `alloc` with this layout.
+        unsafe { System.dealloc(ptr, layout) };
+        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+    }
+}
+
+#[global_allocator]
+static ALLOC: Counting = Counting;
+
+/// Runs `f` and returns its result with the peak heap growth during it.
+fn measure<T>(f: impl FnOnce() -> T) -> (T, usize) {
+    let base = LIVE.load(Ordering::Relaxed);
+    PEAK.store(base, Ordering::Relaxed);
+    let r = f();
+    (r, PEAK.load(Ordering::Relaxed).saturating_sub(base))
+}
+
+/// Byte strings worth splicing into a proto: huge varints (as lengths,
+/// counts and values), field keys of every wire type, an end-group tag.
+const SPLICES: &[&[u8]] = &[
+    &[0xff, 0xff, 0xff, 0xff, 0x0f],
+    &[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01],
+    &[
+        0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01,
+    ],
+    &[0x0a, 0x00],
+    &[0x12, 0x7f],
+    &[0x1a, 0xff, 0xff, 0x03],
+    &[0x08, 0x96, 0x01],
+    &[0x0d, 0x00, 0x00, 0x80, 0x7f],
+    &[0x09, 0, 0, 0, 0, 0, 0, 0xf0, 0x7f],
+    &[0x0c],
+    &[0x0b],
+    &[0x00],
+];
+
+fn mutate(rng: &mut Rng, bytes: &[u8]) -> Vec<u8> {
+    let mut b = bytes.to_vec();
+    for _ in 0..1 + rng.below(3) {
+        let at = rng.below(b.len() + 1);
+        match rng.below(6) {
+            0 => b.truncate(at),
+            1 if !b.is_empty() => {
+                let i = at.min(b.len() - 1);
+                b[i] ^= 1 << rng.below(8);
+            }
+            2 if !b.is_empty() => {
+                let i = at.min(b.len() - 1);
+                b[i] = rng.next() as u8;
+            }
+            3 => {
+                let s = SPLICES[rng.below(SPLICES.len())];
+                b.splice(at..at, s.iter().copied());
+            }
+            4 => {
+                // Duplicate a slice of the proto (repeated fields twice, a
+                // message merged with itself).
+                let end = (at + rng.below(64)).min(b.len());
+                let piece = b[at..end].to_vec();
+                let to = rng.below(b.len() + 1);
+                b.splice(to..to, piece);
+            }
+            _ => {
+                let end = (at + 1 + rng.below(16)).min(b.len());
+                b.drain(at..end);
+            }
+        }
+    }
+    b
+}
+
+/// The protos of the testdata modules the writer accepts.
+fn seeds() -> Vec<(String, Vec<u8>)> {
+    hlo_files(&testdata().join("hlo"))
+        .into_iter()
+        .filter_map(|p| {
+            let text = std::fs::read_to_string(&p).ok()?;
+            let m = hlo::parse_module(&text).ok()?;
+            let bytes = proto::to_bytes(&m).ok()?;
+            Some((p.file_name()?.to_string_lossy().into_owned(), bytes))
+        })
+        .collect()
+}
+
+/// Reads `bytes`: `Ok(())` for a module that is a write/read fixed point, the
+/// error message for a rejected proto; panics on a broken fixed point.
+fn check(bytes: &[u8], what: &str) -> Result<(), String> {
+    let (m, _) = proto::from_bytes_lossy(bytes).map_err(|e| e.to_string())?;
+    // A module the reader accepted is one the writer can write, but for the
+    // writer's declared gaps (tuple-shaped literals: "... yet").
+    let once = match proto::to_bytes(&m) {
+        Ok(b) => b,
+        Err(e) if e.to_string().contains("cannot be written to a proto yet") => return Ok(()),
+        Err(e) => panic!("{what}: read, but not written: {e}"),
+    };
+    let (again, report) = proto::from_bytes_lossy(&once)
+        .unwrap_or_else(|e| panic!("{what}: our own proto does not read back: {e}"));
+    assert!(report.ignored.is_empty(), "{what}: {:?}", report.ignored);
+    let twice = proto::to_bytes(&again).unwrap_or_else(|e| panic!("{what}: {e}"));
+    if once != twice {
+        let (a, b) = (hlo::print_module(&m), hlo::print_module(&again));
+        let diff = a
+            .lines()
+            .zip(b.lines())
+            .find(|(x, y)| x != y)
+            .map_or_else(|| "(same text)".to_string(), |(x, y)| format!("{x}\n{y}"));
+        panic!("{what}: write(read(write(read(x)))) differs from write(read(x)); first differing line:\n{diff}");
+    }
+    Ok(())
+}
+
+#[test]
+fn mutated_protos_never_panic_and_accepted_ones_are_fixed_points() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let seeds = seeds();
+    assert!(
+        seeds.len() >= 40,
+        "only {} testdata modules write",
+        seeds.len()
+    );
+    let mut rng = Rng(0x005e_ed0f_f00d);
+    let (mut accepted, mut rejected) = (0, 0);
+    for (name, bytes) in &seeds {
+        for k in 0..300 {
+            let mutant = mutate(&mut rng, bytes);
+            let what = format!("{name} mutant {k}");
+            let (r, peak) = measure(|| check(&mutant, &what));
+            match r {
+                Ok(()) => accepted += 1,
+                Err(e) => {
+                    assert!(
+                        e.contains("HloModuleProto") || e.contains("module"),
+                        "{what}: unclear error: {e}"
+                    );
+                    rejected += 1;
+                }
+            }
+            // Reading, writing and reading again: a bounded multiple of the input.
+            let bound = 256 * mutant.len() + (4 << 20);
+            assert!(
+                peak <= bound,
+                "{what}: {peak} bytes of heap for {} bytes of proto",
+                mutant.len()
+            );
+        }
+    }
+    // Both outcomes occur: the mutations reach past the wire format into the module checks.
+    assert!(
+        accepted > 0 && rejected > 0,
+        "accepted {accepted}, rejected {rejected}"
+    );
+}
+
+/// A field key (`field`, wire type) as bytes.
+fn key(field: u32, wire: u32) -> Vec<u8> {
+    let mut v = Vec::new();
+    prost::encoding::encode_varint(u64::from(field << 3 | wire), &mut v);
+    v
+}
+
+/// `field` as a length-delimited field holding `body`.
+fn nested(field: u32, body: &[u8]) -> Vec<u8> {
+    let mut v = key(field, 2);
+    prost::encoding::encode_varint(body.len() as u64, &mut v);
+    v.extend_from_slice(body);
+    v
+}
+
+#[test]
+fn huge_declared_lengths_and_counts_cost_no_memory() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    // computations (3) declaring 4 GiB; a packed repeated int64
+    // (ShapeProto.dimensions, 3) declaring 2^62 bytes inside an instruction's
+    // shape; a string (name, 1) declaring 2^40 bytes.
+    let mut packed = key(3, 2);
+    prost::encoding::encode_varint(1 << 62, &mut packed);
+    packed.extend_from_slice(&[1, 2, 3]);
+    let mut name = key(1, 2);
+    prost::encoding::encode_varint(1 << 40, &mut name);
+    let cases: Vec<(&str, Vec<u8>)> = vec![
+        (
+            "computations of 4 GiB",
+            [key(3, 2), vec![0xff, 0xff, 0xff, 0xff, 0x0f]].concat(),
+        ),
+        (
+            "dimensions of 2^62 bytes",
+            nested(3, &nested(2, &nested(3, &packed))),
+        ),
+        ("name of 1 TiB", name),
+    ];
+    for (what, bytes) in cases {
+        let (r, peak) = measure(|| proto::from_bytes(&bytes).map(|_| ()));
+        let e = r.expect_err(what);
+        assert!(e.to_string().contains("HloModuleProto"), "{what}: {e}");
+        assert!(peak < 1 << 20, "{what}: {peak} bytes of heap");
+    }
+}
+
+#[test]
+fn a_constant_declaring_billions_of_elements_is_an_error_not_an_allocation() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    // A module whose constant's shape says f32[4000000000] while its literal
+    // holds 4 values: the reader must not materialize the declared size.
+    let text = "HloModule m\n\nENTRY e {\n  ROOT c = f32[4] constant({1, 2, 3, 4})\n}\n";
+    let m = hlo::parse_module(text).expect("parses");
+    let mut p = proto::module_to_proto(&m).expect("writes");
+    let c = &mut p.computations[0].instructions[0];
+    if let Some(s) = c.shape.as_mut() {
+        s.dimensions = vec![4_000_000_000];
+    }
+    if let Some(s) = p.computations[0]
+        .program_shape
+        .as_mut()
+        .and_then(|ps| ps.result.as_mut())
+    {
+        s.dimensions = vec![4_000_000_000];
+    }
+    use prost::Message;
+    let bytes = p.encode_to_vec();
+    let (r, peak) = measure(|| proto::from_bytes(&bytes).map(|_| ()));
+    let e = r.expect_err("a literal shorter than its shape");
+    assert!(!e.to_string().is_empty());
+    assert!(
+        peak < 1 << 20,
+        "{peak} bytes of heap for a {}-byte proto",
+        bytes.len()
+    );
+}
