@@ -141,6 +141,8 @@ def main() -> int:
                     help="module expected to fail (documented in the caller); reported, not failed")
     ap.add_argument("--known-file", metavar="TSV",
                     help="lines `writer|reader<TAB>NAME<TAB>reason` of modules expected to fail")
+    ap.add_argument("--chunk", type=int, default=200,
+                    help="jobs per worker process: a fresh XLA process per chunk keeps memory bounded")
     ap.add_argument("files", nargs="+")
     args = ap.parse_args()
     if args.known_file:
@@ -167,7 +169,7 @@ def main() -> int:
     ok = roundtrip = failed = skipped = known = 0
     i = 0
     while i < len(jobs):
-        pending = jobs[i:]
+        pending = jobs[i:i + max(1, args.chunk)]
         # The jobs go through a file: a pipe in both directions could fill up
         # both ways and deadlock.
         with tempfile.TemporaryFile("w+") as jobfile:

@@ -49,6 +49,19 @@ fn known_file() -> std::ffi::OsString {
         .into()
 }
 
+/// Removes a folder when dropped, unless `HLO_OPT_KEEP_CONFORMANCE` is set.
+struct RemoveOnDrop(PathBuf);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        if std::env::var_os("HLO_OPT_KEEP_CONFORMANCE").is_some() {
+            println!("kept {}", self.0.display());
+        } else {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}
+
 fn check(label: &str, files: &[PathBuf]) {
     let Ok(python) = std::env::var("HLO_OPT_PYTHON") else {
         report::skipped("HLO_OPT_PYTHON is not set (XLA conformance needs jaxlib)");
@@ -57,6 +70,10 @@ fn check(label: &str, files: &[PathBuf]) {
     report::ran();
     let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("proto-conformance-{label}"));
     let _ = std::fs::remove_dir_all(&out);
+    // Removed when the check ends, passed or failed (the shared corpus's
+    // protos and texts come to gigabytes); HLO_OPT_KEEP_CONFORMANCE=1 keeps
+    // them for inspection.
+    let _cleanup = RemoveOnDrop(out.clone());
     let (ours, xla, read) = (out.join("ours"), out.join("xla"), out.join("read"));
     for d in [&ours, &xla, &read] {
         std::fs::create_dir_all(d).expect("create output folder");

@@ -1,0 +1,89 @@
+#!/usr/bin/env python3
+"""HloModuleProto speed of hlo-opt vs XLA (jaxlib), interleaved in one run.
+
+Usage: bench_proto_vs_xla.py [--rounds R] [--iters N] [FILE.hlo...]
+
+For each module (default: BERT-base post-optimisation and the TpuGraphs
+unet_3d module from ../shared, as bench_vs_xla.py), XLA's own proto of it
+(`as_serialized_hlo_module_proto()`) is written to a temporary file, removed
+at the end. Each round runs our side (`proto_speed`, cargo build --release -p
+hlo --example proto_speed; best of N in one process) and then XLA's side
+(best of N in this process); the best over R rounds is kept, so both sides
+see the same machine load. Compared:
+  proto -> module  ours `proto::from_bytes_lossy`  vs XLA `HloModule.from_serialized_hlo_module_proto`
+  module -> proto  ours `proto::to_bytes`          vs XLA `as_serialized_hlo_module_proto`
+  text -> proto    ours parse + `to_bytes`         vs XLA `hlo_module_from_text` + `as_serialized_hlo_module_proto`
+Prints MB/s of the proto (text for text -> proto) and the ratio (XLA time / ours).
+"""
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+DEFAULT_FILES = [
+    os.path.join(ROOT, "..", "shared", "corpus", "jax", "bert_base.post.hlo"),
+    os.path.join(ROOT, "..", "shared", "data", "tpugraphs", "hlo", "layout_xla_default_valid_unet_3d.4x4.bf16.hlo"),
+]
+
+
+def best(iters, f):
+    b = float("inf")
+    for _ in range(iters):
+        t = time.perf_counter()
+        f()
+        b = min(b, time.perf_counter() - t)
+    return b
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--iters", type=int, default=5)
+    ap.add_argument("--speed-bin", default=None)
+    ap.add_argument("files", nargs="*")
+    args = ap.parse_args()
+    files = args.files or [f for f in DEFAULT_FILES if os.path.exists(f)]
+    if not files:
+        print("skipped: no input files (../shared absent)")
+        return 0
+    binary = args.speed_bin
+    if binary is None:
+        target = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
+        binary = os.path.join(target, "release", "examples", "proto_speed")
+        subprocess.run(["cargo", "build", "--quiet", "--release", "-p", "hlo", "--example", "proto_speed"],
+                       cwd=ROOT, check=True)
+    from jax._src.lib import hlo
+
+    print(f"{'module':<48} {'op':<16} {'MB':>6} {'XLA MB/s':>9} {'ours MB/s':>10} {'ratio':>7}")
+    with tempfile.TemporaryDirectory(prefix="bench-proto-") as tmp:
+        for path in files:
+            text = open(path, encoding="utf-8").read()
+            module = hlo.hlo_module_from_text(text)
+            pb = module.as_serialized_hlo_module_proto()
+            pb_path = os.path.join(tmp, "module.pb")
+            with open(pb_path, "wb") as f:
+                f.write(pb)
+            ours = [float("inf")] * 3
+            xla = [float("inf")] * 3
+            for _ in range(args.rounds):
+                out = subprocess.run([binary, str(args.iters), path, pb_path], check=True,
+                                     capture_output=True, text=True).stdout.split("\t")
+                ours = [min(a, float(b)) for a, b in zip(ours, out[1:4])]
+                xla[0] = min(xla[0], best(args.iters, lambda: hlo.HloModule.from_serialized_hlo_module_proto(pb)))
+                xla[1] = min(xla[1], best(args.iters, module.as_serialized_hlo_module_proto))
+                xla[2] = min(xla[2], best(args.iters,
+                                          lambda: hlo.hlo_module_from_text(text).as_serialized_hlo_module_proto()))
+            name = os.path.basename(path)
+            for k, (op, size) in enumerate([("proto -> module", len(pb)), ("module -> proto", len(pb)),
+                                            ("text -> proto", len(text.encode()))]):
+                mb = size / 1e6
+                print(f"{name:<48} {op:<16} {mb:>6.2f} {mb / xla[k]:>9.1f} {mb / ours[k]:>10.1f} "
+                      f"{xla[k] / ours[k]:>6.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
