@@ -22,11 +22,8 @@ import sys
 import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-DEFAULT_FILES = [
-    os.path.join(ROOT, "..", "shared", "corpus", "jax", "bert_base.post.hlo"),
-    os.path.join(ROOT, "..", "shared", "data", "tpugraphs", "hlo", "layout_xla_default_valid_unet_3d.4x4.bf16.hlo"),
-]
+import bench_inputs
+
 
 
 def best(iters, f):
@@ -42,19 +39,12 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--iters", type=int, default=5)
-    ap.add_argument("--speed-bin", default=None)
-    ap.add_argument("files", nargs="*")
+    bench_inputs.add_arguments(ap)
     args = ap.parse_args()
-    files = args.files or [f for f in DEFAULT_FILES if os.path.exists(f)]
+    files, binary = bench_inputs.inputs(args, "proto_speed")
     if not files:
         print("skipped: no input files (../shared absent)")
         return 0
-    binary = args.speed_bin
-    if binary is None:
-        target = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
-        binary = os.path.join(target, "release", "examples", "proto_speed")
-        subprocess.run(["cargo", "build", "--quiet", "--release", "-p", "hlo", "--example", "proto_speed"],
-                       cwd=ROOT, check=True)
     from jax._src.lib import hlo
 
     print(f"{'module':<48} {'op':<16} {'MB':>6} {'XLA MB/s':>9} {'ours MB/s':>10} {'ratio':>7}")

@@ -13,29 +13,19 @@ import subprocess
 import sys
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-DEFAULT_FILES = [
-    os.path.join(ROOT, "..", "shared", "corpus", "jax", "bert_base.post.hlo"),
-    os.path.join(ROOT, "..", "shared", "data", "tpugraphs", "hlo", "layout_xla_default_valid_unet_3d.4x4.bf16.hlo"),
-]
+import bench_inputs
+
 
 
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--iters", type=int, default=10)
-    ap.add_argument("--speed-bin", default=None)
-    ap.add_argument("files", nargs="*")
+    bench_inputs.add_arguments(ap)
     args = ap.parse_args()
-    files = args.files or [f for f in DEFAULT_FILES if os.path.exists(f)]
+    files, binary = bench_inputs.inputs(args, "parse_speed")
     if not files:
         print("skipped: no input files (../shared absent)")
         return 0
-    binary = args.speed_bin
-    if binary is None:
-        target = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
-        binary = os.path.join(target, "release", "examples", "parse_speed")
-        subprocess.run(["cargo", "build", "--quiet", "--release", "-p", "hlo", "--example", "parse_speed"],
-                       cwd=ROOT, check=True)
     out = subprocess.run([binary, str(args.iters), *files], check=True, capture_output=True, text=True).stdout
     ours = {}
     for line in out.splitlines():
