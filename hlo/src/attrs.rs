@@ -3,11 +3,13 @@
 //! [`AttrValue`] variants ([`decode`]), and the accessors consumers read them
 //! through.
 //!
-//! The parser decodes integers, booleans, integer lists, windows, padding and
-//! slices once (a malformed value is a parse error with `file:line:col`); the
+//! The parser decodes integers, booleans, integer lists, windows, padding,
+//! slices, enumerations (fusion kind, comparison direction and type, custom-call
+//! API version and schedule, ...), operand precisions and source-target pairs
+//! once (a malformed value is a parse error with `file:line:col`); the
 //! accessors return the stored values and never parse text. Attributes the
-//! IR still keeps as text (enumerations, strings, the proto-message kinds of
-//! [`xla`]) are validated at parse time by [`crate::semantic`].
+//! IR still keeps as text (strings, `dim_labels`, the proto-message kinds of
+//! [`xla`], constant literals) are validated at parse time by [`crate::semantic`].
 //!
 //! Convention of every accessor: `Ok(None)` when the attribute is absent,
 //! `Err` when it is present with a value of another kind (only possible in a
@@ -91,6 +93,8 @@ pub(crate) enum ValueKind {
     Slice,
     SourceTargetPairs,
     Precisions,
+    /// `direction=` of a compare.
+    Direction,
     /// One of the listed names; ASCII case ignored when the flag is set.
     Enum(&'static [&'static str], bool),
 }
@@ -155,6 +159,7 @@ pub(crate) fn value_kind(key: &str, op: Opcode) -> Option<ValueKind> {
         "slice" => Slice,
         "source_target_pairs" => SourceTargetPairs,
         "operand_precision" => Precisions,
+        "direction" if op == Opcode::Compare => Direction,
         // Keys with another meaning on other opcodes, or too generic to
         // claim everywhere.
         "kind" if matches!(op, Opcode::Fusion | Opcode::AsyncStart) => {
@@ -182,15 +187,9 @@ pub(crate) fn value_kind(key: &str, op: Opcode) -> Option<ValueKind> {
 /// `None` when the IR keeps that attribute as text, else the typed value or
 /// the message saying what is wrong.
 pub(crate) fn decode(key: &str, op: Opcode, text: &str) -> Option<Result<AttrValue, String>> {
-    let kind = value_kind(key, op)?;
-    match kind {
-        ValueKind::Int
-        | ValueKind::Bool
-        | ValueKind::IntList
-        | ValueKind::Window
-        | ValueKind::Padding
-        | ValueKind::Slice => Some(decode_typed(key, kind, text)),
-        _ => None,
+    match value_kind(key, op)? {
+        ValueKind::Float | ValueKind::ResultAccuracy => None,
+        kind => Some(decode_typed(key, kind, text)),
     }
 }
 
@@ -204,7 +203,14 @@ pub(crate) fn decode_typed(key: &str, kind: ValueKind, text: &str) -> Result<Att
         ValueKind::Window => AttrValue::Window(v::window(text)?),
         ValueKind::Padding => AttrValue::Padding(v::padding(text)?),
         ValueKind::Slice => AttrValue::Slice(v::slice(text)?),
-        _ => AttrValue::Raw(text.into()),
+        ValueKind::ApiVersion => AttrValue::Enum(v::api_version(text)?),
+        ValueKind::Direction => AttrValue::Enum(v::direction(text)?),
+        ValueKind::Enum(allowed, any_case) => {
+            AttrValue::Enum(v::enum_value(key, text, allowed, any_case)?)
+        }
+        ValueKind::SourceTargetPairs => AttrValue::Pairs(v::source_target_pairs(text)?),
+        ValueKind::Precisions => AttrValue::Precisions(v::precisions(text)?),
+        ValueKind::Float | ValueKind::ResultAccuracy => AttrValue::Raw(text.into()),
     })
 }
 
@@ -224,6 +230,9 @@ fn mismatch(key: &str, v: &AttrValue, want: &str) -> AttrError {
         AttrValue::Window(_) => "a window".to_string(),
         AttrValue::Padding(_) => "a padding config".to_string(),
         AttrValue::Slice(_) => "a slice".to_string(),
+        AttrValue::Enum(e) => format!("`{e}`"),
+        AttrValue::Precisions(_) => "operand precisions".to_string(),
+        AttrValue::Pairs(_) => "source-target pairs".to_string(),
     };
     bad(key, format!("expected {want}, found {found}"))
 }
@@ -372,14 +381,42 @@ impl Instruction {
         Ok(padding_in(&self.attrs)?.map(<[PadDim]>::to_vec))
     }
 
+    /// An enumerated attribute (`kind=kLoop`, `api_version=...`,
+    /// `schedule=...`) in XLA's spelling; `None` when absent or not decoded
+    /// as one (a key XLA does not type on this opcode).
+    pub fn enum_attr(&self, key: &str) -> Option<&'static str> {
+        match self.attr(key) {
+            Some(AttrValue::Enum(e)) => Some(e),
+            _ => None,
+        }
+    }
+
     /// `kind=kLoop` of a fusion.
-    pub fn fusion_kind(&self) -> Option<&str> {
-        self.raw_attr("kind").map(str::trim)
+    pub fn fusion_kind(&self) -> Option<&'static str> {
+        self.enum_attr("kind")
     }
 
     /// `direction=LT` of a compare.
-    pub fn comparison_direction(&self) -> Option<&str> {
-        self.raw_attr("direction").map(str::trim)
+    pub fn comparison_direction(&self) -> Option<&'static str> {
+        self.enum_attr("direction")
+    }
+
+    /// `operand_precision={...}` as XLA's `PrecisionConfig::Precision` values.
+    pub fn operand_precision(&self) -> AttrResult<&[u8]> {
+        match self.attr("operand_precision") {
+            None => Ok(None),
+            Some(AttrValue::Precisions(p)) => Ok(Some(p)),
+            Some(o) => Err(mismatch("operand_precision", o, "operand precisions")),
+        }
+    }
+
+    /// `source_target_pairs={{0,1},...}` of a collective-permute.
+    pub fn source_target_pairs(&self) -> AttrResult<&[[i64; 2]]> {
+        match self.attr("source_target_pairs") {
+            None => Ok(None),
+            Some(AttrValue::Pairs(p)) => Ok(Some(p)),
+            Some(o) => Err(mismatch("source_target_pairs", o, "source-target pairs")),
+        }
     }
 
     /// `custom_call_target="..."`, unquoted.
@@ -461,7 +498,7 @@ ENTRY e {
             Some("my\"target")
         );
         assert_eq!(
-            inst(M, "cc").string_attr("api_version").as_deref(),
+            inst(M, "cc").enum_attr("api_version"),
             Some("API_VERSION_TYPED_FFI")
         );
     }

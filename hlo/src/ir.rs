@@ -383,7 +383,8 @@ impl Shape {
 ///
 /// The parser decodes every attribute whose key XLA types into a typed
 /// variant (integers, booleans, integer lists, windows, padding, slices,
-/// called computations, control predecessors); the printer prints the typed
+/// enumerations, operand precisions, source-target pairs, called
+/// computations, control predecessors); the printer prints the typed
 /// form in XLA's spelling, and consumers read the typed value through the
 /// accessors of [`crate::attrs`] (never re-parsing text). Everything else is
 /// kept as the exact source text and printed back verbatim, so attributes of
@@ -411,6 +412,15 @@ pub enum AttrValue {
     Padding(Box<[PadDim]>),
     /// `slice={[0:2], [1:5:2]}`, one entry a dimension.
     Slice(Box<[SliceDim]>),
+    /// One of the names XLA defines for the key, in XLA's spelling
+    /// (`kind=kLoop`, `direction=LT`, `type=TOTALORDER`,
+    /// `api_version=API_VERSION_TYPED_FFI`, `schedule=SCHEDULE_LATEST`, ...).
+    Enum(&'static str),
+    /// `operand_precision={highest,default}`: XLA's `PrecisionConfig::Precision`
+    /// values (0 default, 1 high, 2 highest, 3 packed_nibble), one an operand.
+    Precisions(Box<[u8]>),
+    /// `source_target_pairs={{0,1},{1,2}}`.
+    Pairs(Box<[[i64; 2]]>),
 }
 
 /// Key of the attribute that records the wrapped opcode of XLA's async

@@ -382,6 +382,35 @@ impl<'m> Printer<'m> {
             AttrValue::Window(w) => write_window(w, &mut self.out),
             AttrValue::Padding(p) => write_padding(p, &mut self.out),
             AttrValue::Slice(s) => write_slice(s, &mut self.out),
+            AttrValue::Enum(s) => self.out.push_str(s),
+            AttrValue::Precisions(p) => {
+                self.out.push('{');
+                for (k, &x) in p.iter().enumerate() {
+                    if k > 0 {
+                        self.out.push(',');
+                    }
+                    self.out.push_str(
+                        crate::attrs::validate::PRECISIONS
+                            .get(x as usize)
+                            .unwrap_or(&"default"),
+                    );
+                }
+                self.out.push('}');
+            }
+            AttrValue::Pairs(ps) => {
+                self.out.push('{');
+                for (k, [a, b]) in ps.iter().enumerate() {
+                    if k > 0 {
+                        self.out.push(',');
+                    }
+                    self.out.push('{');
+                    push_int(&mut self.out, *a);
+                    self.out.push(',');
+                    push_int(&mut self.out, *b);
+                    self.out.push('}');
+                }
+                self.out.push('}');
+            }
         }
     }
 }

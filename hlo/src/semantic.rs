@@ -82,7 +82,6 @@ pub fn check(m: &Module) -> Check {
         check_operand_count(m, id, inst)?;
         check_required_attrs(m, id, inst)?;
         match inst.opcode {
-            Opcode::Compare => check_compare(id, inst)?,
             Opcode::Conditional => check_conditional(m, id, inst)?,
             Opcode::CustomCall => check_custom_call(m, id, inst)?,
             Opcode::Infeed => check_infeed(m, id, inst)?,
@@ -185,24 +184,15 @@ fn check_attr_values(id: InstId, inst: &Instruction) -> Check {
         let key = &*a.key;
         let t = text.trim();
         let r = match kind {
-            // Decoded into typed values by the parser (a malformed one is a
-            // parse error there); raw text under such a key comes only from
-            // a module edited in code.
-            ValueKind::Int
-            | ValueKind::Bool
-            | ValueKind::IntList
-            | ValueKind::Window
-            | ValueKind::Padding
-            | ValueKind::Slice => crate::attrs::decode_typed(key, kind, t).map(|_| ()),
             ValueKind::Float => match t.parse::<f64>() {
                 Ok(x) if x.is_finite() && x.abs() <= f32::MAX as f64 => Ok(()),
                 _ => Err(format!("`{key}=` expects a float number, found `{t}`")),
             },
             ValueKind::ResultAccuracy => v::check_result_accuracy(t),
-            ValueKind::ApiVersion => v::check_api_version(t),
-            ValueKind::SourceTargetPairs => v::check_source_target_pairs(t),
-            ValueKind::Precisions => v::check_precision_list(t),
-            ValueKind::Enum(allowed, any_case) => v::check_enum(key, t, allowed, any_case),
+            // The other kinds are decoded into typed values by the parser (a
+            // malformed one is a parse error there); raw text under such a
+            // key comes only from a module edited in code.
+            kind => crate::attrs::decode_typed(key, kind, t).map(|_| ()),
         };
         r.map_err(|msg| Finding::attr(id, key, msg))?;
     }
@@ -505,24 +495,6 @@ fn check_dimension_count(id: InstId, inst: &Instruction, want: DimCount) -> Chec
 
 // ---------------------------------------------------------------------------
 // per-opcode rules
-
-const DIRECTIONS: &[&str] = &["EQ", "NE", "GE", "GT", "LE", "LT"];
-
-/// `compare` needs `direction=` with one of XLA's six directions.
-fn check_compare(id: InstId, inst: &Instruction) -> Check {
-    match inst.raw_attr("direction").map(str::trim) {
-        None => Ok(()), // reported by check_required_attrs
-        Some(d) if DIRECTIONS.contains(&d) => Ok(()),
-        Some(d) => Err(Finding::attr(
-            id,
-            "direction",
-            format!(
-                "unknown comparison direction `{d}`; expected one of {}",
-                DIRECTIONS.join(", ")
-            ),
-        )),
-    }
-}
 
 /// `conditional(index, args...)`: the index is `pred[]` (with
 /// `true_computation=` and `false_computation=`) or `s32[]` (with

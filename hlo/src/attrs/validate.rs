@@ -422,10 +422,10 @@ pub const CUSTOM_CALL_API_VERSIONS: [&str; 4] = [
 ];
 
 /// `api_version=API_VERSION_TYPED_FFI` of a custom-call.
-pub fn check_api_version(text: &str) -> Result<(), String> {
+pub fn api_version(text: &str) -> Result<&'static str, String> {
     let v = text.trim();
-    if CUSTOM_CALL_API_VERSIONS.contains(&v) {
-        return Ok(());
+    if let Some(known) = CUSTOM_CALL_API_VERSIONS.iter().find(|k| **k == v) {
+        return Ok(known);
     }
     let expected = CUSTOM_CALL_API_VERSIONS.join(", ");
     if v == "API_VERSION_UNSPECIFIED" {
@@ -503,52 +503,78 @@ pub fn slice(text: &str) -> Result<Box<[SliceDim]>, String> {
 }
 
 /// `source_target_pairs={{0,1},{1,2}}`: a list of pairs of integers.
-pub fn check_source_target_pairs(text: &str) -> Result<(), String> {
+pub fn source_target_pairs(text: &str) -> Result<Box<[[i64; 2]]>, String> {
     let inner = braced(text, "source_target_pairs expects `{{source,target}, ...}`")?;
     if inner.is_empty() {
-        return Ok(());
+        return Ok(Box::default());
     }
-    for item in split_top_level(inner, b',') {
-        let ok = strip_outer(item, '{', '}').is_some_and(|pair| {
-            let mut it = pair.split(',');
-            matches!((it.next(), it.next(), it.next()), (Some(a), Some(b), None) if is_int(a) && is_int(b))
-        });
-        if !ok {
-            return Err(format!(
-                "source_target_pairs expects a list of pairs `{{source,target}}`, found `{}`",
-                item.trim()
-            ));
-        }
-    }
-    Ok(())
+    split_top_level(inner, b',')
+        .map(|item| {
+            let pair = strip_outer(item, '{', '}').and_then(|pair| {
+                let mut it = pair.split(',');
+                match (it.next().and_then(int), it.next().and_then(int), it.next()) {
+                    (Some(a), Some(b), None) => Some([a, b]),
+                    _ => None,
+                }
+            });
+            pair.ok_or_else(|| {
+                format!(
+                    "source_target_pairs expects a list of pairs `{{source,target}}`, found `{}`",
+                    item.trim()
+                )
+            })
+        })
+        .collect()
 }
 
 /// One of `allowed` (ASCII case ignored when `any_case`), for enumerated
 /// attributes such as `kind=kLoop` or `fft_type=FFT`.
-pub fn check_enum(key: &str, text: &str, allowed: &[&str], any_case: bool) -> Result<(), String> {
+pub fn enum_value(
+    key: &str,
+    text: &str,
+    allowed: &'static [&'static str],
+    any_case: bool,
+) -> Result<&'static str, String> {
     let t = text.trim();
-    let found = allowed.iter().any(|a| {
+    let found = allowed.iter().find(|a| {
         if any_case {
             a.eq_ignore_ascii_case(t)
         } else {
-            *a == t
+            **a == t
         }
     });
-    if found {
-        Ok(())
-    } else {
-        Err(format!(
+    found.copied().ok_or_else(|| {
+        format!(
             "unknown `{key}=` value `{t}`; expected one of {}",
             allowed.join(", ")
-        ))
-    }
+        )
+    })
+}
+
+/// Comparison directions of `compare`'s `direction=`.
+pub const DIRECTIONS: [&str; 6] = ["EQ", "NE", "GE", "GT", "LE", "LT"];
+
+/// `direction=LT` of a compare.
+pub fn direction(text: &str) -> Result<&'static str, String> {
+    let d = text.trim();
+    DIRECTIONS
+        .iter()
+        .find(|k| **k == d)
+        .copied()
+        .ok_or_else(|| {
+            format!(
+                "unknown comparison direction `{d}`; expected one of {}",
+                DIRECTIONS.join(", ")
+            )
+        })
 }
 
 /// Operand precisions of `operand_precision={...}` (`PrecisionConfig::Precision`).
 pub const PRECISIONS: [&str; 4] = ["default", "high", "highest", "packed_nibble"];
 
-/// `operand_precision={highest,default}`.
-pub fn check_precision_list(text: &str) -> Result<(), String> {
+/// `operand_precision={highest,default}` (case ignored): the index of each
+/// name in [`PRECISIONS`], which is XLA's enum value.
+pub fn precisions(text: &str) -> Result<Box<[u8]>, String> {
     let Some(inner) = strip_outer(text, '{', '}') else {
         return Err(format!(
             "operand_precision expects `{{p, ...}}` with p one of {}, found `{}`",
@@ -557,12 +583,15 @@ pub fn check_precision_list(text: &str) -> Result<(), String> {
         ));
     };
     if inner.is_empty() {
-        return Ok(());
+        return Ok(Box::default());
     }
-    for item in inner.split(',') {
-        check_enum("operand_precision", item, &PRECISIONS, true)?;
-    }
-    Ok(())
+    inner
+        .split(',')
+        .map(|item| {
+            let name = enum_value("operand_precision", item, &PRECISIONS, true)?;
+            Ok(PRECISIONS.iter().position(|p| *p == name).unwrap_or(0) as u8)
+        })
+        .collect()
 }
 
 /// The element type and dimension sizes of an array shape text
@@ -646,9 +675,9 @@ mod tests {
 
     #[test]
     fn api_versions() {
-        assert!(check_api_version("API_VERSION_TYPED_FFI").is_ok());
-        assert!(check_api_version("API_VERSION_UNSPECIFIED").is_err());
-        assert!(check_api_version("API_VERSION_THAT_DOESNT_EXIST").is_err());
+        assert!(api_version("API_VERSION_TYPED_FFI").is_ok());
+        assert!(api_version("API_VERSION_UNSPECIFIED").is_err());
+        assert!(api_version("API_VERSION_THAT_DOESNT_EXIST").is_err());
     }
 
     #[test]
@@ -656,12 +685,21 @@ mod tests {
         assert!(slice("{[0:2], [1:5:2]}").is_ok());
         assert!(slice("{[0:2:1:1]}").is_err());
         assert!(slice("{0:2}").is_err());
-        assert!(check_source_target_pairs("{{0,1},{1,2}}").is_ok());
-        assert!(check_source_target_pairs("{{0,1,2}}").is_err());
-        assert!(check_precision_list("{HIGH,highest}").is_ok());
-        assert!(check_precision_list("{higher}").is_err());
-        assert!(check_enum("kind", "kLoop", &["kLoop"], false).is_ok());
-        assert!(check_enum("kind", "kloop", &["kLoop"], false).is_err());
+        assert_eq!(
+            source_target_pairs("{{0,1},{1,2}}").unwrap().as_ref(),
+            &[[0, 1], [1, 2]]
+        );
+        assert!(source_target_pairs("{{0,1,2}}").is_err());
+        assert_eq!(precisions("{HIGH,highest}").unwrap().as_ref(), &[1, 2]);
+        assert!(precisions("{higher}").is_err());
+        assert_eq!(
+            enum_value("type", "totalorder", &["TOTALORDER"], true),
+            Ok("TOTALORDER")
+        );
+        assert!(enum_value("kind", "kLoop", &["kLoop"], false).is_ok());
+        assert!(enum_value("kind", "kloop", &["kLoop"], false).is_err());
+        assert_eq!(direction("LT"), Ok("LT"));
+        assert!(direction("lt").is_err());
     }
 
     #[test]

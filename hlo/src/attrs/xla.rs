@@ -399,17 +399,6 @@ pub fn replica_groups(text: &str) -> R<ReplicaGroups> {
     }
 }
 
-/// `source_target_pairs={{0,1},{1,2}}`.
-pub fn source_target_pairs(text: &str) -> R<Vec<xla::SourceTarget>> {
-    int_list_list(text)?
-        .into_iter()
-        .map(|p| match p[..] {
-            [source, target] => Ok(xla::SourceTarget { source, target }),
-            _ => Err(format!("a source-target pair has two numbers, found {p:?}")),
-        })
-        .collect()
-}
-
 /// `output_to_operand_aliasing={{1}: (0, {}), ...}`.
 pub fn output_operand_aliasing(text: &str) -> R<Vec<xla::OutputOperandAliasing>> {
     let mut c = Cur::new(text);
@@ -668,23 +657,6 @@ pub fn domain(text: &str) -> R<(xla::OpSharding, xla::OpSharding)> {
         (Some(a), Some(b)) => Ok((a, b)),
         _ => Err("a sharding domain needs `entry` and `exit`".into()),
     }
-}
-
-/// `operand_precision={high,default}`: `PrecisionConfig.Precision` values.
-pub fn operand_precision(text: &str) -> R<Vec<i32>> {
-    let inner = crate::shape_infer::strip_braces(text);
-    if inner.is_empty() {
-        return Ok(Vec::new());
-    }
-    inner
-        .split(',')
-        .map(|p| match p.trim().to_ascii_lowercase().as_str() {
-            "default" => Ok(0),
-            "high" => Ok(1),
-            "highest" => Ok(2),
-            o => Err(format!("unknown precision `{o}`")),
-        })
-        .collect()
 }
 
 /// `algorithm=dot_bf16_bf16_f32`: `PrecisionConfig.Algorithm`.

@@ -961,8 +961,10 @@ impl<'m> Writer<'m> {
                 AttrValue::Raw(t) => t,
                 // Calls and control predecessors are ids (above).
                 AttrValue::Comp(_) | AttrValue::Comps(_) | AttrValue::Insts(_) => continue,
-                // Typed values: read through `ints`, `int`, `boolean` and
-                // the instruction's accessors below.
+                // Enumerations in XLA's spelling (matched by name below).
+                AttrValue::Enum(name) => name,
+                // Other typed values: read through `ints`, `int`, `boolean`
+                // and the instruction's accessors below.
                 _ => "",
             };
             let ints = || match &a.value {
@@ -1097,7 +1099,13 @@ impl<'m> Writer<'m> {
                 "operand_precision" => {
                     p.precision_config
                         .get_or_insert_with(Default::default)
-                        .operand_precision = wrap(name, key, ax::operand_precision(t))?
+                        .operand_precision = inst
+                        .operand_precision()
+                        .map_err(ae)?
+                        .unwrap_or_default()
+                        .iter()
+                        .map(|&x| i32::from(x))
+                        .collect()
                 }
                 "algorithm" if inst.opcode == Opcode::RngBitGenerator => {
                     p.rng_algorithm = match t.trim() {
@@ -1194,7 +1202,13 @@ impl<'m> Writer<'m> {
                 "is_composite" => p.is_composite = boolean()?,
                 "is_reverse" => p.is_reverse = boolean()?,
                 "source_target_pairs" => {
-                    p.source_target_pairs = wrap(name, key, ax::source_target_pairs(t))?
+                    p.source_target_pairs = inst
+                        .source_target_pairs()
+                        .map_err(ae)?
+                        .unwrap_or_default()
+                        .iter()
+                        .map(|&[source, target]| xla::SourceTarget { source, target })
+                        .collect()
                 }
                 "feature_index" => p.feature_index = int()?,
                 "epsilon" => {

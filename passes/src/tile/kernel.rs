@@ -516,7 +516,7 @@ pub fn analyze(m: &Module, id: InstId) -> Result<TileSpace, String> {
 
 fn fusion_space(m: &Module, id: InstId) -> Result<TileSpace, String> {
     let inst = m.inst(id);
-    let kind = inst.raw_attr("kind").unwrap_or("").trim();
+    let kind = inst.fusion_kind().unwrap_or("");
     if !KNOWN_FUSION_KINDS.contains(&kind) {
         return Err(format!(
             "unknown fusion kind `{kind}` (known: {})",
