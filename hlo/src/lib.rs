@@ -7,8 +7,9 @@
 //! - [`proto`] reads and writes XLA's binary `HloModuleProto`
 //!   ([`proto::to_bytes`], [`proto::from_bytes`]).
 //! - [`verify`] checks operand counts, shapes and layouts of a module.
-//! - [`attrs`] decodes attribute values (dimensions, window, dot and
-//!   convolution dimension numbers, slices, ...) on demand.
+//! - [`attrs`]: the typed attribute values the parser decodes once
+//!   (dimensions, windows, padding, slices, enumerations, precisions, ...)
+//!   and their accessors.
 //!
 //! Everything that came from input is validated here; code downstream of a
 //! successful parse may index arenas without re-checking.

@@ -1,0 +1,258 @@
+//! Attributes XLA types are decoded once, at parse time (`hlo::attrs`):
+//! - a malformed value of each typed kind is a parse error at `key=` with
+//!   `file:line:col` and a message naming the key or kind, never a panic;
+//! - the printer writes the typed value in XLA's spelling, which parses back
+//!   to the same typed value;
+//! - random edits inside typed attribute values of the testdata modules
+//!   (deterministic seed, bounded count) never panic, and every accepted
+//!   mutant round-trips.
+
+mod common;
+
+use common::*;
+
+/// A module with one instruction whose attribute `key=value` is given.
+fn module(line: &str) -> String {
+    format!(
+        "HloModule m\n\nadd {{\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT s = f32[] add(a, b)\n}}\n\nENTRY e {{\n  p = f32[4,6]{{1,0}} parameter(0)\n  q = f32[6,8]{{1,0}} parameter(1)\n  z = f32[] constant(0)\n  {line}\n}}\n"
+    )
+}
+
+/// (instruction line with a malformed typed attribute, the key, a word the message must hold).
+const MALFORMED: &[(&str, &str, &str)] = &[
+    (
+        "ROOT t = f32[6,4]{1,0} transpose(p), dimensions={1,x}",
+        "dimensions",
+        "integers",
+    ),
+    (
+        "ROOT t = f32[6,4]{1,0} transpose(p), dimensions=10",
+        "dimensions",
+        "braces",
+    ),
+    (
+        "ROOT g = f32[4,6] get-tuple-element((f32[4,6]) tuple(p)), index=one",
+        "index",
+        "integer",
+    ),
+    (
+        "ROOT s = f32[4,6]{1,0} sort(p), dimensions={1}, is_stable=yes",
+        "is_stable",
+        "true or false",
+    ),
+    (
+        "ROOT r = f32[2,3]{1,0} reduce-window(p, z), window={size=2x2 stride=2}, to_apply=add",
+        "window",
+        "dimensions",
+    ),
+    (
+        "ROOT r = f32[2,3]{1,0} reduce-window(p, z), window={size=2x2 pad=1x1}, to_apply=add",
+        "window",
+        "low_high",
+    ),
+    (
+        "ROOT r = f32[2,3]{1,0} reduce-window(p, z), window={size=2x2 size=2x2}, to_apply=add",
+        "window",
+        "twice",
+    ),
+    (
+        "ROOT d = f32[5,7]{1,0} pad(p, z), padding=0_1x1",
+        "padding",
+        "low_high",
+    ),
+    (
+        "ROOT d = f32[2,3]{1,0} slice(p), slice={[0:2], [0:3:1:1]}",
+        "slice",
+        "[start:limit]",
+    ),
+    (
+        "ROOT c = pred[4,6]{1,0} compare(p, p), direction=LESS",
+        "direction",
+        "comparison direction",
+    ),
+    (
+        "ROOT c = pred[4,6]{1,0} compare(p, p), direction=LT, type=REAL",
+        "type",
+        "TOTALORDER",
+    ),
+    (
+        "ROOT d = f32[4,8]{1,0} dot(p, q), lhs_contracting_dims={1}, rhs_contracting_dims={0}, operand_precision={highest,fast}",
+        "operand_precision",
+        "highest",
+    ),
+    (
+        "ROOT cp = f32[4,6]{1,0} collective-permute(p), source_target_pairs={{0,1,2}}",
+        "source_target_pairs",
+        "pairs",
+    ),
+    (
+        "ROOT cc = f32[4,6]{1,0} custom-call(p), custom_call_target=\"x\", api_version=API_VERSION_NEWEST",
+        "api_version",
+        "API version",
+    ),
+];
+
+#[test]
+fn malformed_typed_values_are_positioned_parse_errors() {
+    for (line, key, word) in MALFORMED {
+        let text = module(line);
+        let err = match hlo::parse_module_named(&text, "typed.hlo") {
+            Ok(_) => panic!("accepted a malformed `{key}=`: {line}"),
+            Err(e) => e.to_string(),
+        };
+        // The error points at `key=` on the instruction's line (line 13).
+        let col = line.find(&format!("{key}=")).expect("key in line") + 3;
+        let at = format!("typed.hlo:13:{col}:");
+        assert!(err.contains(&at), "`{key}`: expected {at} in: {err}");
+        assert!(
+            err.contains(word),
+            "`{key}`: expected `{word}` in the message: {err}"
+        );
+    }
+}
+
+/// (instruction line, the attribute as the printer writes it).
+const CANONICAL: &[(&str, &str)] = &[
+    (
+        "ROOT t = f32[6,4]{1,0} transpose(p), dimensions={ 1 , 0 }",
+        "dimensions={1,0}",
+    ),
+    (
+        "ROOT r = f32[2,3]{1,0} reduce-window(p, z), window={stride=2x2 size=2x2 rhs_dilate=1x1}, to_apply=add",
+        "window={size=2x2 stride=2x2}",
+    ),
+    (
+        "ROOT r = f32[4,6]{1,0} reduce-window(p, z), window={size=1x3 pad=0_0x1_1 rhs_reversal=0x1}, to_apply=add",
+        "window={size=1x3 pad=0_0x1_1 rhs_reversal=0x1}",
+    ),
+    (
+        "ROOT d = f32[5,13]{1,0} pad(p, z), padding=0_1x1_1_1",
+        "padding=0_1_0x1_1_1",
+    ),
+    (
+        "ROOT d = f32[2,3]{1,0} slice(p), slice={[0:4:2],[0:3:1]}",
+        "slice={[0:4:2], [0:3]}",
+    ),
+    (
+        "ROOT c = pred[4,6]{1,0} compare(p, p), direction=LT, type=totalorder",
+        "type=TOTALORDER",
+    ),
+    (
+        "ROOT d = f32[4,8]{1,0} dot(p, q), lhs_contracting_dims={1}, rhs_contracting_dims={0}, operand_precision={HIGHEST,default}",
+        "operand_precision={highest,default}",
+    ),
+    (
+        "ROOT cp = f32[4,6]{1,0} collective-permute(p), source_target_pairs={ {0,1}, {1,0} }",
+        "source_target_pairs={{0,1},{1,0}}",
+    ),
+];
+
+#[test]
+fn typed_values_print_in_xla_spelling_and_parse_back() {
+    for (line, printed) in CANONICAL {
+        let text = module(line);
+        let m =
+            hlo::parse_module_named(&text, "typed.hlo").unwrap_or_else(|e| panic!("{line}: {e}"));
+        let out = hlo::print_module(&m);
+        assert!(
+            out.contains(printed),
+            "expected `{printed}` in the printed module:\n{out}"
+        );
+        round_trip(&text, "typed.hlo").unwrap_or_else(|e| panic!("{line}: {e}"));
+    }
+}
+
+/// Text that may replace a character inside a typed attribute value.
+const EDITS: &[&str] = &[
+    "",
+    "x",
+    "-",
+    "_",
+    ":",
+    ",",
+    "{",
+    "}",
+    "[",
+    "]",
+    "=",
+    " ",
+    "9223372036854775808",
+    "-1",
+    "0",
+    "1x",
+    "__",
+    "::",
+    "?",
+    "\"",
+];
+
+/// Keys whose values the parser types (a sample of every kind).
+const TYPED_KEYS: &[&str] = &[
+    "dimensions=",
+    "index=",
+    "window=",
+    "padding=",
+    "slice=",
+    "direction=",
+    "lhs_contracting_dims=",
+    "source_target_pairs=",
+    "operand_precision=",
+    "is_stable=",
+    "kind=",
+    "api_version=",
+];
+
+#[test]
+fn edits_inside_typed_values_never_panic() {
+    let mut rng = Rng(0x7e57_da7a);
+    let mut edited = 0usize;
+    for path in hlo_files(&testdata().join("hlo")) {
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            continue;
+        };
+        let sites: Vec<usize> = TYPED_KEYS
+            .iter()
+            .flat_map(|k| text.match_indices(k).map(|(i, k)| i + k.len()))
+            .collect();
+        if sites.is_empty() {
+            continue;
+        }
+        for _ in 0..20 {
+            let at = sites[rng.below(sites.len())];
+            // A position within the first few characters of the value.
+            let mut pos = at + rng.below(6);
+            while !text.is_char_boundary(pos.min(text.len())) {
+                pos += 1;
+            }
+            let pos = pos.min(text.len());
+            let mut end = (pos + rng.below(2)).min(text.len());
+            while !text.is_char_boundary(end) {
+                end += 1;
+            }
+            let mutant = format!(
+                "{}{}{}",
+                &text[..pos],
+                EDITS[rng.below(EDITS.len())],
+                &text[end..]
+            );
+            edited += 1;
+            let name = path.display().to_string();
+            let outcome = std::panic::catch_unwind(|| {
+                if hlo::parse_module_named(&mutant, &name).is_ok() {
+                    round_trip(&mutant, &name)
+                } else {
+                    Ok(())
+                }
+            });
+            match outcome {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => panic!("{name}: an accepted mutant does not round-trip: {e}"),
+                Err(_) => panic!("{name}: the parser panicked on an edit at byte {pos}"),
+            }
+        }
+    }
+    assert!(
+        edited > 100,
+        "too few typed attribute sites edited ({edited})"
+    );
+}
