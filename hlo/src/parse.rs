@@ -2044,22 +2044,7 @@ impl LitCursor<'_> {
             }
             return Ok(());
         }
-        while let Some(b) = self.peek() {
-            if matches!(b, b',' | b'}' | b')' | b' ' | b'\t' | b'\n' | b'\r') {
-                break;
-            }
-            if b == b'(' {
-                // nan(0x...) payloads: skip to the closing parenthesis.
-                while let Some(b) = self.peek() {
-                    self.i += 1;
-                    if b == b')' {
-                        break;
-                    }
-                }
-                break;
-            }
-            self.i += 1;
-        }
+        self.i = crate::attrs::literal::token_end(self.s, start);
         let tok = std::str::from_utf8(&self.s[start..self.i]).unwrap_or("");
         if tok.is_empty() {
             return Err((start, "expects a value".into()));

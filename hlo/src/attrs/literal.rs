@@ -129,21 +129,7 @@ impl Lit<'_> {
     fn token(&mut self) -> R<&str> {
         self.ws();
         let start = self.i;
-        while let Some(b) = self.peek() {
-            if matches!(b, b',' | b'}' | b')' | b' ' | b'\t' | b'\n' | b'\r') {
-                break;
-            }
-            if b == b'(' {
-                while let Some(b) = self.peek() {
-                    self.i += 1;
-                    if b == b')' {
-                        break;
-                    }
-                }
-                break;
-            }
-            self.i += 1;
-        }
+        self.i = token_end(self.s, start);
         let tok = std::str::from_utf8(&self.s[start..self.i]).map_err(|_| "not UTF-8")?;
         if tok.is_empty() {
             return Err("expected a value".into());
@@ -186,6 +172,29 @@ impl Lit<'_> {
         // XLA reads integers as doubles too (`s32[] constant(1e3)`? no): reject.
         Err(format!("`{tok}` is not an integer"))
     }
+}
+
+/// The end of the literal value token starting at `start`: up to a `,`,
+/// `}`, `)` or white space; a `(` (a `nan(0x...)` payload) extends it to
+/// the closing `)`. Shared by the decoder here and the parser's literal check.
+pub(crate) fn token_end(s: &[u8], start: usize) -> usize {
+    let mut i = start;
+    while let Some(&b) = s.get(i) {
+        if matches!(b, b',' | b'}' | b')' | b' ' | b'\t' | b'\n' | b'\r') {
+            break;
+        }
+        if b == b'(' {
+            while let Some(&b) = s.get(i) {
+                i += 1;
+                if b == b')' {
+                    break;
+                }
+            }
+            break;
+        }
+        i += 1;
+    }
+    i
 }
 
 /// A floating-point token: decimal, `inf`, `-inf`, `nan`, `nan(0x...)`.
