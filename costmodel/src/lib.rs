@@ -50,6 +50,14 @@ pub trait CostModel: Send + Sync {
     fn device(&self) -> Option<String> {
         None
     }
+    /// How a score difference translates into runtime: a configuration that
+    /// scores `Δ` lower is predicted `exp(Δ · k)` times faster, `k` this
+    /// number (`model.json` `log_runtime_per_score`, fitted on the training
+    /// graphs; MODEL.md). `None`: the model's scores are only an order; the
+    /// layout pass then compares scores as ratios.
+    fn log_runtime_per_score(&self) -> Option<f64> {
+        None
+    }
     /// Runs the configuration-independent part once per graph.
     fn prepare(&self, graph: &Graph) -> Result<Prepared>;
     /// One score per configuration of `configs`; lower = predicted faster.

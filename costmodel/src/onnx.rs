@@ -79,6 +79,9 @@ pub struct ModelInfo {
     /// `tpu` (TpuGraphs; also what a model without the field means),
     /// `xla-cpu`, `xla-cuda`, ... (`hlo-cost collect`, `train.py --device`).
     pub device: String,
+    /// [`CostModel::log_runtime_per_score`] (`model.json`
+    /// `log_runtime_per_score`, a positive number, or absent).
+    pub log_runtime_per_score: Option<f64>,
     /// The whole `model.json` (training data, hyper-parameters, metrics), or
     /// the metadata of a plain `.onnx` as an object of strings.
     pub json: serde_json::Value,
@@ -305,6 +308,10 @@ impl OnnxModel {
             feature_version,
             khop,
             device: get("device").unwrap_or_else(|| DEFAULT_DEVICE.to_string()),
+            log_runtime_per_score: match get("log_runtime_per_score") {
+                None => None,
+                Some(v) => Some(positive_scale(v.parse::<f64>().ok(), origin)?),
+            },
             stages: vec!["model.onnx".to_string()],
             json: serde_json::Value::Object(props),
         };
@@ -332,6 +339,16 @@ impl OnnxModel {
     fn validated_graph(&self, graph: &Graph) -> Result<()> {
         validate_graph(graph, self.info.task)
     }
+}
+
+/// `log_runtime_per_score` of a model file: a positive, finite number.
+fn positive_scale(v: Option<f64>, origin: &str) -> Result<f64> {
+    v.filter(|k| k.is_finite() && *k > 0.0).ok_or_else(|| {
+        model_err(
+            origin,
+            "`log_runtime_per_score` must be a positive number (MODEL.md)",
+        )
+    })
 }
 
 fn parse_task(name: &str, origin: &str) -> Result<Task> {
@@ -390,11 +407,16 @@ fn parse_model_json(json: &serde_json::Value, origin: &str) -> Result<ModelInfo>
             .ok_or_else(|| model_err(origin, "model.json `device` must be a non-empty string"))?
             .to_string(),
     };
+    let log_runtime_per_score = match json.get("log_runtime_per_score") {
+        None | Some(serde_json::Value::Null) => None,
+        Some(v) => Some(positive_scale(v.as_f64(), origin)?),
+    };
     Ok(ModelInfo {
         task,
         feature_version,
         khop,
         device,
+        log_runtime_per_score,
         stages,
         json: json.clone(),
     })
@@ -1118,6 +1140,10 @@ impl CostModel for OnnxModel {
 
     fn device(&self) -> Option<String> {
         Some(self.info.device.clone())
+    }
+
+    fn log_runtime_per_score(&self) -> Option<f64> {
+        self.info.log_runtime_per_score
     }
 
     fn prepare(&self, graph: &Graph) -> Result<Prepared> {

@@ -51,3 +51,41 @@ fn a_model_records_the_device_it_was_trained_for() {
         assert!(e.contains("`device` must be a non-empty string"), "{e}");
     }
 }
+
+/// `log_runtime_per_score` (MODEL.md): the embedded default carries its
+/// calibration (the layout pass's predicted gain needs it); a model without
+/// it reports none; zero, negative or non-numeric values are refused.
+#[test]
+fn a_model_records_how_its_scores_map_to_runtime() {
+    if let Err(e) = costmodel::onnx::environment() {
+        report::skipped(&format!("ONNX Runtime unavailable: {e}"));
+        return;
+    }
+    report::ran();
+    let m = OnnxModel::from_bytes(DEFAULT_LAYOUT_MODEL, "default", Task::Layout, 1).expect("loads");
+    let k = m
+        .log_runtime_per_score()
+        .expect("the default is calibrated");
+    assert!(k > 0.0 && k < 1.0, "{k}");
+    let bytes = layout_with_json(|j| {
+        j.as_object_mut()
+            .expect("object")
+            .remove("log_runtime_per_score");
+    });
+    let m = OnnxModel::from_bytes(&bytes, "plain.hlocm", Task::Layout, 1).expect("loads");
+    assert_eq!(m.log_runtime_per_score(), None);
+    for bad in [
+        serde_json::json!(0.0),
+        serde_json::json!(-0.1),
+        serde_json::json!("0.1"),
+    ] {
+        let bytes = layout_with_json(|j| j["log_runtime_per_score"] = bad.clone());
+        let e = OnnxModel::from_bytes(&bytes, "bad.hlocm", Task::Layout, 1)
+            .expect_err("refused")
+            .to_string();
+        assert!(
+            e.contains("`log_runtime_per_score` must be a positive number"),
+            "{e}"
+        );
+    }
+}

@@ -395,8 +395,12 @@ fn a_layout_score_does_not_depend_on_the_rest_of_its_batch() {
             .iter()
             .chain(if i == 0 { alone.iter() } else { [].iter() })
         {
+            // Float rounding only: ONNX Runtime's GEMMs and reductions sum in
+            // an order that depends on the batch size (~2e-6 seen; the scores'
+            // spread within a graph is ~1). The cross-configuration attention
+            // this guards against moved scores by 0.1-0.5 of that spread.
             assert!(
-                (x - y).abs() <= 1e-6 * x.abs().max(1.0),
+                (x - y).abs() <= 1e-5 * x.abs().max(1.0),
                 "config {}: {x} in one batch, {y} in another",
                 40 + i
             );

@@ -114,6 +114,23 @@ def summary(out_dir: str) -> str:
     return "\n".join(rows)
 
 
+NETWORK_KEYS = ["hidden", "opcode_dim", "num_layers", "channels", "config_expand", "mlp_hidden", "tpu_features"]
+
+
+def reused_network(path: str, hp: dict) -> dict:
+    """The network parameters of a finished run's fold model (`--reuse`); its
+    network options must be this run's."""
+    meta, graphs = X.read_hlocm(path)
+    old = meta["hparams"]
+    differ = [k for k in NETWORK_KEYS if old.get(k, 0) != hp.get(k, 0)]
+    if differ:
+        raise SystemExit(f"--reuse {path}: network options differ: " + ", ".join(f"{k} {old.get(k)} vs {hp.get(k)}" for k in differ))
+    params = X.params_from_onnx(graphs)
+    for k in ("gnn_scale", "blend_w", "blend_lo", "blend_hi"):
+        params.pop(k, None)
+    return params
+
+
 def predictions(binary: str, model: str, npz: str) -> np.ndarray:
     out = subprocess.run([binary, "eval", "--json", "--predictions", "--threads", "1", "--model", model, npz],
                          capture_output=True, text=True)
@@ -186,6 +203,10 @@ def main(argv=None):
     ap.add_argument("--config-expand", type=int, choices=[1, 2])
     ap.add_argument("--tpu-features", type=int, choices=[0, 1])
     ap.add_argument("--ref-init", type=float)
+    ap.add_argument("--ridge-blend", type=float)
+    ap.add_argument("--reuse", metavar="VARIANT",
+                    help="take each fold's network from VARIANT's finished run in OUT_DIR instead of training it "
+                         "(same network options; for post-training options such as --ridge-blend)")
     args = ap.parse_args(argv)
 
     t_start = time.time()
@@ -193,7 +214,8 @@ def main(argv=None):
     cache_dir = args.cache_dir or os.path.join(args.out_dir, "cache")
     hp = M.default_hparams("layout")
     for key, value in [("hidden", args.hidden), ("num_layers", args.layers), ("channels", args.channels),
-                       ("config_expand", args.config_expand), ("tpu_features", args.tpu_features), ("ref_init", args.ref_init)]:
+                       ("config_expand", args.config_expand), ("tpu_features", args.tpu_features), ("ref_init", args.ref_init),
+                       ("ridge_blend", args.ridge_blend)]:
         if value is not None:
             hp[key] = value
     khop = hp["num_layers"]
@@ -228,11 +250,17 @@ def main(argv=None):
         per_seed = []
         for seed in args.seeds:
             t0 = time.time()
-            params = T.fit("layout", hp, train_graphs, stats, steps=args.steps, batch=args.batch, lr=args.lr,
-                           loss=args.loss, margin=args.margin, weight_decay=args.weight_decay, seed=seed, log=None)
+            if args.reuse:
+                params = reused_network(os.path.join(args.out_dir, f"{args.reuse}.{name}.seed{seed}.hlocm"), hp)
+            else:
+                params = T.fit("layout", hp, train_graphs, stats, steps=args.steps, batch=args.batch, lr=args.lr,
+                               loss=args.loss, margin=args.margin, weight_decay=args.weight_decay, seed=seed, log=None)
+            fold_hp = dict(hp)
+            if hp.get("ridge_blend"):
+                params = T.ridge_blend(fold_hp, params, train_graphs, hp["ridge_blend"])
             train_seconds.append(time.time() - t0)
             path = os.path.join(args.out_dir, f"{args.name}.{name}.seed{seed}.hlocm")
-            X.write_hlocm(path, "layout", params, hp, {"trained_on": [os.path.relpath(p, args.data) for p in train_files]})
+            X.write_hlocm(path, "layout", params, fold_hp, {"trained_on": [os.path.relpath(p, args.data) for p in train_files]})
             m = hlo_cost_eval(args.hlo_cost, path, f)
             per_seed.append(m)
             print(f"{name} seed {seed}: tau {fmt(m['kendall_tau'])} top-1 {fmt(m['top1_slowdown'], True)} "

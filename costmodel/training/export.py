@@ -180,7 +180,7 @@ class _Builder:
     def layout_head(self, emb_in: str, hp: dict) -> str:
         k, d = hp["channels"], hp["hidden"]
         tpu = bool(hp.get("tpu_features"))
-        emb = self.slice_last(emb_in, 0, d) if tpu else emb_in
+        emb = self.slice_last(emb_in, 0, d) if M.shape_in_embedding(hp) else emb_in
         logits = self.op("MatMul", [emb, self.param("pool_w")])  # [NC, 1]
         weights = self.op("Softmax", [logits], axis=0)  # [NC, 1]
         u = self.op("Mul", [self.dense(emb, "node_w", "node_b"), weights])  # [NC, F*K]
@@ -208,7 +208,19 @@ class _Builder:
             if hp.get("ref_blend"):
                 ref = self.op("MatMul", [agg, self.const(M.reference_weights())])
                 y = self.op("Add", [y, self.op("Mul", [ref, self.const(np.float32(hp["ref_blend"]))])])
+        if "blend_w" in self.params:
+            shape = self.slice_last(emb_in, d, d + M.NODE_EXTRA)
+            wmean = self.weighted_tpu_features("config_feat", shape)  # [C, G]
+            wmean = self.op("Min", [self.op("Max", [wmean, self.param("blend_lo")]), self.param("blend_hi")])
+            y = self.op("Add", [self.op("Mul", [y, self.param("gnn_scale")]), self.op("MatMul", [wmean, self.param("blend_w")])])
         return self.op("Squeeze", [y, self.const([1], np.int64)])
+
+    def weighted_tpu_features(self, cfg: str, shape: str) -> str:
+        """model.weighted_tpu_features: [C, G], the node-weighted mean of tpu_features."""
+        g = self.tpu_features(cfg, shape)  # [C, NC, G]
+        w = self.slice_last(shape, 7, 8)  # [NC, 1]
+        w = self.op("Div", [w, self.op("ReduceSum", [w, self.const([0], np.int64)], keepdims=1)])
+        return self.op("ReduceSum", [self.op("Mul", [g, w]), self.const([1], np.int64)], keepdims=0)
 
 
 def _vi(name, elem, shape):
@@ -240,15 +252,15 @@ def _finish(b: _Builder, name: str, inputs, outputs, meta: dict) -> onnx.ModelPr
 
 
 def _encoder_body(b: _Builder, hp) -> str:
-    """The per-node encoder output, [N, D] (with `tpu_features`: [N, D + NODE_EXTRA])."""
+    """The per-node encoder output, [N, D] (with `shape_in_embedding`: [N, D + NODE_EXTRA])."""
     h = b.message_passing(b.node_input(), hp["num_layers"], rank=2)
-    if hp.get("tpu_features"):
+    if M.shape_in_embedding(hp):
         h = b.op("Concat", [h, b.node_shape_features()], axis=-1)
     return h
 
 
 def emb_width(hp) -> int:
-    return hp["hidden"] + (M.NODE_EXTRA if hp.get("tpu_features") else 0)
+    return hp["hidden"] + (M.NODE_EXTRA if M.shape_in_embedding(hp) else 0)
 
 
 def build_layout_encoder(params, hp) -> onnx.ModelProto:
@@ -326,6 +338,7 @@ def write_hlocm(path: str, task: str, params, hp, info: dict) -> dict:
         "stages": list(graphs.keys()),
         "khop": hp["num_layers"] if task == "layout" else None,
         "hparams": hp,
+        **({"log_runtime_per_score": hp["ridge_fit"]["log_runtime_per_score"]} if "ridge_fit" in hp else {}),
         **info,
     }
     buf = io.BytesIO()

@@ -50,6 +50,7 @@ def default_hparams(task: str) -> dict:
             "config_expand": 1,  # F = 18 * config_expand (1: raw values, 2: values and squares)
             "mlp_hidden": 64,
             "tpu_features": 0,  # 1: TPU tiling features computed in the model (tpu_features); off: CV, MODEL.md
+            "ridge_blend": 0.0,  # a > 0: add a times a ridge ranker over size-weighted TPU features (MODEL.md)
         }
     return {
         "hidden": 32,
@@ -160,12 +161,18 @@ def node_shape_features(node_feat):
     return jnp.concatenate([rank, dims, jnp.log(elems + 2.0) * np.float32(1.0 / np.log(2.0))], axis=-1)
 
 
+def shape_in_embedding(hp) -> bool:
+    """Whether stage 1 appends the node's shape (`node_shape_features`) to its embedding:
+    the head needs it for the TPU tiling features (`tpu_features` or `ridge_blend`)."""
+    return bool(hp.get("tpu_features") or hp.get("ridge_blend"))
+
+
 def layout_encoder(p, hp, node_feat, node_opcode, edge_index, node_config_ids):
     """Stage 1 (once per graph): embeddings of the configurable nodes, [NC, D]
-    (with `tpu_features`: [NC, D + NODE_EXTRA], the node's shape appended)."""
+    (with `shape_in_embedding`: [NC, D + NODE_EXTRA], the node's shape appended)."""
     h = node_input(p, node_feat, node_opcode)
     h = message_passing(p, h, edge_index, hp["num_layers"])
-    if hp.get("tpu_features"):
+    if shape_in_embedding(hp):
         h = jnp.concatenate([h, node_shape_features(node_feat)], axis=-1)
     return h[node_config_ids]
 
@@ -205,6 +212,15 @@ def tpu_features(config_feat, shape):
     largest = jnp.argmax(dims, axis=-1).astype(jnp.float32)  # [NC], first largest
     out.append((eff[..., 0] != largest).astype(jnp.float32) * (rank[..., 0] > 1.0))
     return jnp.stack(out, axis=-1)
+
+
+def weighted_tpu_features(config_feat, shape):
+    """[C, TPU_FEATURES]: `tpu_features` averaged over the configurable nodes, each
+    node weighted by log2(2 + elements) (its share of the total weight). The
+    inputs of the ridge ranker of `ridge_blend`."""
+    g = tpu_features(config_feat, shape)
+    w = shape[:, 7]
+    return jnp.sum(g * (w / jnp.sum(w))[None, :, None], axis=1)
 
 
 def layout_config_features(config_feat, expand):
@@ -256,6 +272,14 @@ def layout_head(p, hp, config_node_emb, config_feat):
         y = y + (agg @ p["lin_w"])[:, 0]
         if hp.get("ref_blend"):
             y = y + hp["ref_blend"] * (agg @ reference_weights())[:, 0]
+    if "blend_w" in p:
+        # ridge_blend (fitted after training, train.ridge_blend): the network's
+        # score in units of its spread on the training graphs, plus the ridge
+        # ranker's, scaled the same way and weighted by a (both folded into
+        # gnn_scale and blend_w).
+        wmean = weighted_tpu_features(config_feat, config_node_emb[:, d:])
+        wmean = jnp.clip(wmean, p["blend_lo"], p["blend_hi"])  # the range of the training configurations
+        y = y * p["gnn_scale"][0] + (wmean @ p["blend_w"])[:, 0]
     return y
 
 

@@ -247,6 +247,64 @@ def fit(task, hp, graphs, stats, *, steps, batch, lr, loss, margin, weight_decay
     return {k: np.asarray(get(v), np.float32) for k, v in {**trainable, **consts}.items()}
 
 
+RIDGE_LAMBDA = 1e-2  # on standardized features; the fits are insensitive from 1e-3 to 10 (MODEL.md)
+
+
+def ridge_blend(hp, params, graphs, a):
+    """Adds the fixed `ridge_blend` term to trained layout parameters (model.layout_head).
+
+    On the training graphs: the node-weighted TPU tiling features
+    (model.weighted_tpu_features) of every configuration, a ridge regression of
+    each graph's standardized log runtime on them (every graph weighs the same,
+    whatever its number of configurations), and the spreads on those graphs of
+    the network's scores and the ridge scores (mean over graphs of the standard
+    deviation within a graph). The exported score is network / its spread + a *
+    ridge / its spread: both rankers in the same units, fixed numbers, so a
+    score still depends on its configuration alone. The ridge inputs are
+    clipped to the range the training configurations span (`blend_lo`,
+    `blend_hi`): a search over configurations far from the published ones
+    (every node changed) must not ride the linear term beyond its data.
+    Returns new parameters with `gnn_scale` [1], `blend_w` [G, 1], `blend_lo`
+    and `blend_hi` [G]; the fit's summary goes to hp["ridge_fit"], with
+    `log_runtime_per_score`: the mean within-graph spread of log runtime over
+    that of the final score on the training graphs, which turns a score
+    difference into a predicted runtime ratio (the layout pass's gain).
+    """
+    fwd = jax.jit(forward_fn("layout", hp))
+    feats, targets, gnn_spread = [], [], []
+    for g in graphs:
+        shape = M.node_shape_features(g.node_feat)[g.node_config_ids]
+        feats.append(np.asarray(M.weighted_tpu_features(g.config_feat, shape), np.float64))
+        y = np.log(np.asarray(g.runtime, np.float64))
+        targets.append((y - y.mean()) / max(y.std(), 1e-12))
+        s = np.asarray(fwd(params, g.node_feat, g.node_opcode, g.edge_index, g.node_config_ids, g.config_feat), np.float64)
+        gnn_spread.append(s.std())
+    wt = np.concatenate([np.full(len(t), 1.0 / len(t)) for t in targets])
+    x, y = np.concatenate(feats), np.concatenate(targets)
+    mu = (x * wt[:, None]).sum(0) / wt.sum()
+    sd = np.sqrt(((x - mu) ** 2 * wt[:, None]).sum(0) / wt.sum()) + 1e-6
+    z = np.concatenate([(x - mu) / sd, np.ones((len(x), 1))], axis=1)
+    beta = np.linalg.solve(z.T @ (z * wt[:, None]) + RIDGE_LAMBDA * np.eye(z.shape[1]), z.T @ (y * wt))
+    w = beta[:-1] / sd  # per raw feature; the constant does not change a ranking
+    ridge_spread = float(np.mean([(f @ w).std() for f in feats]))
+    gnn = float(np.mean(gnn_spread))
+    if not (gnn > 0 and ridge_spread > 0):
+        raise ValueError(f"ridge_blend: degenerate spreads (network {gnn}, ridge {ridge_spread})")
+    out = dict(params)
+    out["gnn_scale"] = np.asarray([1.0 / gnn], np.float32)
+    out["blend_w"] = (a * w / ridge_spread).astype(np.float32)[:, None]
+    out["blend_lo"] = x.min(axis=0).astype(np.float32)
+    out["blend_hi"] = x.max(axis=0).astype(np.float32)
+    score_spread, log_spread = [], []
+    for g in graphs:
+        s = np.asarray(fwd(out, g.node_feat, g.node_opcode, g.edge_index, g.node_config_ids, g.config_feat), np.float64)
+        score_spread.append(s.std())
+        log_spread.append(np.log(np.asarray(g.runtime, np.float64)).std())
+    hp["ridge_fit"] = {"weights": [round(float(v), 6) for v in w], "network_spread": gnn, "ridge_spread": ridge_spread,
+                       "log_runtime_per_score": float(np.mean(log_spread) / np.mean(score_spread))}
+    return out
+
+
 def usable_graph(g: D.GraphData) -> bool:
     return g.config_feat.shape[0] >= 2 and np.ptp(g.runtime) > 0
 
@@ -269,6 +327,8 @@ def main(argv=None):
     ap.add_argument("--tpu-features", type=int, choices=[0, 1], default=None, help="layout: TPU tiling features in the head")
     ap.add_argument("--ref-init", type=float, default=None, help="layout: start the linear term as the reference heuristic, scaled")
     ap.add_argument("--channels", type=int, default=None, help="layout head channels K")
+    ap.add_argument("--ridge-blend", type=float, default=None,
+                    help="layout: add this many times a ridge ranker over size-weighted TPU features, fitted after training")
     ap.add_argument("--config-expand", type=int, choices=[1, 2], default=None)
     ap.add_argument("--weight-decay", type=float, default=0.05)
     ap.add_argument("--cache-dir", help="keep pruned, deduplicated graphs here between runs")
@@ -295,7 +355,8 @@ def main(argv=None):
     if args.layers:
         hp["num_layers"] = args.layers
     if task == "layout":
-        for key, value in [("tpu_features", args.tpu_features), ("ref_init", args.ref_init), ("channels", args.channels), ("config_expand", args.config_expand)]:
+        for key, value in [("tpu_features", args.tpu_features), ("ref_init", args.ref_init), ("channels", args.channels),
+                           ("config_expand", args.config_expand), ("ridge_blend", args.ridge_blend)]:
             if value is not None:
                 hp[key] = value
     steps = args.steps or 300
@@ -360,6 +421,8 @@ def main(argv=None):
     )
     if jax.process_index() != 0:
         return  # every process holds the same parameters; process 0 writes them
+    if task == "layout" and hp.get("ridge_blend"):
+        final = ridge_blend(hp, final, [get(p) for p in usable], hp["ridge_blend"])
     train_ev = evaluate(task, hp, final, [get(p) for p in usable])
     valid_ev = evaluate(task, hp, final, valid) if valid else {}
     print("train " + metrics.format_metrics(train_ev))

@@ -386,7 +386,11 @@ impl Pass for LayoutPass {
             let mut trial = m.clone();
             let dec = decisions(&trial, &spaces, &outcome.best);
             let a = assign::assign(&mut trial, &dec)?;
-            let gain = gain_pct(outcome.best_score, outcome.default_score);
+            let gain = gain_pct(
+                outcome.best_score,
+                outcome.default_score,
+                model.log_runtime_per_score(),
+            );
             let copy_pct = copy_share_pct(&trial, &a.copies);
             let required = cx.options.min_gain + copy_pct;
             if measured || gain >= required {
@@ -467,12 +471,20 @@ enum Verdict {
     },
 }
 
-/// Predicted gain of `best` over `default`, in percent of the default's
-/// score (positive = predicted faster; scores are lower-is-better).
-fn gain_pct(best: f32, default: f32) -> f64 {
+/// Predicted gain of `best` over `default` in percent (positive = predicted
+/// faster; scores are lower-is-better): the predicted runtime saving when the
+/// model says how scores map to runtime
+/// ([`CostModel::log_runtime_per_score`], the shipped default does), else
+/// the score difference in percent of the default's score.
+fn gain_pct(best: f32, default: f32, log_runtime_per_score: Option<f64>) -> f64 {
     let (b, d) = (f64::from(best), f64::from(default));
     if !(b.is_finite() && d.is_finite()) {
         return if b < d { f64::INFINITY } else { 0.0 };
+    }
+    if let Some(k) = log_runtime_per_score {
+        // The model says how scores map to runtime: predicted runtime ratio
+        // best / default = exp((b - d) * k).
+        return (1.0 - ((b - d) * k).exp()) * 100.0;
     }
     if d == 0.0 {
         return if b < d { f64::INFINITY } else { 0.0 };
@@ -718,5 +730,23 @@ fn pct(x: f32, base: f32) -> f64 {
         0.0
     } else {
         (f64::from(x) - f64::from(base)) / f64::from(base).abs() * 100.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::gain_pct;
+
+    #[test]
+    fn a_calibrated_gain_is_a_runtime_saving_wherever_the_scores_lie() {
+        // 1 score unit lower at 0.1 log-runtime per unit: exp(-0.1) = 0.905.
+        for (b, d) in [(-1.0, 0.0), (4.0, 5.0), (-14.0, -13.0)] {
+            let g = gain_pct(b, d, Some(0.1));
+            assert!((g - 9.516).abs() < 1e-2, "{b} vs {d}: {g}");
+        }
+        assert!((gain_pct(1.0, 0.0, Some(0.1)) + 10.517).abs() < 1e-2);
+        // Uncalibrated: the score change relative to the default's score.
+        assert!((gain_pct(4.0, 5.0, None) - 20.0).abs() < 1e-9);
+        assert_eq!(gain_pct(f32::NAN, 1.0, Some(0.1)), 0.0);
     }
 }

@@ -1,0 +1,98 @@
+"""`ridge_blend` (train.py) fits a ranker that ranks and is used by the head.
+
+Trains the layout model a few steps on real graph slices from testdata, adds the
+ridge term (`train.ridge_blend`), and checks: the ridge ranker alone orders the
+graphs it was fitted on better than chance (a flipped sign or a wrong feature
+would not); with the network's weight made negligible, the model's ranking is
+the ridge ranker's (the head uses `blend_w`); the exported `.hlocm` scores the
+same as the JAX forward pass (`export.py` mirrors `model.py`). Run by
+`costmodel/tests/training_ridge_blend.rs`; exits non-zero on a failure.
+The fitted model records `log_runtime_per_score` (> 0) for the layout pass.
+
+    .venv/bin/python costmodel/training/test_ridge_blend.py
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import numpy as np  # noqa: E402
+import onnxruntime as ort  # noqa: E402
+
+import data as D  # noqa: E402
+import export as X  # noqa: E402
+import metrics  # noqa: E402
+import model as M  # noqa: E402
+import train as T  # noqa: E402
+
+NPZ = os.path.join(HERE, "..", "..", "testdata", "costmodel", "npz")
+GRAPHS = [os.path.join(NPZ, n) for n in ["layout_xla_mask_rcnn_unsorted_ids.npz", "layout_xla_default_test_cd708819.npz"]]
+
+
+def scores(hp, p, g):
+    emb = M.layout_encoder(p, hp, g.node_feat, g.node_opcode, g.edge_index, g.node_config_ids)
+    return np.asarray(M.layout_head(p, hp, emb, g.config_feat), np.float64)
+
+
+def main():
+    hp = M.default_hparams("layout")
+    hp.update(hidden=16, channels=8, mlp_hidden=16, ridge_blend=1.0)
+    graphs = [D.load_graph(p, "layout", hp["num_layers"]) for p in GRAPHS]
+    graphs = [g for g in graphs if T.usable_graph(g)]
+    if not graphs:
+        sys.exit("no usable graph in the test slices")
+    stats = D.feature_stats(GRAPHS, "layout")
+    net = T.fit("layout", hp, graphs, stats, steps=4, batch=8, lr=1e-3, loss="hinge", margin=0.1,
+                weight_decay=0.05, seed=1, log=None)
+    blended = T.ridge_blend(hp, net, graphs, 1.0)
+    if not all(k in blended for k in ("blend_w", "gnn_scale", "blend_lo", "blend_hi")):
+        sys.exit("ridge_blend added no parameters")
+    if not hp["ridge_fit"]["log_runtime_per_score"] > 0:
+        sys.exit(f"log_runtime_per_score {hp['ridge_fit']['log_runtime_per_score']} is not positive")
+    # 1. The ridge ranker alone, on the graphs it was fitted on.
+    taus = []
+    for g in graphs:
+        shape = M.node_shape_features(g.node_feat)[g.node_config_ids]
+        ridge = np.asarray(M.weighted_tpu_features(g.config_feat, shape)) @ blended["blend_w"][:, 0]
+        taus.append(metrics.ranking_metrics(ridge.astype(np.float64), g.runtime)["kendall"])
+    if not np.mean(taus) > 0.05:
+        sys.exit(f"the ridge ranker does not rank its own training graphs (Kendall tau {taus})")
+    # 2. The head uses it: with the network scaled away, the ranking is the ridge's.
+    tiny = dict(blended, gnn_scale=np.asarray([1e-9], np.float32))
+    for g, tau_ridge in zip(graphs, taus):
+        tau = metrics.ranking_metrics(scores(hp, tiny, g), g.runtime)["kendall"]
+        if abs(tau - tau_ridge) > 1e-6:
+            sys.exit(f"{g.name}: the head's ranking (tau {tau:.4f}) is not the ridge ranker's ({tau_ridge:.4f})")
+    # 3. The exported model agrees with the JAX forward pass, with the ridge
+    # inputs' clipping range narrowed to the middle of the training range so
+    # that the clipping is in play.
+    mid = (blended["blend_lo"] + blended["blend_hi"]) / 2
+    half = (blended["blend_hi"] - blended["blend_lo"]) / 4
+    blended = dict(blended, blend_lo=(mid - half).astype(np.float32), blend_hi=(mid + half).astype(np.float32))
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "m.hlocm")
+        X.write_hlocm(path, "layout", blended, hp, {})
+        meta, stages = X.read_hlocm(path)
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = 1
+        enc = ort.InferenceSession(stages["encoder.onnx"].SerializeToString(), opts)
+        head = ort.InferenceSession(stages["head.onnx"].SerializeToString(), opts)
+        for g in graphs:
+            emb = enc.run(None, {"node_feat": g.node_feat.astype(np.float32), "node_opcode": g.node_opcode.astype(np.int64),
+                                 "edge_index": g.edge_index.astype(np.int64),
+                                 "node_config_ids": g.node_config_ids.astype(np.int64)})[0]
+            onnx_s = head.run(None, {"config_node_emb": emb, "config_feat": g.config_feat.astype(np.float32)})[0]
+            jax_s = scores(hp, blended, g)
+            if not np.allclose(onnx_s, jax_s, rtol=1e-4, atol=1e-4):
+                sys.exit(f"{g.name}: ONNX and JAX scores differ by up to {np.max(np.abs(onnx_s - jax_s)):.3g}")
+    print(f"ok: ridge tau on its training graphs {', '.join(f'{t:.3f}' for t in taus)}; head and ONNX agree")
+
+
+if __name__ == "__main__":
+    main()
