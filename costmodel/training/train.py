@@ -331,6 +331,9 @@ def main(argv=None):
                     help="layout: add this many times a ridge ranker over size-weighted TPU features, fitted after training")
     ap.add_argument("--config-expand", type=int, choices=[1, 2], default=None)
     ap.add_argument("--weight-decay", type=float, default=0.05)
+    ap.add_argument("--device", help="the hardware the training runtimes were measured on, recorded in model.json "
+                    "(`tpu`, `xla-cpu`, ...); default: the device of the `hlo-cost collect` manifest.json beside "
+                    "the training files, or `tpu` (TpuGraphs) when there is none")
     ap.add_argument("--cache-dir", help="keep pruned, deduplicated graphs here between runs")
     ap.add_argument("--cache-mb", type=float, default=2048, help="keep loaded graphs in memory up to this size")
     ap.add_argument("--data-parallel", action="store_true",
@@ -371,8 +374,12 @@ def main(argv=None):
         sys.exit(f"validation files are also training files: {sorted(overlap)}")
     if not train_files:
         sys.exit("no training files")
+    try:
+        device = D.collected_device(train_files, args.device)
+    except ValueError as e:
+        sys.exit(str(e))
     t0 = time.time()
-    print(f"task={task} train={len(train_files)} files valid={len(valid_files)} files", flush=True)
+    print(f"task={task} device={device} train={len(train_files)} files valid={len(valid_files)} files", flush=True)
 
     stats = D.feature_stats(train_files, task)
     # Graphs stay on disk and are loaded when their turn comes; a bounded
@@ -433,6 +440,7 @@ def main(argv=None):
         return os.path.relpath(p, args.data)
 
     info = {
+        "device": device,
         "trained_on": [rel(p) for p in usable],
         "validated_on": [rel(p) for p in valid_files],
         "training": {
