@@ -4,7 +4,7 @@ Trains the layout model a few steps on a real graph slice from testdata twice, w
 each batch split across a 2-device mesh and on 1 device, same seed, and checks
 that every parameter agrees. Needs 2 host devices: run with
 XLA_FLAGS=--xla_force_host_platform_device_count=2 (this script sets it when
-unset). Run by `costmodel/tests/training_data_parallel.rs`; exits non-zero on a
+unset). Run by `costmodel/tests/training_scripts.rs`; exits non-zero on a
 mismatch. Fast (a few seconds of compilation, 6 steps).
 
     .venv/bin/python costmodel/training/test_data_parallel.py

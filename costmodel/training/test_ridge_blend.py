@@ -6,7 +6,7 @@ graphs it was fitted on better than chance (a flipped sign or a wrong feature
 would not); with the network's weight made negligible, the model's ranking is
 the ridge ranker's (the head uses `blend_w`); the exported `.hlocm` scores the
 same as the JAX forward pass (`export.py` mirrors `model.py`). Run by
-`costmodel/tests/training_ridge_blend.rs`; exits non-zero on a failure.
+`costmodel/tests/training_scripts.rs`; exits non-zero on a failure.
 The fitted model records `log_runtime_per_score` (> 0) for the layout pass.
 
     .venv/bin/python costmodel/training/test_ridge_blend.py
