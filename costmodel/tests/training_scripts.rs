@@ -5,6 +5,9 @@
 //!   each batch split over two host CPU devices
 //!   (`XLA_FLAGS=--xla_force_host_platform_device_count=2`) and on one device,
 //!   every parameter within float tolerance.
+//! - `test_multi_process.py`: multi-process training (`train.py --data-parallel
+//!   --coordinator ... --num-processes 2`, two processes on localhost joined by
+//!   `jax.distributed`, one host CPU device each) gives the one-process model.
 //! - `test_ridge_blend.py`: the ridge term of the layout model (`train.py
 //!   --ridge-blend`, the shipped default's design) ranks its training graphs,
 //!   the head's ranking becomes the ridge's when the network's weight is
@@ -52,6 +55,11 @@ fn two_devices_train_the_same_parameters_as_one() {
         "test_data_parallel.py",
         &[("XLA_FLAGS", "--xla_force_host_platform_device_count=2")],
     );
+}
+
+#[test]
+fn two_processes_train_the_same_parameters_as_one() {
+    run_training_script("test_multi_process.py", &[]);
 }
 
 #[test]
