@@ -21,7 +21,8 @@
 //!   --measure` command line reports it and exits non-zero.
 //!
 //! Needs XLA's CPU plugin (`pip install xla-cpu-pjrt`, installed by .ci/run)
-//! and jaxlib for the proto fallback; says "skipped" when they are absent.
+//! (the proto is written by hlo-opt itself: no Python runs); says
+//! "skipped" when it is absent.
 
 #[path = "support/report.rs"]
 mod report;
@@ -327,6 +328,11 @@ fn each_legalization_rule_is_needed() {
             "entry result %e",
         ),
         (
+            "tuple entry parameter element not row-major",
+            "HloModule m\n\nENTRY main {\n  p = (f32[4,6]{0,1}, f32[4,6]{1,0}) parameter(0)\n  a = f32[4,6]{0,1} get-tuple-element(p), index=0\n  b = f32[4,6]{1,0} get-tuple-element(p), index=1\n  ROOT s = f32[4,6]{1,0} subtract(a, b)\n}\n",
+            "entry parameter %p element 0",
+        ),
+        (
             "dot batch dimensions not most major",
             "HloModule m\n\nENTRY main {\n  p = f32[2,3,4,5]{3,2,1,0} parameter(0)\n  q = f32[2,3,5,6]{3,2,1,0} parameter(1)\n  pt = f32[2,3,4,5]{3,2,0,1} copy(p)\n  ROOT d = f32[2,3,4,6]{3,2,1,0} dot(pt, q), lhs_batch_dims={0,1}, rhs_batch_dims={0,1}, lhs_contracting_dims={3}, rhs_contracting_dims={2}\n}\n",
             "dot %d: lhs operand",
@@ -363,6 +369,49 @@ fn each_legalization_rule_is_needed() {
         let legal = b.compile(&proto, Pipeline::LayoutsKept).expect("compiles");
         let legal = b.outputs(legal.id).expect("runs");
         compare(&legal, &want, 1e-4, 1e-4).unwrap_or_else(|e| panic!("{what}: {e}"));
+    }
+}
+
+/// An entry whose single parameter is a tuple (as TpuGraphs' and jax's
+/// training steps have) is fed its leaves: it computes what the same
+/// program with one parameter per element computes on the same inputs,
+/// under both pipelines (an order mix-up of the leaves changes the
+/// difference's sign).
+#[test]
+fn a_tuple_entry_parameter_is_fed_as_its_leaves() {
+    let Some(mut b) = backend() else { return };
+    let tupled = hlo::parse_module(
+        "HloModule t\n\nENTRY main {\n  p = (f32[3,5]{1,0}, s32[], f32[3,5]{1,0}) parameter(0)\n  x = f32[3,5]{1,0} get-tuple-element(p), index=0\n  k = s32[] get-tuple-element(p), index=1\n  y = f32[3,5]{1,0} get-tuple-element(p), index=2\n  kf = f32[] convert(k)\n  kb = f32[3,5]{1,0} broadcast(kf), dimensions={}\n  d = f32[3,5]{1,0} subtract(x, y)\n  ROOT r = f32[3,5]{1,0} multiply(d, kb)\n}\n",
+    )
+    .expect("parses");
+    let flat = hlo::parse_module(
+        "HloModule f\n\nENTRY main {\n  x = f32[3,5]{1,0} parameter(0)\n  k = s32[] parameter(1)\n  y = f32[3,5]{1,0} parameter(2)\n  kf = f32[] convert(k)\n  kb = f32[3,5]{1,0} broadcast(kf), dimensions={}\n  d = f32[3,5]{1,0} subtract(x, y)\n  ROOT r = f32[3,5]{1,0} multiply(d, kb)\n}\n",
+    )
+    .expect("parses");
+    let inputs = inputs_for(&tupled, 7).expect("a tuple of arrays is fed");
+    assert_eq!(inputs, inputs_for(&flat, 7).expect("inputs"));
+    b.set_inputs(&inputs).expect("inputs");
+    let flat_proto = pjrt::proto::module_proto(&flat).expect("proto");
+    let want = b.compile(&flat_proto, Pipeline::Xla).expect("compiles");
+    let want = b.outputs(want.id).expect("runs");
+    for pipeline in [Pipeline::Xla, Pipeline::LayoutsKept] {
+        let proto = match pipeline {
+            Pipeline::Xla => pjrt::proto::module_proto(&tupled),
+            Pipeline::LayoutsKept => pjrt::prepare(&tupled).map(|(p, _)| p),
+        }
+        .expect("proto");
+        let got = b.compile(&proto, pipeline).expect("compiles");
+        let got = b.outputs(got.id).expect("runs");
+        compare(&got, &want, 0.0, 0.0).unwrap_or_else(|e| panic!("{pipeline:?}: {e}"));
+    }
+    // Tuples PJRT cannot feed are refused with a reason, not run.
+    for (text, why) in [
+        ("HloModule n\n\nENTRY main {\n  p = ((f32[2], f32[2]), f32[2]) parameter(0)\n  ROOT g = f32[2] get-tuple-element(p), index=1\n}\n", "nested tuples"),
+        ("HloModule n\n\nENTRY main {\n  p = (f32[2]) parameter(0)\n  q = f32[2] parameter(1)\n  ROOT g = f32[2] get-tuple-element(p), index=0\n}\n", "beside other parameters"),
+    ] {
+        let m = hlo::parse_module(text).expect("parses");
+        let e = inputs_for(&m, 0).expect_err("not fed").to_string();
+        assert!(e.contains(why), "{e}");
     }
 }
 

@@ -253,3 +253,33 @@ fn truncated_garbage_and_absurd_bytes_are_errors_not_panics() {
         assert!(proto::from_bytes(&g).is_err());
     }
 }
+
+/// XLA prints `/*index=5*/` inside long tuple shardings (jax's and
+/// TpuGraphs' entry parameters carry them); the writer reads comments as
+/// white space, as XLA's lexer does.
+#[test]
+fn index_comments_inside_a_tuple_sharding_are_white_space() {
+    let elems = (0..7).map(|_| "f32[2]").collect::<Vec<_>>().join(", ");
+    let shardings = (0..7)
+        .map(|k| {
+            let c = if k == 5 { "/*index=5*/" } else { "" };
+            format!("{c}{{maximal device={k}}}")
+        })
+        .collect::<Vec<_>>()
+        .join(", ");
+    let text = format!(
+        "HloModule t\n\nENTRY e {{\n  p = ({elems}) parameter(0), sharding={{{shardings}}}\n  ROOT g = f32[2] get-tuple-element(p), index=6\n}}\n"
+    );
+    let m = hlo::parse_module(&text).expect("parses");
+    let p = proto::module_to_proto(&m).expect("writes");
+    let s = p.computations[0].instructions[0]
+        .sharding
+        .as_ref()
+        .expect("a sharding");
+    let devices: Vec<i64> = s
+        .tuple_shardings
+        .iter()
+        .flat_map(|t| t.tile_assignment_devices.clone())
+        .collect();
+    assert_eq!(devices, (0..7).collect::<Vec<i64>>());
+}

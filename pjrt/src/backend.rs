@@ -180,14 +180,19 @@ pub enum Pipeline {
 }
 
 impl Pipeline {
-    pub fn compile_options(self) -> Vec<u8> {
-        match self {
-            Pipeline::Xla => proto::compile_options(&[]),
-            Pipeline::LayoutsKept => proto::compile_options(&[(
-                "xla_disable_hlo_passes",
+    /// The serialized compile options of this pipeline; `tupled_parameter`:
+    /// the entry takes one tuple parameter, fed as its leaves
+    /// ([`proto::entry_takes_a_tuple`]).
+    pub fn compile_options(self, tupled_parameter: bool) -> Vec<u8> {
+        use prost::Message as _;
+        let overrides: &[(&str, &str)] = match self {
+            Pipeline::Xla => &[],
+            Pipeline::LayoutsKept => &[(
+                proto::DISABLE_PASSES_OPTION,
                 proto::DISABLED_PASSES_LAYOUTS_KEPT,
-            )]),
-        }
+            )],
+        };
+        proto::compile_options(overrides, tupled_parameter).encode_to_vec()
     }
 }
 
@@ -389,9 +394,11 @@ impl Backend {
         }
     }
 
-    /// Compiles a serialized `HloModuleProto` with `pipeline`.
+    /// Compiles a serialized `HloModuleProto` with `pipeline`. An entry
+    /// that takes one tuple parameter is compiled to take its leaves (the
+    /// inputs [`crate::inputs_for`] makes for it).
     pub fn compile(&mut self, hlo_proto: &[u8], pipeline: Pipeline) -> Result<Compiled> {
-        let options = pipeline.compile_options();
+        let options = pipeline.compile_options(proto::entry_takes_a_tuple(hlo_proto)?);
         let mut f = self.request(&Request::Compile, &[hlo_proto, &options], "compiling")?;
         Ok(Compiled {
             id: f.json["id"].as_u64().unwrap_or(0) as usize,

@@ -30,34 +30,56 @@ impl SplitMix {
 pub const MAX_INPUT_ELEMENTS: usize = 1 << 28;
 
 /// The inputs of `m`'s entry computation, one per parameter, for `seed`.
+/// An entry whose only parameter is a tuple of arrays gets one input per
+/// element (PJRT feeds such a tuple as its leaves, see
+/// [`crate::proto::entry_takes_a_tuple`]); leaf `k` gets the values a
+/// parameter `k` of the same shape would get.
 pub fn inputs_for(m: &hlo::Module, seed: u64) -> Result<Vec<HostArray>> {
     let entry = m.entry_computation();
-    let mut out = Vec::with_capacity(entry.params.len());
-    for (k, &p) in entry.params.iter().enumerate() {
+    let mut leaves: Vec<(String, &hlo::ArrayShape)> = Vec::new();
+    for &p in &entry.params {
         let name = &m.inst(p).name;
-        let hlo::Shape::Array(a) = m.inst_shape(p) else {
+        match m.inst_shape(p) {
+            hlo::Shape::Array(a) => leaves.push((format!("entry parameter %{name}"), a)),
+            hlo::Shape::Tuple(elems) if entry.params.len() == 1 => {
+                for (j, &s) in elems.iter().enumerate() {
+                    let hlo::Shape::Array(a) = m.shape(s) else {
+                        return Err(PjrtError::Unsupported(format!(
+                            "element {j} of the entry parameter %{name} is not an array (PJRT \
+                             feeds a tuple parameter as its leaves; nested tuples are not fed)"
+                        )));
+                    };
+                    leaves.push((format!("element {j} of the entry parameter %{name}"), a));
+                }
+            }
+            hlo::Shape::Tuple(_) => {
+                return Err(PjrtError::Unsupported(format!(
+                    "entry parameter %{name} is a tuple beside other parameters (PJRT feeds a \
+                     tuple only as the entry's single parameter)"
+                )))
+            }
+            _ => {
+                return Err(PjrtError::Unsupported(format!(
+                    "entry parameter %{name} is not an array or a tuple of arrays"
+                )))
+            }
+        }
+    }
+    let mut out = Vec::with_capacity(leaves.len());
+    for (k, (what, a)) in leaves.into_iter().enumerate() {
+        if a.dynamic.iter().any(|&d| d) {
             return Err(PjrtError::Unsupported(format!(
-                "entry parameter %{name} is not an array (tuple parameters are not fed)"
-            )));
-        };
-        if !a.dynamic.is_empty() && a.dynamic.iter().any(|&d| d) {
-            return Err(PjrtError::Unsupported(format!(
-                "entry parameter %{name} has dynamic dimensions"
+                "{what} has dynamic dimensions"
             )));
         }
         let ty = ElementType::from_prim(a.elem).ok_or_else(|| {
-            PjrtError::Unsupported(format!(
-                "entry parameter %{name} of element type {}",
-                a.elem.name()
-            ))
+            PjrtError::Unsupported(format!("{what} of element type {}", a.elem.name()))
         })?;
         let n = a
             .element_count()
             .and_then(|n| usize::try_from(n).ok())
             .filter(|&n| n <= MAX_INPUT_ELEMENTS)
-            .ok_or_else(|| {
-                PjrtError::Unsupported(format!("entry parameter %{name} is too large to feed"))
-            })?;
+            .ok_or_else(|| PjrtError::Unsupported(format!("{what} is too large to feed")))?;
         let mut rng = SplitMix(seed ^ (k as u64).wrapping_mul(0xa076_1d64_78bd_642f));
         let mut data = Vec::with_capacity(n * ty.byte_size());
         for _ in 0..n {

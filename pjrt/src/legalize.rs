@@ -10,7 +10,9 @@
 //!    resets the entry computation layout to the defaults, and a parameter
 //!    instruction in another layout reads the row-major bytes as if they
 //!    were in its layout. Such a parameter gets the default layout and a
-//!    `copy` into its old one.
+//!    `copy` into its old one. A tuple parameter (fed as its leaves) gets
+//!    row-major elements and a `copy` after each `get-tuple-element` of an
+//!    element in another layout.
 //! 2. **the entry result** is handed back as row-major: a result (or tuple
 //!    element) in another layout is copied into the default at the root.
 //!    The header's `entry_computation_layout` is then dropped (the
@@ -116,16 +118,20 @@ fn next_in_order(m: &Module, comp: CompId, x: InstId) -> Option<InstId> {
 /// Legalizes `m` for XLA:CPU with its layouts kept (see the module doc).
 pub fn legalize_xla_cpu(m: &mut Module) -> Result<Report> {
     let mut report = Report::default();
-    entry_parameters(m, &mut report);
+    entry_parameters(m, &mut report)?;
     dots(m, &mut report)?;
     entry_result(m, &mut report)?;
     Ok(report)
 }
 
-fn entry_parameters(m: &mut Module, report: &mut Report) {
+fn entry_parameters(m: &mut Module, report: &mut Report) -> Result<()> {
     let comp = m.entry;
     let params = m.comp(comp).params.clone();
     for p in params {
+        if m.inst_shape(p).is_tuple() {
+            tuple_parameter(m, p, report)?;
+            continue;
+        }
         let Some(old) = m2m_of(m, m.inst(p).shape) else {
             continue;
         };
@@ -150,6 +156,73 @@ fn entry_parameters(m: &mut Module, report: &mut Report) {
             fmt(&old)
         ));
     }
+    Ok(())
+}
+
+/// Rule 1 for a tuple entry parameter (fed as its leaves): the parameter's
+/// elements become row-major, and each `get-tuple-element` of an element
+/// in another layout is produced row-major and copied into that layout.
+/// Another use of the whole tuple with such an element is refused.
+fn tuple_parameter(m: &mut Module, p: InstId, report: &mut Report) -> Result<()> {
+    let comp = m.entry;
+    let Shape::Tuple(elems) = m.inst_shape(p).clone() else {
+        return Ok(());
+    };
+    let old: Vec<Option<SmallVec<[i64; 6]>>> = elems
+        .iter()
+        .map(|&s| m2m_of(m, s).filter(|l| !is_default(l)))
+        .collect();
+    if old.iter().all(Option::is_none) {
+        return Ok(());
+    }
+    let name = m.inst(p).name.to_string();
+    let users = m.users(comp)[p.index()].clone();
+    for &u in &users {
+        let index = (m.inst(u).opcode == Opcode::GetTupleElement)
+            .then(|| m.inst(u).tuple_index().ok().flatten())
+            .flatten()
+            .and_then(|k| usize::try_from(k).ok())
+            .filter(|&k| k < elems.len());
+        let Some(k) = index else {
+            return Err(PjrtError::Unsupported(format!(
+                "the tuple entry parameter %{name} has elements that are not row-major and is \
+                 used whole by %{} (only its get-tuple-elements can be legalized)",
+                m.inst(u).name
+            )));
+        };
+        let Some(l) = &old[k] else {
+            continue;
+        };
+        let l = l.clone();
+        let default: Vec<i64> = (0..l.len() as i64).rev().collect();
+        let gte_users = m.users(comp)[u.index()].clone();
+        let row_major = with_layout(m, m.inst(u).shape, &default);
+        m.inst_mut(u).shape = row_major;
+        let before = next_in_order(m, comp, u);
+        let c = copy_into(m, comp, u, &l, before);
+        for g in gte_users {
+            m.replace_operand(g, u, c);
+        }
+        if m.comp(comp).root == u {
+            m.comp_mut(comp).root = c;
+        }
+        report.lines.push(format!(
+            "entry parameter %{name} element {k} (%{}): arrives row-major; copied into {}",
+            m.inst(u).name,
+            fmt(&l)
+        ));
+    }
+    let row_major: SmallVec<[ShapeId; 4]> = elems
+        .iter()
+        .zip(&old)
+        .map(|(&s, l)| match l {
+            Some(l) => with_layout(m, s, &(0..l.len() as i64).rev().collect::<Vec<_>>()),
+            None => s,
+        })
+        .collect();
+    let s = m.intern_shape(Shape::Tuple(row_major));
+    m.inst_mut(p).shape = s;
+    Ok(())
 }
 
 /// `m2m` with `batch` moved to the most-major positions (batch[0] most

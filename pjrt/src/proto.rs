@@ -1,17 +1,30 @@
-//! The protobuf messages the backend writes and reads, encoded by hand on
-//! the wire format (a handful of fields; field numbers are XLA's, from
-//! `xla/pjrt/proto/compile_options.proto` and `xla/service/hlo.proto` /
-//! `xla/xla_data.proto`):
-//! - `CompileOptionsProto`: one replica, one partition, any device, and
-//!   (for [`crate::Pipeline::LayoutsKept`]) the override
-//!   `env_option_overrides["xla_disable_hlo_passes"]`. An override is
-//!   applied on top of XLA's default debug options; writing `debug_options`
-//!   ourselves would zero every other default.
+//! The protobuf messages the backend writes and reads:
+//! - the module: [`module_proto`] serializes a module with hlo-opt's own
+//!   `HloModuleProto` writer ([`hlo::proto::to_bytes`]); no Python runs. A
+//!   module the writer cannot express is an [`PjrtError::Unsupported`]
+//!   error naming what it could not write.
+//! - the compile options: [`CompileOptionsProto`] and the messages it holds,
+//!   prost messages written here with the field numbers of XLA's
+//!   `CompileOptionsProto`, `ExecutableBuildOptionsProto` and
+//!   `OptionOverrideProto` (`xla/pjrt/proto/compile_options.proto`; numbers
+//!   checked against the bytes jaxlib's `CompileOptions` writes). Only the
+//!   fields the backend sets are declared. [`compile_options`] builds them:
+//!   one replica, one partition, any device, the parameter tupling a
+//!   module's signature needs, and the `env_option_overrides` (an override
+//!   is applied on top of XLA's default debug options; writing
+//!   `debug_options` ourselves would zero every other default and the
+//!   compile fails).
 //! - reading back the layouts of an optimized `HloModuleProto`
 //!   ([`instruction_layouts`]), to confirm which layouts XLA compiled.
 //!
-//! Invariants: the reader never panics on malformed bytes (every length is
-//! checked) and skips fields it does not know.
+//! Invariants: decoding never panics on malformed bytes (prost checks every
+//! length) and skips fields it does not know; encoding is deterministic
+//! (the override map is a `BTreeMap`).
+
+use std::collections::BTreeMap;
+
+use hlo::proto::xla::{HloModuleProto, ProgramShapeProto, ShapeProto};
+use prost::Message as _;
 
 use crate::{PjrtError, Result};
 
@@ -21,121 +34,119 @@ use crate::{PjrtError, Result};
 /// ops that the CPU backend refuses.
 pub const DISABLED_PASSES_LAYOUTS_KEPT: &str = "layout-assignment,algsimp,cse";
 
-fn varint(out: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        out.push((v as u8) | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
+/// The debug option [`DISABLED_PASSES_LAYOUTS_KEPT`] is given as.
+pub const DISABLE_PASSES_OPTION: &str = "xla_disable_hlo_passes";
+
+/// `xla.CompileOptionsProto` (the fields the backend sets).
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct CompileOptionsProto {
+    /// The entry computation takes one tuple parameter, fed as its leaves.
+    #[prost(bool, tag = "2")]
+    pub parameter_is_tupled_arguments: bool,
+    #[prost(message, optional, tag = "3")]
+    pub executable_build_options: Option<ExecutableBuildOptionsProto>,
+    /// Debug options applied on top of XLA's defaults, by option name.
+    #[prost(btree_map = "string, message", tag = "7")]
+    pub env_option_overrides: BTreeMap<String, OptionOverrideProto>,
 }
 
-fn tag(out: &mut Vec<u8>, field: u32, wire: u8) {
-    varint(out, ((field as u64) << 3) | wire as u64);
+/// `xla.ExecutableBuildOptionsProto` (the fields the backend sets).
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct ExecutableBuildOptionsProto {
+    /// -1: any device.
+    #[prost(int64, tag = "1")]
+    pub device_ordinal: i64,
+    #[prost(int64, tag = "4")]
+    pub num_replicas: i64,
+    #[prost(int64, tag = "5")]
+    pub num_partitions: i64,
 }
 
-fn int_field(out: &mut Vec<u8>, field: u32, v: i64) {
-    tag(out, field, 0);
-    varint(out, v as u64);
+/// `xla.OptionOverrideProto`: one value of a debug option.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct OptionOverrideProto {
+    #[prost(oneof = "OptionValue", tags = "1, 2, 3, 4")]
+    pub value: Option<OptionValue>,
 }
 
-fn bytes_field(out: &mut Vec<u8>, field: u32, b: &[u8]) {
-    tag(out, field, 2);
-    varint(out, b.len() as u64);
-    out.extend_from_slice(b);
+/// The value of an [`OptionOverrideProto`].
+#[derive(Clone, PartialEq, prost::Oneof)]
+pub enum OptionValue {
+    #[prost(string, tag = "1")]
+    String(String),
+    #[prost(bool, tag = "2")]
+    Bool(bool),
+    #[prost(int64, tag = "3")]
+    Int(i64),
+    #[prost(double, tag = "4")]
+    Double(f64),
 }
 
-/// A serialized `CompileOptionsProto`: `executable_build_options` (3) with
-/// `device_ordinal` (1) = -1, `num_replicas` (4) = 1, `num_partitions`
-/// (5) = 1; each `(name, value)` of `overrides` as an
-/// `env_option_overrides` (7) map entry whose `OptionOverrideProto` holds
-/// `string_field` (1).
-pub fn compile_options(overrides: &[(&str, &str)]) -> Vec<u8> {
-    let mut build = Vec::new();
-    int_field(&mut build, 1, -1);
-    int_field(&mut build, 4, 1);
-    int_field(&mut build, 5, 1);
-    let mut out = Vec::new();
-    bytes_field(&mut out, 3, &build);
-    for (name, value) in overrides {
-        let mut value_msg = Vec::new();
-        bytes_field(&mut value_msg, 1, value.as_bytes());
-        let mut entry = Vec::new();
-        bytes_field(&mut entry, 1, name.as_bytes());
-        bytes_field(&mut entry, 2, &value_msg);
-        bytes_field(&mut out, 7, &entry);
-    }
-    out
-}
-
-/// One field of a message: its number and its value.
-enum Value<'a> {
-    Int(u64),
-    Bytes(&'a [u8]),
-    Fixed,
-}
-
-struct Fields<'a> {
-    b: &'a [u8],
-}
-
-fn read_varint(b: &mut &[u8]) -> Option<u64> {
-    let mut v = 0u64;
-    for shift in (0..64).step_by(7) {
-        let (&byte, rest) = b.split_first()?;
-        *b = rest;
-        v |= ((byte & 0x7f) as u64) << shift;
-        if byte < 0x80 {
-            return Some(v);
-        }
-    }
-    None
-}
-
-impl<'a> Iterator for Fields<'a> {
-    type Item = std::result::Result<(u32, Value<'a>), ()>;
-    fn next(&mut self) -> Option<Self::Item> {
-        if self.b.is_empty() {
-            return None;
-        }
-        let mut step = || -> Option<(u32, Value<'a>)> {
-            let key = read_varint(&mut self.b)?;
-            let field = u32::try_from(key >> 3).ok()?;
-            let v = match key & 7 {
-                0 => Value::Int(read_varint(&mut self.b)?),
-                1 => {
-                    self.b = self.b.get(8..)?;
-                    Value::Fixed
-                }
-                2 => {
-                    let n = usize::try_from(read_varint(&mut self.b)?).ok()?;
-                    let (v, rest) = (self.b.get(..n)?, self.b.get(n..)?);
-                    self.b = rest;
-                    Value::Bytes(v)
-                }
-                5 => {
-                    self.b = self.b.get(4..)?;
-                    Value::Fixed
-                }
-                _ => return None,
-            };
-            Some((field, v))
-        };
-        match step() {
-            Some(f) => Some(Ok(f)),
-            None => {
-                self.b = &[];
-                Some(Err(()))
-            }
-        }
+/// The compile options of one compile: one replica and one partition on
+/// any device, `tupled_parameter` (see [`entry_takes_a_tuple`]), and each
+/// `(name, value)` of `overrides` as a string override.
+pub fn compile_options(overrides: &[(&str, &str)], tupled_parameter: bool) -> CompileOptionsProto {
+    CompileOptionsProto {
+        parameter_is_tupled_arguments: tupled_parameter,
+        executable_build_options: Some(ExecutableBuildOptionsProto {
+            device_ordinal: -1,
+            num_replicas: 1,
+            num_partitions: 1,
+        }),
+        env_option_overrides: overrides
+            .iter()
+            .map(|(name, value)| {
+                (
+                    name.to_string(),
+                    OptionOverrideProto {
+                        value: Some(OptionValue::String(value.to_string())),
+                    },
+                )
+            })
+            .collect(),
     }
 }
 
-fn fields(b: &[u8]) -> Fields<'_> {
-    Fields { b }
+/// Decodes serialized compile options (what the worker hands XLA).
+pub fn decode_compile_options(bytes: &[u8]) -> Result<CompileOptionsProto> {
+    CompileOptionsProto::decode(bytes)
+        .map_err(|e| PjrtError::Protocol(format!("malformed CompileOptionsProto: {e}")))
 }
 
-fn malformed() -> PjrtError {
-    PjrtError::Protocol("malformed HloModuleProto".into())
+/// The serialized `HloModuleProto` of `m`, written by hlo-opt
+/// ([`hlo::proto::to_bytes`]).
+pub fn module_proto(m: &hlo::Module) -> Result<Vec<u8>> {
+    hlo::proto::to_bytes(m).map_err(|e| {
+        PjrtError::Unsupported(format!(
+            "module {} cannot be written as an HloModuleProto: {e}",
+            m.name
+        ))
+    })
+}
+
+/// Only the entry signature of an `HloModuleProto` (field 4,
+/// `host_program_shape`); prost skips every other field.
+#[derive(Clone, PartialEq, prost::Message)]
+struct ModuleSignature {
+    #[prost(message, optional, tag = "4")]
+    host_program_shape: Option<ProgramShapeProto>,
+}
+
+/// `PrimitiveType.TUPLE`.
+const TUPLE: i32 = 13;
+
+/// Whether the entry computation of a serialized `HloModuleProto` takes
+/// exactly one parameter and it is a tuple: PJRT then compiles it with
+/// `parameter_is_tupled_arguments` and the caller passes the tuple's
+/// leaves ([`crate::inputs_for`] generates them so).
+pub fn entry_takes_a_tuple(module: &[u8]) -> Result<bool> {
+    let sig = ModuleSignature::decode(module)
+        .map_err(|e| PjrtError::Protocol(format!("malformed HloModuleProto: {e}")))?;
+    let params = sig
+        .host_program_shape
+        .map(|p| p.parameters)
+        .unwrap_or_default();
+    Ok(matches!(&params[..], [only] if only.element_type == TUPLE))
 }
 
 /// An instruction of a compiled module and its layout.
@@ -149,175 +160,121 @@ pub struct InstLayout {
     pub minor_to_major: Option<Vec<i64>>,
 }
 
-/// Every instruction of a serialized `HloModuleProto` with its layout:
-/// `computations` (3) -> `instructions` (2) -> `name` (1), `opcode` (2),
-/// `shape` (3) -> `layout` (5) -> `minor_to_major` (1, packed or not).
+/// `xla.HloModuleProtoWithConfig`: the module (field 1) and its config
+/// (field 2, not read).
+#[derive(Clone, PartialEq, prost::Message)]
+struct ModuleWithConfig {
+    #[prost(message, optional, tag = "1")]
+    hlo_module: Option<HloModuleProto>,
+}
+
+fn malformed(e: prost::DecodeError) -> PjrtError {
+    PjrtError::Protocol(format!("malformed HloModuleProto: {e}"))
+}
+
+/// Every instruction of a serialized `HloModuleProto` with its layout.
 ///
 /// `PJRT_Executable_OptimizedProgram` of XLA:CPU answers an
-/// `HloModuleProtoWithConfig` (the module is its field 1, the config field
-/// 2); such a wrapper is unwrapped. Instructions XLA cloned into fusions
-/// keep their name with a `.N` suffix.
+/// `HloModuleProtoWithConfig`; such a wrapper is unwrapped (a module
+/// without computations is read as one). Instructions XLA cloned into
+/// fusions keep their name with a `.N` suffix.
 pub fn instruction_layouts(module: &[u8]) -> Result<Vec<InstLayout>> {
-    let mut has_computations = false;
-    let mut first = None;
-    for f in fields(module) {
-        match f.map_err(|_| malformed())? {
-            (3, Value::Bytes(_)) => has_computations = true,
-            (1, Value::Bytes(b)) => first = Some(b),
-            _ => {}
-        }
-    }
-    let module = match first {
-        Some(inner) if !has_computations => inner,
-        _ => module,
+    let plain = HloModuleProto::decode(module);
+    let m = match plain {
+        Ok(m) if !m.computations.is_empty() => m,
+        plain => match ModuleWithConfig::decode(module) {
+            Ok(ModuleWithConfig {
+                hlo_module: Some(m),
+            }) => m,
+            _ => plain.map_err(malformed)?,
+        },
     };
-    let mut out = Vec::new();
-    for f in fields(module) {
-        let (n, v) = f.map_err(|_| malformed())?;
-        let (3, Value::Bytes(comp)) = (n, v) else {
-            continue;
-        };
-        let mut comp_name = String::new();
-        let mut insts = Vec::new();
-        for f in fields(comp) {
-            match f.map_err(|_| malformed())? {
-                (1, Value::Bytes(s)) => comp_name = String::from_utf8_lossy(s).into_owned(),
-                (2, Value::Bytes(i)) => insts.push(i),
-                _ => {}
-            }
+    let layout = |s: &Option<ShapeProto>| -> Option<Vec<i64>> {
+        let s = s.as_ref()?;
+        if s.element_type == TUPLE {
+            return None;
         }
-        for inst in insts {
-            let mut l = InstLayout {
-                computation: comp_name.clone(),
-                name: String::new(),
-                opcode: String::new(),
-                minor_to_major: None,
-            };
-            for f in fields(inst) {
-                match f.map_err(|_| malformed())? {
-                    (1, Value::Bytes(s)) => l.name = String::from_utf8_lossy(s).into_owned(),
-                    (2, Value::Bytes(s)) => l.opcode = String::from_utf8_lossy(s).into_owned(),
-                    (3, Value::Bytes(shape)) => l.minor_to_major = shape_layout(shape)?,
-                    _ => {}
-                }
-            }
-            out.push(l);
-        }
-    }
-    Ok(out)
-}
-
-fn shape_layout(shape: &[u8]) -> Result<Option<Vec<i64>>> {
-    let mut is_tuple = false;
-    let mut layout = None;
-    for f in fields(shape) {
-        match f.map_err(|_| malformed())? {
-            (4, _) => is_tuple = true,
-            (5, Value::Bytes(l)) => {
-                let mut m2m = Vec::new();
-                for f in fields(l) {
-                    match f.map_err(|_| malformed())? {
-                        (1, Value::Int(v)) => m2m.push(v as i64),
-                        (1, Value::Bytes(mut packed)) => {
-                            while !packed.is_empty() {
-                                m2m.push(read_varint(&mut packed).ok_or_else(malformed)? as i64);
-                            }
-                        }
-                        _ => {}
-                    }
-                }
-                layout = Some(m2m);
-            }
-            _ => {}
-        }
-    }
-    Ok(if is_tuple { None } else { layout })
-}
-
-/// The serialized `HloModuleProto` of `m`.
-///
-/// FALLBACK (until `hlo` writes protos itself): the module is printed and
-/// XLA's own parser in jaxlib serializes it ([`proto_via_jaxlib`]), with the
-/// Python of `$HLO_OPT_PYTHON`, of a `.venv` in the current folder or an
-/// ancestor, or `python3`.
-pub fn module_proto(m: &hlo::Module) -> Result<Vec<u8>> {
-    proto_via_jaxlib(&python(), &hlo::print_module(m))
-}
-
-fn python() -> std::path::PathBuf {
-    if let Some(p) = std::env::var_os("HLO_OPT_PYTHON") {
-        return p.into();
-    }
-    if let Ok(cwd) = std::env::current_dir() {
-        for d in cwd.ancestors() {
-            let p = d.join(".venv/bin/python");
-            if p.is_file() {
-                return p;
-            }
-        }
-    }
-    "python3".into()
-}
-
-/// Serializes HLO text to an `HloModuleProto` with XLA's own parser (jaxlib
-/// in `python`).
-pub fn proto_via_jaxlib(python: &std::path::Path, text: &str) -> Result<Vec<u8>> {
-    use std::io::Write;
-    let script = "import sys\nfrom jax._src.lib import hlo\n\
-                  t = sys.stdin.read()\n\
-                  sys.stdout.buffer.write(hlo.hlo_module_from_text(t).as_serialized_hlo_module_proto())\n";
-    let mut child = std::process::Command::new(python)
-        .args(["-c", script])
-        .env("JAX_PLATFORMS", "cpu")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .map_err(|e| PjrtError::Io {
-            context: format!("running {}", python.display()),
-            source: e,
-        })?;
-    if let Some(mut stdin) = child.stdin.take() {
-        let text = text.to_string();
-        std::thread::spawn(move || {
-            let _ = stdin.write_all(text.as_bytes());
-        });
-    }
-    let out = child.wait_with_output().map_err(|e| PjrtError::Io {
-        context: "jaxlib proto writer".into(),
-        source: e,
-    })?;
-    if !out.status.success() {
-        let err = String::from_utf8_lossy(&out.stderr);
-        let last = err
-            .lines()
-            .rev()
-            .find(|l| !l.trim().is_empty())
-            .unwrap_or("");
-        return Err(PjrtError::Unsupported(format!(
-            "XLA's parser (jaxlib) rejected the module: {last}"
-        )));
-    }
-    Ok(out.stdout)
+        s.layout.as_ref().map(|l| l.minor_to_major.clone())
+    };
+    Ok(m.computations
+        .iter()
+        .flat_map(|c| {
+            c.instructions.iter().map(|i| InstLayout {
+                computation: c.name.clone(),
+                name: i.name.clone(),
+                opcode: i.opcode.clone(),
+                minor_to_major: layout(&i.shape),
+            })
+        })
+        .collect())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn hex(b: &[u8]) -> String {
+        b.iter().map(|x| format!("{x:02x}")).collect()
+    }
+
     /// The bytes jaxlib 0.10.2's `CompileOptions` writes for the same
-    /// override (its `env_option_overrides` entry, field 7).
+    /// settings: its `env_option_overrides` entry (field 7), its build
+    /// options' device_ordinal -1 (a ten-byte varint), 1 replica, 1
+    /// partition, and `parameter_is_tupled_arguments` (field 2).
     #[test]
-    fn the_override_is_encoded_as_xla_writes_it() {
-        let b = compile_options(&[("xla_disable_hlo_passes", DISABLED_PASSES_LAYOUTS_KEPT)]);
+    fn the_options_are_encoded_as_xla_writes_them() {
+        let b = compile_options(
+            &[(DISABLE_PASSES_OPTION, DISABLED_PASSES_LAYOUTS_KEPT)],
+            false,
+        )
+        .encode_to_vec();
         let entry = "3a390a16786c615f64697361626c655f686c6f5f706173736573121f0a1d6c61796f75742d61737369676e6d656e742c616c6773696d702c637365";
-        let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
-        assert!(hex.ends_with(entry), "{hex}");
-        // Build options: device_ordinal -1 (ten-byte varint), 1 replica, 1 partition.
+        assert!(hex(&b).ends_with(entry), "{}", hex(&b));
         assert!(
-            hex.starts_with("1a0f08ffffffffffffffffff0120012801"),
-            "{hex}"
+            hex(&b).starts_with("1a0f08ffffffffffffffffff0120012801"),
+            "{}",
+            hex(&b)
         );
+        let t = compile_options(&[], true).encode_to_vec();
+        assert!(hex(&t).starts_with("10011a0f"), "{}", hex(&t));
+    }
+
+    /// What the backend sends for each pipeline, decoded: the override is
+    /// there exactly on the layouts-kept path.
+    #[test]
+    fn the_layouts_kept_options_carry_the_disabled_passes_override() {
+        use crate::Pipeline;
+        let kept =
+            decode_compile_options(&Pipeline::LayoutsKept.compile_options(false)).expect("decodes");
+        assert_eq!(
+            kept.env_option_overrides.get(DISABLE_PASSES_OPTION),
+            Some(&OptionOverrideProto {
+                value: Some(OptionValue::String(DISABLED_PASSES_LAYOUTS_KEPT.into()))
+            })
+        );
+        assert_eq!(kept.env_option_overrides.len(), 1);
+        let build = kept.executable_build_options.expect("build options");
+        assert_eq!(
+            (
+                build.device_ordinal,
+                build.num_replicas,
+                build.num_partitions
+            ),
+            (-1, 1, 1)
+        );
+        assert!(!kept.parameter_is_tupled_arguments);
+        let xla = decode_compile_options(&Pipeline::Xla.compile_options(true)).expect("decodes");
+        assert!(xla.env_option_overrides.is_empty());
+        assert!(xla.parameter_is_tupled_arguments);
+    }
+
+    #[test]
+    fn a_single_tuple_parameter_is_detected_from_the_signature() {
+        let parse = |t: &str| module_proto(&hlo::parse_module(t).expect("parses")).expect("writes");
+        let tupled = parse("HloModule m\n\nENTRY e {\n  p = (f32[2], s32[]) parameter(0)\n  ROOT g = f32[2] get-tuple-element(p), index=0\n}\n");
+        assert!(entry_takes_a_tuple(&tupled).expect("reads"));
+        let flat = parse("HloModule m\n\nENTRY e {\n  p = f32[2] parameter(0)\n  q = f32[2] parameter(1)\n  ROOT a = f32[2] add(p, q)\n}\n");
+        assert!(!entry_takes_a_tuple(&flat).expect("reads"));
     }
 
     #[test]
@@ -329,6 +286,33 @@ mod tests {
         ] {
             assert!(instruction_layouts(bad).is_err(), "{bad:?}");
         }
+        // The signature reader skips the computations whole: only a broken
+        // top level is its error.
+        for bad in [
+            &[0x1a, 0x05, 0x01][..],
+            &[0xff; 11],
+            &[0x22, 0x03, 0x0a, 0x05],
+        ] {
+            assert!(entry_takes_a_tuple(bad).is_err(), "{bad:?}");
+        }
         assert_eq!(instruction_layouts(&[]).expect("empty"), vec![]);
+    }
+
+    #[test]
+    fn layouts_are_read_from_a_module_and_from_its_config_wrapper() {
+        let m = hlo::parse_module("HloModule m\n\nENTRY e {\n  p = f32[2,3]{0,1} parameter(0)\n  ROOT t = (f32[2,3]{0,1}) tuple(p)\n}\n").expect("parses");
+        let bytes = module_proto(&m).expect("writes");
+        let l = instruction_layouts(&bytes).expect("reads");
+        assert_eq!(l.len(), 2);
+        assert_eq!(
+            (l[0].name.as_str(), l[0].minor_to_major.clone()),
+            ("p", Some(vec![0, 1]))
+        );
+        assert_eq!(l[1].minor_to_major, None);
+        let wrapped = ModuleWithConfig {
+            hlo_module: HloModuleProto::decode(&bytes[..]).ok(),
+        }
+        .encode_to_vec();
+        assert_eq!(instruction_layouts(&wrapped).expect("reads"), l);
     }
 }

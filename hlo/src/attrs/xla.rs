@@ -24,9 +24,18 @@ impl<'s> Cur<'s> {
     pub fn rest(&self) -> &'s str {
         self.s.get(self.i..).unwrap_or("")
     }
+    /// Skips white space and `/* ... */` comments (XLA prints `/*index=5*/`
+    /// inside long tuple shardings; its lexer reads comments as white space).
     pub fn ws(&mut self) {
-        let r = self.rest();
-        self.i += r.len() - r.trim_start().len();
+        loop {
+            let r = self.rest();
+            self.i += r.len() - r.trim_start().len();
+            let r = self.rest();
+            match r.strip_prefix("/*").and_then(|c| c.find("*/")) {
+                Some(end) => self.i += 2 + end + 2,
+                None => return,
+            }
+        }
     }
     pub fn peek(&mut self) -> Option<u8> {
         self.ws();
