@@ -14,22 +14,12 @@
 //! and the plugin; `scripts/cpu_layout_model.sh` runs it.
 
 use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::time::Duration;
 
 use passes::layout::LayoutPass;
 use passes::{Pass, PassContext, PassOptions};
-use pjrt::{compare, inputs_for, Backend, ElementType, Pipeline};
-
-fn quantile(v: &[f64], q: f64) -> f64 {
-    let mut v = v.to_vec();
-    v.sort_by(f64::total_cmp);
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    let pos = q * (v.len() - 1) as f64;
-    let (lo, hi) = (pos.floor() as usize, pos.ceil() as usize);
-    v[lo] + (v[hi] - v[lo]) * (pos - lo as f64)
-}
+use pjrt::measure::{compile_programs, time_interleaved, MeasureConfig};
+use pjrt::{differences, has_half_floats, inputs_for, Backend, Pipeline};
 
 /// The pass's output with `model` (`None`: the embedded default) and
 /// whether it changed the module.
@@ -54,69 +44,54 @@ fn bench(path: &str, model: &Path, plugin: &Path, budget: f64) -> Result<Vec<Str
     let (m_mod, m_changed) = layout_pass(&original, Some(model.to_path_buf()))?;
     let mut b = Backend::start(plugin).map_err(|e| e.to_string())?;
     b.set_inputs(&inputs).map_err(|e| e.to_string())?;
-    let a_proto = pjrt::proto::module_proto(&original).map_err(|e| e.to_string())?;
-    let (b_proto, _) = pjrt::prepare(&original).map_err(|e| e.to_string())?;
-    let (t_proto, _) = pjrt::prepare(&t_mod).map_err(|e| e.to_string())?;
-    let (m_proto, _) = pjrt::prepare(&m_mod).map_err(|e| e.to_string())?;
     // 0 a, 1 b, 2 t, 3 m, 4 control (b again)
-    let mut exes = Vec::new();
-    for (proto, pipeline) in [
-        (&a_proto, Pipeline::Xla),
-        (&b_proto, Pipeline::LayoutsKept),
-        (&t_proto, Pipeline::LayoutsKept),
-        (&m_proto, Pipeline::LayoutsKept),
-        (&b_proto, Pipeline::LayoutsKept),
-    ] {
-        exes.push(b.compile(proto, pipeline).map_err(|e| e.to_string())?.id);
-    }
+    let (kept, xla) = (Pipeline::LayoutsKept, Pipeline::Xla);
+    let exes: Vec<usize> = compile_programs(
+        &mut b,
+        &[
+            (&original, xla),
+            (&original, kept),
+            (&t_mod, kept),
+            (&m_mod, kept),
+            (&original, kept),
+        ],
+    )
+    .map_err(|e| e.to_string())?
+    .into_iter()
+    .map(|(id, _)| id)
+    .collect();
     let outs: Vec<_> = exes[1..4]
         .iter()
         .map(|&e| b.outputs(e).map_err(|e| e.to_string()))
         .collect::<Result<_, _>>()?;
-    let half = outs[0]
-        .iter()
-        .any(|o| matches!(o.ty, ElementType::Bf16 | ElementType::F16));
-    let tol = if half { 2e-2 } else { 1e-3 };
-    let mut checks = Vec::new();
-    for (k, label) in [(1, "tpu-model"), (2, "model")] {
-        if let Err(m) = compare(&outs[k], &outs[0], tol, tol) {
-            checks.push(format!("{label} DIFFERS ({m})"));
-        }
-    }
+    let tol = if has_half_floats(&outs[0]) {
+        2e-2
+    } else {
+        1e-3
+    };
+    let checks = differences(
+        &[("tpu-model", &outs[1]), ("model", &outs[2])],
+        &outs[0],
+        tol,
+    );
     let check = if checks.is_empty() {
         "ok".to_string()
     } else {
         checks.join("; ")
     };
-    let once = b.run(exes[1], 2).map_err(|e| e.to_string())?;
-    let t1 = once.iter().copied().fold(f64::INFINITY, f64::min).max(1e-7);
-    let reps = ((0.005 / t1).ceil() as usize).clamp(1, 1000);
-    for &e in &exes {
-        b.run(e, 1).map_err(|e| e.to_string())?;
-    }
-    let mut runs: Vec<Vec<f64>> = vec![Vec::new(); exes.len()];
-    let start = Instant::now();
-    let mut rounds = 0;
-    while rounds < 200 && (rounds < 5 || start.elapsed().as_secs_f64() < budget) {
-        for k in 0..exes.len() {
-            let i = (k + rounds) % exes.len();
-            let t: f64 = b
-                .run(exes[i], reps)
-                .map_err(|e| e.to_string())?
-                .iter()
-                .sum::<f64>()
-                / reps as f64;
-            runs[i].push(t);
-        }
-        rounds += 1;
-    }
-    let ratios = |x: usize, y: usize| -> Vec<f64> {
-        runs[x].iter().zip(&runs[y]).map(|(p, q)| p / q).collect()
+    // Interleaved timing; exes[4], a second executable of (b), is the control.
+    let schedule = MeasureConfig {
+        budget: Duration::from_secs_f64(budget),
+        min_rounds: 5,
+        max_rounds: 200,
+        min_unit: Duration::from_millis(5),
+        seed: 0,
     };
-    let ratio = |x: usize, y: usize| quantile(&ratios(x, y), 0.5);
-    let cr = ratios(4, 1);
-    let spread = (quantile(&cr, 0.9) - quantile(&cr, 0.1)) / 2.0;
-    let ms = |i: usize| quantile(&runs[i], 0.5) * 1e3;
+    let t = time_interleaved(&mut b, &exes, 1, &schedule).map_err(|e| e.to_string())?;
+    let ratio = |x: usize, y: usize| t.ratio(x, y);
+    let spread = t.spread(4, 1);
+    let ms = |i: usize| t.seconds(i) * 1e3;
+    let (rounds, reps) = (t.rounds, t.reps);
     let load = std::fs::read_to_string("/proc/loadavg")
         .ok()
         .and_then(|s| s.split_whitespace().next().map(str::to_string))
@@ -129,7 +104,7 @@ fn bench(path: &str, model: &Path, plugin: &Path, budget: f64) -> Result<Vec<Str
         format!("{:.2} ({})", ratio(2, 1), changed(t_changed)),
         format!("{:.2} ({})", ratio(3, 1), changed(m_changed)),
         format!("{:.2}", ratio(3, 0)),
-        format!("{:.2}", quantile(&cr, 0.5)),
+        format!("{:.2}", ratio(4, 1)),
         format!("±{:.1}%", spread * 100.0),
         format!("{rounds}×{reps}"),
         load,

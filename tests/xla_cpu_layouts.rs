@@ -34,7 +34,7 @@ use costmodel::reference::ReferenceModel;
 use costmodel::{ConfigBatch, CostModel, Graph, Prepared, Task};
 use passes::layout::LayoutPass;
 use passes::{Pass, PassContext, PassOptions};
-use pjrt::{compare, inputs_for, Backend, ElementType, HostArray, Pipeline};
+use pjrt::{compare, inputs_for, Backend, Pipeline};
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -85,11 +85,6 @@ fn run_layout(m: &hlo::Module, model: Box<dyn CostModel>) -> hlo::Module {
     out
 }
 
-fn is_half(outs: &[HostArray]) -> bool {
-    outs.iter()
-        .any(|o| matches!(o.ty, ElementType::Bf16 | ElementType::F16))
-}
-
 fn is_default(m2m: &[i64]) -> bool {
     m2m.iter().rev().enumerate().all(|(i, &d)| d == i as i64)
 }
@@ -132,7 +127,7 @@ fn check(
         .compile(&proto, Pipeline::LayoutsKept)
         .map_err(|e| format!("compiling with layouts kept: {e}"))?;
     let got_outs = b.outputs(got.id).map_err(|e| e.to_string())?;
-    let half = is_half(&want_outs);
+    let half = pjrt::has_half_floats(&want_outs);
     let tol = if half { 1e-2 } else { 1e-4 };
     let mut same_path = false;
     let worst = match compare(&got_outs, &want_outs, tol, tol) {

@@ -13,32 +13,11 @@
 
 use std::time::{Duration, Instant};
 
+use pjrt::measure::{compile_programs, time_interleaved, MeasureConfig};
+
 use passes::layout::LayoutPass;
 use passes::{Pass, PassContext, PassOptions};
-use pjrt::{compare, inputs_for, Backend, ElementType, Pipeline};
-
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(f64::total_cmp);
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
-}
-
-fn quantile(v: &mut [f64], q: f64) -> f64 {
-    v.sort_by(f64::total_cmp);
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    let pos = q * (v.len() - 1) as f64;
-    let (lo, hi) = (pos.floor() as usize, pos.ceil() as usize);
-    v[lo] + (v[hi] - v[lo]) * (pos - lo as f64)
-}
+use pjrt::{compare, differences, has_half_floats, inputs_for, Backend, Pipeline};
 
 fn layout_pass(m: &hlo::Module, measure: Option<f64>) -> Result<(hlo::Module, String), String> {
     let mut out = m.clone();
@@ -100,72 +79,53 @@ fn bench(path: &str, budget: f64, measure_budget: f64) -> Result<Row, String> {
     let plugin = pjrt::find_plugin(None).map_err(|e| e.to_string())?;
     let mut b = Backend::start(&plugin).map_err(|e| e.to_string())?;
     b.set_inputs(&inputs).map_err(|e| e.to_string())?;
-    let a_proto = pjrt::proto::module_proto(&original).map_err(|e| e.to_string())?;
-    let (b_proto, b_rep) = pjrt::prepare(&original).map_err(|e| e.to_string())?;
-    let (c_proto, c_rep) = pjrt::prepare(&c_mod).map_err(|e| e.to_string())?;
-    let (d_proto, _) = pjrt::prepare(&d_mod).map_err(|e| e.to_string())?;
-    let mut exes = Vec::new();
-    for (proto, pipeline) in [
-        (&a_proto, Pipeline::Xla),
-        (&b_proto, Pipeline::LayoutsKept),
-        (&c_proto, Pipeline::LayoutsKept),
-        (&d_proto, Pipeline::LayoutsKept),
-        (&a_proto, Pipeline::Xla),
-    ] {
-        exes.push(b.compile(proto, pipeline).map_err(|e| e.to_string())?.id);
-    }
+    // 0 a, 1 b, 2 c, 3 d, 4 control (a again)
+    let (kept, xla) = (Pipeline::LayoutsKept, Pipeline::Xla);
+    let compiled = compile_programs(
+        &mut b,
+        &[
+            (&original, xla),
+            (&original, kept),
+            (&c_mod, kept),
+            (&d_mod, kept),
+            (&original, xla),
+        ],
+    )
+    .map_err(|e| e.to_string())?;
+    let exes: Vec<usize> = compiled.iter().map(|(id, _)| *id).collect();
+    let (b_rep, c_rep) = (&compiled[1].1, &compiled[2].1);
     // Correctness first.
     let outs: Vec<_> = exes[..4]
         .iter()
         .map(|&e| b.outputs(e).map_err(|e| e.to_string()))
         .collect::<Result<_, _>>()?;
-    let half = outs[0]
-        .iter()
-        .any(|o| matches!(o.ty, ElementType::Bf16 | ElementType::F16));
+    let half = has_half_floats(&outs[0]);
     let tol = if half { 1e-2 } else { 1e-4 };
     let drift = half || compare(&outs[1], &outs[0], tol, tol).is_err();
     let reference = if drift { &outs[1] } else { &outs[0] };
-    let mut checks = Vec::new();
-    for (k, label) in [(1, "b"), (2, "c"), (3, "d")] {
-        if let Err(m) = compare(&outs[k], reference, tol, tol) {
-            checks.push(format!("{label} DIFFERS ({m})"));
-        }
-    }
+    let checks = differences(
+        &[("b", &outs[1]), ("c", &outs[2]), ("d", &outs[3])],
+        reference,
+        tol,
+    );
     let check = if checks.is_empty() {
         format!("ok{}", if drift { " (vs b)" } else { "" })
     } else {
         checks.join("; ")
     };
-    // Interleaved timing.
-    let once = b.run(exes[0], 2).map_err(|e| e.to_string())?;
-    let t1 = once.iter().copied().fold(f64::INFINITY, f64::min).max(1e-7);
-    let reps = ((0.005 / t1).ceil() as usize).clamp(1, 1000);
-    for &e in &exes {
-        b.run(e, 1).map_err(|e| e.to_string())?;
-    }
-    let mut runs: Vec<Vec<f64>> = vec![Vec::new(); exes.len()];
-    let start = Instant::now();
-    let mut rounds = 0;
-    while rounds < 60 && (rounds < 5 || start.elapsed().as_secs_f64() < budget) {
-        for k in 0..exes.len() {
-            let i = (k + rounds) % exes.len();
-            let t: f64 = b
-                .run(exes[i], reps)
-                .map_err(|e| e.to_string())?
-                .iter()
-                .sum::<f64>()
-                / reps as f64;
-            runs[i].push(t);
-        }
-        rounds += 1;
-    }
-    let ratio = |x: usize, y: usize| -> f64 {
-        let mut r: Vec<f64> = runs[x].iter().zip(&runs[y]).map(|(p, q)| p / q).collect();
-        median(&mut r)
+    // Interleaved timing; exes[4], a second executable of (a), is the control.
+    let schedule = MeasureConfig {
+        budget: Duration::from_secs_f64(budget),
+        min_rounds: 5,
+        max_rounds: 60,
+        min_unit: Duration::from_millis(5),
+        seed: 0,
     };
-    let mut cr: Vec<f64> = runs[4].iter().zip(&runs[0]).map(|(p, q)| p / q).collect();
-    let spread = (quantile(&mut cr, 0.9) - quantile(&mut cr, 0.1)) / 2.0;
-    let a_ms = median(&mut runs[0].clone()) * 1e3;
+    let t = time_interleaved(&mut b, &exes, 0, &schedule).map_err(|e| e.to_string())?;
+    let ratio = |x: usize, y: usize| t.ratio(x, y);
+    let spread = t.spread(4, 0);
+    let a_ms = t.seconds(0) * 1e3;
+    let (rounds, reps) = (t.rounds, t.reps);
     Ok(Row {
         name,
         cells: vec![

@@ -261,6 +261,24 @@ pub fn compare(
     Ok(worst)
 }
 
+/// Whether any result is of a 16-bit float type (compared more loosely).
+pub fn has_half_floats(outs: &[HostArray]) -> bool {
+    outs.iter()
+        .any(|o| matches!(o.ty, ElementType::Bf16 | ElementType::F16))
+}
+
+/// Compares each labelled result with `want` ([`compare`], rtol = atol =
+/// `tol`): one `LABEL DIFFERS (first mismatch)` per result that differs.
+pub fn differences(got: &[(&str, &[HostArray])], want: &[HostArray], tol: f64) -> Vec<String> {
+    got.iter()
+        .filter_map(|(label, outs)| {
+            compare(outs, want, tol, tol)
+                .err()
+                .map(|m| format!("{label} DIFFERS ({m})"))
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -26,7 +26,7 @@ mod sys;
 pub mod worker;
 
 pub use backend::{find_plugin, find_worker, Backend, Compiled, Pipeline};
-pub use data::{compare, inputs_for, values, Mismatch};
+pub use data::{compare, differences, has_half_floats, inputs_for, values, Mismatch};
 pub use error::{PjrtError, Result};
 pub use measure::{device_name, measurer_for, prepare, MeasureConfig, Measured, PjrtMeasurer};
 

@@ -60,20 +60,14 @@ pub struct Measured {
     pub report: String,
 }
 
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(f64::total_cmp);
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
+/// The median of `v` (NaN when empty).
+pub fn median(v: &[f64]) -> f64 {
+    quantile(v, 0.5)
 }
 
-fn quantile(v: &mut [f64], q: f64) -> f64 {
+/// The `q`-quantile of `v`, linearly interpolated (NaN when empty).
+pub fn quantile(v: &[f64], q: f64) -> f64 {
+    let mut v = v.to_vec();
     v.sort_by(f64::total_cmp);
     if v.is_empty() {
         return f64::NAN;
@@ -83,11 +77,106 @@ fn quantile(v: &mut [f64], q: f64) -> f64 {
     v[lo] + (v[hi] - v[lo]) * (pos - lo as f64)
 }
 
+/// Seconds per run of each executable of one interleaved measurement
+/// ([`time_interleaved`]): `runs[i][r]` is executable `i` in round `r`.
+#[derive(Clone, Debug)]
+pub struct Timings {
+    pub runs: Vec<Vec<f64>>,
+    pub rounds: usize,
+    /// Runs per timed unit (the unit's time / `reps` is recorded).
+    pub reps: usize,
+}
+
+impl Timings {
+    /// Per-round ratios of executable `x` to `y`.
+    pub fn ratios(&self, x: usize, y: usize) -> Vec<f64> {
+        self.runs[x]
+            .iter()
+            .zip(&self.runs[y])
+            .map(|(a, b)| a / b)
+            .collect()
+    }
+
+    /// Median over rounds of `x`'s time / `y`'s.
+    pub fn ratio(&self, x: usize, y: usize) -> f64 {
+        median(&self.ratios(x, y))
+    }
+
+    /// Half-width of the 10th-90th percentile range of `control`'s ratios to
+    /// `base` (the same program twice: what a ratio means nothing within).
+    pub fn spread(&self, control: usize, base: usize) -> f64 {
+        let r = self.ratios(control, base);
+        (quantile(&r, 0.9) - quantile(&r, 0.1)) / 2.0
+    }
+
+    /// Median seconds per run of executable `i`.
+    pub fn seconds(&self, i: usize) -> f64 {
+        median(&self.runs[i])
+    }
+}
+
+/// Times executables `exes` in interleaved rounds: each round runs every
+/// one once (a unit of `reps` runs), the order rotating by one each round
+/// so none always runs first. `reps` is chosen so that a unit of
+/// `exes[unit_of]` takes at least `config.min_unit`; every executable is
+/// run once before the first round (warm-up). Rounds go on until
+/// `config.max_rounds`, or the budget is spent and `config.min_rounds` are
+/// done.
+pub fn time_interleaved(
+    backend: &mut Backend,
+    exes: &[usize],
+    unit_of: usize,
+    config: &MeasureConfig,
+) -> Result<Timings> {
+    let Some(&unit_exe) = exes.get(unit_of) else {
+        return Err(PjrtError::Input("no executable to time".into()));
+    };
+    let once = backend.run(unit_exe, 2)?;
+    let t1 = once.iter().copied().fold(f64::INFINITY, f64::min).max(1e-7);
+    let reps = ((config.min_unit.as_secs_f64() / t1).ceil() as usize).clamp(1, 1000);
+    for &e in exes {
+        backend.run(e, 1)?;
+    }
+    let mut runs: Vec<Vec<f64>> = vec![Vec::new(); exes.len()];
+    let start = Instant::now();
+    let mut rounds = 0;
+    while rounds < config.max_rounds
+        && (rounds < config.min_rounds || start.elapsed() < config.budget)
+    {
+        for k in 0..exes.len() {
+            let i = (k + rounds) % exes.len();
+            let t: f64 = backend.run(exes[i], reps)?.iter().sum::<f64>() / reps as f64;
+            runs[i].push(t);
+        }
+        rounds += 1;
+    }
+    Ok(Timings { runs, rounds, reps })
+}
+
 /// A module ready for the backend: legalized, serialized.
 pub fn prepare(m: &hlo::Module) -> Result<(Vec<u8>, legalize::Report)> {
     let mut m = m.clone();
     let report = legalize::legalize_xla_cpu(&mut m)?;
     Ok((crate::proto::module_proto(&m)?, report))
+}
+
+/// Compiles each of `programs` (XLA's pipeline: the module as it is;
+/// layouts kept: legalized by [`prepare`]); per program its executable id
+/// and its legalization report (empty for XLA's pipeline).
+pub fn compile_programs(
+    backend: &mut Backend,
+    programs: &[(&hlo::Module, Pipeline)],
+) -> Result<Vec<(usize, legalize::Report)>> {
+    programs
+        .iter()
+        .map(|&(m, pipeline)| {
+            let (proto, report) = match pipeline {
+                Pipeline::Xla => (crate::proto::module_proto(m)?, legalize::Report::default()),
+                Pipeline::LayoutsKept => prepare(m)?,
+            };
+            Ok((backend.compile(&proto, pipeline)?.id, report))
+        })
+        .collect()
 }
 
 /// A measurer on a PJRT plugin (XLA:CPU by default).
@@ -173,10 +262,11 @@ impl PjrtMeasurer {
             } else if let Some(r) = &reference {
                 // Layouts may reorder floating-point sums: a loose tolerance,
                 // looser for 16-bit floats.
-                let half = r
-                    .iter()
-                    .any(|o| matches!(o.ty, crate::ElementType::Bf16 | crate::ElementType::F16));
-                let tol = if half { 2e-2 } else { 1e-3 };
+                let tol = if crate::has_half_floats(r) {
+                    2e-2
+                } else {
+                    1e-3
+                };
                 if let Err(mm) = compare(&outs, r, tol, tol) {
                     notes[i] = format!("rejected: computes other results ({mm})");
                     continue;
@@ -187,55 +277,25 @@ impl PjrtMeasurer {
         let Some(control) = control else {
             return Err(PjrtError::Protocol("the control was not compiled".into()));
         };
-        let Some(default_exe) = exes[default] else {
+        if exes[default].is_none() {
             return Err(PjrtError::Protocol("the default was not compiled".into()));
-        };
-        // Warm-up, and the repetitions per timed unit.
-        let once = backend.run(default_exe, 2)?;
-        let t1 = once.iter().copied().fold(f64::INFINITY, f64::min).max(1e-7);
-        let reps = ((self.config.min_unit.as_secs_f64() / t1).ceil() as usize).clamp(1, 1000);
-        for &e in exes.iter().flatten().chain([&control]) {
-            backend.run(e, 1)?;
         }
-        // Interleaved rounds: the order rotates so no candidate always runs first.
-        let mut runs: Vec<Vec<f64>> = vec![Vec::new(); n];
-        let mut control_runs = Vec::new();
-        let start = Instant::now();
-        let mut rounds = 0;
-        let slots: Vec<(Option<usize>, usize)> = exes
-            .iter()
-            .enumerate()
-            .filter_map(|(i, e)| e.map(|e| (Some(i), e)))
-            .chain([(None, control)])
+        // Timed: the measured candidates (default first) and the control.
+        let slots: Vec<usize> = std::iter::once(default)
+            .chain((0..n).filter(|&i| i != default && exes[i].is_some()))
             .collect();
-        while rounds < self.config.max_rounds
-            && (rounds < self.config.min_rounds || start.elapsed() < self.config.budget)
-        {
-            for k in 0..slots.len() {
-                let (who, exe) = slots[(k + rounds) % slots.len()];
-                let t: f64 = backend.run(exe, reps)?.iter().sum::<f64>() / reps as f64;
-                match who {
-                    Some(i) => runs[i].push(t),
-                    None => control_runs.push(t),
-                }
-            }
-            rounds += 1;
-        }
-        let ratios =
-            |v: &[f64]| -> Vec<f64> { v.iter().zip(&runs[default]).map(|(a, b)| a / b).collect() };
-        let mut cr = ratios(&control_runs);
-        let q10 = quantile(&mut cr, 0.1);
-        let q90 = quantile(&mut cr, 0.9);
-        let spread = ((q90 - q10) / 2.0).max(0.01);
-        let control_ratio = median(&mut cr);
+        let mut exe_ids: Vec<usize> = slots.iter().filter_map(|&i| exes[i]).collect();
+        exe_ids.push(control);
+        let t = time_interleaved(&mut backend, &exe_ids, 0, &self.config)?;
+        let (rounds, reps) = (t.rounds, t.reps);
+        let control_slot = exe_ids.len() - 1;
+        let spread = t.spread(control_slot, 0).max(0.01);
+        let control_ratio = t.ratio(control_slot, 0);
         let mut seconds = vec![None; n];
         let mut ratio = vec![None; n];
-        for i in 0..n {
-            if runs[i].is_empty() {
-                continue;
-            }
-            seconds[i] = Some(median(&mut runs[i].clone()));
-            ratio[i] = Some(median(&mut ratios(&runs[i])));
+        for (k, &i) in slots.iter().enumerate() {
+            seconds[i] = Some(t.seconds(k));
+            ratio[i] = Some(t.ratio(k, 0));
         }
         let mut keep = default;
         for i in 0..n {
