@@ -115,6 +115,22 @@ fn next_in_order(m: &Module, comp: CompId, x: InstId) -> Option<InstId> {
     order.get(at + 1).copied()
 }
 
+/// `x` is produced in layout `produced` and copied right after into its
+/// layout `m2m`, which its users (and the root, if it is `x`) now read.
+fn produce_then_copy(m: &mut Module, comp: CompId, x: InstId, produced: &[i64], m2m: &[i64]) {
+    let users = m.users(comp)[x.index()].clone();
+    let shape = with_layout(m, m.inst(x).shape, produced);
+    m.inst_mut(x).shape = shape;
+    let before = next_in_order(m, comp, x);
+    let c = copy_into(m, comp, x, m2m, before);
+    for u in users {
+        m.replace_operand(u, x, c);
+    }
+    if m.comp(comp).root == x {
+        m.comp_mut(comp).root = c;
+    }
+}
+
 /// Legalizes `m` for XLA:CPU with its layouts kept (see the module doc).
 pub fn legalize_xla_cpu(m: &mut Module) -> Result<Report> {
     let mut report = Report::default();
@@ -138,18 +154,8 @@ fn entry_parameters(m: &mut Module, report: &mut Report) -> Result<()> {
         if is_default(&old) {
             continue;
         }
-        let users = m.users(comp)[p.index()].clone();
         let default: Vec<i64> = (0..old.len() as i64).rev().collect();
-        let new_shape = with_layout(m, m.inst(p).shape, &default);
-        m.inst_mut(p).shape = new_shape;
-        let before = next_in_order(m, comp, p);
-        let c = copy_into(m, comp, p, &old, before);
-        for u in users {
-            m.replace_operand(u, p, c);
-        }
-        if m.comp(comp).root == p {
-            m.comp_mut(comp).root = c;
-        }
+        produce_then_copy(m, comp, p, &default, &old);
         report.lines.push(format!(
             "entry parameter %{}: arrives row-major; copied into {}",
             m.inst(p).name,
@@ -195,17 +201,7 @@ fn tuple_parameter(m: &mut Module, p: InstId, report: &mut Report) -> Result<()>
         };
         let l = l.clone();
         let default: Vec<i64> = (0..l.len() as i64).rev().collect();
-        let gte_users = m.users(comp)[u.index()].clone();
-        let row_major = with_layout(m, m.inst(u).shape, &default);
-        m.inst_mut(u).shape = row_major;
-        let before = next_in_order(m, comp, u);
-        let c = copy_into(m, comp, u, &l, before);
-        for g in gte_users {
-            m.replace_operand(g, u, c);
-        }
-        if m.comp(comp).root == u {
-            m.comp_mut(comp).root = c;
-        }
+        produce_then_copy(m, comp, u, &default, &l);
         report.lines.push(format!(
             "entry parameter %{name} element {k} (%{}): arrives row-major; copied into {}",
             m.inst(u).name,
@@ -285,17 +281,7 @@ fn dots(m: &mut Module, report: &mut Report) -> Result<()> {
                 continue;
             }
             let want = batch_major(&l, &out_batch);
-            let users = m.users(comp)[d.index()].clone();
-            let legal = with_layout(m, m.inst(d).shape, &want);
-            m.inst_mut(d).shape = legal;
-            let before = next_in_order(m, comp, d);
-            let c = copy_into(m, comp, d, &l, before);
-            for u in users {
-                m.replace_operand(u, d, c);
-            }
-            if m.comp(comp).root == d {
-                m.comp_mut(comp).root = c;
-            }
+            produce_then_copy(m, comp, d, &want, &l);
             report.lines.push(format!(
                 "dot %{}: result produced as {} and copied into {} (batch dimensions most major)",
                 m.inst(d).name,
