@@ -114,7 +114,8 @@ def summary(out_dir: str) -> str:
     return "\n".join(rows)
 
 
-NETWORK_KEYS = ["hidden", "opcode_dim", "num_layers", "channels", "config_expand", "mlp_hidden", "tpu_features"]
+NETWORK_KEYS = ["hidden", "opcode_dim", "num_layers", "channels", "config_expand", "mlp_hidden", "tpu_features",
+                "ridge_prefit"]
 
 
 def reused_network(path: str, hp: dict) -> dict:
@@ -126,8 +127,9 @@ def reused_network(path: str, hp: dict) -> dict:
     if differ:
         raise SystemExit(f"--reuse {path}: network options differ: " + ", ".join(f"{k} {old.get(k)} vs {hp.get(k)}" for k in differ))
     params = X.params_from_onnx(graphs)
-    for k in ("gnn_scale", "blend_w", "blend_lo", "blend_hi"):
-        params.pop(k, None)
+    if not hp.get("ridge_prefit"):  # a ridge_blend term is refitted; a prefit one was trained with
+        for k in T.RIDGE_PARAMS:
+            params.pop(k, None)
     return params
 
 
@@ -204,6 +206,7 @@ def main(argv=None):
     ap.add_argument("--tpu-features", type=int, choices=[0, 1])
     ap.add_argument("--ref-init", type=float)
     ap.add_argument("--ridge-blend", type=float)
+    ap.add_argument("--ridge-prefit", type=float)
     ap.add_argument("--reuse", metavar="VARIANT",
                     help="take each fold's network from VARIANT's finished run in OUT_DIR instead of training it "
                          "(same network options; for post-training options such as --ridge-blend)")
@@ -215,7 +218,7 @@ def main(argv=None):
     hp = M.default_hparams("layout")
     for key, value in [("hidden", args.hidden), ("num_layers", args.layers), ("channels", args.channels),
                        ("config_expand", args.config_expand), ("tpu_features", args.tpu_features), ("ref_init", args.ref_init),
-                       ("ridge_blend", args.ridge_blend)]:
+                       ("ridge_blend", args.ridge_blend), ("ridge_prefit", args.ridge_prefit)]:
         if value is not None:
             hp[key] = value
     khop = hp["num_layers"]
@@ -256,8 +259,7 @@ def main(argv=None):
                 params = T.fit("layout", hp, train_graphs, stats, steps=args.steps, batch=args.batch, lr=args.lr,
                                loss=args.loss, margin=args.margin, weight_decay=args.weight_decay, seed=seed, log=None)
             fold_hp = dict(hp)
-            if hp.get("ridge_blend"):
-                params = T.ridge_blend(fold_hp, params, train_graphs, hp["ridge_blend"])
+            params = T.finish_ridge_term(fold_hp, params, train_graphs)
             train_seconds.append(time.time() - t0)
             path = os.path.join(args.out_dir, f"{args.name}.{name}.seed{seed}.hlocm")
             X.write_hlocm(path, "layout", params, fold_hp, {"trained_on": [os.path.relpath(p, args.data) for p in train_files]})

@@ -51,6 +51,7 @@ def default_hparams(task: str) -> dict:
             "mlp_hidden": 64,
             "tpu_features": 0,  # 1: TPU tiling features computed in the model (tpu_features); off: CV, MODEL.md
             "ridge_blend": 0.0,  # a > 0: add a times a ridge ranker over size-weighted TPU features (MODEL.md)
+            "ridge_prefit": 0.0,  # c > 0: the ridge ranker fitted before training, c times it in the trained score
         }
     return {
         "hidden": 32,
@@ -163,8 +164,8 @@ def node_shape_features(node_feat):
 
 def shape_in_embedding(hp) -> bool:
     """Whether stage 1 appends the node's shape (`node_shape_features`) to its embedding:
-    the head needs it for the TPU tiling features (`tpu_features` or `ridge_blend`)."""
-    return bool(hp.get("tpu_features") or hp.get("ridge_blend"))
+    the head needs it for the TPU tiling features (`tpu_features`, `ridge_blend`, `ridge_prefit`)."""
+    return bool(hp.get("tpu_features") or hp.get("ridge_blend") or hp.get("ridge_prefit"))
 
 
 def layout_encoder(p, hp, node_feat, node_opcode, edge_index, node_config_ids):

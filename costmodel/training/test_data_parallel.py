@@ -31,18 +31,22 @@ TESTDATA = os.path.join(HERE, "..", "..", "testdata")
 GRAPHS = [os.path.join(TESTDATA, "costmodel", "npz", "layout_xla_mask_rcnn_unsorted_ids.npz")]
 
 
-def main():
-    devices = jax.devices()
-    if len(devices) < 2:
-        sys.exit(f"needs 2 devices, found {len(devices)} (XLA_FLAGS={os.environ.get('XLA_FLAGS')})")
+# The setup both data-parallel checks train with (test_multi_process.py too).
+OPTS = dict(steps=6, batch=8, lr=1e-3, loss="hinge", margin=0.1, weight_decay=0.05, seed=3, log=None)
+
+
+def small_hparams() -> dict:
     hp = M.default_hparams("layout")
     hp.update(hidden=16, channels=8, mlp_hidden=16)
-    graphs = [D.load_graph(p, "layout", hp["num_layers"]) for p in GRAPHS]
-    stats = D.feature_stats(GRAPHS, "layout")
-    opts = dict(steps=6, batch=8, lr=1e-3, loss="hinge", margin=0.1, weight_decay=0.05, seed=3, log=None)
-    one = T.fit("layout", hp, graphs, stats, parallel=T.DataParallel(devices[:1]), **opts)
-    two = T.fit("layout", hp, graphs, stats, parallel=T.DataParallel(devices[:2]), **opts)
-    init = M.init_params("layout", hp, 3, *stats["node"])
+    return hp
+
+
+def compare(one: dict, two: dict, init: dict, what: str) -> str:
+    """Exits non-zero unless every parameter of `two` equals `one`'s within float
+    tolerance and training moved at least half of them from `init`; returns
+    the summary line."""
+    if sorted(one) != sorted(two):
+        sys.exit(f"parameter names differ: {sorted(set(one) ^ set(two))}")
     worst, moved = 0.0, 0
     for k in sorted(one):
         a, b = one[k], two[k]
@@ -52,11 +56,22 @@ def main():
         # (A parameter with no gradient in exact arithmetic, like the output
         # bias under a ranking loss, moves by rounding noise only.)
         if not np.allclose(a, b, rtol=1e-4, atol=1e-4):
-            sys.exit(f"parameter {k}: 1 device and 2 devices differ by up to {np.max(np.abs(a - b)):.3g}")
+            sys.exit(f"parameter {k}: {what} differ by up to {np.max(np.abs(a - b)):.3g}")
     if moved < len(one) // 2:
         sys.exit(f"only {moved} of {len(one)} parameters changed in training: the test proves nothing")
-    print(f"ok: {len(one)} parameters ({moved} trained) agree on 1 and 2 devices "
-          f"(largest relative difference {worst:.2e})")
+    return f"ok: {len(one)} parameters ({moved} trained) agree on {what} (largest relative difference {worst:.2e})"
+
+
+def main():
+    devices = jax.devices()
+    if len(devices) < 2:
+        sys.exit(f"needs 2 devices, found {len(devices)} (XLA_FLAGS={os.environ.get('XLA_FLAGS')})")
+    hp = small_hparams()
+    graphs = [D.load_graph(p, "layout", hp["num_layers"]) for p in GRAPHS]
+    stats = D.feature_stats(GRAPHS, "layout")
+    one = T.fit("layout", hp, graphs, stats, parallel=T.DataParallel(devices[:1]), **OPTS)
+    two = T.fit("layout", hp, graphs, stats, parallel=T.DataParallel(devices[:2]), **OPTS)
+    print(compare(one, two, M.init_params("layout", hp, OPTS["seed"], *stats["node"]), "1 and 2 devices"))
 
 
 if __name__ == "__main__":

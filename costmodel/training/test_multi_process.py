@@ -26,16 +26,17 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-import numpy as np  # noqa: E402
-
 import data as D  # noqa: E402
 import export as X  # noqa: E402
 import model as M  # noqa: E402
+import test_data_parallel as P  # noqa: E402
 import train as T  # noqa: E402
 
 TESTDATA = os.path.normpath(os.path.join(HERE, "..", "..", "testdata"))
-GRAPH = "costmodel/npz/layout_xla_mask_rcnn_unsorted_ids.npz"  # relative to TESTDATA
-OPTS = ["--steps", "6", "--batch", "8", "--hidden", "16", "--channels", "8", "--lr", "1e-3", "--seed", "3"]
+GRAPH = os.path.relpath(P.GRAPHS[0], TESTDATA)
+# train.py's flags for P.small_hparams() and P.OPTS.
+FLAGS = ["--steps", "6", "--batch", "8", "--hidden", "16", "--channels", "8", "--mlp-hidden", "16", "--lr", "1e-3",
+         "--seed", "3", "--loss", "hinge", "--margin", "0.1", "--weight-decay", "0.05"]
 TIMEOUT_S = 300
 
 
@@ -52,7 +53,7 @@ def run_two_processes(out_dir: str) -> list[str]:
     procs = []
     for pid in (0, 1):
         cmd = [sys.executable, os.path.join(HERE, "train.py"), "--task", "layout", "--data", TESTDATA,
-               "--train", GRAPH, "--out", os.path.join(out_dir, f"p{pid}.hlocm"), *OPTS, "--data-parallel",
+               "--train", GRAPH, "--out", os.path.join(out_dir, f"p{pid}.hlocm"), *FLAGS, "--data-parallel",
                "--coordinator", f"127.0.0.1:{port}", "--num-processes", "2", "--process-id", str(pid)]
         log = open(os.path.join(out_dir, f"p{pid}.log"), "w+")
         procs.append((subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env), log))
@@ -86,28 +87,11 @@ def main():
         _, stages = X.read_hlocm(os.path.join(out_dir, "p0.hlocm"))
         two = X.params_from_onnx(stages)
 
-    hp = M.default_hparams("layout")
-    hp.update(hidden=16, channels=8)
-    path = os.path.join(TESTDATA, GRAPH)
-    graphs = [D.load_graph(path, "layout", hp["num_layers"])]
-    stats = D.feature_stats([path], "layout")
-    one = T.fit("layout", hp, graphs, stats, steps=6, batch=8, lr=1e-3, loss="hinge", margin=0.1,
-                weight_decay=0.05, seed=3, log=None)
-    init = M.init_params("layout", hp, 3, *stats["node"])
-    if sorted(one) != sorted(two):
-        sys.exit(f"parameter names differ: {sorted(set(one) ^ set(two))}")
-    worst, moved = 0.0, 0
-    for k in sorted(one):
-        a, b = one[k], two[k]
-        worst = max(worst, float(np.max(np.abs(a - b) / (np.abs(a) + 1e-3))))
-        moved += int(not np.array_equal(a, init[k]))
-        # The tolerance of test_data_parallel.py: a tenth of one Adam step of lr 1e-3.
-        if not np.allclose(a, b, rtol=1e-4, atol=1e-4):
-            sys.exit(f"parameter {k}: 1 process and 2 processes differ by up to {np.max(np.abs(a - b)):.3g}")
-    if moved < len(one) // 2:
-        sys.exit(f"only {moved} of {len(one)} parameters changed in training: the test proves nothing")
-    print(f"ok: {len(one)} parameters ({moved} trained) agree on 1 process and 2 processes "
-          f"(largest relative difference {worst:.2e})")
+    hp = P.small_hparams()
+    graphs = [D.load_graph(p, "layout", hp["num_layers"]) for p in P.GRAPHS]
+    stats = D.feature_stats(P.GRAPHS, "layout")
+    one = T.fit("layout", hp, graphs, stats, **P.OPTS)
+    print(P.compare(one, two, M.init_params("layout", hp, P.OPTS["seed"], *stats["node"]), "1 process and 2 processes"))
 
 
 if __name__ == "__main__":

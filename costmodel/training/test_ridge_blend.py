@@ -91,7 +91,25 @@ def main():
             jax_s = scores(hp, blended, g)
             if not np.allclose(onnx_s, jax_s, rtol=1e-4, atol=1e-4):
                 sys.exit(f"{g.name}: ONNX and JAX scores differ by up to {np.max(np.abs(onnx_s - jax_s)):.3g}")
-    print(f"ok: ridge tau on its training graphs {', '.join(f'{t:.3f}' for t in taus)}; head and ONNX agree")
+    # 4. ridge_prefit: the same ridge ranker, fitted before training, is in the
+    # trained score and stays fixed (never trained); calibrated afterwards.
+    hp_pre = dict(hp, ridge_blend=0.0, ridge_prefit=1.0)
+    pre = T.ridge_prefit_params(graphs, 1.0)
+    w, spread, _, _ = T.ridge_fit(graphs)
+    if not np.allclose(pre["blend_w"][:, 0], w / spread, rtol=1e-5) or pre["gnn_scale"][0] != 1.0:
+        sys.exit("ridge_prefit: the prefit term is not the ridge ranker in units of its spread")
+    trained = T.fit("layout", hp_pre, graphs, stats, steps=4, batch=8, lr=1e-3, loss="hinge", margin=0.1,
+                    weight_decay=0.05, seed=1, log=None)
+    for k, v in pre.items():
+        if not np.array_equal(trained[k], v):
+            sys.exit(f"ridge_prefit: {k} changed in training")
+    if not any(not np.array_equal(trained[k], net[k]) for k in net):
+        sys.exit("ridge_prefit: the ridge term did not change the network's training")
+    trained = T.finish_ridge_term(hp_pre, trained, graphs)
+    if not hp_pre["ridge_fit"]["log_runtime_per_score"] > 0:
+        sys.exit("ridge_prefit: not calibrated")
+    print(f"ok: ridge tau on its training graphs {', '.join(f'{t:.3f}' for t in taus)}; head and ONNX agree; "
+          "the prefit ridge term stays fixed in training")
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 
 Reproduce the default models from the repository root (deterministic, CPU):
 
-    .venv/bin/python costmodel/training/train.py --task layout \
+    .venv/bin/python costmodel/training/train.py --task layout --loss hinge-gap --ridge-blend 1 \
         --data ../shared/data/tpugraphs/npz --out costmodel/models/layout.hlocm
     .venv/bin/python costmodel/training/train.py --task tile \
         --data ../shared/data/tpugraphs/npz --out costmodel/models/tile.hlocm
@@ -131,7 +131,8 @@ def evaluate(task, hp, params, graphs):
 # would then differ from one device); far below real gradients. Tile: optax's
 # default, with which tile.hlocm was trained.
 ADAM_EPS = {"layout": 1e-6, "tile": 1e-8}
-FROZEN = {"node_mu", "node_inv_sigma", "cfg_mu", "cfg_inv_sigma"}
+RIDGE_PARAMS = {"gnn_scale", "blend_w", "blend_lo", "blend_hi"}  # the ridge term: fitted, never trained
+FROZEN = {"node_mu", "node_inv_sigma", "cfg_mu", "cfg_inv_sigma"} | RIDGE_PARAMS
 _STEPS = {}
 
 
@@ -209,6 +210,8 @@ def fit(task, hp, graphs, stats, *, steps, batch, lr, loss, margin, weight_decay
     node_mu, node_inv = stats["node"]
     cfg_mu, cfg_inv = stats.get("cfg", (None, None))
     params = M.init_params(task, hp, seed, node_mu, node_inv, cfg_mu, cfg_inv)
+    if task == "layout" and hp.get("ridge_prefit"):
+        params.update(ridge_prefit_params(graphs, hp["ridge_prefit"]))
     trainable = {k: jnp.asarray(v) for k, v in params.items() if k not in FROZEN}
     consts = {k: jnp.asarray(v) for k, v in params.items() if k in FROZEN}
     opt, step_fn = make_step(task, hp, loss, margin, steps, lr, weight_decay)
@@ -250,35 +253,23 @@ def fit(task, hp, graphs, stats, *, steps, batch, lr, loss, margin, weight_decay
 RIDGE_LAMBDA = 1e-2  # on standardized features; the fits are insensitive from 1e-3 to 10 (MODEL.md)
 
 
-def ridge_blend(hp, params, graphs, a):
-    """Adds the fixed `ridge_blend` term to trained layout parameters (model.layout_head).
+def ridge_fit(graphs):
+    """The ridge ranker of the ridge term (model.layout_head), fitted on `graphs`.
 
-    On the training graphs: the node-weighted TPU tiling features
-    (model.weighted_tpu_features) of every configuration, a ridge regression of
-    each graph's standardized log runtime on them (every graph weighs the same,
-    whatever its number of configurations), and the spreads on those graphs of
-    the network's scores and the ridge scores (mean over graphs of the standard
-    deviation within a graph). The exported score is network / its spread + a *
-    ridge / its spread: both rankers in the same units, fixed numbers, so a
-    score still depends on its configuration alone. The ridge inputs are
-    clipped to the range the training configurations span (`blend_lo`,
-    `blend_hi`): a search over configurations far from the published ones
-    (every node changed) must not ride the linear term beyond its data.
-    Returns new parameters with `gnn_scale` [1], `blend_w` [G, 1], `blend_lo`
-    and `blend_hi` [G]; the fit's summary goes to hp["ridge_fit"], with
-    `log_runtime_per_score`: the mean within-graph spread of log runtime over
-    that of the final score on the training graphs, which turns a score
-    difference into a predicted runtime ratio (the layout pass's gain).
+    The node-weighted TPU tiling features (model.weighted_tpu_features) of
+    every configuration, a ridge regression of each graph's standardized log
+    runtime on them (every graph weighs the same, whatever its number of
+    configurations). Returns (w [G] per raw feature, the ridge scores' spread:
+    the mean over graphs of their standard deviation within a graph, lo [G],
+    hi [G]: the range of the features over the configurations).
     """
-    fwd = jax.jit(forward_fn("layout", hp))
-    feats, targets, gnn_spread = [], [], []
+    feats, targets = [], []
     for g in graphs:
+        g = g() if callable(g) else g
         shape = M.node_shape_features(g.node_feat)[g.node_config_ids]
         feats.append(np.asarray(M.weighted_tpu_features(g.config_feat, shape), np.float64))
         y = np.log(np.asarray(g.runtime, np.float64))
         targets.append((y - y.mean()) / max(y.std(), 1e-12))
-        s = np.asarray(fwd(params, g.node_feat, g.node_opcode, g.edge_index, g.node_config_ids, g.config_feat), np.float64)
-        gnn_spread.append(s.std())
     wt = np.concatenate([np.full(len(t), 1.0 / len(t)) for t in targets])
     x, y = np.concatenate(feats), np.concatenate(targets)
     mu = (x * wt[:, None]).sum(0) / wt.sum()
@@ -286,23 +277,89 @@ def ridge_blend(hp, params, graphs, a):
     z = np.concatenate([(x - mu) / sd, np.ones((len(x), 1))], axis=1)
     beta = np.linalg.solve(z.T @ (z * wt[:, None]) + RIDGE_LAMBDA * np.eye(z.shape[1]), z.T @ (y * wt))
     w = beta[:-1] / sd  # per raw feature; the constant does not change a ranking
-    ridge_spread = float(np.mean([(f @ w).std() for f in feats]))
+    spread = float(np.mean([(f @ w).std() for f in feats]))
+    if not spread > 0:
+        raise ValueError(f"ridge term: degenerate ridge spread {spread}")
+    return w, spread, x.min(axis=0), x.max(axis=0)
+
+
+def _calibrate(hp, params, graphs, fit_summary):
+    """hp["ridge_fit"] = fit_summary + `log_runtime_per_score`: the mean within-graph
+    spread of log runtime over that of the final score on `graphs`."""
+    fwd = jax.jit(forward_fn("layout", hp))
+    score_spread, log_spread = [], []
+    for g in graphs:
+        g = g() if callable(g) else g
+        s = np.asarray(fwd(params, g.node_feat, g.node_opcode, g.edge_index, g.node_config_ids, g.config_feat), np.float64)
+        score_spread.append(s.std())
+        log_spread.append(np.log(np.asarray(g.runtime, np.float64)).std())
+    hp["ridge_fit"] = {**fit_summary, "log_runtime_per_score": float(np.mean(log_spread) / np.mean(score_spread))}
+
+
+def ridge_blend(hp, params, graphs, a):
+    """Adds the fixed `ridge_blend` term to trained layout parameters (model.layout_head).
+
+    On the training graphs: the ridge ranker (`ridge_fit`) and the spread of
+    the network's scores (mean over graphs of the standard deviation within a
+    graph). The exported score is network / its spread + a * ridge / its
+    spread: both rankers in the same units, fixed numbers, so a score still
+    depends on its configuration alone. The ridge inputs are clipped to the
+    range the training configurations span (`blend_lo`, `blend_hi`): a search
+    over configurations far from the published ones (every node changed) must
+    not ride the linear term beyond its data. Returns new parameters with
+    `gnn_scale` [1], `blend_w` [G, 1], `blend_lo` and `blend_hi` [G]; the
+    fit's summary goes to hp["ridge_fit"], with `log_runtime_per_score`: the
+    mean within-graph spread of log runtime over that of the final score on
+    the training graphs, which turns a score difference into a predicted
+    runtime ratio (the layout pass's gain).
+    """
+    fwd = jax.jit(forward_fn("layout", hp))
+    w, ridge_spread, lo, hi = ridge_fit(graphs)
+    gnn_spread = []
+    for g in graphs:
+        s = np.asarray(fwd(params, g.node_feat, g.node_opcode, g.edge_index, g.node_config_ids, g.config_feat), np.float64)
+        gnn_spread.append(s.std())
     gnn = float(np.mean(gnn_spread))
-    if not (gnn > 0 and ridge_spread > 0):
-        raise ValueError(f"ridge_blend: degenerate spreads (network {gnn}, ridge {ridge_spread})")
+    if not gnn > 0:
+        raise ValueError(f"ridge_blend: degenerate network spread {gnn}")
     out = dict(params)
     out["gnn_scale"] = np.asarray([1.0 / gnn], np.float32)
     out["blend_w"] = (a * w / ridge_spread).astype(np.float32)[:, None]
-    out["blend_lo"] = x.min(axis=0).astype(np.float32)
-    out["blend_hi"] = x.max(axis=0).astype(np.float32)
-    score_spread, log_spread = [], []
-    for g in graphs:
-        s = np.asarray(fwd(out, g.node_feat, g.node_opcode, g.edge_index, g.node_config_ids, g.config_feat), np.float64)
-        score_spread.append(s.std())
-        log_spread.append(np.log(np.asarray(g.runtime, np.float64)).std())
-    hp["ridge_fit"] = {"weights": [round(float(v), 6) for v in w], "network_spread": gnn, "ridge_spread": ridge_spread,
-                       "log_runtime_per_score": float(np.mean(log_spread) / np.mean(score_spread))}
+    out["blend_lo"] = lo.astype(np.float32)
+    out["blend_hi"] = hi.astype(np.float32)
+    _calibrate(hp, out, graphs, {"weights": [round(float(v), 6) for v in w], "network_spread": gnn,
+                                 "ridge_spread": ridge_spread})
     return out
+
+
+def ridge_prefit_params(graphs, c):
+    """The ridge term fitted before training (`ridge_prefit = c`, in `fit`): fixed
+    parameters (`RIDGE_PARAMS`, never trained) that put c times the ridge
+    ranker (`ridge_fit`), in units of its spread, into the score the network
+    is trained with (gnn_scale = 1): the network learns what the ridge ranker
+    gets wrong, instead of being blended with it afterwards (`ridge_blend`)."""
+    w, spread, lo, hi = ridge_fit(graphs)
+    return {
+        "gnn_scale": np.ones(1, np.float32),
+        "blend_w": (c * w / spread).astype(np.float32)[:, None],
+        "blend_lo": lo.astype(np.float32),
+        "blend_hi": hi.astype(np.float32),
+    }
+
+
+def finish_ridge_term(hp, params, graphs):
+    """After `fit` on `graphs`: the ridge term's final parameters and hp["ridge_fit"]
+    (with `log_runtime_per_score`). `ridge_blend`: fitted now and blended
+    (`ridge_blend`); `ridge_prefit`: already in `params`, calibrated only;
+    neither: `params` unchanged."""
+    if hp.get("ridge_blend") and hp.get("ridge_prefit"):
+        raise ValueError("ridge_blend and ridge_prefit exclude each other")
+    if hp.get("ridge_blend"):
+        return ridge_blend(hp, params, graphs, hp["ridge_blend"])
+    if hp.get("ridge_prefit"):
+        w = params["blend_w"][:, 0].astype(np.float64)
+        _calibrate(hp, params, graphs, {"weights": [round(float(v), 6) for v in w], "prefit": hp["ridge_prefit"]})
+    return params
 
 
 def usable_graph(g: D.GraphData) -> bool:
@@ -324,11 +381,15 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--hidden", type=int, default=None)
     ap.add_argument("--layers", type=int, default=None)
+    ap.add_argument("--mlp-hidden", type=int, default=None, help="width of the scoring MLP")
     ap.add_argument("--tpu-features", type=int, choices=[0, 1], default=None, help="layout: TPU tiling features in the head")
     ap.add_argument("--ref-init", type=float, default=None, help="layout: start the linear term as the reference heuristic, scaled")
     ap.add_argument("--channels", type=int, default=None, help="layout head channels K")
     ap.add_argument("--ridge-blend", type=float, default=None,
                     help="layout: add this many times a ridge ranker over size-weighted TPU features, fitted after training")
+    ap.add_argument("--ridge-prefit", type=float, default=None,
+                    help="layout: fit the ridge ranker before training and train the network with this many times it "
+                         "in the score (excludes --ridge-blend)")
     ap.add_argument("--config-expand", type=int, choices=[1, 2], default=None)
     ap.add_argument("--weight-decay", type=float, default=0.05)
     ap.add_argument("--device", help="the hardware the training runtimes were measured on, recorded in model.json "
@@ -357,9 +418,12 @@ def main(argv=None):
         hp["hidden"] = args.hidden
     if args.layers:
         hp["num_layers"] = args.layers
+    if args.mlp_hidden:
+        hp["mlp_hidden"] = args.mlp_hidden
     if task == "layout":
         for key, value in [("tpu_features", args.tpu_features), ("ref_init", args.ref_init), ("channels", args.channels),
-                           ("config_expand", args.config_expand), ("ridge_blend", args.ridge_blend)]:
+                           ("config_expand", args.config_expand), ("ridge_blend", args.ridge_blend),
+                           ("ridge_prefit", args.ridge_prefit)]:
             if value is not None:
                 hp[key] = value
     steps = args.steps or 300
@@ -428,8 +492,8 @@ def main(argv=None):
     )
     if jax.process_index() != 0:
         return  # every process holds the same parameters; process 0 writes them
-    if task == "layout" and hp.get("ridge_blend"):
-        final = ridge_blend(hp, final, [get(p) for p in usable], hp["ridge_blend"])
+    if task == "layout":
+        final = finish_ridge_term(hp, final, [get(p) for p in usable])
     train_ev = evaluate(task, hp, final, [get(p) for p in usable])
     valid_ev = evaluate(task, hp, final, valid) if valid else {}
     print("train " + metrics.format_metrics(train_ev))
