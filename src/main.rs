@@ -288,8 +288,11 @@ fn load(cli: &Cli) -> Result<(hlo::Module, Source), CliError> {
     if hlo::proto::looks_like_proto(&bytes) {
         let (m, report) = hlo::proto::from_bytes_lossy(&bytes)
             .map_err(|e| CliError(format!("{name}: error: {e}")))?;
-        for field in &report.ignored {
-            eprintln!("{name}: warning: HloModuleProto field {field} is not carried over");
+        if !report.ignored.is_empty() {
+            eprintln!(
+                "{name}: warning: HloModuleProto fields hlo-opt does not model are not carried over: {}",
+                report.summary()
+            );
         }
         // Positions of later errors refer to the module's printed text.
         let text = hlo::print_module(&m);

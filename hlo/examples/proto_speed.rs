@@ -37,10 +37,13 @@ fn main() {
     let read = best(iters, || {
         hlo::proto::from_bytes_lossy(&bytes).map(|(m, _)| m)
     });
-    let write = best(iters, || hlo::proto::to_bytes(&m));
+    // A write that fails would time its error path: fail instead.
+    let write = best(iters, || {
+        hlo::proto::to_bytes(&m).unwrap_or_else(|e| fail(format!("{proto_path}: {e}")))
+    });
     let text_to_proto = best(iters, || {
         let m = hlo::parse_module(&text).unwrap_or_else(|e| fail(format!("{text_path}: {e}")));
-        hlo::proto::to_bytes(&m)
+        hlo::proto::to_bytes(&m).unwrap_or_else(|e| fail(format!("{text_path}: {e}")))
     });
     println!("{}\t{read}\t{write}\t{text_to_proto}", bytes.len());
 }

@@ -5,11 +5,11 @@
 //!
 //! The parser decodes integers, booleans, integer lists, windows, padding,
 //! slices, enumerations (fusion kind, comparison direction and type, custom-call
-//! API version and schedule, ...), operand precisions and source-target pairs
-//! once (a malformed value is a parse error with `file:line:col`); the
+//! API version and schedule, ...), operand precisions, source-target pairs
+//! and op metadata once (a malformed value is a parse error with `file:line:col`); the
 //! accessors return the stored values and never parse text. Attributes the
-//! IR still keeps as text (strings, `dim_labels`, the proto-message kinds of
-//! [`xla`], constant literals) are validated at parse time by [`crate::semantic`].
+//! IR still keeps as text (strings, `dim_labels`, the other proto-message
+//! kinds of [`xla`], constant literals) are validated at parse time by [`crate::semantic`].
 //!
 //! Convention of every accessor: `Ok(None)` when the attribute is absent,
 //! `Err` when it is present with a value of another kind (only possible in a
@@ -93,6 +93,7 @@ pub(crate) enum ValueKind {
     Slice,
     SourceTargetPairs,
     Precisions,
+    Metadata,
     /// `direction=` of a compare.
     Direction,
     /// One of the listed names; ASCII case ignored when the flag is set.
@@ -159,6 +160,7 @@ pub(crate) fn value_kind(key: &str, op: Opcode) -> Option<ValueKind> {
         "slice" => Slice,
         "source_target_pairs" => SourceTargetPairs,
         "operand_precision" => Precisions,
+        "metadata" => Metadata,
         "direction" if op == Opcode::Compare => Direction,
         // Keys with another meaning on other opcodes, or too generic to
         // claim everywhere.
@@ -210,6 +212,7 @@ pub(crate) fn decode_typed(key: &str, kind: ValueKind, text: &str) -> Result<Att
         }
         ValueKind::SourceTargetPairs => AttrValue::Pairs(v::source_target_pairs(text)?),
         ValueKind::Precisions => AttrValue::Precisions(v::precisions(text)?),
+        ValueKind::Metadata => AttrValue::Metadata(Box::new(xla::metadata(text)?)),
         ValueKind::Float | ValueKind::ResultAccuracy => AttrValue::Raw(text.into()),
     })
 }
@@ -233,6 +236,7 @@ fn mismatch(key: &str, v: &AttrValue, want: &str) -> AttrError {
         AttrValue::Enum(e) => format!("`{e}`"),
         AttrValue::Precisions(_) => "operand precisions".to_string(),
         AttrValue::Pairs(_) => "source-target pairs".to_string(),
+        AttrValue::Metadata(_) => "op metadata".to_string(),
     };
     bad(key, format!("expected {want}, found {found}"))
 }
@@ -416,6 +420,15 @@ impl Instruction {
             None => Ok(None),
             Some(AttrValue::Pairs(p)) => Ok(Some(p)),
             Some(o) => Err(mismatch("source_target_pairs", o, "source-target pairs")),
+        }
+    }
+
+    /// `metadata={...}`.
+    pub fn metadata(&self) -> AttrResult<&crate::proto::xla::OpMetadata> {
+        match self.attr("metadata") {
+            None => Ok(None),
+            Some(AttrValue::Metadata(md)) => Ok(Some(md)),
+            Some(o) => Err(mismatch("metadata", o, "op metadata")),
         }
     }
 

@@ -383,8 +383,8 @@ impl Shape {
 ///
 /// The parser decodes every attribute whose key XLA types into a typed
 /// variant (integers, booleans, integer lists, windows, padding, slices,
-/// enumerations, operand precisions, source-target pairs, called
-/// computations, control predecessors); the printer prints the typed
+/// enumerations, operand precisions, source-target pairs, op metadata,
+/// called computations, control predecessors); the printer prints the typed
 /// form in XLA's spelling, and consumers read the typed value through the
 /// accessors of [`crate::attrs`] (never re-parsing text). Everything else is
 /// kept as the exact source text and printed back verbatim, so attributes of
@@ -421,6 +421,9 @@ pub enum AttrValue {
     Precisions(Box<[u8]>),
     /// `source_target_pairs={{0,1},{1,2}}`.
     Pairs(Box<[[i64; 2]]>),
+    /// `metadata={op_type="..." op_name="..." source_file="..." ...}`, as
+    /// XLA's `OpMetadata` message (the fields its text carries).
+    Metadata(Box<crate::proto::xla::OpMetadata>),
 }
 
 /// Key of the attribute that records the wrapped opcode of XLA's async

@@ -12,8 +12,9 @@
 //! - exactly one entry computation (`ENTRY`, or the last computation).
 //!
 //! Called computations and control predecessors become ids; integers,
-//! booleans, integer lists, windows, padding and slices are decoded into
-//! typed [`AttrValue`]s (see [`crate::attrs`]); the other attribute values
+//! booleans, integer lists, windows, padding, slices, enumerations, operand
+//! precisions, source-target pairs and op metadata are decoded into typed
+//! [`AttrValue`]s (see [`crate::attrs`]); the other attribute values
 //! are kept as their source text ([`AttrValue::Raw`]). Nesting of
 //! brackets is bounded by [`MAX_DEPTH`] before pest runs, so no input can
 //! overflow the stack.
@@ -469,7 +470,7 @@ fn check_depth(text: &str, filename: &str) -> Result<()> {
 /// FxHash: the maps below are keyed by short source slices and never iterated
 /// into output.
 #[derive(Default, Clone, Copy)]
-struct FxHasher(u64);
+pub(crate) struct FxHasher(u64);
 
 impl Hasher for FxHasher {
     #[inline]
@@ -500,7 +501,8 @@ impl Hasher for FxHasher {
     }
 }
 
-type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
+pub(crate) type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
+pub(crate) type FxSet<K> = std::collections::HashSet<K, BuildHasherDefault<FxHasher>>;
 
 /// A reference by name still to be resolved: (user, operand slot or usize::MAX
 /// for a control predecessor, name, byte offset).
@@ -924,40 +926,6 @@ impl<'a> Lowerer<'a> {
         Ok(())
     }
 
-    /// XLA builds `send` and `recv-done` from their operands and ignores the
-    /// data element of the written shape: a `send` carries its operand's
-    /// shape (layout included), a `recv-done` the data element of its `recv`.
-    /// Doing the same keeps the module XLA reads from our text equal to the
-    /// one it reads from the original. Other shapes, shapes that are not
-    /// tuples, and operands defined later (resolved after the body) are left
-    /// as written; the verifier reports a mismatch then.
-    fn rederived_shape(&mut self, opcode: Opcode, operands: &[InstId], shape: ShapeId) -> ShapeId {
-        if !matches!(opcode, Opcode::Send | Opcode::RecvDone) {
-            return shape;
-        }
-        // Slot 0 is the placeholder of an operand defined later.
-        let Some(&op) = operands.first().filter(|op| op.index() != 0) else {
-            return shape;
-        };
-        let Shape::Tuple(elems) = self.m.shape(shape) else {
-            return shape;
-        };
-        let op_shape = self.m.inst(op).shape;
-        let data = match opcode {
-            Opcode::Send => op_shape,
-            _ => match self.m.shape(op_shape) {
-                Shape::Tuple(e) if !e.is_empty() => e[0],
-                _ => return shape,
-            },
-        };
-        if elems.is_empty() || elems[0] == data {
-            return shape;
-        }
-        let mut elems = elems.clone();
-        elems[0] = data;
-        self.m.intern_shape(Shape::Tuple(elems))
-    }
-
     /// A typed operand `f32[2,2] %x` must be written with a shape
     /// compatible with %x's (layouts and dynamic bounds aside), as XLA's
     /// parser requires.
@@ -996,24 +964,13 @@ impl<'a> Lowerer<'a> {
     /// the value when the module is read back (the opaque-span scan of the
     /// grammar does not know comments).
     fn check_raw_value(&self, value: &str, voff: usize) -> Result<()> {
-        if !value.as_bytes().contains(&b'*') {
-            return Ok(());
+        match unclosed_comment(value) {
+            None => Ok(()),
+            Some(at) => Err(self.err(
+                voff + at,
+                "comment `/*` inside an attribute value is not closed before the value ends",
+            )),
         }
-        let mut rest = value;
-        let mut base = 0;
-        while let Some(p) = rest.find("/*") {
-            match rest[p + 2..].find("*/") {
-                Some(q) => {
-                    base += p + 2 + q + 2;
-                    rest = &value[base..];
-                }
-                None => return Err(self.err(
-                    voff + base + p,
-                    "comment `/*` inside an attribute value is not closed before the value ends",
-                )),
-            }
-        }
-        Ok(())
     }
 
     /// Splits an atomic `attr` token into key, value and the value's offset.
@@ -1341,16 +1298,21 @@ impl<'a> Lowerer<'a> {
                 self.m.intern_shape(s)
             }
         };
-        let shape = self.rederived_shape(opcode, &operands, shape);
-        let id = self.m.append_inst(Instruction {
-            name: name.into(),
-            opcode,
-            shape,
-            operands,
-            payload,
-            attrs,
-            parent: cid,
-        });
+        // Slot 0 is the placeholder of an operand defined later.
+        let first = operands.first().copied().filter(|op| op.index() != 0);
+        let id = append_lowered(
+            &mut self.m,
+            Instruction {
+                name: name.into(),
+                opcode,
+                shape,
+                operands,
+                payload,
+                attrs,
+                parent: cid,
+            },
+            first,
+        );
         self.note_inst_offset(id, name_off);
         if opcode == Opcode::Parameter {
             let n = self
@@ -1795,6 +1757,72 @@ impl<'a> Lowerer<'a> {
     }
 }
 
+/// Appends a lowered instruction to its computation, its shape
+/// [`rederived_shape`] first (`first`: the first operand when it is defined
+/// before the instruction).
+pub(crate) fn append_lowered(
+    m: &mut Module,
+    mut inst: Instruction,
+    first: Option<InstId>,
+) -> InstId {
+    inst.shape = rederived_shape(m, inst.opcode, first, inst.shape);
+    m.append_inst(inst)
+}
+
+/// XLA builds `send` and `recv-done` from their operands and ignores the
+/// data element of the written shape: a `send` carries its operand's shape
+/// (layout included), a `recv-done` the data element of its `recv`. Doing
+/// the same keeps the module XLA reads from our text equal to the one it
+/// reads from the original. `first` is the first operand when it is defined
+/// before the instruction (else `None`: the shape is left as written, and the
+/// verifier reports a mismatch); other opcodes and shapes that are not
+/// tuples are left as written too.
+fn rederived_shape(
+    m: &mut Module,
+    opcode: Opcode,
+    first: Option<InstId>,
+    shape: ShapeId,
+) -> ShapeId {
+    if !matches!(opcode, Opcode::Send | Opcode::RecvDone) {
+        return shape;
+    }
+    let Some(op) = first else {
+        return shape;
+    };
+    let Shape::Tuple(elems) = m.shape(shape) else {
+        return shape;
+    };
+    let op_shape = m.inst(op).shape;
+    let data = match opcode {
+        Opcode::Send => op_shape,
+        _ => match m.shape(op_shape) {
+            Shape::Tuple(e) if !e.is_empty() => e[0],
+            _ => return shape,
+        },
+    };
+    if elems.is_empty() || elems[0] == data {
+        return shape;
+    }
+    let mut elems = elems.clone();
+    elems[0] = data;
+    m.intern_shape(Shape::Tuple(elems))
+}
+
+/// The byte offset of a `/*` in `value` that is not closed before its end.
+pub(crate) fn unclosed_comment(value: &str) -> Option<usize> {
+    if !value.as_bytes().contains(&b'*') {
+        return None;
+    }
+    let mut base = 0;
+    while let Some(p) = value[base..].find("/*") {
+        match value[base + p + 2..].find("*/") {
+            Some(q) => base += p + 2 + q + 2,
+            None => return Some(base + p),
+        }
+    }
+    None
+}
+
 /// `{%a, %b}`: a brace list of names (called computations), as opposed to a
 /// computation written in place.
 fn is_name_list(s: &str) -> bool {
@@ -1825,7 +1853,11 @@ const NAME_BYTE: [bool; 256] = {
 };
 
 fn is_name(s: &str) -> bool {
-    let s = strip_pct(s);
+    is_plain_name(strip_pct(s))
+}
+
+/// A name without `%`: one or more of `[A-Za-z0-9_.-]`.
+pub(crate) fn is_plain_name(s: &str) -> bool {
     !s.is_empty() && s.bytes().all(|b| NAME_BYTE[b as usize])
 }
 
@@ -1892,7 +1924,7 @@ pub fn grammar_only(text: &str) -> usize {
 /// dimensions, and each value in range of the element type. Elided
 /// literals (`{...}`) and tuple shapes are accepted as they are. Returns the
 /// byte offset (within `lit`) and message of the first problem.
-fn check_literal(a: &ArrayShape, lit: &str) -> std::result::Result<(), (usize, String)> {
+pub(crate) fn check_literal(a: &ArrayShape, lit: &str) -> std::result::Result<(), (usize, String)> {
     let lit_trim = lit.trim();
     if lit_trim == "{...}" || lit_trim.is_empty() {
         return Ok(());

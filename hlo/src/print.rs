@@ -397,6 +397,7 @@ impl<'m> Printer<'m> {
                 }
                 self.out.push('}');
             }
+            AttrValue::Metadata(md) => crate::attrs::xla::write_metadata(md, &mut self.out),
             AttrValue::Pairs(ps) => {
                 self.out.push('{');
                 for (k, [a, b]) in ps.iter().enumerate() {

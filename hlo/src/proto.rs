@@ -22,7 +22,7 @@ mod read;
 mod write;
 
 pub use read::{module_from_proto, ReadReport};
-pub use write::module_to_proto;
+pub use write::{module_to_bytes, module_to_proto};
 
 use prost::Message as _;
 
@@ -35,7 +35,7 @@ pub const MAX_DEPTH: usize = 100;
 
 /// A module as the bytes of a serialized `HloModuleProto`.
 pub fn to_bytes(m: &Module) -> Result<Vec<u8>> {
-    Ok(module_to_proto(m)?.encode_to_vec())
+    module_to_bytes(m)
 }
 
 /// Reads a serialized `HloModuleProto`. Fails on malformed bytes, on a
@@ -57,7 +57,7 @@ pub fn from_bytes(bytes: &[u8]) -> Result<Module> {
 /// it could not carry over.
 pub fn from_bytes_lossy(bytes: &[u8]) -> Result<(Module, ReadReport)> {
     let mut unknown = Vec::new();
-    walk::<xla::HloModuleProto>(bytes, "", 0, &mut unknown)
+    walk::<xla::HloModuleProto>(bytes, None, 0, &mut unknown)
         .map_err(|e| Error::Module(format!("not a valid HloModuleProto: {e}")))?;
     let proto = xla::HloModuleProto::decode(bytes)
         .map_err(|e| Error::Module(format!("not a valid HloModuleProto: {e}")))?;
@@ -81,7 +81,7 @@ pub fn looks_like_proto(bytes: &[u8]) -> bool {
         }
     }
     let mut unknown = Vec::new();
-    !bytes.is_empty() && walk::<xla::HloModuleProto>(bytes, "", 0, &mut unknown).is_ok()
+    !bytes.is_empty() && walk::<xla::HloModuleProto>(bytes, None, 0, &mut unknown).is_ok()
 }
 
 /// A message's field table: name and message-typed child of each field
@@ -92,76 +92,118 @@ pub trait Fields {
 }
 
 /// Walks one message's bytes (see [`walk`]).
-pub type Walker = fn(&[u8], &str, usize, &mut Vec<String>) -> std::result::Result<(), String>;
+pub type Walker =
+    fn(&[u8], Option<&PathSeg<'_>>, usize, &mut Vec<String>) -> std::result::Result<(), String>;
+
+/// One step of the path from the root message to the one being walked
+/// (`computations[2]`), linked to its parent on the stack: the walk renders a
+/// path only when it reports an unknown field, so a clean proto costs no
+/// allocation per field.
+pub struct PathSeg<'a> {
+    parent: Option<&'a PathSeg<'a>>,
+    name: &'static str,
+    index: usize,
+}
+
+/// `computations[2].instructions[5]` for the path ending at `seg` ("" for the root).
+fn render_path(seg: Option<&PathSeg<'_>>) -> String {
+    let mut segs = Vec::new();
+    let mut at = seg;
+    while let Some(s) = at {
+        segs.push(s);
+        at = s.parent;
+    }
+    let mut out = String::new();
+    for (k, s) in segs.iter().rev().enumerate() {
+        if k > 0 {
+            out.push('.');
+        }
+        out.push_str(s.name);
+        out.push('[');
+        out.push_str(&s.index.to_string());
+        out.push(']');
+    }
+    out
+}
 
 /// Walks the wire format of message `M`, recording the path of every field
 /// number `M`'s schema does not declare (`computations[2].instructions[5].#120`).
 pub fn walk<M: Fields>(
     mut buf: &[u8],
-    path: &str,
+    path: Option<&PathSeg<'_>>,
     depth: usize,
     unknown: &mut Vec<String>,
 ) -> std::result::Result<(), String> {
     use prost::encoding::{decode_key, decode_varint, WireType};
     if depth > MAX_DEPTH {
-        return Err(format!("{path}: messages nest deeper than {MAX_DEPTH}"));
+        return Err(format!(
+            "{}: messages nest deeper than {MAX_DEPTH}",
+            render_path(path)
+        ));
     }
-    let mut counts: Vec<(u32, usize)> = Vec::new();
+    // Occurrences so far of each field number with a message child (its
+    // index in the path); few distinct numbers per message.
+    let mut counts: smallvec::SmallVec<[(u32, usize); 8]> = smallvec::SmallVec::new();
     while !buf.is_empty() {
         let (tag, wt) = decode_key(&mut buf).map_err(|e| format!("{}: {e}", M::NAME))?;
         let known = M::field(tag);
-        let name = known.map_or_else(|| format!("#{tag}"), |(n, _)| n.to_string());
-        let sub = |counts: &mut Vec<(u32, usize)>| -> String {
-            let k = match counts.iter_mut().find(|(t, _)| *t == tag) {
-                Some((_, c)) => {
-                    *c += 1;
-                    *c - 1
-                }
-                None => {
-                    counts.push((tag, 1));
-                    0
-                }
-            };
-            let sep = if path.is_empty() { "" } else { "." };
-            format!("{path}{sep}{name}[{k}]")
-        };
+        let name = || known.map_or_else(|| format!("#{tag}"), |(n, _)| n.to_string());
         match wt {
             WireType::Varint => {
-                decode_varint(&mut buf).map_err(|e| format!("{}.{name}: {e}", M::NAME))?;
+                decode_varint(&mut buf).map_err(|e| format!("{}.{}: {e}", M::NAME, name()))?;
             }
             WireType::SixtyFourBit => {
                 if buf.len() < 8 {
-                    return Err(format!("{}.{name}: truncated", M::NAME));
+                    return Err(format!("{}.{}: truncated", M::NAME, name()));
                 }
                 buf = &buf[8..];
             }
             WireType::ThirtyTwoBit => {
                 if buf.len() < 4 {
-                    return Err(format!("{}.{name}: truncated", M::NAME));
+                    return Err(format!("{}.{}: truncated", M::NAME, name()));
                 }
                 buf = &buf[4..];
             }
             WireType::LengthDelimited => {
                 let len =
-                    decode_varint(&mut buf).map_err(|e| format!("{}.{name}: {e}", M::NAME))?;
+                    decode_varint(&mut buf).map_err(|e| format!("{}.{}: {e}", M::NAME, name()))?;
                 let len = usize::try_from(len)
                     .ok()
                     .filter(|&l| l <= buf.len())
-                    .ok_or_else(|| format!("{}.{name}: length {len} past the end", M::NAME))?;
+                    .ok_or_else(|| format!("{}.{}: length {len} past the end", M::NAME, name()))?;
                 let (body, rest) = buf.split_at(len);
                 buf = rest;
-                if let Some((_, Some(child))) = known {
-                    let p = sub(&mut counts);
-                    child(body, &p, depth + 1, unknown)?;
+                if let Some((field_name, Some(child))) = known {
+                    let index = match counts.iter_mut().find(|(t, _)| *t == tag) {
+                        Some((_, c)) => {
+                            *c += 1;
+                            *c - 1
+                        }
+                        None => {
+                            counts.push((tag, 1));
+                            0
+                        }
+                    };
+                    let seg = PathSeg {
+                        parent: path,
+                        name: field_name,
+                        index,
+                    };
+                    child(body, Some(&seg), depth + 1, unknown)?;
                 }
             }
             WireType::StartGroup | WireType::EndGroup => {
-                return Err(format!("{}.{name}: groups are not used by XLA", M::NAME));
+                return Err(format!(
+                    "{}.{}: groups are not used by XLA",
+                    M::NAME,
+                    name()
+                ));
             }
         }
         if known.is_none() {
-            let sep = if path.is_empty() { "" } else { "." };
-            unknown.push(format!("{path}{sep}{} field #{tag}", M::NAME));
+            let p = render_path(path);
+            let sep = if p.is_empty() { "" } else { "." };
+            unknown.push(format!("{p}{sep}{} field #{tag}", M::NAME));
         }
     }
     Ok(())

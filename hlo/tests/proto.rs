@@ -283,3 +283,46 @@ fn index_comments_inside_a_tuple_sharding_are_white_space() {
         .collect();
     assert_eq!(devices, (0..7).collect::<Vec<i64>>());
 }
+
+/// `to_bytes` encodes while it builds (instructions one at a time,
+/// computations spliced into the module): its bytes must be those of
+/// encoding the whole message, for every testdata module the writer takes.
+#[test]
+fn streamed_bytes_equal_the_encoded_message() {
+    let mut compared = 0;
+    for path in common::hlo_files(&common::testdata().join("hlo")) {
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            continue;
+        };
+        let Ok(m) = hlo::parse_module(&text) else {
+            continue;
+        };
+        let Ok(whole) = proto::module_to_proto(&m) else {
+            assert!(proto::to_bytes(&m).is_err(), "{}", path.display());
+            continue;
+        };
+        let streamed = proto::to_bytes(&m).expect("writes what module_to_proto writes");
+        assert!(
+            streamed == whole.encode_to_vec(),
+            "{}: streamed bytes differ from the encoded message",
+            path.display()
+        );
+        compared += 1;
+    }
+    assert!(compared > 20, "only {compared} modules compared");
+}
+
+#[test]
+fn the_report_summary_folds_indices_and_counts() {
+    let report = proto::ReadReport {
+        ignored: vec![
+            "computations[0].instructions[3].statistics_viz".into(),
+            "device_assignment".into(),
+            "computations[2].instructions[10].statistics_viz".into(),
+        ],
+    };
+    assert_eq!(
+        report.summary(),
+        "computations[].instructions[].statistics_viz (2x), device_assignment (1x)"
+    );
+}

@@ -90,6 +90,21 @@ const MALFORMED: &[(&str, &str, &str)] = &[
         "api_version",
         "API version",
     ),
+    (
+        "ROOT n = f32[4,6]{1,0} negate(p), metadata={op_name=\"a\" source_line=x}",
+        "metadata",
+        "integer",
+    ),
+    (
+        "ROOT n = f32[4,6]{1,0} negate(p), metadata={op_name=\"a\" colour=\"red\"}",
+        "metadata",
+        "colour",
+    ),
+    (
+        "ROOT n = f32[4,6]{1,0} negate(p), metadata={op_name=\"a\" source_line=9999999999}",
+        "metadata",
+        "32 bits",
+    ),
 ];
 
 #[test]
@@ -144,6 +159,10 @@ const CANONICAL: &[(&str, &str)] = &[
     (
         "ROOT cp = f32[4,6]{1,0} collective-permute(p), source_target_pairs={ {0,1}, {1,0} }",
         "source_target_pairs={{0,1},{1,0}}",
+    ),
+    (
+        "ROOT n = f32[4,6]{1,0} negate(p), metadata={ source_line=3 op_name=\"a\\\"b\" /* c */ op_type=\"Neg\" profile_type={FLAG} }",
+        "metadata={op_type=\"Neg\" op_name=\"a\\\"b\" source_line=3 profile_type={2}}",
     ),
 ];
 
@@ -200,6 +219,7 @@ const TYPED_KEYS: &[&str] = &[
     "is_stable=",
     "kind=",
     "api_version=",
+    "metadata=",
 ];
 
 #[test]

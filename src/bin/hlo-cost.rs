@@ -461,41 +461,11 @@ fn read_record(
     if !report.ignored.is_empty() {
         eprintln!(
             "hlo-cost: warning: {name}: its module holds fields hlo-opt does not model (features do not use them): {}",
-            summarize_paths(&report.ignored)
+            report.summary()
         );
     }
     let record = Record::from_proto(&data).map_err(cli)?;
     Ok((module, record))
-}
-
-/// Field paths with their indices folded (`computations[].instructions[].x`),
-/// each with the number of places it occurs, in first-seen order.
-fn summarize_paths(paths: &[String]) -> String {
-    let mut counts: Vec<(String, usize)> = Vec::new();
-    for p in paths {
-        let mut folded = String::with_capacity(p.len());
-        let mut in_index = false;
-        for c in p.chars() {
-            match c {
-                '[' => {
-                    in_index = true;
-                    folded.push_str("[]");
-                }
-                ']' => in_index = false,
-                _ if in_index => {}
-                _ => folded.push(c),
-            }
-        }
-        match counts.iter_mut().find(|(f, _)| *f == folded) {
-            Some((_, n)) => *n += 1,
-            None => counts.push((folded, 1)),
-        }
-    }
-    counts
-        .iter()
-        .map(|(f, n)| format!("{f} ({n}x)"))
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 // ---------------------------------------------------------------------------

@@ -1,11 +1,15 @@
 //! Decoders of the attribute kinds whose typed form is one of XLA's proto
 //! messages ([`crate::proto::xla`]): shardings, op metadata, frontend
 //! attributes, replica groups, source-target pairs, aliasing, literals,
-//! precision, result accuracy, original values, statistics. The proto writer
-//! uses them; they are the one decoding path for these kinds.
+//! precision, result accuracy, original values, statistics. The parser
+//! decodes op metadata with them at parse time (and [`write_metadata`]
+//! prints it); the proto writer decodes the kinds still kept as text. They
+//! are the one decoding path for these kinds.
 //!
 //! Every decoder takes the attribute's verbatim text and returns the message
 //! or a message saying what is wrong; nothing here panics on any text.
+
+use std::fmt::Write as _;
 
 use crate::proto::xla;
 
@@ -126,6 +130,13 @@ impl<'s> Cur<'s> {
         let mut out = Vec::new();
         let mut k = 1;
         while k < b.len() {
+            // Copy the run up to the next quote or backslash at once.
+            let run = memchr::memchr2(b'"', b'\\', &b[k..]).unwrap_or(b.len() - k);
+            out.extend_from_slice(&b[k..k + run]);
+            k += run;
+            if k >= b.len() {
+                break;
+            }
             match b[k] {
                 b'"' => {
                     self.i += k + 1;
@@ -168,6 +179,17 @@ impl<'s> Cur<'s> {
         Err(format!("unterminated string at `{}`", snippet(r)))
     }
     pub fn quoted(&mut self) -> R<String> {
+        // Text is UTF-8 already: a string without escapes is its own value.
+        self.ws();
+        let r = self.rest();
+        if let Some(body) = r.strip_prefix('"') {
+            if let Some(end) = memchr::memchr2(b'"', b'\\', body.as_bytes()) {
+                if body.as_bytes()[end] == b'"' {
+                    self.i += end + 2;
+                    return Ok(body[..end].to_string());
+                }
+            }
+        }
         let b = self.quoted_bytes()?;
         String::from_utf8(b).map_err(|_| "a string is not valid UTF-8".to_string())
     }
@@ -285,7 +307,11 @@ fn metadata_fields(c: &mut Cur) -> R<xla::OpMetadata> {
                         "WINDOW" => 1,
                         "FLAG" => 2,
                         "INTEGER" => 3,
-                        _ => return Err(format!("unknown profile type `{w}`")),
+                        // XLA writes and reads the enum's number.
+                        _ => match w.parse::<i32>() {
+                            Ok(n) => n,
+                            Err(_) => return Err(format!("unknown profile type `{w}`")),
+                        },
                     });
                     c.eat(",");
                 }
@@ -300,6 +326,143 @@ fn metadata_fields(c: &mut Cur) -> R<xla::OpMetadata> {
         }
         c.eat(",");
     }
+}
+
+/// XLA's C escaping of a string for text (absl's `CEscape`), quoted: `"`
+/// `'` `\\` `\n` `\t` `\r` escaped, other control bytes (and invalid UTF-8) as octal `\NNN`; the
+/// characters of valid UTF-8 text are kept as they are.
+pub(crate) fn write_quoted(s: &[u8], o: &mut String) {
+    o.push('"');
+    let plain = |b: u8| (0x20..=0x7e).contains(&b) && !matches!(b, b'"' | b'\'' | b'\\');
+    if let Some(t) = std::str::from_utf8(s)
+        .ok()
+        .filter(|_| s.iter().all(|&b| plain(b)))
+    {
+        o.push_str(t);
+    } else if s.iter().any(|&b| b >= 0x80) && std::str::from_utf8(s).is_ok() {
+        for ch in String::from_utf8_lossy(s).chars() {
+            match ch {
+                '"' => o.push_str("\\\""),
+                '\'' => o.push_str("\\'"),
+                '\\' => o.push_str("\\\\"),
+                '\n' => o.push_str("\\n"),
+                '\t' => o.push_str("\\t"),
+                '\r' => o.push_str("\\r"),
+                c if (c as u32) < 0x20 || c as u32 == 0x7f => {
+                    let _ = write!(o, "\\{:03o}", c as u32);
+                }
+                c => o.push(c),
+            }
+        }
+    } else {
+        for &b in s {
+            match b {
+                b'"' => o.push_str("\\\""),
+                b'\'' => o.push_str("\\'"),
+                b'\\' => o.push_str("\\\\"),
+                b'\n' => o.push_str("\\n"),
+                b'\t' => o.push_str("\\t"),
+                b'\r' => o.push_str("\\r"),
+                0x20..=0x7e => o.push(b as char),
+                _ => {
+                    let _ = write!(o, "\\{:03o}", b);
+                }
+            }
+        }
+    }
+    o.push('"');
+}
+
+/// [`write_quoted`] into a new string.
+pub(crate) fn quote(s: &[u8]) -> String {
+    let mut o = String::with_capacity(s.len() + 2);
+    write_quoted(s, &mut o);
+    o
+}
+
+/// Op metadata in XLA's spelling, `{op_type="..." op_name="..." ...}`: the
+/// fields [`metadata`] reads, those at their default value left out, in
+/// XLA's order.
+pub fn write_metadata(m: &xla::OpMetadata, o: &mut String) {
+    o.push('{');
+    let mut first = true;
+    let mut key = |o: &mut String, k: &str| {
+        if !first {
+            o.push(' ');
+        }
+        first = false;
+        o.push_str(k);
+        o.push('=');
+    };
+    for (k, v) in [
+        ("op_type", &m.op_type),
+        ("op_name", &m.op_name),
+        ("source_file", &m.source_file),
+    ] {
+        if !v.is_empty() {
+            key(o, k);
+            write_quoted(v.as_bytes(), o);
+        }
+    }
+    for (k, v) in [
+        ("source_line", m.source_line),
+        ("source_end_line", m.source_end_line),
+        ("source_column", m.source_column),
+        ("source_end_column", m.source_end_column),
+    ] {
+        if v != 0 {
+            key(o, k);
+            let _ = write!(o, "{v}");
+        }
+    }
+    if !m.profile_type.is_empty() {
+        key(o, "profile_type");
+        o.push('{');
+        for (n, &p) in m.profile_type.iter().enumerate() {
+            if n > 0 {
+                o.push(',');
+            }
+            // XLA prints (and reads) the enum's numbers.
+            let _ = write!(o, "{p}");
+        }
+        o.push('}');
+    }
+    for (k, v) in [
+        ("deduplicated_name", &m.deduplicated_name),
+        ("scheduling_name", &m.scheduling_name),
+    ] {
+        if !v.is_empty() {
+            key(o, k);
+            write_quoted(v.as_bytes(), o);
+        }
+    }
+    if m.stack_frame_id != 0 {
+        key(o, "stack_frame_id");
+        let _ = write!(o, "{}", m.stack_frame_id);
+    }
+    for (k, v) in [
+        (
+            "size_of_generated_code_in_bytes",
+            m.size_of_generated_code_in_bytes,
+        ),
+        (
+            "size_of_memory_working_set_in_bytes",
+            m.size_of_memory_working_set_in_bytes,
+        ),
+    ] {
+        if v != 0 {
+            key(o, k);
+            let _ = write!(o, "{v}");
+        }
+    }
+    o.push('}');
+}
+
+/// [`write_metadata`] into a new string.
+pub fn metadata_text(m: &xla::OpMetadata) -> String {
+    let mut o = String::new();
+    write_metadata(m, &mut o);
+    o
 }
 
 /// `frontend_attributes={key="value",...}`.

@@ -1,21 +1,29 @@
 //! `HloModuleProto` -> Module.
 //!
 //! The proto is checked (ids unique and resolvable, operands in their own
-//! computation, a root and an entry that exist), written out as HLO text in
-//! XLA's spelling, and read by [`crate::parse_module`], so a module read
-//! from a proto passes exactly the checks a module read from text does (shape
-//! rules, per-opcode attributes, call-graph cycles). The proto's ids are
-//! then recorded on the module ([`Module::inst_proto_id`]).
+//! computation, a root and an entry that exist, names XLA's text can carry)
+//! and lowered straight into the IR: ids become arena ids, called
+//! computations and control predecessors become [`AttrValue`] ids, shapes go
+//! through the parser's shape lowering once per distinct shape, attribute
+//! values through the parser's decoders ([`crate::attrs::decode`]: the kinds
+//! XLA types are stored typed, the rest verbatim in XLA's spelling) and
+//! constants through the parser's literal check. The lowered module then
+//! passes the checks the parser applies after lowering
+//! ([`crate::semantic::check`]: attribute formats, per-opcode attributes,
+//! async wrapping) and the verifier (shapes, call-graph cycles), so a module
+//! read from a proto meets exactly the rules a module read from text does.
+//! The proto's ids are recorded on the module ([`Module::inst_proto_id`]).
 //!
 //! Fields the IR does not carry are listed in [`ReadReport::ignored`] by
 //! path; nothing is dropped silently.
 
-use std::collections::{HashMap, HashSet};
+use crate::parse::{FxMap as HashMap, FxSet as HashSet};
 use std::fmt::Write as _;
+
+use smallvec::SmallVec;
 
 use super::write::{BUFFER_TYPE, TUPLE_TYPE};
 use super::xla;
-use crate::attrs::literal;
 use crate::error::{Error, Result};
 use crate::ir::*;
 use crate::opcode::Opcode;
@@ -29,8 +37,53 @@ pub struct ReadReport {
     pub ignored: Vec<String>,
 }
 
+impl ReadReport {
+    /// [`ReadReport::ignored`] for people: paths with their indices folded
+    /// (`computations[].instructions[].statistics_viz`), each with the number
+    /// of places it occurs, in first-seen order, comma-separated.
+    pub fn summary(&self) -> String {
+        let mut counts: Vec<(String, usize)> = Vec::new();
+        for p in &self.ignored {
+            let mut folded = String::with_capacity(p.len());
+            let mut in_index = false;
+            for c in p.chars() {
+                match c {
+                    '[' => {
+                        in_index = true;
+                        folded.push_str("[]");
+                    }
+                    ']' => in_index = false,
+                    _ if in_index => {}
+                    _ => folded.push(c),
+                }
+            }
+            match counts.iter_mut().find(|(f, _)| *f == folded) {
+                Some((_, n)) => *n += 1,
+                None => counts.push((folded, 1)),
+            }
+        }
+        counts
+            .iter()
+            .map(|(f, n)| format!("{f} ({n}x)"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
 fn bad(msg: impl Into<String>) -> Error {
     Error::Module(format!("invalid HloModuleProto: {}", msg.into()))
+}
+
+/// A name XLA's text can carry (`[A-Za-z0-9_.-]+`), as the parser requires.
+fn check_name(name: &str, what: &str) -> Result<()> {
+    if crate::parse::is_plain_name(name) {
+        Ok(())
+    } else {
+        Err(bad(format!(
+            "{what} `{}` is not a name HLO text can carry; names use letters, digits, `_`, `.` and `-`",
+            name.escape_debug()
+        )))
+    }
 }
 
 /// Converts a decoded proto into a module (see the module docs).
@@ -38,42 +91,30 @@ pub fn module_from_proto(p: &xla::HloModuleProto) -> Result<(Module, ReadReport)
     let mut r = Reader {
         p,
         report: ReadReport::default(),
-        comp_names: HashMap::new(),
-        out: String::new(),
+        comp_names: HashMap::default(),
+        comp_ids: HashMap::default(),
+        m: Module::new(p.name.as_str()),
+        shapes: HashMap::default(),
+        shape_buf: String::new(),
+        seen_shapes: Default::default(),
+        metadata: None,
     };
-    let text = r.text()?;
-    let mut m = crate::parse::parse_module_named(&text, "<proto>")
-        .map_err(|e| bad(format!("the module it describes is not valid: {}", e)))?;
+    r.build()?;
+    let m = std::mem::replace(&mut r.m, Module::new(""));
+    if let Err(f) = crate::semantic::check(&m) {
+        let at = match (f.inst, f.comp) {
+            (Some(i), _) => format!("%{}: ", m.inst(i).name),
+            (None, Some(c)) => format!("computation %{}: ", m.comp(c).name),
+            (None, None) => String::new(),
+        };
+        return Err(bad(format!(
+            "the module it describes is not valid: {at}{}",
+            f.message
+        )));
+    }
     // What text cannot express but a proto can (a computation calling
     // itself, ...) is caught by the verifier.
     crate::verify(&m).map_err(|e| bad(format!("the module it describes is not valid: {e}")))?;
-    // Ids: match by name (names are unique in a module).
-    let mut by_name: HashMap<&str, i64> = HashMap::new();
-    for c in &p.computations {
-        for i in &c.instructions {
-            by_name.insert(&i.name, i.id);
-        }
-    }
-    let ids: Vec<(InstId, i64)> = m
-        .all_instructions()
-        .filter_map(|i| by_name.get(&*m.inst(i).name).map(|&id| (i, id)))
-        .collect();
-    for (i, id) in ids {
-        m.set_inst_proto_id(i, id);
-    }
-    let cids: Vec<(CompId, i64)> = m
-        .computations()
-        .filter_map(|c| {
-            p.computations
-                .iter()
-                .find(|pc| pc.name == *m.comp(c).name)
-                .map(|pc| (c, pc.id))
-        })
-        .collect();
-    for (c, id) in cids {
-        m.set_comp_proto_id(c, id);
-    }
-    m.set_module_proto_id(p.id);
     Ok((m, r.report))
 }
 
@@ -81,48 +122,142 @@ struct Reader<'p> {
     p: &'p xla::HloModuleProto,
     report: ReadReport,
     comp_names: HashMap<i64, &'p str>,
-    out: String,
+    /// Proto computation id -> the module's.
+    comp_ids: HashMap<i64, CompId>,
+    /// The module being built.
+    m: Module,
+    /// Shapes by their text (see [`Reader::shape`]).
+    shapes: HashMap<String, ShapeId>,
+    shape_buf: String,
+    /// Shape protos already interned, by a hash of their fields.
+    seen_shapes: crate::parse::FxMap<u64, (&'p xla::ShapeProto, ShapeId)>,
+    /// The op metadata of the instruction being read, for the `metadata`
+    /// entry [`Reader::fields`] lists.
+    metadata: Option<xla::OpMetadata>,
 }
 
-/// XLA's C escaping of a string for text (`"` `\` and control characters).
-fn quote(s: &[u8]) -> String {
-    let mut o = String::with_capacity(s.len() + 2);
-    o.push('"');
-    for &b in s {
-        match b {
-            b'"' => o.push_str("\\\""),
-            b'\\' => o.push_str("\\\\"),
-            b'\n' => o.push_str("\\n"),
-            b'\t' => o.push_str("\\t"),
-            b'\r' => o.push_str("\\r"),
-            0x20..=0x7e => o.push(b as char),
-            _ => {
-                let _ = write!(o, "\\{:03o}", b);
+use crate::attrs::xla::{metadata_text, quote};
+
+/// Op metadata without the profile fields, which HLO text does not carry.
+fn strip_profile(m: &xla::OpMetadata) -> xla::OpMetadata {
+    xla::OpMetadata {
+        size_of_generated_code_in_bytes: 0,
+        size_of_memory_working_set_in_bytes: 0,
+        profile_info: None,
+        metadata_payload: None,
+        ..m.clone()
+    }
+}
+
+/// `computations[C].instructions[I]`, formatted only when a message or a
+/// report needs it.
+struct InstPath {
+    ci: usize,
+    ii: usize,
+}
+
+impl std::fmt::Display for InstPath {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "computations[{}].instructions[{}]", self.ci, self.ii)
+    }
+}
+
+/// Whether XLA prints `s`'s layout not at all: a scalar whose layout holds
+/// nothing (as [`write_shape`] decides).
+fn trivial_scalar_layout(s: &xla::ShapeProto, l: &xla::LayoutProto) -> bool {
+    s.dimensions.is_empty()
+        && *l
+            == xla::LayoutProto {
+                tail_padding_alignment_in_elements: l.tail_padding_alignment_in_elements.min(1),
+                ..Default::default()
             }
+        && l.tail_padding_alignment_in_elements <= 1
+}
+
+/// Whether `s` is a shape the reader lowers without text: an array of a
+/// numeric type with static, non-negative dimensions and no layout or a
+/// layout of a permutation, tiles of positive sizes (or `*`) and a memory
+/// space, or a tuple of such shapes. Everything else (dynamic dimensions,
+/// sparse or annotated layouts, buffers, tokens, malformed values) takes
+/// the text path and its checks.
+fn plain_shape(s: &xla::ShapeProto, depth: usize) -> bool {
+    if depth > 8 {
+        return false;
+    }
+    if s.element_type == TUPLE_TYPE {
+        return s.layout.is_none()
+            && s.dimensions.is_empty()
+            && s.tuple_shapes.iter().all(|e| plain_shape(e, depth + 1));
+    }
+    let numeric =
+        prim_type(s.element_type).is_some_and(|t| !matches!(t, PrimType::Token | PrimType::Opaque));
+    if !numeric
+        || !s.tuple_shapes.is_empty()
+        || s.dimensions.iter().any(|&d| d < 0)
+        || s.is_dynamic_dimension.iter().any(|&d| d)
+        || s.is_dynamic_dimension.len() > s.dimensions.len()
+    {
+        return false;
+    }
+    let Some(l) = &s.layout else {
+        return true;
+    };
+    if trivial_scalar_layout(s, l) {
+        return true;
+    }
+    let permutation = is_permutation(&l.minor_to_major, s.dimensions.len());
+    let plain_tiles = l.tiles.iter().all(|t| {
+        !t.dimensions.is_empty()
+            && t.dimensions
+                .iter()
+                .all(|&d| d > 0 || d == Tile::COMBINE_DIM)
+    });
+    permutation
+        && plain_tiles
+        && l.memory_space >= 0
+        && *l
+            == xla::LayoutProto {
+                minor_to_major: l.minor_to_major.clone(),
+                tiles: l.tiles.clone(),
+                memory_space: l.memory_space,
+                tail_padding_alignment_in_elements: l.tail_padding_alignment_in_elements.min(1),
+                ..Default::default()
+            }
+        && matches!(l.tail_padding_alignment_in_elements, 0 | 1)
+}
+
+/// Whether `m2m` is a permutation of `0..rank`.
+fn is_permutation(m2m: &[i64], rank: usize) -> bool {
+    let mut seen = vec![false; rank];
+    m2m.len() == rank
+        && m2m.iter().all(|&d| {
+            usize::try_from(d)
+                .ok()
+                .and_then(|d| seen.get_mut(d))
+                .is_some_and(|s| !std::mem::replace(s, true))
+        })
+}
+
+/// Feeds the fields that tell shapes apart to `h` (a cache key; equality is
+/// checked on the whole proto).
+fn hash_shape(s: &xla::ShapeProto, h: &mut crate::parse::FxHasher, depth: usize) {
+    use std::hash::Hash;
+    s.element_type.hash(h);
+    s.dimensions.hash(h);
+    s.is_dynamic_dimension.hash(h);
+    if let Some(l) = &s.layout {
+        l.minor_to_major.hash(h);
+        for t in &l.tiles {
+            t.dimensions.hash(h);
+        }
+        l.memory_space.hash(h);
+    }
+    s.tuple_shapes.len().hash(h);
+    if depth < 4 {
+        for e in &s.tuple_shapes {
+            hash_shape(e, h, depth + 1);
         }
     }
-    // Bytes >= 0x80 of UTF-8 text are kept as they are.
-    if s.iter().any(|&b| b >= 0x80) && std::str::from_utf8(s).is_ok() {
-        let mut o2 = String::with_capacity(s.len() + 2);
-        o2.push('"');
-        for ch in String::from_utf8_lossy(s).chars() {
-            match ch {
-                '"' => o2.push_str("\\\""),
-                '\\' => o2.push_str("\\\\"),
-                '\n' => o2.push_str("\\n"),
-                '\t' => o2.push_str("\\t"),
-                '\r' => o2.push_str("\\r"),
-                c if (c as u32) < 0x20 || c as u32 == 0x7f => {
-                    let _ = write!(o2, "\\{:03o}", c as u32);
-                }
-                c => o2.push(c),
-            }
-        }
-        o2.push('"');
-        return o2;
-    }
-    o.push('"');
-    o
 }
 
 fn join<T: std::fmt::Display>(v: &[T]) -> String {
@@ -227,30 +362,14 @@ fn write_shape(s: &xla::ShapeProto, depth: usize, o: &mut String) -> Result<()> 
             o.push(']');
             if let Some(l) = &s.layout {
                 // XLA prints a scalar without its (empty) layout.
-                let trivial_scalar = s.dimensions.is_empty()
-                    && *l
-                        == xla::LayoutProto {
-                            tail_padding_alignment_in_elements: l
-                                .tail_padding_alignment_in_elements
-                                .min(1),
-                            ..Default::default()
-                        }
-                    && l.tail_padding_alignment_in_elements <= 1;
+                let trivial_scalar = trivial_scalar_layout(s, l);
                 // As XLA validates a layout against its shape: a permutation
                 // of the dimensions.
-                let rank = s.dimensions.len();
-                let mut seen = vec![false; rank];
-                let permutation = l.minor_to_major.len() == rank
-                    && l.minor_to_major.iter().all(|&d| {
-                        usize::try_from(d)
-                            .ok()
-                            .and_then(|d| seen.get_mut(d))
-                            .is_some_and(|s| !std::mem::replace(s, true))
-                    });
-                if !permutation {
+                if !is_permutation(&l.minor_to_major, s.dimensions.len()) {
                     return Err(bad(format!(
-                        "layout {{{}}} is not a permutation of the {rank} dimensions of its shape",
-                        join(&l.minor_to_major)
+                        "layout {{{}}} is not a permutation of the {} dimensions of its shape",
+                        join(&l.minor_to_major),
+                        s.dimensions.len()
                     )));
                 }
                 if !trivial_scalar {
@@ -682,60 +801,6 @@ fn nest(
     o.push('}');
 }
 
-fn metadata_text(m: &xla::OpMetadata) -> String {
-    let mut parts: Vec<String> = Vec::new();
-    if !m.op_type.is_empty() {
-        parts.push(format!("op_type={}", quote(m.op_type.as_bytes())));
-    }
-    if !m.op_name.is_empty() {
-        parts.push(format!("op_name={}", quote(m.op_name.as_bytes())));
-    }
-    if !m.source_file.is_empty() {
-        parts.push(format!("source_file={}", quote(m.source_file.as_bytes())));
-    }
-    if m.source_line != 0 {
-        parts.push(format!("source_line={}", m.source_line));
-    }
-    if m.source_end_line != 0 {
-        parts.push(format!("source_end_line={}", m.source_end_line));
-    }
-    if m.source_column != 0 {
-        parts.push(format!("source_column={}", m.source_column));
-    }
-    if m.source_end_column != 0 {
-        parts.push(format!("source_end_column={}", m.source_end_column));
-    }
-    if !m.profile_type.is_empty() {
-        let names: Vec<&str> = m
-            .profile_type
-            .iter()
-            .map(|&p| match p {
-                1 => "WINDOW",
-                2 => "FLAG",
-                3 => "INTEGER",
-                _ => "INVALID",
-            })
-            .collect();
-        parts.push(format!("profile_type={{{}}}", names.join(",")));
-    }
-    if !m.deduplicated_name.is_empty() {
-        parts.push(format!(
-            "deduplicated_name={}",
-            quote(m.deduplicated_name.as_bytes())
-        ));
-    }
-    if !m.scheduling_name.is_empty() {
-        parts.push(format!(
-            "scheduling_name={}",
-            quote(m.scheduling_name.as_bytes())
-        ));
-    }
-    if m.stack_frame_id != 0 {
-        parts.push(format!("stack_frame_id={}", m.stack_frame_id));
-    }
-    format!("{{{}}}", parts.join(" "))
-}
-
 /// The ids inside a stack frame index point into its own lists (1-based; a
 /// parent 0 is none), and no frame is its own ancestor.
 fn check_stack_frames(sf: &xla::StackFrameIndexProto) -> Result<()> {
@@ -849,10 +914,13 @@ fn sharding_text(s: &xla::OpSharding) -> Result<String> {
     match &s.metadata[..] {
         [] => {}
         [one] => {
-            let _ = write!(o, " metadata={}", metadata_text(one));
+            let _ = write!(o, " metadata={}", metadata_text(&strip_profile(one)));
         }
         many => {
-            let parts: Vec<String> = many.iter().map(metadata_text).collect();
+            let parts: Vec<String> = many
+                .iter()
+                .map(|m| metadata_text(&strip_profile(m)))
+                .collect();
             let _ = write!(o, " metadata={{{}}}", parts.join(", "));
         }
     }
@@ -892,13 +960,120 @@ impl<'p> Reader<'p> {
         self.report.ignored.push(path);
     }
 
-    fn text(&mut self) -> Result<String> {
+    /// The interned shape of a `ShapeProto`: written in XLA's spelling (with
+    /// the checks of [`write_shape`]) and read by the parser's shape lowering
+    /// once per distinct shape, so shapes pass the checks text shapes do. A
+    /// proto equal to one seen before reuses its shape.
+    fn shape(&mut self, s: &'p xla::ShapeProto, path: &InstPath) -> Result<ShapeId> {
+        let key = {
+            let mut h = crate::parse::FxHasher::default();
+            hash_shape(s, &mut h, 0);
+            std::hash::Hasher::finish(&h)
+        };
+        if let Some(&(seen, id)) = self.seen_shapes.get(&key) {
+            if seen == s {
+                return Ok(id);
+            }
+        }
+        let id = if plain_shape(s, 0) {
+            self.intern_plain(s)
+        } else {
+            self.shape_from_text(s, path)?
+        };
+        self.seen_shapes.entry(key).or_insert((s, id));
+        Ok(id)
+    }
+
+    /// Interns a shape [`plain_shape`] accepted, as the parser would lower
+    /// its text.
+    fn intern_plain(&mut self, s: &xla::ShapeProto) -> ShapeId {
+        if s.element_type == TUPLE_TYPE {
+            let elems = s
+                .tuple_shapes
+                .iter()
+                .map(|e| self.intern_plain(e))
+                .collect();
+            return self.m.intern_shape(Shape::Tuple(elems));
+        }
+        let elem = prim_type(s.element_type).unwrap_or(PrimType::F32);
+        let layout = s
+            .layout
+            .as_ref()
+            .filter(|l| !trivial_scalar_layout(s, l))
+            .map(|l| {
+                let mut out = Layout::from_minor_to_major(l.minor_to_major.iter().copied());
+                out.tiles = l
+                    .tiles
+                    .iter()
+                    .map(|t| Tile(t.dimensions.iter().copied().collect()))
+                    .collect();
+                out.memory_space = l.memory_space;
+                out
+            });
+        self.m.intern_shape(Shape::Array(ArrayShape {
+            elem,
+            dims: s.dimensions.iter().copied().collect(),
+            dynamic: SmallVec::new(),
+            layout,
+        }))
+    }
+
+    fn shape_from_text(&mut self, s: &xla::ShapeProto, path: &InstPath) -> Result<ShapeId> {
+        self.shape_buf.clear();
+        let mut text = std::mem::take(&mut self.shape_buf);
+        let r = write_shape(s, 0, &mut text);
+        let id = match r {
+            Err(e) => Err(e),
+            Ok(()) => match self.shapes.get(text.as_str()) {
+                Some(&id) => Ok(id),
+                None => match crate::parse::parse_shape_into(&mut self.m, &text) {
+                    Ok(id) => {
+                        self.shapes.insert(text.clone(), id);
+                        Ok(id)
+                    }
+                    Err(e) => Err(bad(format!("{path}: shape {text}: {e}"))),
+                },
+            },
+        };
+        self.shape_buf = text;
+        id
+    }
+
+    /// A header, computation or instruction attribute from its value text,
+    /// as the parser stores it: the kinds XLA types decoded
+    /// ([`crate::attrs::decode`]), the others kept verbatim.
+    fn attr(
+        path: &dyn std::fmt::Display,
+        op: Option<Opcode>,
+        key: &str,
+        value: &str,
+    ) -> Result<Attr> {
+        let typed = op.and_then(|op| crate::attrs::decode(key, op, value));
+        let value = match typed {
+            Some(v) => v.map_err(|msg| bad(format!("{path}: `{key}`: {msg}")))?,
+            None => {
+                if let Some(at) = crate::parse::unclosed_comment(value) {
+                    return Err(bad(format!(
+                        "{path}: `{key}`: a comment `/*` opened at byte {at} of the value is not closed"
+                    )));
+                }
+                AttrValue::Raw(value.into())
+            }
+        };
+        Ok(Attr {
+            key: key.into(),
+            value,
+        })
+    }
+
+    fn build(&mut self) -> Result<()> {
         let p = self.p;
         if p.computations.is_empty() {
             return Err(bad("no computations"));
         }
+        check_name(&p.name, "module name")?;
         // Computation ids: unique; names: unique.
-        let mut names = HashSet::new();
+        let mut names = HashSet::default();
         for c in &p.computations {
             if self.comp_names.insert(c.id, &c.name).is_some() {
                 return Err(bad(format!("computation id {} appears twice", c.id)));
@@ -922,8 +1097,8 @@ impl<'p> Reader<'p> {
             )));
         }
         // Instruction ids: unique over the module; names as well.
-        let mut inst_names: HashMap<i64, (&str, i64)> = HashMap::new();
-        let mut seen_names = HashSet::new();
+        let mut inst_names: HashMap<i64, (&str, i64)> = HashMap::default();
+        let mut seen_names = HashSet::default();
         for c in &p.computations {
             for i in &c.instructions {
                 if inst_names.insert(i.id, (&i.name, c.id)).is_some() {
@@ -934,15 +1109,15 @@ impl<'p> Reader<'p> {
                 }
             }
         }
-        let mut o = String::new();
-        let _ = write!(o, "HloModule {}", p.name);
         let sched: HashMap<i64, &Vec<i64>> = p
             .schedule
             .iter()
             .flat_map(|s| s.sequences.iter().map(|(k, v)| (*k, &v.instruction_ids)))
             .collect();
+        // Header attributes, in the order XLA prints them.
+        let mut header: Vec<(&str, String)> = Vec::new();
         if p.schedule.is_some() {
-            o.push_str(", is_scheduled=true");
+            header.push(("is_scheduled", "true".into()));
         }
         if let Some(hs) = &p.host_program_shape {
             let params: Result<Vec<String>> =
@@ -953,12 +1128,10 @@ impl<'p> Reader<'p> {
                 .map(|s| shape_text(s, 0))
                 .transpose()?
                 .unwrap_or_else(|| "()".into());
-            let _ = write!(
-                o,
-                ", entry_computation_layout={{({})->{}}}",
-                params?.join(", "),
-                result
-            );
+            header.push((
+                "entry_computation_layout",
+                format!("{{({})->{}}}", params?.join(", "), result),
+            ));
         }
         if let Some(a) = &p.input_output_alias {
             if !a.entries.is_empty() {
@@ -975,7 +1148,7 @@ impl<'p> Reader<'p> {
                         )
                     })
                     .collect();
-                let _ = write!(o, ", input_output_alias={{ {} }}", parts.join(", "));
+                header.push(("input_output_alias", format!("{{ {} }}", parts.join(", "))));
             }
         }
         if let Some(b) = &p.buffer_donor {
@@ -991,15 +1164,18 @@ impl<'p> Reader<'p> {
                         )
                     })
                     .collect();
-                let _ = write!(o, ", buffer_donor={{ {} }}", parts.join(", "));
+                header.push(("buffer_donor", format!("{{ {} }}", parts.join(", "))));
             }
         }
         if let Some(f) = &p.frontend_attributes {
             if !f.map.is_empty() {
-                let _ = write!(o, ", frontend_attributes={}", frontend_text(f)?);
+                header.push(("frontend_attributes", frontend_text(f)?));
             }
         }
-        o.push_str("\n\n");
+        for (k, v) in header {
+            let a = Self::attr(&"module header", None, k, &v)?;
+            self.m.attrs.push(a);
+        }
         if let Some(sf) = &p.stack_frame_index {
             check_stack_frames(sf)?;
             let mut s = String::new();
@@ -1041,64 +1217,60 @@ impl<'p> Reader<'p> {
                 }
                 s.push('\n');
             }
-            o.push_str(&s);
+            let s = s.trim_end();
+            if !s.is_empty() {
+                self.m.debug_sections = Some(s.into());
+            }
         }
         // Fields of the module the IR does not hold.
-        if !p.cross_program_prefetches.is_empty() {
-            self.ignore("cross_program_prefetches".into());
+        for (set, name) in [
+            (
+                !p.cross_program_prefetches.is_empty(),
+                "cross_program_prefetches",
+            ),
+            (p.is_dynamic, "is_dynamic"),
+            (p.spmd_output_sharding.is_some(), "spmd_output_sharding"),
+            (
+                !p.spmd_parameters_shardings.is_empty(),
+                "spmd_parameters_shardings",
+            ),
+            (p.use_auto_spmd_partitioning, "use_auto_spmd_partitioning"),
+            (!p.profile_info.is_empty(), "profile_info"),
+            (p.device_assignment.is_some(), "device_assignment"),
+            (
+                p.original_value_recovery_table.is_some(),
+                "original_value_recovery_table",
+            ),
+            (!p.device_type.is_empty(), "device_type"),
+            (!p.payloads.is_empty(), "payloads"),
+            (p.pjrt_id.is_some(), "pjrt_id"),
+        ] {
+            if set {
+                self.ignore(name.into());
+            }
         }
-        if p.is_dynamic {
-            self.ignore("is_dynamic".into());
-        }
-        if p.spmd_output_sharding.is_some() {
-            self.ignore("spmd_output_sharding".into());
-        }
-        if !p.spmd_parameters_shardings.is_empty() {
-            self.ignore("spmd_parameters_shardings".into());
-        }
-        if p.use_auto_spmd_partitioning {
-            self.ignore("use_auto_spmd_partitioning".into());
-        }
-        if !p.profile_info.is_empty() {
-            self.ignore("profile_info".into());
-        }
-        if p.device_assignment.is_some() {
-            self.ignore("device_assignment".into());
-        }
-        if p.original_value_recovery_table.is_some() {
-            self.ignore("original_value_recovery_table".into());
-        }
-        if !p.device_type.is_empty() {
-            self.ignore("device_type".into());
-        }
-        if !p.payloads.is_empty() {
-            self.ignore("payloads".into());
-        }
-        if p.pjrt_id.is_some() {
-            self.ignore("pjrt_id".into());
+        // Every computation has its id before any body refers to it.
+        for c in &p.computations {
+            check_name(&c.name, "computation name")?;
+            let id = self.m.reserve_computation(c.name.as_str());
+            self.comp_ids.insert(c.id, id);
+            self.m.set_comp_proto_id(id, c.id);
         }
         for (ci, c) in p.computations.iter().enumerate() {
-            self.computation(
-                ci,
-                c,
-                entry_id,
-                &inst_names,
-                sched.get(&c.id).copied(),
-                &mut o,
-            )?;
+            self.computation(ci, c, entry_id, &inst_names, sched.get(&c.id).copied())?;
         }
-        self.out = o;
-        Ok(std::mem::take(&mut self.out))
+        self.m.entry = self.comp_ids[&entry_id];
+        self.m.set_module_proto_id(p.id);
+        Ok(())
     }
 
-    fn comp_name(&self, id: i64) -> Result<&'p str> {
-        self.comp_names
+    fn comp_id(&self, id: i64) -> Result<CompId> {
+        self.comp_ids
             .get(&id)
             .copied()
             .ok_or_else(|| bad(format!("called computation id {id} does not exist")))
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn computation(
         &mut self,
         ci: usize,
@@ -1106,7 +1278,6 @@ impl<'p> Reader<'p> {
         entry_id: i64,
         inst_names: &HashMap<i64, (&str, i64)>,
         schedule: Option<&Vec<i64>>,
-        o: &mut String,
     ) -> Result<()> {
         let by_id: HashMap<i64, &xla::HloInstructionProto> =
             c.instructions.iter().map(|i| (i.id, i)).collect();
@@ -1139,94 +1310,142 @@ impl<'p> Reader<'p> {
             }
             None => c.instructions.iter().collect(),
         };
-        if c.id == entry_id {
-            o.push_str("ENTRY ");
+        // Instructions get their arena ids in schedule order, so operands
+        // defined later in the computation resolve like forward references
+        // in text.
+        let base = self.m.num_insts();
+        let ids: HashMap<i64, InstId> = order
+            .iter()
+            .enumerate()
+            .map(|(k, i)| (i.id, InstId::from_index(base + k)))
+            .collect();
+        if ids.len() != order.len() {
+            return Err(bad(format!(
+                "the schedule of `{}` names an instruction twice",
+                c.name
+            )));
         }
-        let _ = writeln!(o, "%{} {{", c.name);
+        let cid = self.comp_ids[&c.id];
+        let mut params: Vec<(i64, InstId)> = Vec::new();
         for (ii, inst) in order.iter().enumerate() {
-            let path = format!("computations[{ci}].instructions[{ii}]");
-            self.instruction(&path, inst, c, inst_names, o)?;
+            let path = InstPath { ci, ii };
+            let id = self.instruction(&path, inst, c, cid, inst_names, &ids)?;
+            if inst.opcode == "parameter" {
+                params.push((inst.parameter_number, id));
+            }
         }
-        o.push('}');
+        // Parameters must be numbered 0..n.
+        params.sort_by_key(|&(n, _)| n);
+        let mut param_ids = Vec::with_capacity(params.len());
+        for (k, &(n, pid)) in params.iter().enumerate() {
+            if n != k as i64 {
+                return Err(bad(if n < k as i64 {
+                    format!(
+                        "parameter number {n} is used twice in computation `{}`",
+                        c.name
+                    )
+                } else {
+                    format!(
+                        "parameter numbers of computation `{}` must be 0..{}; {k} is missing",
+                        c.name,
+                        params.len()
+                    )
+                }));
+            }
+            param_ids.push(pid);
+        }
+        let mut attrs = Vec::new();
         if !c.execution_thread.is_empty() && c.execution_thread != "main" {
-            let _ = write!(
-                o,
-                ", execution_thread={}",
-                quote(c.execution_thread.as_bytes())
-            );
+            let v = quote(c.execution_thread.as_bytes());
+            attrs.push(Self::attr(&c.name, None, "execution_thread", &v)?);
         }
-        o.push_str("\n\n");
+        let comp = self.m.comp_mut(cid);
+        comp.root = ids[&c.root_id];
+        comp.params = param_ids;
+        comp.attrs = attrs;
+        comp.is_entry = c.id == entry_id;
+        self.m.place_computation(cid);
         Ok(())
     }
 
     fn instruction(
         &mut self,
-        path: &str,
-        i: &xla::HloInstructionProto,
+        path: &InstPath,
+        i: &'p xla::HloInstructionProto,
         c: &xla::HloComputationProto,
+        cid: CompId,
         inst_names: &HashMap<i64, (&str, i64)>,
-        o: &mut String,
-    ) -> Result<()> {
+        ids: &HashMap<i64, InstId>,
+    ) -> Result<InstId> {
         let opcode = Opcode::from_name(&i.opcode)
             .ok_or_else(|| bad(format!("{path}: unknown opcode `{}`", i.opcode)))?;
+        check_name(&i.name, "instruction name")?;
         let shape = i
             .shape
             .as_ref()
             .ok_or_else(|| bad(format!("{path}: no shape")))?;
-        let root = if i.id == c.root_id { "ROOT " } else { "" };
-        let _ = write!(
-            o,
-            "  {root}%{} = {} {}(",
-            i.name,
-            shape_text(shape, 0)?,
-            i.opcode
-        );
-        let name_of = |id: i64| -> Result<&str> {
-            match inst_names.get(&id) {
-                Some((n, cid)) if *cid == c.id => Ok(n),
-                Some(_) => Err(bad(format!(
-                    "{path}: instruction id {id} belongs to another computation"
-                ))),
-                None => Err(bad(format!("{path}: instruction id {id} does not exist"))),
+        let shape = self.shape(shape, path)?;
+        let id_of = |id: i64| -> Result<InstId> {
+            match ids.get(&id) {
+                Some(&x) => Ok(x),
+                None => match inst_names.get(&id) {
+                    Some((_, other)) if *other != c.id => Err(bad(format!(
+                        "{path}: instruction id {id} belongs to another computation"
+                    ))),
+                    _ => Err(bad(format!("{path}: instruction id {id} does not exist"))),
+                },
             }
         };
-        let mut attrs: Vec<String> = Vec::new();
+        let mut operands: SmallVec<[InstId; 3]> = SmallVec::new();
+        let mut payload: Option<Box<str>> = None;
         match opcode {
             Opcode::Parameter => {
-                let _ = write!(o, "{}", i.parameter_number);
+                if i.parameter_number < 0 {
+                    return Err(bad(format!(
+                        "{path}: parameter number {} is negative",
+                        i.parameter_number
+                    )));
+                }
+                payload = Some(i.parameter_number.to_string().into());
             }
             Opcode::Constant => {
                 let lit = i
                     .literal
                     .as_ref()
                     .ok_or_else(|| bad(format!("{path}: a constant without a literal")))?;
-                o.push_str(&literal_text(lit).map_err(|e| bad(format!("{path}: {e}")))?);
+                let text = literal_text(lit).map_err(|e| bad(format!("{path}: {e}")))?;
+                if let Shape::Array(a) = self.m.shape(shape) {
+                    crate::parse::check_literal(a, &text)
+                        .map_err(|(_, msg)| bad(format!("{path}: literal: {msg}")))?;
+                }
+                payload = Some(text.into());
             }
             _ => {
-                for (k, &op) in i.operand_ids.iter().enumerate() {
-                    if k > 0 {
-                        o.push_str(", ");
-                    }
-                    o.push('%');
-                    o.push_str(name_of(op)?);
+                for &op in &i.operand_ids {
+                    operands.push(id_of(op)?);
                 }
             }
         }
-        o.push(')');
+        let mut attrs: Vec<Attr> = Vec::new();
         // Called computations.
-        let called: Vec<&str> = i
+        let called: SmallVec<[CompId; 2]> = i
             .called_computation_ids
             .iter()
-            .map(|&id| self.comp_name(id))
+            .map(|&id| self.comp_id(id))
             .collect::<Result<_>>()?;
-        let pct = |n: &str| format!("%{n}");
+        let mut call = |key: &str, v: AttrValue| {
+            attrs.push(Attr {
+                key: key.into(),
+                value: v,
+            })
+        };
         match opcode {
             Opcode::While => {
                 let [body, cond] = called[..] else {
                     return Err(bad(format!("{path}: a while calls a body and a condition")));
                 };
-                attrs.push(format!("condition={}", pct(cond)));
-                attrs.push(format!("body={}", pct(body)));
+                call("condition", AttrValue::Comp(cond));
+                call("body", AttrValue::Comp(body));
             }
             Opcode::Conditional => {
                 let pred = i.operand_ids.first().and_then(|&op| {
@@ -1236,11 +1455,10 @@ impl<'p> Reader<'p> {
                         .and_then(|x| x.shape.as_ref())
                 });
                 if pred.is_some_and(|s| s.element_type == 1) && called.len() == 2 {
-                    attrs.push(format!("true_computation={}", pct(called[0])));
-                    attrs.push(format!("false_computation={}", pct(called[1])));
+                    call("true_computation", AttrValue::Comp(called[0]));
+                    call("false_computation", AttrValue::Comp(called[1]));
                 } else {
-                    let l: Vec<String> = called.iter().map(|n| pct(n)).collect();
-                    attrs.push(format!("branch_computations={{{}}}", l.join(", ")));
+                    call("branch_computations", AttrValue::Comps(called.clone()));
                 }
             }
             Opcode::SelectAndScatter => {
@@ -1249,53 +1467,75 @@ impl<'p> Reader<'p> {
                         "{path}: select-and-scatter calls select and scatter"
                     )));
                 };
-                attrs.push(format!("select={}", pct(sel)));
-                attrs.push(format!("scatter={}", pct(sc)));
+                call("select", AttrValue::Comp(sel));
+                call("scatter", AttrValue::Comp(sc));
             }
             Opcode::Fusion | Opcode::AsyncStart | Opcode::AsyncUpdate | Opcode::AsyncDone => {
                 if let [one] = called[..] {
-                    attrs.push(format!("calls={}", pct(one)));
+                    call("calls", AttrValue::Comp(one));
                 } else if !called.is_empty() {
                     return Err(bad(format!("{path}: {} calls one computation", i.opcode)));
                 }
             }
             Opcode::CustomCall => {
                 if !called.is_empty() {
-                    let l: Vec<String> = called.iter().map(|n| pct(n)).collect();
-                    attrs.push(format!("called_computations={{{}}}", l.join(", ")));
+                    call("called_computations", AttrValue::Comps(called.clone()));
                 }
             }
-            Opcode::Call if called.len() == 1 => attrs.push(format!("to_apply={}", pct(called[0]))),
             _ => match called[..] {
                 [] => {}
-                [one] => attrs.push(format!("to_apply={}", pct(one))),
-                _ => attrs.push(format!(
-                    "called_computations={{{}}}",
-                    called.iter().map(|n| pct(n)).collect::<Vec<_>>().join(", ")
-                )),
+                [one] => call("to_apply", AttrValue::Comp(one)),
+                _ => call("called_computations", AttrValue::Comps(called.clone())),
             },
         }
-        self.fields(path, opcode, i, &mut attrs)?;
+        let mut texts: Vec<String> = Vec::new();
+        self.fields(path, opcode, i, &mut texts)?;
+        for t in &texts {
+            if t == "metadata" {
+                if let Some(md) = self.metadata.take() {
+                    attrs.push(Attr {
+                        key: "metadata".into(),
+                        value: AttrValue::Metadata(Box::new(md)),
+                    });
+                    continue;
+                }
+            }
+            let (key, value) = t.split_once('=').unwrap_or((t.as_str(), ""));
+            attrs.push(Self::attr(path, Some(opcode), key, value)?);
+        }
         if !i.control_predecessor_ids.is_empty() {
-            let names: Vec<String> = i
+            let preds: SmallVec<[InstId; 2]> = i
                 .control_predecessor_ids
                 .iter()
-                .map(|&id| name_of(id).map(pct))
+                .map(|&id| id_of(id))
                 .collect::<Result<_>>()?;
-            attrs.push(format!("control-predecessors={{{}}}", names.join(", ")));
+            attrs.push(Attr {
+                key: "control-predecessors".into(),
+                value: AttrValue::Insts(preds),
+            });
         }
-        for a in attrs {
-            o.push_str(", ");
-            o.push_str(&a);
-        }
-        o.push('\n');
-        Ok(())
+        let id = InstId::from_index(self.m.num_insts());
+        // As the parser: a send or recv-done after its operand takes the
+        // data shape from it.
+        let first = operands.first().copied().filter(|&op| op < id);
+        let inst = Instruction {
+            parent: cid,
+            name: i.name.as_str().into(),
+            opcode,
+            operands,
+            shape,
+            attrs,
+            payload,
+        };
+        let got = crate::parse::append_lowered(&mut self.m, inst, first);
+        self.m.set_inst_proto_id(got, i.id);
+        Ok(got)
     }
 
     /// Every other field of an instruction as `key=value` attributes.
     fn fields(
         &mut self,
-        path: &str,
+        path: &InstPath,
         op: Opcode,
         i: &xla::HloInstructionProto,
         a: &mut Vec<String>,
@@ -1864,9 +2104,12 @@ impl<'p> Reader<'p> {
                     i.name, m.stack_frame_id
                 )));
             }
-            let t = metadata_text(m);
-            if t != "{}" {
-                a.push(format!("metadata={t}"));
+            // Typed, as the parser stores it; the profile fields have no
+            // text form (reported below).
+            let md = strip_profile(m);
+            if md != xla::OpMetadata::default() {
+                self.metadata = Some(md);
+                a.push("metadata".into());
             }
         }
         if !i.backend_config.is_empty() {
@@ -1990,6 +2233,3 @@ fn conv_labels(d: &xla::ConvolutionDimensionNumbers) -> std::result::Result<Stri
         )?
     ))
 }
-
-#[allow(dead_code)]
-fn _use(_: literal::Value) {}

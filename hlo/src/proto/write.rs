@@ -1,11 +1,13 @@
 //! Module -> `HloModuleProto`.
 //!
-//! Attribute text is decoded by the shared decoders of [`crate::attrs`]
-//! (dimension lists, windows, slices, padding, dot and convolution
-//! dimension numbers through the [`Instruction`] accessors; shardings,
-//! metadata, literals and the rest through [`crate::attrs::xla`] and
+//! Typed attributes are read as the parser stored them (dimension lists,
+//! windows, slices, padding, enumerations, op metadata, ...); the kinds still
+//! kept as text are decoded by the shared decoders of [`crate::attrs`]
+//! (convolution dimension numbers through the [`Instruction`] accessors;
+//! shardings, literals and the rest through [`crate::attrs::xla`] and
 //! [`crate::attrs::literal`]). An attribute with no `HloInstructionProto`
-//! field is an error naming it: nothing is dropped.
+//! field is an error naming it: nothing is dropped. [`module_to_bytes`]
+//! encodes while it builds (see there).
 //!
 //! Ids: an element read from a proto keeps its proto id; others get fresh
 //! ids above every kept one. Computations are written callees first and
@@ -13,6 +15,8 @@
 //! otherwise in the module's print and schedule order.
 
 use std::collections::HashMap;
+
+use prost::Message as _;
 
 use super::xla;
 use crate::attrs::literal::{self, Value};
@@ -35,7 +39,56 @@ pub const CONFIG_ONLY_HEADER_ATTRS: &[&str] = &[
 /// Converts a module to XLA's `HloModuleProto`.
 pub fn module_to_proto(m: &Module) -> Result<xla::HloModuleProto> {
     let mut w = Writer::new(m);
-    w.module()
+    w.module(&mut Sink::Tree)
+}
+
+/// The bytes of [`module_to_proto`]'s message, encoded while it is made:
+/// each instruction is encoded (by prost) as soon as it is built and
+/// dropped, and computations are spliced into the module's bytes, so the
+/// message tree never exists whole and the length of an instruction is not
+/// recomputed for the computation and the module holding it. The bytes are
+/// those of encoding the whole message (prost writes fields in tag order,
+/// and a default field writes nothing, so a message's fields before a
+/// repeated field, the field's elements and the fields after it can be
+/// encoded apart and concatenated).
+pub fn module_to_bytes(m: &Module) -> Result<Vec<u8>> {
+    let mut w = Writer::new(m);
+    let mut sink = Sink::Bytes {
+        computations: Vec::new(),
+        instructions: Vec::new(),
+    };
+    let p = w.module(&mut sink)?;
+    let Sink::Bytes { computations, .. } = sink else {
+        unreachable!("the sink stays bytes")
+    };
+    // Fields 1 and 2 come before `computations` (3), the others after.
+    let head = xla::HloModuleProto {
+        name: p.name.clone(),
+        entry_computation_name: p.entry_computation_name.clone(),
+        ..Default::default()
+    };
+    let tail = xla::HloModuleProto {
+        name: String::new(),
+        entry_computation_name: String::new(),
+        ..p
+    };
+    let mut out = Vec::with_capacity(computations.len() + 1024);
+    head.encode_raw(&mut out);
+    out.extend_from_slice(&computations);
+    tail.encode_raw(&mut out);
+    Ok(out)
+}
+
+/// Where [`Writer::module`] puts computations and instructions: into the
+/// message, or encoded (see [`module_to_bytes`]).
+enum Sink {
+    Tree,
+    Bytes {
+        /// The encoded `computations` entries of the module so far.
+        computations: Vec<u8>,
+        /// The encoded `instructions` entries of the computation being made.
+        instructions: Vec<u8>,
+    },
 }
 
 /// `PrimitiveType` number of an element type.
@@ -365,12 +418,12 @@ fn strip_comments(s: &str) -> String {
 /// the next free numeric suffix of its root (`p0` -> `p0.1`), as XLA's
 /// parser renames repeats (in text order) when it builds a module.
 #[derive(Default)]
-struct NameUniquer {
-    used: HashMap<String, (std::collections::HashSet<i64>, i64)>,
+struct NameUniquer<'m> {
+    used: crate::parse::FxMap<&'m str, (crate::parse::FxSet<i64>, i64)>,
 }
 
-impl NameUniquer {
-    fn unique(&mut self, name: &str) -> String {
+impl<'m> NameUniquer<'m> {
+    fn unique(&mut self, name: &'m str) -> String {
         let (root, suffix) = match name.rfind('.') {
             Some(p) if p > 0 && p + 1 < name.len() => match name[p + 1..].parse::<i64>() {
                 Ok(n) if name[p + 1..].bytes().all(|b| b.is_ascii_digit()) => (&name[..p], Some(n)),
@@ -378,9 +431,21 @@ impl NameUniquer {
             },
             _ => (name, None),
         };
-        let (used, next) = self.used.entry(root.to_string()).or_default();
+        let (used, next) = self.used.entry(root).or_default();
         let want = suffix.unwrap_or(0);
         let id = if used.insert(want) {
+            // The common case: the name is kept as written (a suffix written
+            // without leading zeros, so that reading it back gives it).
+            let canonical = match suffix {
+                None => true,
+                Some(_) => {
+                    let digits = &name[root.len() + 1..];
+                    digits.len() == 1 || !digits.starts_with('0')
+                }
+            };
+            if canonical {
+                return name.to_string();
+            }
             want
         } else {
             while !used.insert(*next) {
@@ -544,7 +609,8 @@ impl<'m> Writer<'m> {
     fn instruction_order(&self, c: CompId) -> Vec<InstId> {
         let m = self.m;
         let comp = m.comp(c);
-        let mut state: HashMap<InstId, u8> = HashMap::with_capacity(comp.order.len());
+        let mut state: crate::parse::FxMap<InstId, u8> =
+            crate::parse::FxMap::with_capacity_and_hasher(comp.order.len(), Default::default());
         let mut out = Vec::with_capacity(comp.order.len());
         let deps = |i: InstId| -> Vec<InstId> {
             let inst = m.inst(i);
@@ -617,13 +683,9 @@ impl<'m> Writer<'m> {
         let bad = |what: &str| Error::Module(format!("stack frame sections: {what}"));
         for c in m.computations() {
             for &i in &m.comp(c).order {
-                let Some(t) = m.inst(i).raw_attr("metadata") else {
+                let Some(md) = m.inst(i).metadata().map_err(|e| err(&m.inst(i).name, e))? else {
                     continue;
                 };
-                if !t.contains("stack_frame_id") {
-                    continue;
-                }
-                let md = ax::metadata(t).map_err(|e| err(&m.inst(i).name, e))?;
                 let id = md.stack_frame_id;
                 if id == 0 || self.frame_map.contains_key(&id) {
                     continue;
@@ -724,7 +786,7 @@ impl<'m> Writer<'m> {
         Ok(())
     }
 
-    fn module(&mut self) -> Result<xla::HloModuleProto> {
+    fn module(&mut self, sink: &mut Sink) -> Result<xla::HloModuleProto> {
         let m = self.m;
         self.canonical_frames()?;
         let mut p = xla::HloModuleProto {
@@ -739,6 +801,7 @@ impl<'m> Writer<'m> {
             ..Default::default()
         };
         let order = self.computation_order();
+        p.computations.reserve_exact(order.len());
         for &c in &order {
             let comp = m.comp(c);
             let mut cp = xla::HloComputationProto {
@@ -765,10 +828,41 @@ impl<'m> Writer<'m> {
                     }
                 }
             }
-            for i in self.instruction_order(c) {
-                cp.instructions.push(self.instruction(i)?);
+            let insts = self.instruction_order(c);
+            match sink {
+                Sink::Tree => {
+                    cp.instructions.reserve_exact(insts.len());
+                    for i in insts {
+                        cp.instructions.push(self.instruction(i)?);
+                    }
+                    p.computations.push(cp);
+                }
+                Sink::Bytes {
+                    computations,
+                    instructions,
+                } => {
+                    instructions.clear();
+                    for i in insts {
+                        let ip = self.instruction(i)?;
+                        prost::encoding::message::encode(2, &ip, instructions);
+                    }
+                    // Field 1 comes before `instructions` (2), the others after.
+                    let head = xla::HloComputationProto {
+                        name: std::mem::take(&mut cp.name),
+                        ..Default::default()
+                    };
+                    let len = head.encoded_len() + instructions.len() + cp.encoded_len();
+                    prost::encoding::encode_key(
+                        3,
+                        prost::encoding::WireType::LengthDelimited,
+                        computations,
+                    );
+                    prost::encoding::encode_varint(len as u64, computations);
+                    head.encode_raw(computations);
+                    computations.extend_from_slice(instructions);
+                    cp.encode_raw(computations);
+                }
             }
-            p.computations.push(cp);
         }
         let mut host_shape = None;
         let mut scheduled = false;
@@ -991,7 +1085,10 @@ impl<'m> Writer<'m> {
             };
             match key {
                 "metadata" => {
-                    let mut md = wrap(name, key, ax::metadata(t))?;
+                    let AttrValue::Metadata(md) = &a.value else {
+                        return Err(e(format!("`{key}` is not op metadata")));
+                    };
+                    let mut md = xla::OpMetadata::clone(md);
                     if md.stack_frame_id != 0 {
                         md.stack_frame_id =
                             *self.frame_map.get(&md.stack_frame_id).ok_or_else(|| {
