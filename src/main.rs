@@ -9,7 +9,7 @@
 //!
 //! `--pass=layout,tile` runs passes between verify and print (`--list-passes`
 //! lists them; `--explain` reports their decisions on stderr, `--explain=all`
-//! for every node; `--budget`, `--min-gain`,
+//! for every node; `--budget`, `--min-gain`, `--trust-radius`,
 //! `--seed`, `--model`, `--layout-model`, `--tile-model`, `--top-k`,
 //! `--threads`, `--verify-each` set their options). `--measure=xla-cpu`
 //! (or `--measure=pjrt:PLUGIN`) makes the layout pass measure the model's
@@ -40,6 +40,7 @@ Passes (--pass=a,b runs them in this order; --list-passes lists them):
           inserts copies where a consumer needs another layout.
           Flags: --budget (configurations scored), --seed, --top-k,
           --layout-model (or --model), --threads, --explain, --verify-each,
+          --min-gain, --trust-radius (nodes the search may change, default 3),
           --measure and --measure-budget (time candidates on XLA:CPU).
   tile    Input: a module after fusion (e.g. *.post.hlo, TPU kernels).
           Chooses the tile sizes of each fused kernel, recorded in its
@@ -141,6 +142,25 @@ struct Cli {
     /// estimated cost of the copies it would insert is added to it.
     #[arg(long, value_name = "PERCENT")]
     min_gain: Option<f64>,
+    /// [layout] Trust region of the search: at most N configurable nodes
+    /// changed from the compiler default (default 3: as far as a model's
+    /// near-default training configurations go), or `all`; each change must
+    /// also on its own be predicted to gain --min-gain.
+    #[arg(long, value_name = "N|all", value_parser = parse_radius)]
+    trust_radius: Option<Radius>,
+}
+
+/// A `--trust-radius` value: a number of nodes, or `all` (no bound).
+#[derive(Clone, Copy, Debug)]
+struct Radius(Option<usize>);
+
+fn parse_radius(s: &str) -> Result<Radius, String> {
+    if s == "all" {
+        return Ok(Radius(None));
+    }
+    s.parse::<usize>()
+        .map(|n| Radius(Some(n)))
+        .map_err(|_| format!("`{s}`: give a number of nodes (0 or more) or `all`"))
 }
 
 impl Cli {
@@ -199,6 +219,7 @@ impl Cli {
             explain: self.explain.is_some(),
             explain_all: self.explain.as_deref() == Some("all"),
             min_gain,
+            trust_radius: self.trust_radius.map_or(d.trust_radius, |r| r.0),
             ..d
         };
         if let Some(spec) = &self.measure {
@@ -246,6 +267,7 @@ impl Cli {
             ("--top-k", self.top_k.is_some()),
             ("--threads", self.threads.is_some()),
             ("--min-gain", self.min_gain.is_some()),
+            ("--trust-radius", self.trust_radius.is_some()),
             ("--measure", self.measure.is_some()),
             ("--verify-each", self.verify_each),
         ]

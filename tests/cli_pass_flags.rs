@@ -4,7 +4,9 @@
 //! Specification:
 //! - `--top-k 0`, `--budget 0`, `--min-gain -1` and a `--pass` list with an
 //!   empty entry (`layout,,tile`, a trailing comma) are errors (status 1,
-//!   a message naming the flag), never silently adjusted;
+//!   a message naming the flag), never silently adjusted; a
+//!   `--trust-radius` that is neither a count nor `all` is a command-line
+//!   error (status 2);
 //! - a pass listed twice, pass flags given without `--pass`, and `--threads`
 //!   beyond the available parallelism are warnings on stderr; the run goes on
 //!   (`--threads` capped);
@@ -69,6 +71,20 @@ fn budget_zero_is_refused() {
 #[test]
 fn a_negative_min_gain_is_refused() {
     assert_refused(&["--pass=layout", "--min-gain=-1", BERT], "--min-gain -1");
+}
+
+#[test]
+fn a_trust_radius_that_is_not_a_count_or_all_is_refused() {
+    for bad in ["-1", "three", "1.5", ""] {
+        let o = hlo_opt(&["--pass=layout", &format!("--trust-radius={bad}"), BERT]);
+        assert_eq!(o.status.code(), Some(2), "{bad}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains("--trust-radius") && stderr(&o).contains("`all`"),
+            "{bad}: {}",
+            stderr(&o)
+        );
+        assert!(o.stdout.is_empty());
+    }
 }
 
 #[test]

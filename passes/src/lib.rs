@@ -112,7 +112,20 @@ pub struct PassOptions {
     /// price of the copies a configuration needs is added to it
     /// (README.md, "What the passes promise").
     pub min_gain: f64,
+    /// The layout search's trust region: most configurable nodes a
+    /// configuration may change from the compiler default. Each change of
+    /// the chosen configuration must also on its own be predicted to gain
+    /// `min_gain` (unless measured). `None` (`--trust-radius all`): no trust
+    /// region, neither bound nor per-change check (README.md, "The layout
+    /// search's trust region").
+    pub trust_radius: Option<usize>,
 }
+
+/// Default of [`PassOptions::trust_radius`]: the near-default
+/// configurations a layout model is trained on change one to three nodes
+/// (TpuGraphs' "default" collection, `hlo-cost collect`); farther away the
+/// model extrapolates (README.md, "The layout search's trust region").
+pub const DEFAULT_TRUST_RADIUS: usize = 3;
 
 /// Default of [`PassOptions::min_gain`], in percent: above the layout
 /// model's own noise (README.md, "What the passes promise").
@@ -134,6 +147,7 @@ impl Default for PassOptions {
             explain: false,
             explain_all: false,
             min_gain: DEFAULT_MIN_GAIN,
+            trust_radius: Some(DEFAULT_TRUST_RADIUS),
         }
     }
 }

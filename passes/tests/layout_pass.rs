@@ -284,7 +284,8 @@ fn layout_with(
 /// No change without a predicted gain: a best configuration predicted
 /// 0.35% faster than the compiler default is not applied under the default
 /// `--min-gain` (1%), nor with `--min-gain 0` (its 15 copies cost more);
-/// one predicted 3.5% faster is.
+/// one predicted 3.5% faster is. The whole space is searched
+/// (`--trust-radius all`): the rule on the whole configuration alone.
 #[test]
 fn a_gain_below_min_gain_leaves_the_module_unchanged() {
     let text = std::fs::read_to_string(root().join("testdata/layout/transformer_bert.hlo"))
@@ -293,6 +294,7 @@ fn a_gain_below_min_gain_leaves_the_module_unchanged() {
     for min_gain in [passes::DEFAULT_MIN_GAIN, 0.0] {
         let options = PassOptions {
             min_gain,
+            trust_radius: None,
             ..common::options(2000, 0)
         };
         let (m, explain, changed) = layout_with(&text, Box::new(Nudged(1.0e6)), options);
@@ -309,8 +311,11 @@ fn a_gain_below_min_gain_leaves_the_module_unchanged() {
         assert!(!changed);
         assert_eq!(hlo::print_module(&m), original);
     }
-    let (m, explain, changed) =
-        layout_with(&text, Box::new(Nudged(1.0e5)), common::options(2000, 0));
+    let whole = PassOptions {
+        trust_radius: None,
+        ..common::options(2000, 0)
+    };
+    let (m, explain, changed) = layout_with(&text, Box::new(Nudged(1.0e5)), whole);
     assert!(explain.contains("layout: model score"), "{explain}");
     assert!(changed);
     assert_ne!(hlo::print_module(&m), original);
@@ -318,13 +323,14 @@ fn a_gain_below_min_gain_leaves_the_module_unchanged() {
 
 /// The copies a configuration needs are part of its price: a gain that
 /// clears `--min-gain` alone but not `--min-gain` plus the copies' share of
-/// the module's bytes is not applied.
+/// the module's bytes is not applied (the whole space searched, as above).
 #[test]
 fn the_copies_a_configuration_needs_count_against_its_gain() {
     let text = std::fs::read_to_string(root().join("testdata/layout/transformer_bert.hlo"))
         .expect("reads");
     let opts = |min_gain: f64| PassOptions {
         min_gain,
+        trust_radius: None,
         ..common::options(2000, 0)
     };
     let (_, explain, _) = layout_with(&text, contrary(), opts(0.0));
@@ -572,4 +578,73 @@ fn a_model_of_another_device_than_the_measured_one_is_warned_about() {
     );
     let notes = run("xla-cpu", "xla-cpu");
     assert!(!notes.iter().any(|n| n.contains("trained on")), "{notes:?}");
+}
+
+/// The contrary model, recording the most configurable nodes any
+/// configuration it scores changes from the first one it scored (the
+/// search scores the compiler default first).
+struct Farthest {
+    far: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    first: std::sync::Mutex<Option<Vec<f32>>>,
+}
+
+impl CostModel for Farthest {
+    fn task(&self) -> Task {
+        Task::Layout
+    }
+    fn prepare(&self, g: &Graph) -> costmodel::Result<Prepared> {
+        contrary().prepare(g)
+    }
+    fn score(&self, p: &Prepared, c: &ConfigBatch) -> costmodel::Result<Vec<f32>> {
+        let row = c.nodes_per_config * 18;
+        let mut first = self.first.lock().expect("lock");
+        let base = first.get_or_insert_with(|| c.feat[..row].to_vec());
+        for k in 0..c.num_configs {
+            let cfg = &c.feat[k * row..(k + 1) * row];
+            let changed = (0..c.nodes_per_config)
+                .filter(|&j| cfg[j * 18..(j + 1) * 18] != base[j * 18..(j + 1) * 18])
+                .count();
+            self.far
+                .fetch_max(changed, std::sync::atomic::Ordering::Relaxed);
+        }
+        contrary().score(p, c)
+    }
+}
+
+/// The trust region: with the default options the search scores no
+/// configuration that changes more than `DEFAULT_TRUST_RADIUS` (3) nodes of
+/// the compiler default, and `--explain` says so; `--trust-radius 1` keeps
+/// it to one; `all` (None) lets it wander, as it did before the bound.
+#[test]
+fn the_trust_radius_bounds_the_nodes_a_configuration_changes() {
+    let text = std::fs::read_to_string(root().join("testdata/layout/transformer_bert.hlo"))
+        .expect("reads");
+    let far = |radius: Option<usize>| {
+        let n = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let model = Farthest {
+            far: n.clone(),
+            first: std::sync::Mutex::new(None),
+        };
+        let options = PassOptions {
+            trust_radius: radius,
+            ..common::options(2000, 0)
+        };
+        let (_, explain, _) = layout_with(&text, Box::new(model), options);
+        (n.load(std::sync::atomic::Ordering::Relaxed), explain)
+    };
+    let (d, explain) = far(PassOptions::default().trust_radius);
+    assert_eq!(passes::DEFAULT_TRUST_RADIUS, 3);
+    assert!((1..=3).contains(&d), "scored one {d} nodes away");
+    assert!(
+        explain.contains("layout: trust region: at most 3 of the 50 nodes with a choice"),
+        "{explain}"
+    );
+    let (d, _) = far(Some(1));
+    assert_eq!(d, 1);
+    let (d, explain) = far(None);
+    assert!(d > 10, "the whole space: {d}");
+    assert!(
+        explain.contains("layout: trust region: the whole space (--trust-radius all)"),
+        "{explain}"
+    );
 }

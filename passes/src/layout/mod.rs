@@ -4,9 +4,15 @@
 //!    configurable nodes are exactly the featurizer's;
 //! 2. build each node's candidate list ([`candidates`]), honouring the
 //!    constraints (the entry root keeps its layout);
-//! 3. search the product space with the model as fitness ([`search`]);
-//! 4. apply the best configuration: slots that differ from the compiler
-//!    default become decisions; [`assign`] propagates them and inserts copies;
+//! 3. search the product space with the model as fitness ([`search`]),
+//!    inside the trust region ([`search::Region`]: at most
+//!    `--trust-radius` nodes changed from the compiler default, each change
+//!    on its own predicted to gain `--min-gain`, this check not when
+//!    measuring; `--trust-radius all` lifts both);
+//! 4. apply the best configuration when its predicted gain covers
+//!    `--min-gain` plus the price of its copies: slots that differ from the
+//!    compiler default become decisions; [`assign`] propagates them and
+//!    inserts copies;
 //! 5. report (`--explain`): per node the chosen layouts and their model
 //!    score alone, the copies, the chosen configuration's score against the
 //!    compiler default's.
@@ -261,10 +267,28 @@ impl Pass for LayoutPass {
                 b.set_position(done as u64);
             }
         };
-        let keep = if cx.options.measure.is_some() || cx.options.measurer.is_some() {
+        let measuring = cx.options.measure.is_some() || cx.options.measurer.is_some();
+        let keep = if measuring {
             cx.options.top_k.max(1)
         } else {
             1
+        };
+        // The per-change check: a change is kept when, alone, it is
+        // predicted to gain --min-gain (a gain of zero never). Measured
+        // candidates stand on their measurement instead.
+        let (min_gain, calibration) = (cx.options.min_gain, model.log_runtime_per_score());
+        let keeps = move |alone: f32, base: f32| {
+            let g = gain_pct(alone, base, calibration);
+            g > 0.0 && g >= min_gain
+        };
+        // `--trust-radius all` lifts the whole trust region, the check too.
+        let region = search::Region {
+            radius: cx.options.trust_radius,
+            keeps: if measuring || cx.options.trust_radius.is_none() {
+                None
+            } else {
+                Some(&keeps)
+            },
         };
         let mut outcome = search::search_top(
             &sizes,
@@ -274,6 +298,7 @@ impl Pass for LayoutPass {
             cx.options.seed,
             keep,
             batch,
+            region,
             &mut progress,
         )?;
         if let Some(b) = bar.take() {
@@ -595,6 +620,7 @@ fn report(
             String::new()
         }
     );
+    let _ = writeln!(e, "{}", region_line(m, spaces, o, &cx.options));
     let applied = matches!(r.verdict, Verdict::Applied { .. });
     if cx.options.explain {
         // Marginal effect of each changed node: the default with only that
@@ -630,6 +656,15 @@ fn report(
             let name = &m.inst(s.inst).name;
             let chosen = &s.candidates[o.best[j] as usize];
             match marginal[j] {
+                // Its own choice is the default; a changed neighbour's
+                // layout reached it (propagation, copies).
+                Some(_) if o.best[j] == default[j] => {
+                    let _ = writeln!(
+                        e,
+                        "  %{name}: its own choice is the default ({}); relaid out by the changes around it",
+                        show_config(chosen)
+                    );
+                }
                 Some((ms, base)) => {
                     let _ = writeln!(
                         e,
@@ -691,10 +726,18 @@ fn report(
     // Scores are ranking scores, not runtimes: report the relative change of
     // the score, never a ratio read as a speedup.
     match r.verdict {
+        Verdict::DefaultIsBest if !o.reverted.is_empty() => {
+            let _ = writeln!(
+                e,
+                "layout: kept the compiler default ({:.4}; lower is predicted faster): none of the {} changes of the search's best was predicted to gain --min-gain on its own (the trust region's per-change check); {nodes_changed}, {copies} copies added, {relayouted} instructions relaid out",
+                o.default_score,
+                o.reverted.len()
+            );
+        }
         Verdict::DefaultIsBest => {
             let _ = writeln!(
                 e,
-                "layout: the compiler default scored best ({:.4}; lower is predicted faster); {nodes_changed} nodes changed, {copies} copies added, {relayouted} instructions relaid out",
+                "layout: the compiler default scored best ({:.4}; lower is predicted faster); {nodes_changed}, {copies} copies added, {relayouted} instructions relaid out",
                 o.default_score
             );
         }
@@ -723,6 +766,45 @@ fn report(
         }
     }
     Ok(())
+}
+
+/// The `--explain` line saying what bounded the search: the trust region's
+/// radius and size, and what the per-change check kept.
+fn region_line(m: &Module, spaces: &[NodeSpace], o: &Outcome, opts: &crate::PassOptions) -> String {
+    let free = spaces.iter().filter(|s| s.candidates.len() > 1).count();
+    let mut line = match opts.trust_radius {
+        Some(r) if r < free => format!(
+            "layout: trust region: at most {r} of the {free} nodes with a choice changed from the compiler default (--trust-radius {r}; `all` lifts it): {:.3e} of the {:.3e} configurations",
+            o.region as f64, o.space as f64
+        ),
+        Some(r) => format!(
+            "layout: trust region: the whole space (--trust-radius {r} reaches all {free} nodes with a choice)"
+        ),
+        None => "layout: trust region: the whole space (--trust-radius all)".to_string(),
+    };
+    match o.checked {
+        Some(n) => {
+            let names: Vec<String> = o
+                .reverted
+                .iter()
+                .map(|&j| format!("%{}", m.inst(spaces[j].inst).name))
+                .collect();
+            let _ = write!(
+                line,
+                "; per-change check (each change alone predicted to gain at least {}%, --min-gain): kept {} of {n}",
+                opts.min_gain,
+                n - o.reverted.len()
+            );
+            if !names.is_empty() {
+                let _ = write!(line, ", reverted {}", names.join(", "));
+            }
+        }
+        None if opts.measure.is_some() || opts.measurer.is_some() => {
+            line.push_str("; no per-change check (measured candidates decide)");
+        }
+        None => {}
+    }
+    line
 }
 
 fn pct(x: f32, base: f32) -> f64 {

@@ -10,6 +10,17 @@
 //!   per-gene mutation, elitist replacement), as XLA's autotuner seeds its
 //!   search with the compiler default.
 //!
+//! The search stays inside a *trust region* ([`Region`]): configurations
+//! that change at most `radius` configurable nodes from the compiler default
+//! (the neighbourhood a model's training configurations cover: TpuGraphs'
+//! "default" collection and `hlo-cost collect`'s near-default samples change
+//! 1-3 nodes), exhaustively when the region fits in the budget, else every
+//! genome the genetic search makes is projected back into it. Then, with a
+//! per-change check ([`Region::keeps`]), each change of the chosen
+//! configuration must on its own, against the default in one model call, be
+//! a gain the model can resolve; the others are reverted (no change rides
+//! along with another one).
+//!
 //! Scores are batch-relative: the layout model attends across the
 //! configurations of one `score` call (costmodel/MODEL.md), so two scores
 //! are only comparable when they come from the same call. The search itself
@@ -21,8 +32,11 @@
 //! [`Outcome::default_score`], [`Outcome::ranked`]) all come from that call.
 //!
 //! Invariants: at most `budget` configurations are scored in all, counting
-//! the final rescoring (a part of the budget is reserved for it; budgets
-//! under 4 reserve none and skip it); the default always is scored, even
+//! the final rescoring and the per-change check (parts of the budget are
+//! reserved for them; budgets under 4 reserve none and skip the rescoring,
+//! budgets under 4 x (radius + 4) skip the check unless the search left
+//! enough); no configuration outside the region is scored or chosen; the
+//! default always is scored, even
 //! with a budget of 0; the same sizes, default, fitness and seed give the
 //! same result (ChaCha8 RNG, no hash map iteration, ties broken by
 //! `f32::total_cmp` then first-scored order, the default first).
@@ -71,9 +85,83 @@ pub struct Outcome {
     pub method: Method,
     /// Size of the product space (saturating).
     pub space: u128,
+    /// Configurations in the trust region (saturating; `space` when the
+    /// region is the whole space).
+    pub region: u128,
+    /// The per-change check: how many changes of the search's best it
+    /// checked (`None`: no check ran: none asked, nothing changed, or the
+    /// budget left none for it) and which nodes it reverted.
+    pub checked: Option<usize>,
+    pub reverted: Vec<usize>,
+    /// Configurations the per-change check scored (beyond `scored` and
+    /// `rescored`).
+    pub check_scored: usize,
     /// The best distinct configurations scored, best first (at most `keep`;
     /// scores from the final rescoring when there was one).
     pub ranked: Vec<(Vec<u16>, f32)>,
+}
+
+/// The trust region of a search (module doc).
+#[derive(Clone, Copy)]
+pub struct Region<'a> {
+    /// Most configurable nodes a configuration may change from the compiler
+    /// default; `None`: any number (the whole product space).
+    pub radius: Option<usize>,
+    /// The per-change check: `keeps(alone, default)` says whether a change
+    /// whose configuration (the default with that change alone) scores
+    /// `alone`, against the default's `default` in the same call, is a gain
+    /// the model can resolve. `None`: no check.
+    pub keeps: Option<&'a dyn Fn(f32, f32) -> bool>,
+}
+
+impl Region<'_> {
+    /// No trust region: the whole product space, no per-change check.
+    pub const WHOLE: Region<'static> = Region {
+        radius: None,
+        keeps: None,
+    };
+}
+
+/// Number of configurable nodes where `g` differs from `default`.
+pub fn distance(g: &[u16], default: &[u16]) -> usize {
+    g.iter().zip(default).filter(|(a, b)| a != b).count()
+}
+
+/// Number of configurations within `radius` changed nodes of a default
+/// (saturating): the coefficients up to `x^radius` of the product of
+/// `1 + (sizes[j] - 1) x` over the nodes, summed.
+pub fn region_size(sizes: &[usize], radius: Option<usize>) -> u128 {
+    let free = sizes.iter().filter(|&&s| s > 1).count();
+    let r = radius.unwrap_or(free).min(free);
+    let mut c = vec![0u128; r + 1];
+    c[0] = 1;
+    let mut seen = 0usize;
+    for &s in sizes.iter().filter(|&&s| s > 1) {
+        seen += 1;
+        for k in (1..=r.min(seen)).rev() {
+            c[k] = c[k].saturating_add(c[k - 1].saturating_mul(s as u128 - 1));
+        }
+    }
+    c.iter().fold(0u128, |a, &x| a.saturating_add(x))
+}
+
+/// Moves `g` into the region: when it changes more than `radius` nodes, a
+/// uniformly drawn `radius` of its changes are kept and the others reverted
+/// to the default. Draws nothing from `rng` when `g` is inside already.
+fn project(g: &mut [u16], default: &[u16], radius: Option<usize>, rng: &mut ChaCha8Rng) {
+    let Some(r) = radius else { return };
+    let mut changed: Vec<usize> = (0..g.len()).filter(|&j| g[j] != default[j]).collect();
+    if changed.len() <= r {
+        return;
+    }
+    // Partial Fisher-Yates: the first `r` are a uniform draw of the changes.
+    for k in 0..r {
+        let pick = rng.gen_range(k..changed.len());
+        changed.swap(k, pick);
+    }
+    for &j in &changed[r..] {
+        g[j] = default[j];
+    }
 }
 
 /// Most configurations per model call.
@@ -225,12 +313,22 @@ pub fn search(
     seed: u64,
     progress: &mut dyn FnMut(usize),
 ) -> Result<Outcome, PassError> {
-    search_top(sizes, default, fitness, budget, seed, 1, BATCH, progress)
+    search_top(
+        sizes,
+        default,
+        fitness,
+        budget,
+        seed,
+        1,
+        BATCH,
+        Region::WHOLE,
+        progress,
+    )
 }
 
 /// [`search`], also keeping the `keep` best configurations in
 /// [`Outcome::ranked`], scoring at most `batch` configurations per model call
-/// (see [`configs_per_call`]).
+/// (see [`configs_per_call`]), inside `region`.
 ///
 /// Memory: the search keeps 16 bytes per configuration scored plus
 /// `max(keep, FINAL + 1, population)` genomes; each model call builds the
@@ -245,6 +343,7 @@ pub fn search_top(
     seed: u64,
     keep: usize,
     batch: usize,
+    region: Region<'_>,
     progress: &mut dyn FnMut(usize),
 ) -> Result<Outcome, PassError> {
     let space = sizes
@@ -252,35 +351,53 @@ pub fn search_top(
         .fold(1u128, |a, &s| a.saturating_mul(s.max(1) as u128));
     let budget = budget.max(1);
     let batch = batch.max(1);
+    let free = sizes.iter().filter(|&&s| s > 1).count();
+    // A radius that reaches every node bounds nothing.
+    let radius = region.radius.filter(|&r| r < free);
+    let region_configs = region_size(sizes, radius);
     // The finalists are rescored in one call: no more of them than a call holds.
     let reserve = final_reserve(budget).min(batch);
     let reserve = if reserve < 2 { 0 } else { reserve };
+    // The per-change check scores the default, the best and each of its
+    // changes alone, then the configuration it leaves: radius + 4.
+    let check_reserve = match (region.keeps, radius) {
+        (Some(_), Some(r)) if r.saturating_add(4) <= batch => r + 4,
+        _ => 0,
+    };
+    let check_reserve = if budget - reserve >= check_reserve.saturating_mul(4) {
+        check_reserve
+    } else {
+        0
+    };
     let mut st = State {
         fitness,
         seen: HashSet::new(),
         scored: 0,
         top: Vec::new(),
         top_cap: keep.max(reserve + 1).max(POPULATION),
-        budget: budget - reserve,
+        budget: budget - reserve - check_reserve,
         batch,
         calls: 0,
         progress,
     };
     let first = st.score(vec![default.to_vec()])?;
     let default_score = first.first().map_or(f32::INFINITY, |x| x.1);
-    let method = if space <= 1 {
+    let method = if region_configs <= 1 {
         Method::Trivial
-    } else if space <= st.budget as u128 {
-        exhaustive(&mut st, sizes)?;
+    } else if region_configs <= st.budget as u128 {
+        match radius {
+            None => exhaustive(&mut st, sizes)?,
+            Some(r) => exhaustive_region(&mut st, sizes, default, r)?,
+        }
         Method::Exhaustive
     } else {
-        genetic(&mut st, sizes, default, default_score, seed)?;
+        genetic(&mut st, sizes, default, default_score, seed, radius)?;
         Method::Genetic
     };
-    if st.calls <= 1 || reserve < 2 {
+    let mut out = if st.calls <= 1 || reserve < 2 {
         let ranked = st.ranked(keep);
         let (best, best_score) = ranked[0].clone();
-        return Ok(Outcome {
+        Outcome {
             best,
             best_score,
             default_score,
@@ -288,12 +405,43 @@ pub fn search_top(
             rescored: 0,
             method,
             space,
+            region: region_configs,
+            checked: None,
+            reverted: Vec::new(),
+            check_scored: 0,
             ranked,
-        });
+        }
+    } else {
+        rescore_finalists(
+            &mut st,
+            default,
+            reserve,
+            keep,
+            method,
+            space,
+            region_configs,
+        )?
+    };
+    if let Some(keeps) = region.keeps {
+        let left = budget.saturating_sub(out.scored + out.rescored);
+        check_changes(st.fitness, default, keeps, left, batch, &mut out)?;
     }
-    // Scores from different calls are not comparable (module doc): rescore
-    // the finalists in one call and decide on that call alone. The default
-    // is finalist 0, so it wins ties.
+    Ok(out)
+}
+
+/// Scores the finalists (the default first, then the best distinct
+/// configurations scored, at most `reserve`) in one call and decides on that
+/// call alone: scores from different calls are not comparable (module doc).
+/// The default is finalist 0, so it wins ties.
+fn rescore_finalists(
+    st: &mut State<'_>,
+    default: &[u16],
+    reserve: usize,
+    keep: usize,
+    method: Method,
+    space: u128,
+    region: u128,
+) -> Result<Outcome, PassError> {
     let mut finalists: Vec<Vec<u16>> = vec![default.to_vec()];
     for (g, _) in st.ranked(st.top_cap) {
         if finalists.len() >= reserve.min(st.scored) {
@@ -320,8 +468,69 @@ pub fn search_top(
         rescored: finalists.len(),
         method,
         space,
+        region,
+        checked: None,
+        reverted: Vec::new(),
+        check_scored: 0,
         ranked,
     })
+}
+
+/// The per-change check (module doc): scores, in one call, the default, the
+/// best and the default with each change of the best alone; reverts the
+/// changes `keeps` refuses; when some changes stay and some go, scores what
+/// is left against the default in a second call. Runs only when its
+/// configurations fit in `left` and in one call; otherwise leaves `out` as
+/// it is (`checked` stays `None`).
+fn check_changes(
+    fitness: &mut dyn Fitness,
+    default: &[u16],
+    keeps: &dyn Fn(f32, f32) -> bool,
+    left: usize,
+    batch: usize,
+    out: &mut Outcome,
+) -> Result<(), PassError> {
+    let changed: Vec<usize> = (0..default.len())
+        .filter(|&j| out.best[j] != default[j])
+        .collect();
+    if changed.is_empty() || changed.len() + 4 > left || changed.len() + 2 > batch {
+        return Ok(());
+    }
+    let mut genomes = vec![default.to_vec(), out.best.clone()];
+    for &j in &changed {
+        let mut g = default.to_vec();
+        g[j] = out.best[j];
+        genomes.push(g);
+    }
+    let scores = score_checked(fitness, &genomes)?;
+    out.check_scored = genomes.len();
+    out.checked = Some(changed.len());
+    let (d, b) = (scores[0], scores[1]);
+    let mut kept = default.to_vec();
+    for (k, &j) in changed.iter().enumerate() {
+        if keeps(scores[k + 2], d) {
+            kept[j] = out.best[j];
+        } else {
+            out.reverted.push(j);
+        }
+    }
+    let (best_score, default_score) = if out.reverted.is_empty() {
+        (b, d)
+    } else if kept == default {
+        (d, d)
+    } else {
+        let s = score_checked(fitness, &[default.to_vec(), kept.clone()])?;
+        out.check_scored += 2;
+        (s[1], s[0])
+    };
+    let keep = out.ranked.len().max(1);
+    out.ranked.retain(|(g, _)| *g != kept);
+    out.ranked.insert(0, (kept.clone(), best_score));
+    out.ranked.truncate(keep);
+    out.best = kept;
+    out.best_score = best_score;
+    out.default_score = default_score;
+    Ok(())
 }
 
 fn exhaustive(st: &mut State<'_>, sizes: &[usize]) -> Result<(), PassError> {
@@ -349,6 +558,50 @@ fn exhaustive(st: &mut State<'_>, sizes: &[usize]) -> Result<(), PassError> {
     }
 }
 
+/// Every configuration within `radius` changed nodes of `default`: for each
+/// set of at most `radius` nodes (lexicographic), each combination of their
+/// non-default candidates.
+fn exhaustive_region(
+    st: &mut State<'_>,
+    sizes: &[usize],
+    default: &[u16],
+    radius: usize,
+) -> Result<(), PassError> {
+    fn walk(
+        st: &mut State<'_>,
+        sizes: &[usize],
+        default: &[u16],
+        g: &mut Vec<u16>,
+        from: usize,
+        left: usize,
+        pending: &mut Vec<Vec<u16>>,
+    ) -> Result<(), PassError> {
+        if left == 0 {
+            return Ok(());
+        }
+        for j in from..sizes.len() {
+            for c in 0..sizes[j] as u16 {
+                if c == default[j] {
+                    continue;
+                }
+                g[j] = c;
+                pending.push(g.clone());
+                if pending.len() == st.batch {
+                    st.score(std::mem::take(pending))?;
+                }
+                walk(st, sizes, default, g, j + 1, left - 1, pending)?;
+            }
+            g[j] = default[j];
+        }
+        Ok(())
+    }
+    let mut g = default.to_vec();
+    let mut pending = Vec::with_capacity(st.batch);
+    walk(st, sizes, default, &mut g, 0, radius, &mut pending)?;
+    st.score(pending)?;
+    Ok(())
+}
+
 /// Largest genetic population.
 const POPULATION: usize = 64;
 
@@ -358,6 +611,7 @@ fn genetic(
     default: &[u16],
     base: f32,
     seed: u64,
+    radius: Option<usize>,
 ) -> Result<(), PassError> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let free: Vec<usize> = (0..sizes.len()).filter(|&j| sizes[j] > 1).collect();
@@ -414,6 +668,19 @@ fn genetic(
                 }
             }
         }
+        if let Some(r) = radius {
+            // Inside the region: the `r` best single changes combined.
+            let mut singles: Vec<(usize, u16, f32)> = free
+                .iter()
+                .filter_map(|&j| best[j].map(|(c, s)| (j, c, s)))
+                .collect();
+            singles.sort_by(|a, b| a.2.total_cmp(&b.2).then(a.0.cmp(&b.0)));
+            combined = default.to_vec();
+            for &(j, c, _) in singles.iter().take(r) {
+                combined[j] = c;
+            }
+            project(&mut half, default, radius, &mut rng);
+        }
         st.score(vec![combined, half])?;
     }
 
@@ -432,6 +699,7 @@ fn genetic(
                 g[j] = rng.gen_range(0..sizes[j] as u16);
             }
         }
+        project(&mut g, default, radius, &mut rng);
         init.push(g);
     }
     st.score(init)?;
@@ -460,9 +728,11 @@ fn genetic(
                     g[j] = rng.gen_range(0..sizes[j] as u16);
                 }
             }
+            project(&mut g, default, radius, &mut rng);
             let mut extra = 0;
             while (st.seen(&g) || children.contains(&g)) && extra < 4 {
                 mutate_one(&mut g, sizes, &free, &mut rng);
+                project(&mut g, default, radius, &mut rng);
                 extra += 1;
             }
             if !st.seen(&g) && !children.contains(&g) {
@@ -636,5 +906,179 @@ mod tests {
         let out = search(&sizes, &[1, 2], &mut f, 0, 0, &mut |_| {}).expect("search");
         assert_eq!(out.scored, 1);
         assert_eq!(out.best, vec![1, 2]);
+    }
+
+    /// Records the farthest any scored genome lies from `default`.
+    struct Farthest {
+        inner: Additive,
+        default: Vec<u16>,
+        farthest: usize,
+        configs: usize,
+    }
+    impl Fitness for Farthest {
+        fn score(&mut self, genomes: &[Vec<u16>]) -> Result<Vec<f32>, PassError> {
+            self.configs += genomes.len();
+            for g in genomes {
+                self.farthest = self.farthest.max(distance(g, &self.default));
+            }
+            self.inner.score(genomes)
+        }
+    }
+
+    fn farthest(sizes: &[usize], default: &[u16]) -> Farthest {
+        Farthest {
+            inner: additive(sizes),
+            default: default.to_vec(),
+            farthest: 0,
+            configs: 0,
+        }
+    }
+
+    fn within(radius: usize) -> Region<'static> {
+        Region {
+            radius: Some(radius),
+            keeps: None,
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn run(
+        sizes: &[usize],
+        default: &[u16],
+        f: &mut dyn Fitness,
+        budget: usize,
+        region: Region<'_>,
+    ) -> Outcome {
+        search_top(sizes, default, f, budget, 3, 1, BATCH, region, &mut |_| {}).expect("search")
+    }
+
+    #[test]
+    fn no_configuration_outside_the_radius_is_scored_or_chosen() {
+        let sizes = vec![8; 40];
+        let default = vec![0u16; 40];
+        for radius in [2, 3, 5] {
+            let mut f = farthest(&sizes, &default);
+            let out = run(&sizes, &default, &mut f, 3000, within(radius));
+            assert_eq!(out.method, Method::Genetic);
+            assert!(
+                f.farthest <= radius,
+                "radius {radius}: scored one {} away",
+                f.farthest
+            );
+            assert!(distance(&out.best, &default) <= radius);
+            assert!(out.best_score < out.default_score);
+            assert_eq!(out.region, region_size(&sizes, Some(radius)));
+        }
+        // Without the region the same search goes far (what the bound stops).
+        let mut f = farthest(&sizes, &default);
+        let out = run(&sizes, &default, &mut f, 3000, Region::WHOLE);
+        assert!(f.farthest > 5 && distance(&out.best, &default) > 5);
+        assert_eq!(out.region, out.space);
+    }
+
+    #[test]
+    fn region_size_counts_the_configurations_within_the_radius() {
+        let sizes = [2, 3, 1, 4, 2];
+        let default = [1u16, 0, 0, 3, 0];
+        let all: Vec<Vec<u16>> = (0..sizes.iter().product::<usize>())
+            .map(|mut k| {
+                sizes
+                    .iter()
+                    .map(|&s| {
+                        let c = (k % s) as u16;
+                        k /= s;
+                        c
+                    })
+                    .collect()
+            })
+            .collect();
+        for r in 0..6 {
+            let brute = all.iter().filter(|g| distance(g, &default) <= r).count() as u128;
+            assert_eq!(region_size(&sizes, Some(r)), brute, "radius {r}");
+        }
+        assert_eq!(region_size(&sizes, None), 48);
+        assert_eq!(region_size(&vec![1000; 64], Some(20)), u128::MAX);
+    }
+
+    #[test]
+    fn a_region_within_the_budget_is_searched_whole() {
+        let sizes = vec![3; 10];
+        let default = vec![1u16; 10];
+        let mut f = farthest(&sizes, &default);
+        let out = run(&sizes, &default, &mut f, 1000, within(2));
+        // 1 + 10 x 2 + 45 x 4 configurations.
+        assert_eq!(
+            (out.method, out.region, out.scored),
+            (Method::Exhaustive, 201, 201)
+        );
+        assert!(f.farthest <= 2);
+        // The optimum of the additive fitness within two changes: the two
+        // largest single-node gains.
+        let mut gains: Vec<f32> = (0..10)
+            .map(|j| {
+                let w = &f.inner.weights[j];
+                w[1] - w.iter().copied().fold(f32::INFINITY, f32::min)
+            })
+            .collect();
+        gains.sort_by(|a, b| b.total_cmp(a));
+        let base: f32 = (0..10).map(|j| f.inner.weights[j][1]).sum();
+        assert_eq!(out.best_score, base - gains[0] - gains[1]);
+    }
+
+    #[test]
+    fn the_per_change_check_reverts_a_change_that_gains_too_little_alone() {
+        // Node 0's change gains 10, node 1's 0.5 (under the 1 required),
+        // node 2's loses 5: the search's best changes nodes 0 and 1.
+        let mut f = Additive {
+            weights: vec![vec![10.0, 0.0], vec![1.0, 0.5], vec![0.0, 5.0]],
+            calls: 0,
+            max_batch: 0,
+        };
+        let keeps = |alone: f32, base: f32| base - alone >= 1.0;
+        let region = Region {
+            radius: Some(2),
+            keeps: Some(&keeps),
+        };
+        let plain = run(&[2, 2, 2], &[0, 0, 0], &mut f, 100, within(2));
+        assert_eq!(plain.best, vec![1, 1, 0]);
+        let out = run(&[2, 2, 2], &[0, 0, 0], &mut f, 100, region);
+        assert_eq!(out.best, vec![1, 0, 0]);
+        assert_eq!((out.checked, out.reverted.clone()), (Some(2), vec![1]));
+        assert_eq!((out.best_score, out.default_score), (1.0, 11.0));
+        assert_eq!(out.ranked[0], (out.best.clone(), out.best_score));
+        // A check that keeps nothing leaves the default.
+        let never = |_: f32, _: f32| false;
+        let out = run(
+            &[2, 2, 2],
+            &[0, 0, 0],
+            &mut f,
+            100,
+            Region {
+                radius: Some(2),
+                keeps: Some(&never),
+            },
+        );
+        assert_eq!(
+            (out.best, out.best_score),
+            (vec![0, 0, 0], out.default_score)
+        );
+    }
+
+    #[test]
+    fn the_budget_covers_the_region_search_the_rescoring_and_the_check() {
+        let sizes = vec![6; 30];
+        let default = vec![0u16; 30];
+        let keeps = |alone: f32, base: f32| alone < base;
+        for budget in [1, 5, 30, 77, 400] {
+            let mut f = farthest(&sizes, &default);
+            let region = Region {
+                radius: Some(3),
+                keeps: Some(&keeps),
+            };
+            let out = run(&sizes, &default, &mut f, budget, region);
+            assert!(f.configs <= budget, "budget {budget}: scored {}", f.configs);
+            assert_eq!(f.configs, out.scored + out.rescored + out.check_scored);
+            assert!(f.farthest <= 3);
+        }
     }
 }
