@@ -76,9 +76,12 @@ impl CostModel for Contrary {
 
 fn run_layout(m: &hlo::Module, model: Box<dyn CostModel>) -> hlo::Module {
     let mut out = m.clone();
+    // The whole space (no trust region): the contrary model then moves many
+    // layouts and inserts copies, which is what this test checks on XLA.
     let mut cx = PassContext::new(PassOptions {
         budget: 300,
         verify_each: true,
+        trust_radius: None,
         ..Default::default()
     });
     LayoutPass::with_model(model)

@@ -58,6 +58,14 @@ pub trait CostModel: Send + Sync {
     fn log_runtime_per_score(&self) -> Option<f64> {
         None
     }
+    /// How far a predicted runtime ratio can be trusted: the standard error,
+    /// in ln(runtime), of the predicted ratio of two configurations of one
+    /// graph, measured on the training graphs (`model.json`
+    /// `log_runtime_resolution`, MODEL.md). The layout pass applies no change
+    /// predicted to gain less than `1 - exp(-resolution)`. `None`: unknown.
+    fn log_runtime_resolution(&self) -> Option<f64> {
+        None
+    }
     /// Runs the configuration-independent part once per graph.
     fn prepare(&self, graph: &Graph) -> Result<Prepared>;
     /// One score per configuration of `configs`; lower = predicted faster.

@@ -82,6 +82,9 @@ pub struct ModelInfo {
     /// [`CostModel::log_runtime_per_score`] (`model.json`
     /// `log_runtime_per_score`, a positive number, or absent).
     pub log_runtime_per_score: Option<f64>,
+    /// [`CostModel::log_runtime_resolution`] (`model.json`
+    /// `log_runtime_resolution`, a number >= 0, or absent).
+    pub log_runtime_resolution: Option<f64>,
     /// The whole `model.json` (training data, hyper-parameters, metrics), or
     /// the metadata of a plain `.onnx` as an object of strings.
     pub json: serde_json::Value,
@@ -312,6 +315,10 @@ impl OnnxModel {
                 None => None,
                 Some(v) => Some(positive_scale(v.parse::<f64>().ok(), origin)?),
             },
+            log_runtime_resolution: match get("log_runtime_resolution") {
+                None => None,
+                Some(v) => Some(resolution(v.parse::<f64>().ok(), origin)?),
+            },
             stages: vec!["model.onnx".to_string()],
             json: serde_json::Value::Object(props),
         };
@@ -347,6 +354,16 @@ fn positive_scale(v: Option<f64>, origin: &str) -> Result<f64> {
         model_err(
             origin,
             "`log_runtime_per_score` must be a positive number (MODEL.md)",
+        )
+    })
+}
+
+/// `log_runtime_resolution` of a model file: a finite number >= 0.
+fn resolution(v: Option<f64>, origin: &str) -> Result<f64> {
+    v.filter(|r| r.is_finite() && *r >= 0.0).ok_or_else(|| {
+        model_err(
+            origin,
+            "`log_runtime_resolution` must be a number >= 0 (MODEL.md)",
         )
     })
 }
@@ -411,12 +428,17 @@ fn parse_model_json(json: &serde_json::Value, origin: &str) -> Result<ModelInfo>
         None | Some(serde_json::Value::Null) => None,
         Some(v) => Some(positive_scale(v.as_f64(), origin)?),
     };
+    let log_runtime_resolution = match json.get("log_runtime_resolution") {
+        None | Some(serde_json::Value::Null) => None,
+        Some(v) => Some(resolution(v.as_f64(), origin)?),
+    };
     Ok(ModelInfo {
         task,
         feature_version,
         khop,
         device,
         log_runtime_per_score,
+        log_runtime_resolution,
         stages,
         json: json.clone(),
     })
@@ -1144,6 +1166,9 @@ impl CostModel for OnnxModel {
 
     fn log_runtime_per_score(&self) -> Option<f64> {
         self.info.log_runtime_per_score
+    }
+    fn log_runtime_resolution(&self) -> Option<f64> {
+        self.info.log_runtime_resolution
     }
 
     fn prepare(&self, graph: &Graph) -> Result<Prepared> {

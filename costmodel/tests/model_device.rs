@@ -89,3 +89,35 @@ fn a_model_records_how_its_scores_map_to_runtime() {
         );
     }
 }
+
+/// `log_runtime_resolution` (MODEL.md): read from model.json when present
+/// (a number >= 0), absent otherwise; negative or non-numeric values are
+/// refused.
+#[test]
+fn a_model_records_how_far_its_predicted_ratios_can_be_trusted() {
+    if let Err(e) = costmodel::onnx::environment() {
+        report::skipped(&format!("ONNX Runtime unavailable: {e}"));
+        return;
+    }
+    report::ran();
+    let bytes = layout_with_json(|j| j["log_runtime_resolution"] = serde_json::json!(0.25));
+    let m = OnnxModel::from_bytes(&bytes, "r.hlocm", Task::Layout, 1).expect("loads");
+    assert_eq!(m.log_runtime_resolution(), Some(0.25));
+    let bytes = layout_with_json(|j| {
+        j.as_object_mut()
+            .expect("object")
+            .remove("log_runtime_resolution");
+    });
+    let m = OnnxModel::from_bytes(&bytes, "plain.hlocm", Task::Layout, 1).expect("loads");
+    assert_eq!(m.log_runtime_resolution(), None);
+    for bad in [serde_json::json!(-0.1), serde_json::json!("0.1")] {
+        let bytes = layout_with_json(|j| j["log_runtime_resolution"] = bad.clone());
+        let e = OnnxModel::from_bytes(&bytes, "bad.hlocm", Task::Layout, 1)
+            .expect_err("refused")
+            .to_string();
+        assert!(
+            e.contains("`log_runtime_resolution` must be a number >= 0"),
+            "{e}"
+        );
+    }
+}

@@ -339,6 +339,8 @@ def write_hlocm(path: str, task: str, params, hp, info: dict) -> dict:
         "khop": hp["num_layers"] if task == "layout" else None,
         "hparams": hp,
         **({"log_runtime_per_score": hp["ridge_fit"]["log_runtime_per_score"]} if "ridge_fit" in hp else {}),
+        **({"log_runtime_resolution": hp["ridge_fit"]["log_runtime_resolution"]}
+           if "log_runtime_resolution" in hp.get("ridge_fit", {}) else {}),
         **info,
     }
     buf = io.BytesIO()

@@ -223,6 +223,15 @@ hlo_opt_status_t hlo_opt_options_set_top_k(hlo_opt_options_t *options, size_t to
  */
 hlo_opt_status_t hlo_opt_options_set_min_gain(hlo_opt_options_t *options, double min_gain_percent);
 
+/**
+ * Sets the layout search's trust region (hlo-opt's --trust-radius): the
+ * search changes at most `radius` configurable nodes of the compiler
+ * default (the default is 3), and each change it keeps must on its own be
+ * predicted to gain the minimum gain. -1 lifts the region (--trust-radius
+ * all); any other negative value is HLO_OPT_ERROR_INVALID_ARGUMENT.
+ */
+hlo_opt_status_t hlo_opt_options_set_trust_radius(hlo_opt_options_t *options, int64_t radius);
+
 /** Sets ONNX Runtime's intra-op thread count (0 = ONNX Runtime's default). */
 hlo_opt_status_t hlo_opt_options_set_threads(hlo_opt_options_t *options, size_t threads);
 

@@ -44,6 +44,8 @@ struct OptionsData {
     measure_pjrt: Option<PathBuf>,
     /// The layout pass's `--min-gain`, in percent.
     min_gain: f64,
+    /// The layout pass's `--trust-radius` (`None`: `all`).
+    trust_radius: Option<usize>,
 }
 
 /// The host's callback plus its context pointer.
@@ -95,6 +97,7 @@ impl hlo_opt_options_t {
             threads: d.threads,
             verify_each: d.verify_each,
             min_gain: d.min_gain,
+            trust_radius: d.trust_radius,
             ..passes::PassOptions::default()
         };
         if let Some(m) = d.measure {
@@ -125,6 +128,7 @@ impl Default for OptionsData {
             measure: None,
             measure_pjrt: None,
             min_gain: d.min_gain,
+            trust_radius: d.trust_radius,
         }
     }
 }
@@ -301,6 +305,30 @@ pub unsafe extern "C" fn hlo_opt_options_set_min_gain(
     };
     // SAFETY: forwarded from the caller.
     unsafe { set(options, value, |o| &mut o.min_gain) }
+}
+
+/// Sets the layout search's trust region (`hlo-opt --trust-radius`): at
+/// most `radius` configurable nodes changed from the compiler default
+/// (default 3), each change on its own predicted to gain the minimum gain;
+/// -1 lifts the region (`all`). Other negative values are refused.
+///
+/// # Safety
+/// `options` must be NULL or a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn hlo_opt_options_set_trust_radius(
+    options: *mut hlo_opt_options_t,
+    radius: i64,
+) -> hlo_opt_status_t {
+    let value = || match radius {
+        -1 => Ok(None),
+        r if r >= 0 => Ok(Some(usize::try_from(r).unwrap_or(usize::MAX))),
+        r => Err(Failure::new(
+            hlo_opt_status_t::HLO_OPT_ERROR_INVALID_ARGUMENT,
+            format!("radius {r}: give a number of nodes (0 or more) or -1 for no trust region"),
+        )),
+    };
+    // SAFETY: forwarded from the caller.
+    unsafe { set(options, value, |o| &mut o.trust_radius) }
 }
 
 /// Sets ONNX Runtime's intra-op thread count (0 = ONNX Runtime's default).

@@ -648,3 +648,65 @@ fn the_trust_radius_bounds_the_nodes_a_configuration_changes() {
         "{explain}"
     );
 }
+
+/// The contrary model with a calibration (`log_runtime_per_score`) and a
+/// resolution (`log_runtime_resolution`), as a trained model's `model.json`
+/// records them.
+struct Calibrated {
+    k: Option<f64>,
+    resolution: Option<f64>,
+}
+
+impl CostModel for Calibrated {
+    fn task(&self) -> Task {
+        Task::Layout
+    }
+    fn log_runtime_per_score(&self) -> Option<f64> {
+        self.k
+    }
+    fn log_runtime_resolution(&self) -> Option<f64> {
+        self.resolution
+    }
+    fn prepare(&self, g: &Graph) -> costmodel::Result<Prepared> {
+        contrary().prepare(g)
+    }
+    fn score(&self, p: &Prepared, c: &ConfigBatch) -> costmodel::Result<Vec<f32>> {
+        contrary().score(p, c)
+    }
+}
+
+/// A change is applied only when its predicted gain exceeds what the model
+/// can resolve: the contrary model's best changes on transformer_bert are
+/// predicted (k = 0.001 per score unit) to gain about 15% each; a model whose
+/// predicted ratios carry a standard error of 0.5 (a 39% floor) keeps the
+/// compiler default and says why, one of 0.01 (1%) applies them; without a
+/// calibration the resolution means nothing and `--min-gain` alone rules.
+#[test]
+fn changes_the_model_cannot_resolve_are_not_applied() {
+    let text = std::fs::read_to_string(root().join("testdata/layout/transformer_bert.hlo"))
+        .expect("reads");
+    let original = hlo::print_module(&hlo::parse_module(&text).expect("parses"));
+    let run = |k: Option<f64>, resolution: Option<f64>| {
+        layout_with(
+            &text,
+            Box::new(Calibrated { k, resolution }),
+            common::options(2000, 0),
+        )
+    };
+    let (m, explain, changed) = run(Some(0.001), Some(0.5));
+    assert!(!changed, "{explain}");
+    assert_eq!(hlo::print_module(&m), original);
+    assert!(
+        explain.contains("each change alone predicted to gain at least 39.35%, the model's resolution 39.35% (model.json log_runtime_resolution; --min-gain 1%)")
+            && explain.contains("kept the compiler default"),
+        "{explain}"
+    );
+    let (_, explain, changed) = run(Some(0.001), Some(0.01));
+    assert!(changed, "{explain}");
+    assert!(
+        explain.contains("each change alone predicted to gain at least 1.00%, --min-gain 1%"),
+        "{explain}"
+    );
+    let (_, explain, changed) = run(None, Some(0.5));
+    assert!(changed, "{explain}");
+}

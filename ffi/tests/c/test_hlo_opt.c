@@ -276,6 +276,7 @@ static void test_error_paths(const char *text, size_t len) {
   CHECK_STATUS(hlo_opt_options_set_top_k(NULL, 1), HLO_OPT_ERROR_NULL_ARGUMENT);
   CHECK_STATUS(hlo_opt_options_set_threads(NULL, 1), HLO_OPT_ERROR_NULL_ARGUMENT);
   CHECK_STATUS(hlo_opt_options_set_min_gain(NULL, 1.0), HLO_OPT_ERROR_NULL_ARGUMENT);
+  CHECK_STATUS(hlo_opt_options_set_trust_radius(NULL, 3), HLO_OPT_ERROR_NULL_ARGUMENT);
   CHECK_STATUS(hlo_opt_options_set_verify_each(NULL, 1), HLO_OPT_ERROR_NULL_ARGUMENT);
   CHECK_STATUS(hlo_opt_options_set_layout_model(NULL, NULL), HLO_OPT_ERROR_NULL_ARGUMENT);
   CHECK_STATUS(hlo_opt_options_set_tile_model(NULL, NULL), HLO_OPT_ERROR_NULL_ARGUMENT);
@@ -425,6 +426,8 @@ static void test_missing_model(const char *text, size_t len) {
  * Out-of-range minimums are refused. */
 static void test_min_gain(const char *text, size_t len) {
   hlo_opt_options_t *opts = new_options();
+  /* The rule on the whole configuration: no trust region. */
+  CHECK_STATUS(hlo_opt_options_set_trust_radius(opts, -1), HLO_OPT_OK);
   CHECK_STATUS(hlo_opt_options_set_min_gain(opts, 0.0), HLO_OPT_OK);
   hlo_opt_module_t *m = parse_ok(text, len);
   int changed = -1;
@@ -455,6 +458,25 @@ static void test_min_gain(const char *text, size_t len) {
   CHECK_ERROR_MENTIONS("-0.5");
   CHECK_STATUS(hlo_opt_options_set_min_gain(opts, NAN), HLO_OPT_ERROR_INVALID_ARGUMENT);
   CHECK_STATUS(hlo_opt_options_set_min_gain(opts, INFINITY), HLO_OPT_ERROR_INVALID_ARGUMENT);
+  hlo_opt_options_free(opts);
+}
+
+static void test_trust_radius(const char *text, size_t len) {
+  hlo_opt_options_t *opts = new_options();
+  /* Radius 0: no configuration but the compiler default is in the region. */
+  CHECK_STATUS(hlo_opt_options_set_trust_radius(opts, 0), HLO_OPT_OK);
+  CHECK_STATUS(hlo_opt_options_set_min_gain(opts, 0.0), HLO_OPT_OK);
+  hlo_opt_module_t *m = parse_ok(text, len);
+  int changed = -1;
+  char *explain = NULL;
+  CHECK_STATUS(hlo_opt_module_run_passes(m, "layout", opts, &changed, &explain), HLO_OPT_OK);
+  CHECK(changed == 0, "radius 0 keeps the module: %s", explain ? explain : "");
+  CHECK(explain != NULL && strstr(explain, "trust region: at most 0 of the") != NULL,
+        "the report names the radius: %s", explain ? explain : "(null)");
+  hlo_opt_string_free(explain);
+  hlo_opt_module_free(m);
+  CHECK_STATUS(hlo_opt_options_set_trust_radius(opts, -2), HLO_OPT_ERROR_INVALID_ARGUMENT);
+  CHECK_ERROR_MENTIONS("-2");
   hlo_opt_options_free(opts);
 }
 
@@ -640,6 +662,7 @@ int main(int argc, char **argv) {
     test_layout(text_a, len_a);
     test_missing_model(text_a, len_a);
     test_min_gain(text_a, len_a);
+    test_trust_radius(text_a, len_a);
     test_measure(text_a);
   } else {
     printf("skipped: layout pass, missing model, --min-gain, measure callback (HLO_OPT_TEST_PASSES != 1: no ONNX Runtime)\n");

@@ -276,10 +276,11 @@ impl Pass for LayoutPass {
         // The per-change check: a change is kept when, alone, it is
         // predicted to gain --min-gain (a gain of zero never). Measured
         // candidates stand on their measurement instead.
-        let (min_gain, calibration) = (cx.options.min_gain, model.log_runtime_per_score());
+        let floor = Floor::of(cx.options.min_gain, model);
+        let calibration = model.log_runtime_per_score();
         let keeps = move |alone: f32, base: f32| {
             let g = gain_pct(alone, base, calibration);
-            g > 0.0 && g >= min_gain
+            g > 0.0 && g >= floor.pct
         };
         // `--trust-radius all` lifts the whole trust region, the check too.
         let region = search::Region {
@@ -417,7 +418,7 @@ impl Pass for LayoutPass {
                 model.log_runtime_per_score(),
             );
             let copy_pct = copy_share_pct(&trial, &a.copies);
-            let required = cx.options.min_gain + copy_pct;
+            let required = floor.pct + copy_pct;
             if measured || gain >= required {
                 verdict = Verdict::Applied { gain, copy_pct };
                 applied = Some((trial, a));
@@ -426,7 +427,7 @@ impl Pass for LayoutPass {
                     gain,
                     copy_pct,
                     copies: a.copies.len(),
-                    min_gain: cx.options.min_gain,
+                    floor,
                 };
             }
         }
@@ -457,6 +458,7 @@ impl Pass for LayoutPass {
                 secs: search_secs,
                 default: &default,
                 batch,
+                floor,
             },
             &mut fitness,
         )?;
@@ -487,13 +489,56 @@ enum Verdict {
     /// Applied: its predicted gain (percent of the default's score) covered
     /// `--min-gain` plus the price of its copies (or a measurement chose it).
     Applied { gain: f64, copy_pct: f64 },
-    /// Not applied: the predicted gain is below `min_gain + copy_pct`.
+    /// Not applied: the predicted gain is below `floor + copy_pct`.
     Rejected {
         gain: f64,
         copy_pct: f64,
         copies: usize,
-        min_gain: f64,
+        floor: Floor,
     },
+}
+
+/// The smallest predicted gain, in percent, the pass acts on (a change
+/// alone, or a whole configuration before its copies' price): `--min-gain`,
+/// or the model's resolution when it says how far its predicted runtime
+/// ratios can be trusted and that is more
+/// ([`CostModel::log_runtime_resolution`]: a gain under one standard error
+/// of the predicted ratio is not one the model can resolve).
+#[derive(Clone, Copy, Debug)]
+struct Floor {
+    pct: f64,
+    min_gain: f64,
+    /// `1 - exp(-resolution)` in percent, for a calibrated model that records
+    /// its resolution.
+    resolution_pct: Option<f64>,
+}
+
+impl Floor {
+    fn of(min_gain: f64, model: &dyn CostModel) -> Floor {
+        let resolution_pct = match (
+            model.log_runtime_per_score(),
+            model.log_runtime_resolution(),
+        ) {
+            (Some(_), Some(r)) => Some((1.0 - (-r).exp()) * 100.0),
+            _ => None,
+        };
+        Floor {
+            pct: resolution_pct.map_or(min_gain, |r| r.max(min_gain)),
+            min_gain,
+            resolution_pct,
+        }
+    }
+
+    /// What set the floor, for the reports.
+    fn source(&self) -> String {
+        match self.resolution_pct {
+            Some(r) if r > self.min_gain => format!(
+                "the model's resolution {r:.2}% (model.json log_runtime_resolution; --min-gain {}%)",
+                self.min_gain
+            ),
+            _ => format!("--min-gain {}%", self.min_gain),
+        }
+    }
 }
 
 /// Predicted gain of `best` over `default` in percent (positive = predicted
@@ -589,6 +634,8 @@ struct Report<'r> {
     default: &'r [u16],
     /// Configurations per model call.
     batch: usize,
+    /// The smallest predicted gain acted on.
+    floor: Floor,
 }
 
 fn report(
@@ -620,7 +667,7 @@ fn report(
             String::new()
         }
     );
-    let _ = writeln!(e, "{}", region_line(m, spaces, o, &cx.options));
+    let _ = writeln!(e, "{}", region_line(m, spaces, o, &cx.options, &r.floor));
     let applied = matches!(r.verdict, Verdict::Applied { .. });
     if cx.options.explain {
         // Marginal effect of each changed node: the default with only that
@@ -729,9 +776,11 @@ fn report(
         Verdict::DefaultIsBest if !o.reverted.is_empty() => {
             let _ = writeln!(
                 e,
-                "layout: kept the compiler default ({:.4}; lower is predicted faster): none of the {} changes of the search's best was predicted to gain --min-gain on its own (the trust region's per-change check); {nodes_changed}, {copies} copies added, {relayouted} instructions relaid out",
+                "layout: kept the compiler default ({:.4}; lower is predicted faster): none of the {} changes of the search's best was predicted to gain {:.2}% on its own ({}; the trust region's per-change check); {nodes_changed}, {copies} copies added, {relayouted} instructions relaid out",
                 o.default_score,
-                o.reverted.len()
+                o.reverted.len(),
+                r.floor.pct,
+                r.floor.source()
             );
         }
         Verdict::DefaultIsBest => {
@@ -754,14 +803,15 @@ fn report(
             gain,
             copy_pct,
             copies: needed,
-            min_gain,
+            floor,
         } => {
             let _ = writeln!(
                 e,
-                "layout: kept the compiler default: the best configuration scored {:.4} vs {:.4} (lower is predicted faster), a predicted gain of {gain:.2}%, below the {:.2}% required (--min-gain {min_gain}% plus {copy_pct:.2}% for the {needed} copies it needs); {nodes_changed}, {copies} copies added, {relayouted} instructions relaid out",
+                "layout: kept the compiler default: the best configuration scored {:.4} vs {:.4} (lower is predicted faster), a predicted gain of {gain:.2}%, below the {:.2}% required ({} plus {copy_pct:.2}% for the {needed} copies it needs); {nodes_changed}, {copies} copies added, {relayouted} instructions relaid out",
                 o.best_score,
                 o.default_score,
-                min_gain + copy_pct,
+                floor.pct + copy_pct,
+                floor.source(),
             );
         }
     }
@@ -770,7 +820,13 @@ fn report(
 
 /// The `--explain` line saying what bounded the search: the trust region's
 /// radius and size, and what the per-change check kept.
-fn region_line(m: &Module, spaces: &[NodeSpace], o: &Outcome, opts: &crate::PassOptions) -> String {
+fn region_line(
+    m: &Module,
+    spaces: &[NodeSpace],
+    o: &Outcome,
+    opts: &crate::PassOptions,
+    floor: &Floor,
+) -> String {
     let free = spaces.iter().filter(|s| s.candidates.len() > 1).count();
     let mut line = match opts.trust_radius {
         Some(r) if r < free => format!(
@@ -791,8 +847,9 @@ fn region_line(m: &Module, spaces: &[NodeSpace], o: &Outcome, opts: &crate::Pass
                 .collect();
             let _ = write!(
                 line,
-                "; per-change check (each change alone predicted to gain at least {}%, --min-gain): kept {} of {n}",
-                opts.min_gain,
+                "; per-change check (each change alone predicted to gain at least {:.2}%, {}): kept {} of {n}",
+                floor.pct,
+                floor.source(),
                 n - o.reverted.len()
             );
             if !names.is_empty() {
