@@ -90,9 +90,10 @@ fn a_model_records_how_its_scores_map_to_runtime() {
     }
 }
 
-/// `log_runtime_resolution` (MODEL.md): read from model.json when present
-/// (a number >= 0), absent otherwise; negative or non-numeric values are
-/// refused.
+/// `log_runtime_resolution` (MODEL.md): the embedded default carries it
+/// (the layout pass's floor on the gains it acts on); read from model.json
+/// when present (a number >= 0), absent otherwise; negative or non-numeric
+/// values are refused.
 #[test]
 fn a_model_records_how_far_its_predicted_ratios_can_be_trusted() {
     if let Err(e) = costmodel::onnx::environment() {
@@ -100,6 +101,9 @@ fn a_model_records_how_far_its_predicted_ratios_can_be_trusted() {
         return;
     }
     report::ran();
+    let m = OnnxModel::from_bytes(DEFAULT_LAYOUT_MODEL, "default", Task::Layout, 1).expect("loads");
+    let r = m.log_runtime_resolution().expect("the default records it");
+    assert!(r > 0.0 && r < 2.0, "{r}");
     let bytes = layout_with_json(|j| j["log_runtime_resolution"] = serde_json::json!(0.25));
     let m = OnnxModel::from_bytes(&bytes, "r.hlocm", Task::Layout, 1).expect("loads");
     assert_eq!(m.log_runtime_resolution(), Some(0.25));

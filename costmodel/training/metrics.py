@@ -6,6 +6,8 @@
   ranks fastest, divided by the best runtime overall, minus 1 (0 = the model's
   top K contain the fastest configuration; the TpuGraphs tile metric is
   1 - slowdown@5 averaged over kernels).
+- `log_runtime_resolution`: how far a calibrated model's predicted runtime
+  ratios can be trusted (model.json `log_runtime_resolution`).
 """
 
 from __future__ import annotations
@@ -34,3 +36,19 @@ def format_metrics(per_graph: dict) -> str:
         tau = "n/a" if m["kendall"] is None else f"{m['kendall']:.3f}"
         parts.append(f"{name}: tau={tau} slow@1={m['slowdown@1']:.4f} slow@5={m['slowdown@5']:.4f} (C={m['configs']})")
     return "; ".join(parts)
+
+
+def log_runtime_resolution(scored, k: float) -> float:
+    """The standard error of a predicted runtime ratio between two configurations
+    of one graph, in ln units. `scored`: per graph, (scores, ln runtimes). With
+    the calibration `k` (`log_runtime_per_score`), a configuration's
+    predicted ln runtime relative to its graph's mean is k * (s - mean s); its
+    error e = (y - mean y) - k * (s - mean s) has the within-graph variance
+    pooled over the graphs (each graph weighing the same) sigma^2, and the
+    predicted ln ratio of two configurations, the difference of two such
+    errors, has the standard error sqrt(2) * sigma. The layout pass applies
+    no change predicted to gain less than 1 - exp(-this) (model.json
+    `log_runtime_resolution`). Measured on the training graphs: a lower bound
+    of the error on unseen graphs."""
+    var = [np.var((y - y.mean()) - k * (s - s.mean())) for s, y in scored]
+    return float(np.sqrt(2.0 * np.mean(var)))

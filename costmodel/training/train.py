@@ -286,7 +286,8 @@ def ridge_fit(graphs):
 def _calibrate(hp, params, graphs, fit_summary):
     """hp["ridge_fit"] = fit_summary + `log_runtime_per_score`: the mean within-graph
     spread of log runtime over that of the final score on `graphs`, and
-    `log_runtime_resolution`: how far such a predicted ratio can be trusted."""
+    `log_runtime_resolution` (metrics.log_runtime_resolution): how far such a
+    predicted ratio can be trusted."""
     fwd = jax.jit(forward_fn("layout", hp))
     score_spread, log_spread, scored = [], [], []
     for g in graphs:
@@ -298,22 +299,7 @@ def _calibrate(hp, params, graphs, fit_summary):
         scored.append((s, y))
     k = float(np.mean(log_spread) / np.mean(score_spread))
     hp["ridge_fit"] = {**fit_summary, "log_runtime_per_score": k,
-                       "log_runtime_resolution": log_runtime_resolution(scored, k)}
-
-
-def log_runtime_resolution(scored, k):
-    """The standard error of a predicted runtime ratio between two configurations
-    of one graph, in ln units: with the calibration `k`, a configuration's
-    predicted ln runtime relative to its graph's mean is k * (s - mean s); its
-    error e = (y - mean y) - k * (s - mean s) has the within-graph variance
-    pooled over the graphs (each graph weighing the same) sigma^2, and the
-    predicted ln ratio of two configurations, the difference of two such
-    errors, has the standard error sqrt(2) * sigma. The layout pass applies
-    no change predicted to gain less than 1 - exp(-this) (model.json
-    `log_runtime_resolution`). Measured on the training graphs: a lower bound
-    of the error on unseen graphs."""
-    var = [np.var((y - y.mean()) - k * (s - s.mean())) for s, y in scored]
-    return float(np.sqrt(2.0 * np.mean(var)))
+                       "log_runtime_resolution": metrics.log_runtime_resolution(scored, k)}
 
 
 def ridge_blend(hp, params, graphs, a):

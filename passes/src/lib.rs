@@ -115,9 +115,11 @@ pub struct PassOptions {
     /// The layout search's trust region: most configurable nodes a
     /// configuration may change from the compiler default. Each change of
     /// the chosen configuration must also on its own be predicted to gain
-    /// `min_gain` (unless measured). `None` (`--trust-radius all`): no trust
-    /// region, neither bound nor per-change check (README.md, "The layout
-    /// search's trust region").
+    /// `min_gain`, or the model's resolution when larger (unless measured),
+    /// and the whole configuration that floor plus its copies. `None`
+    /// (`--trust-radius all`): no trust region, neither bound nor per-change
+    /// check nor resolution floor (README.md, "The layout search's trust
+    /// region").
     pub trust_radius: Option<usize>,
 }
 

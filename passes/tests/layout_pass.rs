@@ -680,7 +680,8 @@ impl CostModel for Calibrated {
 /// predicted (k = 0.001 per score unit) to gain about 15% each; a model whose
 /// predicted ratios carry a standard error of 0.5 (a 39% floor) keeps the
 /// compiler default and says why, one of 0.01 (1%) applies them; without a
-/// calibration the resolution means nothing and `--min-gain` alone rules.
+/// calibration the resolution means nothing and `--min-gain` alone rules,
+/// as it does without the trust region.
 #[test]
 fn changes_the_model_cannot_resolve_are_not_applied() {
     let text = std::fs::read_to_string(root().join("testdata/layout/transformer_bert.hlo"))
@@ -708,5 +709,16 @@ fn changes_the_model_cannot_resolve_are_not_applied() {
         "{explain}"
     );
     let (_, explain, changed) = run(None, Some(0.5));
+    assert!(changed, "{explain}");
+    // `--trust-radius all` lifts the floor with the rest of the region.
+    let whole = PassOptions {
+        trust_radius: None,
+        ..common::options(2000, 0)
+    };
+    let model = Calibrated {
+        k: Some(0.001),
+        resolution: Some(0.5),
+    };
+    let (_, explain, changed) = layout_with(&text, Box::new(model), whole);
     assert!(changed, "{explain}");
 }

@@ -7,10 +7,11 @@
 //! 3. search the product space with the model as fitness ([`search`]),
 //!    inside the trust region ([`search::Region`]: at most
 //!    `--trust-radius` nodes changed from the compiler default, each change
-//!    on its own predicted to gain `--min-gain`, this check not when
-//!    measuring; `--trust-radius all` lifts both);
+//!    on its own predicted to gain `--min-gain` or the model's resolution,
+//!    this check not when measuring; `--trust-radius all` lifts all three);
 //! 4. apply the best configuration when its predicted gain covers
-//!    `--min-gain` plus the price of its copies: slots that differ from the
+//!    `--min-gain` (or the model's resolution, in the trust region) plus the
+//!    price of its copies: slots that differ from the
 //!    compiler default become decisions; [`assign`] propagates them and
 //!    inserts copies;
 //! 5. report (`--explain`): per node the chosen layouts and their model
@@ -276,7 +277,11 @@ impl Pass for LayoutPass {
         // The per-change check: a change is kept when, alone, it is
         // predicted to gain --min-gain (a gain of zero never). Measured
         // candidates stand on their measurement instead.
-        let floor = Floor::of(cx.options.min_gain, model);
+        let floor = Floor::of(
+            cx.options.min_gain,
+            model,
+            cx.options.trust_radius.is_some(),
+        );
         let calibration = model.log_runtime_per_score();
         let keeps = move |alone: f32, base: f32| {
             let g = gain_pct(alone, base, calibration);
@@ -503,7 +508,8 @@ enum Verdict {
 /// or the model's resolution when it says how far its predicted runtime
 /// ratios can be trusted and that is more
 /// ([`CostModel::log_runtime_resolution`]: a gain under one standard error
-/// of the predicted ratio is not one the model can resolve).
+/// of the predicted ratio is not one the model can resolve). Part of the
+/// trust region: `--trust-radius all` leaves `--min-gain` alone.
 #[derive(Clone, Copy, Debug)]
 struct Floor {
     pct: f64,
@@ -514,12 +520,12 @@ struct Floor {
 }
 
 impl Floor {
-    fn of(min_gain: f64, model: &dyn CostModel) -> Floor {
+    fn of(min_gain: f64, model: &dyn CostModel, region: bool) -> Floor {
         let resolution_pct = match (
             model.log_runtime_per_score(),
             model.log_runtime_resolution(),
         ) {
-            (Some(_), Some(r)) => Some((1.0 - (-r).exp()) * 100.0),
+            (Some(_), Some(r)) if region => Some((1.0 - (-r).exp()) * 100.0),
             _ => None,
         };
         Floor {
