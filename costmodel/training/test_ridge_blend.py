@@ -55,6 +55,18 @@ def main():
         sys.exit("ridge_blend added no parameters")
     if not hp["ridge_fit"]["log_runtime_per_score"] > 0:
         sys.exit(f"log_runtime_per_score {hp['ridge_fit']['log_runtime_per_score']} is not positive")
+    res = hp["ridge_fit"].get("log_runtime_resolution")
+    if not (isinstance(res, float) and np.isfinite(res) and res >= 0):
+        sys.exit(f"log_runtime_resolution {res} is not a number >= 0")
+    # The resolution: 0 for scores that predict ln runtime exactly (whatever
+    # each graph's offset); sqrt(2) x the pooled error otherwise.
+    s = np.arange(10.0)
+    if abs(metrics.log_runtime_resolution([(s, 0.5 * s + 3), (s[:4], 0.5 * s[:4] - 1)], 0.5)) > 1e-12:
+        sys.exit("log_runtime_resolution of exact predictions is not 0")
+    err = np.array([1.0, -1.0] * 5)
+    r = metrics.log_runtime_resolution([(s, 0.5 * s + err), (s, 0.5 * s - err)], 0.5)
+    if abs(r - np.sqrt(2.0)) > 1e-12:
+        sys.exit(f"log_runtime_resolution {r}, want sqrt(2) for errors of standard deviation 1")
     # 1. The ridge ranker alone, on the graphs it was fitted on.
     taus = []
     for g in graphs:

@@ -511,6 +511,9 @@ static void test_measure(const char *text) {
   const size_t top_k = 3;
   hlo_opt_options_t *opts = new_options();
   CHECK_STATUS(hlo_opt_options_set_top_k(opts, top_k), HLO_OPT_OK);
+  /* The whole space: the model's top candidates then change the module (in
+   * the trust region mlp's best-scored ones spell out layouts it has). */
+  CHECK_STATUS(hlo_opt_options_set_trust_radius(opts, -1), HLO_OPT_OK);
   char *model_only = optimize(text, "layout", opts);
 
   /* The pass measures its top-k candidates plus, for layout, the compiler default. */
