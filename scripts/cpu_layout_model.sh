@@ -23,9 +23,11 @@ nice -n 10 target/release/hlo-cost collect $C/mlp_train.pre.hlo testdata/layout/
   testdata/layout/convnet_unet3d.hlo --configs 32 --chunk 8 --measure-budget 2 -o "$out/train"
 nice -n 10 target/release/hlo-cost collect $C/mlp.pre.hlo $C/resnet50.pre.hlo $C/bert_base.pre.hlo \
   --configs 24 --chunk 8 --measure-budget 2 --seed 1 -o "$out/eval"
-# 2. Train (the device, xla-cpu, comes from the collection's manifest.json).
+# 2. Train (the device, xla-cpu, comes from the collection's manifest.json);
+#    --ridge-blend 1 calibrates it (log_runtime_per_score, log_runtime_resolution),
+#    which the layout pass's trust region needs to judge its predicted gains.
 nice -n 10 "$HLO_OPT_PYTHON" costmodel/training/train.py --task layout --data "$out/train" --train . \
-  --valid --steps 300 --out "$out/layout-xla-cpu.hlocm"
+  --valid --steps 300 --ridge-blend 1 --out "$out/layout-xla-cpu.hlocm"
 # 3. Ranking on the held-out modules: the CPU model, then the default (TPU) model.
 target/release/hlo-cost eval --model "$out/layout-xla-cpu.hlocm" "$out"/eval/*.npz
 target/release/hlo-cost eval "$out"/eval/*.npz
