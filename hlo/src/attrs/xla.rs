@@ -31,13 +31,27 @@ impl<'s> Cur<'s> {
     /// Skips white space and `/* ... */` comments (XLA prints `/*index=5*/`
     /// inside long tuple shardings; its lexer reads comments as white space).
     pub fn ws(&mut self) {
+        let b = self.s.as_bytes();
         loop {
-            let r = self.rest();
-            self.i += r.len() - r.trim_start().len();
-            let r = self.rest();
-            match r.strip_prefix("/*").and_then(|c| c.find("*/")) {
-                Some(end) => self.i += 2 + end + 2,
-                None => return,
+            // Most calls stand at a token already: one byte look.
+            match b.get(self.i) {
+                Some(c) if c.is_ascii_whitespace() => self.i += 1,
+                Some(b'/') if b.get(self.i + 1) == Some(&b'*') => {
+                    match self.s.get(self.i + 2..).and_then(|c| c.find("*/")) {
+                        Some(end) => self.i += 2 + end + 2,
+                        None => return,
+                    }
+                }
+                Some(c) if *c >= 0x80 => {
+                    // Other white space of Unicode, as `str::trim_start` reads it.
+                    let r = self.rest();
+                    let n = r.len() - r.trim_start().len();
+                    if n == 0 {
+                        return;
+                    }
+                    self.i += n;
+                }
+                _ => return,
             }
         }
     }
