@@ -294,9 +294,10 @@ fn readme_c_example_reads_a_module_larger_than_1_mb_whole() {
     std::fs::write(&big, format!("{padding}{module}")).expect("write the large module");
     let out = Command::new(&exe).arg(&big).output().expect("run");
     let stderr = String::from_utf8_lossy(&out.stderr);
-    if !passes_enabled() {
-        // The parse succeeded: the run stops at loading ONNX Runtime.
-        assert!(!out.status.success());
+    if !out.status.success() && !passes_enabled() {
+        // The parse succeeded: the run stops at loading ONNX Runtime (the
+        // library may still find one by itself, e.g. in the checkout's
+        // `.venv`: then the run succeeds and is checked below).
         assert!(stderr.contains("ONNX Runtime"), "{stderr}");
         return;
     }

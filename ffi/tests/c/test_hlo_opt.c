@@ -369,15 +369,31 @@ static void test_last_error_is_thread_local(void) {
 /* ------------------------------------------------------------------------ */
 /* Passes (need ONNX Runtime for the default model)                          */
 
+/* Parses `text` and runs the layout pass on it with `opts` (NULL: the
+ * defaults), which must succeed; `*changed` and `*explain` (freed by the
+ * caller with hlo_opt_string_free) get the pass's answers. Returns the module
+ * (NULL when the parse failed, already reported). */
+static hlo_opt_module_t *run_layout(const char *text, size_t len, const hlo_opt_options_t *opts, int *changed,
+                                   char **explain) {
+  *changed = -1;
+  *explain = NULL;
+  hlo_opt_module_t *m = parse_ok(text, len);
+  if (m == NULL) return NULL;
+  CHECK_STATUS(hlo_opt_module_run_passes(m, "layout", opts, changed, explain), HLO_OPT_OK);
+  return m;
+}
+
 /* Runs the layout pass with the default model and checks the result. */
 static void test_layout(const char *text, size_t len) {
-  hlo_opt_module_t *m = parse_ok(text, len);
-  if (m == NULL) return;
-  int changed = -1;
-  char *explain = NULL;
+  int changed;
+  char *explain;
   /* NULL options = the defaults (unless the test caps the budget). */
   hlo_opt_options_t *opts = search_budget > 0 ? new_options() : NULL;
-  CHECK_STATUS(hlo_opt_module_run_passes(m, "layout", opts, &changed, &explain), HLO_OPT_OK);
+  hlo_opt_module_t *m = run_layout(text, len, opts, &changed, &explain);
+  if (m == NULL) {
+    hlo_opt_options_free(opts);
+    return;
+  }
   CHECK(changed == 0 || changed == 1, "changed_out is 0 or 1, got %d", changed);
   CHECK(explain != NULL && strncmp(explain, "layout", 6) == 0, "the report starts with the pass name: %s",
         explain ? explain : "(null)");
@@ -432,19 +448,15 @@ static void test_min_gain(const char *text, size_t len) {
   CHECK_STATUS(hlo_opt_options_set_trust_radius(opts, -1), HLO_OPT_OK);
   CHECK_STATUS(hlo_opt_options_set_budget(opts, 1000), HLO_OPT_OK);
   CHECK_STATUS(hlo_opt_options_set_min_gain(opts, 0.0), HLO_OPT_OK);
-  hlo_opt_module_t *m = parse_ok(text, len);
-  int changed = -1;
-  char *explain = NULL;
-  CHECK_STATUS(hlo_opt_module_run_passes(m, "layout", opts, &changed, &explain), HLO_OPT_OK);
+  int changed;
+  char *explain;
+  hlo_opt_module_t *m = run_layout(text, len, opts, &changed, &explain);
   CHECK(changed == 1, "with --min-gain 0 the layout pass changes the module: %s", explain ? explain : "");
   hlo_opt_string_free(explain);
   hlo_opt_module_free(m);
 
   CHECK_STATUS(hlo_opt_options_set_min_gain(opts, 1e6), HLO_OPT_OK);
-  m = parse_ok(text, len);
-  changed = -1;
-  explain = NULL;
-  CHECK_STATUS(hlo_opt_module_run_passes(m, "layout", opts, &changed, &explain), HLO_OPT_OK);
+  m = run_layout(text, len, opts, &changed, &explain);
   CHECK(changed == 0, "with --min-gain 1e6 the layout pass keeps the module");
   CHECK(explain != NULL && strstr(explain, "kept the compiler default") != NULL &&
             strstr(explain, "--min-gain 1000000%") != NULL,
@@ -469,10 +481,9 @@ static void test_trust_radius(const char *text, size_t len) {
   /* Radius 0: no configuration but the compiler default is in the region. */
   CHECK_STATUS(hlo_opt_options_set_trust_radius(opts, 0), HLO_OPT_OK);
   CHECK_STATUS(hlo_opt_options_set_min_gain(opts, 0.0), HLO_OPT_OK);
-  hlo_opt_module_t *m = parse_ok(text, len);
-  int changed = -1;
-  char *explain = NULL;
-  CHECK_STATUS(hlo_opt_module_run_passes(m, "layout", opts, &changed, &explain), HLO_OPT_OK);
+  int changed;
+  char *explain;
+  hlo_opt_module_t *m = run_layout(text, len, opts, &changed, &explain);
   CHECK(changed == 0, "radius 0 keeps the module: %s", explain ? explain : "");
   CHECK(explain != NULL && strstr(explain, "trust region: at most 0 of the") != NULL,
         "the report names the radius: %s", explain ? explain : "(null)");
