@@ -5,8 +5,8 @@
 //!
 //! The parser decodes integers, booleans, integer lists, windows, padding,
 //! slices, enumerations (fusion kind, comparison direction and type, custom-call
-//! API version and schedule, ...), operand precisions, source-target pairs
-//! and op metadata once (a malformed value is a parse error with `file:line:col`); the
+//! API version and schedule, ...), operand precisions, source-target pairs,
+//! op metadata and shardings once (a malformed value is a parse error with `file:line:col`); the
 //! accessors return the stored values and never parse text. Attributes the
 //! IR still keeps as text (strings, `dim_labels`, the other proto-message
 //! kinds of [`xla`], constant literals) are validated at parse time by [`crate::semantic`].
@@ -94,6 +94,7 @@ pub(crate) enum ValueKind {
     SourceTargetPairs,
     Precisions,
     Metadata,
+    Sharding,
     /// `direction=` of a compare.
     Direction,
     /// One of the listed names; ASCII case ignored when the flag is set.
@@ -161,6 +162,7 @@ pub(crate) fn value_kind(key: &str, op: Opcode) -> Option<ValueKind> {
         "source_target_pairs" => SourceTargetPairs,
         "operand_precision" => Precisions,
         "metadata" => Metadata,
+        "sharding" => Sharding,
         "direction" if op == Opcode::Compare => Direction,
         // Keys with another meaning on other opcodes, or too generic to
         // claim everywhere.
@@ -191,6 +193,11 @@ pub(crate) fn value_kind(key: &str, op: Opcode) -> Option<ValueKind> {
 pub(crate) fn decode(key: &str, op: Opcode, text: &str) -> Option<Result<AttrValue, String>> {
     match value_kind(key, op)? {
         ValueKind::Float | ValueKind::ResultAccuracy => None,
+        // A named sharding (newer XLA) is kept as text.
+        ValueKind::Sharding => match xla::sharding(text) {
+            Err(e) if e == xla::NAMED_SHARDING => None,
+            r => Some(r.map(|s| AttrValue::Sharding(Box::new(s)))),
+        },
         kind => Some(decode_typed(key, kind, text)),
     }
 }
@@ -213,6 +220,7 @@ pub(crate) fn decode_typed(key: &str, kind: ValueKind, text: &str) -> Result<Att
         ValueKind::SourceTargetPairs => AttrValue::Pairs(v::source_target_pairs(text)?),
         ValueKind::Precisions => AttrValue::Precisions(v::precisions(text)?),
         ValueKind::Metadata => AttrValue::Metadata(Box::new(xla::metadata(text)?)),
+        ValueKind::Sharding => AttrValue::Sharding(Box::new(xla::sharding(text)?)),
         ValueKind::Float | ValueKind::ResultAccuracy => AttrValue::Raw(text.into()),
     })
 }
@@ -237,6 +245,7 @@ fn mismatch(key: &str, v: &AttrValue, want: &str) -> AttrError {
         AttrValue::Precisions(_) => "operand precisions".to_string(),
         AttrValue::Pairs(_) => "source-target pairs".to_string(),
         AttrValue::Metadata(_) => "op metadata".to_string(),
+        AttrValue::Sharding(_) => "a sharding".to_string(),
     };
     bad(key, format!("expected {want}, found {found}"))
 }
@@ -429,6 +438,15 @@ impl Instruction {
             None => Ok(None),
             Some(AttrValue::Metadata(md)) => Ok(Some(md)),
             Some(o) => Err(mismatch("metadata", o, "op metadata")),
+        }
+    }
+
+    /// `sharding={...}`.
+    pub fn sharding(&self) -> AttrResult<&crate::proto::xla::OpSharding> {
+        match self.attr("sharding") {
+            None => Ok(None),
+            Some(AttrValue::Sharding(s)) => Ok(Some(s)),
+            Some(o) => Err(mismatch("sharding", o, "a sharding")),
         }
     }
 

@@ -384,7 +384,7 @@ impl Shape {
 /// The parser decodes every attribute whose key XLA types into a typed
 /// variant (integers, booleans, integer lists, windows, padding, slices,
 /// enumerations, operand precisions, source-target pairs, op metadata,
-/// called computations, control predecessors); the printer prints the typed
+/// shardings, called computations, control predecessors); the printer prints the typed
 /// form in XLA's spelling, and consumers read the typed value through the
 /// accessors of [`crate::attrs`] (never re-parsing text). Everything else is
 /// kept as the exact source text and printed back verbatim, so attributes of
@@ -424,6 +424,9 @@ pub enum AttrValue {
     /// `metadata={op_type="..." op_name="..." source_file="..." ...}`, as
     /// XLA's `OpMetadata` message (the fields its text carries).
     Metadata(Box<crate::proto::xla::OpMetadata>),
+    /// `sharding={devices=[2,1]0,1}`, `{{replicated}, {maximal device=0}}`,
+    /// as XLA's `OpSharding` message (the fields its text carries).
+    Sharding(Box<crate::proto::xla::OpSharding>),
 }
 
 /// Key of the attribute that records the wrapped opcode of XLA's async

@@ -398,6 +398,7 @@ impl<'m> Printer<'m> {
                 self.out.push('}');
             }
             AttrValue::Metadata(md) => crate::attrs::xla::write_metadata(md, &mut self.out),
+            AttrValue::Sharding(sh) => crate::attrs::xla::write_sharding(sh, &mut self.out),
             AttrValue::Pairs(ps) => {
                 self.out.push('{');
                 for (k, [a, b]) in ps.iter().enumerate() {

@@ -192,7 +192,7 @@ fn check_attr_values(id: InstId, inst: &Instruction) -> Check {
             // The other kinds are decoded into typed values by the parser (a
             // malformed one is a parse error there); raw text under such a
             // key comes only from a module edited in code.
-            kind => crate::attrs::decode_typed(key, kind, t).map(|_| ()),
+            _ => crate::attrs::decode(key, inst.opcode, t).map_or(Ok(()), |r| r.map(|_| ())),
         };
         r.map_err(|msg| Finding::attr(id, key, msg))?;
     }

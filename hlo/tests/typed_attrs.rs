@@ -105,6 +105,21 @@ const MALFORMED: &[(&str, &str, &str)] = &[
         "metadata",
         "32 bits",
     ),
+    (
+        "ROOT n = f32[4,6]{1,0} negate(p), sharding={devices=[2,1]0,1 last_tile_dims={sideways}}",
+        "sharding",
+        "subgroup type",
+    ),
+    (
+        "ROOT n = f32[4,6]{1,0} negate(p), sharding={maximal device=}",
+        "sharding",
+        "integer",
+    ),
+    (
+        "ROOT n = f32[4,6]{1,0} negate(p), sharding={{replicated}, maximal device=0}",
+        "sharding",
+        "`{`",
+    ),
 ];
 
 #[test]
@@ -164,6 +179,29 @@ const CANONICAL: &[(&str, &str)] = &[
         "ROOT n = f32[4,6]{1,0} negate(p), metadata={ source_line=3 op_name=\"a\\\"b\" /* c */ op_type=\"Neg\" profile_type={FLAG} }",
         "metadata={op_type=\"Neg\" op_name=\"a\\\"b\" source_line=3 profile_type={2}}",
     ),
+    (
+        "ROOT n = f32[4,6]{1,0} negate(p), sharding={ devices=[2,1,2]<=[2,2]T(1,0) last_tile_dims={ manual } metadata={op_name=\"x\"} }",
+        "sharding={devices=[2,1,2]<=[2,2]T(1,0) last_tile_dims={manual} metadata={op_name=\"x\"}}",
+    ),
+    (
+        // XLA's parser needs `T(...)` after more than one reshape dimension.
+        "ROOT n = f32[4,6]{1,0} negate(p), sharding={devices=[2,2]<=[2,2]}",
+        "sharding={devices=[2,2]<=[2,2]T(0,1)}",
+    ),
+    (
+        "ROOT n = f32[4,6]{1,0} negate(p), sharding={{replicated},{maximal device=1}, /*index=2*/ {devices=[1,2]0,1 shard_like 3}}",
+        "sharding={{replicated}, {maximal device=1}, {devices=[1,2]0,1 shard_like 3}}",
+    ),
+    (
+        // XLA marks every fifth element of a tuple.
+        "ROOT n = f32[4,6]{1,0} negate(p), sharding={{manual},{manual},{manual},{manual},{manual},{manual}}",
+        "sharding={{manual}, {manual}, {manual}, {manual}, {manual}, /*index=5*/{manual}}",
+    ),
+    (
+        // A named sharding (newer XLA) is kept as written.
+        "ROOT n = f32[4,6]{1,0} negate(p), sharding={mesh['x'=2] [{'x'}, {}]}",
+        "sharding={mesh['x'=2] [{'x'}, {}]}",
+    ),
 ];
 
 #[test]
@@ -220,6 +258,7 @@ const TYPED_KEYS: &[&str] = &[
     "kind=",
     "api_version=",
     "metadata=",
+    "sharding=",
 ];
 
 #[test]

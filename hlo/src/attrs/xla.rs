@@ -2,9 +2,11 @@
 //! messages ([`crate::proto::xla`]): shardings, op metadata, frontend
 //! attributes, replica groups, source-target pairs, aliasing, literals,
 //! precision, result accuracy, original values, statistics. The parser
-//! decodes op metadata with them at parse time (and [`write_metadata`]
-//! prints it); the proto writer decodes the kinds still kept as text. They
-//! are the one decoding path for these kinds.
+//! decodes op metadata and shardings with them at parse time (and
+//! [`write_metadata`], [`write_sharding`] print them; the proto reader
+//! checks a message with [`sharding_from_proto`] instead of going through
+//! text); the proto writer decodes the kinds still kept as text. They are
+//! the one decoding path for these kinds.
 //!
 //! Every decoder takes the attribute's verbatim text and returns the message
 //! or a message saying what is wrong; nothing here panics on any text.
@@ -700,6 +702,10 @@ pub fn sharding(text: &str) -> R<xla::OpSharding> {
     Ok(s)
 }
 
+/// What [`sharding`] says of a named sharding (`{mesh[...] ...}`, newer
+/// XLA), which the IR keeps as text.
+pub const NAMED_SHARDING: &str = "named shardings (`mesh[...]`) are not decoded";
+
 fn sharding_group(c: &mut Cur) -> R<xla::OpSharding> {
     use sharding_type::*;
     c.expect("{")?;
@@ -807,10 +813,216 @@ fn sharding_group(c: &mut Cur) -> R<xla::OpSharding> {
                 }
             }
             "" => return Err(format!("unexpected sharding text `{}`", snippet(c.rest()))),
-            other => return Err(format!("sharding keyword `{other}` is not supported")),
+            "mesh" => return Err(NAMED_SHARDING.into()),
+            other => {
+                return Err(format!(
+                    "unknown sharding keyword `{other}`; expected replicated, maximal, manual, unknown, unreduced, devices=, last_tile_dim_replicate, last_tile_dims=, shard_as, shard_like or metadata="
+                ))
+            }
         }
         c.eat(",");
     }
+}
+
+/// The name of a sharding (or subgroup) type in text; `None` for a number
+/// `OpSharding.Type` does not define (or `TUPLE`, which has no keyword).
+fn sharding_type_name(t: i32) -> Option<&'static str> {
+    use sharding_type::*;
+    Some(match t {
+        REPLICATED => "replicated",
+        MAXIMAL => "maximal",
+        MANUAL => "manual",
+        UNKNOWN => "unknown",
+        UNREDUCED => "unreduced",
+        _ => return None,
+    })
+}
+
+fn write_joined<T: std::fmt::Display>(v: &[T], o: &mut String) {
+    for (k, x) in v.iter().enumerate() {
+        if k > 0 {
+            o.push(',');
+        }
+        let _ = write!(o, "{x}");
+    }
+}
+
+/// A sharding in XLA's spelling (`{devices=[2,1]0,1 last_tile_dim_replicate}`,
+/// `{{replicated}, {maximal device=0}}`): every field [`sharding`] reads, so
+/// that reading the text back gives the same message. A type number
+/// `OpSharding` does not define is written as that number (which does not
+/// read back); [`sharding_from_proto`] refuses such messages.
+pub fn write_sharding(s: &xla::OpSharding, o: &mut String) {
+    use sharding_type::*;
+    o.push('{');
+    if s.r#type == TUPLE {
+        for (k, e) in s.tuple_shardings.iter().enumerate() {
+            if k > 0 {
+                o.push_str(", ");
+            }
+            // As XLA marks long tuples (a comment to its parser).
+            if k > 0 && k % 5 == 0 {
+                let _ = write!(o, "/*index={k}*/");
+            }
+            write_sharding(e, o);
+        }
+        o.push('}');
+        return;
+    }
+    match s.r#type {
+        MAXIMAL => {
+            o.push_str("maximal device=");
+            let _ = write!(o, "{}", s.tile_assignment_devices.first().unwrap_or(&0));
+        }
+        OTHER => {
+            o.push_str("devices=[");
+            write_joined(&s.tile_assignment_dimensions, o);
+            o.push(']');
+            if !s.iota_reshape_dims.is_empty() {
+                o.push_str("<=[");
+                write_joined(&s.iota_reshape_dims, o);
+                o.push(']');
+                // XLA's parser needs `T(...)` after more than one
+                // reshape dimension, even the identity.
+                let identity = s
+                    .iota_transpose_perm
+                    .iter()
+                    .enumerate()
+                    .all(|(k, &p)| p == k as i32);
+                if !identity || s.iota_reshape_dims.len() > 1 {
+                    o.push_str("T(");
+                    write_joined(&s.iota_transpose_perm, o);
+                    o.push(')');
+                }
+            } else {
+                write_joined(&s.tile_assignment_devices, o);
+            }
+        }
+        t => match sharding_type_name(t) {
+            Some(name) => o.push_str(name),
+            None => {
+                let _ = write!(o, "{t}");
+            }
+        },
+    }
+    if s.replicate_on_last_tile_dim {
+        o.push_str(" last_tile_dim_replicate");
+    }
+    if !s.last_tile_dims.is_empty() {
+        o.push_str(" last_tile_dims={");
+        for (k, &t) in s.last_tile_dims.iter().enumerate() {
+            if k > 0 {
+                o.push_str(", ");
+            }
+            match sharding_type_name(t) {
+                Some(name) => o.push_str(name),
+                None => {
+                    let _ = write!(o, "{t}");
+                }
+            }
+        }
+        o.push('}');
+    }
+    if s.is_shard_group {
+        o.push_str(if s.shard_group_type == 1 {
+            " shard_like "
+        } else {
+            " shard_as "
+        });
+        let _ = write!(o, "{}", s.shard_group_id);
+    }
+    match &s.metadata[..] {
+        [] => {}
+        [one] => {
+            o.push_str(" metadata=");
+            write_metadata(one, o);
+        }
+        many => {
+            o.push_str(" metadata={");
+            for (k, m) in many.iter().enumerate() {
+                if k > 0 {
+                    o.push_str(", ");
+                }
+                write_metadata(m, o);
+            }
+            o.push('}');
+        }
+    }
+    o.push('}');
+}
+
+/// Op metadata without the profile fields, which HLO text does not carry.
+pub(crate) fn strip_profile(m: &xla::OpMetadata) -> xla::OpMetadata {
+    xla::OpMetadata {
+        size_of_generated_code_in_bytes: 0,
+        size_of_memory_working_set_in_bytes: 0,
+        profile_info: None,
+        metadata_payload: None,
+        ..m.clone()
+    }
+}
+
+/// The sharding a module holds for an `OpSharding` read from a proto: the
+/// fields HLO text carries (as [`sharding`] would read them back from
+/// [`write_sharding`]'s text), or what is wrong: a named sharding, a type
+/// or subgroup type `OpSharding` does not define, a maximal sharding
+/// without a device.
+pub fn sharding_from_proto(s: &xla::OpSharding) -> R<xla::OpSharding> {
+    use sharding_type::*;
+    if s.named_sharding.is_some() {
+        return Err("named shardings are not supported".into());
+    }
+    let mut out = xla::OpSharding {
+        r#type: s.r#type,
+        ..Default::default()
+    };
+    match s.r#type {
+        TUPLE => {
+            out.tuple_shardings = s
+                .tuple_shardings
+                .iter()
+                .map(sharding_from_proto)
+                .collect::<R<_>>()?;
+            return Ok(out);
+        }
+        REPLICATED | MANUAL | UNKNOWN | UNREDUCED => {}
+        MAXIMAL => {
+            let d = s
+                .tile_assignment_devices
+                .first()
+                .ok_or("a maximal sharding without a device")?;
+            out.tile_assignment_dimensions = vec![1];
+            out.tile_assignment_devices = vec![*d];
+        }
+        OTHER => {
+            out.tile_assignment_dimensions = s.tile_assignment_dimensions.clone();
+            if s.iota_reshape_dims.is_empty() {
+                out.tile_assignment_devices = s.tile_assignment_devices.clone();
+            } else {
+                out.iota_reshape_dims = s.iota_reshape_dims.clone();
+                out.iota_transpose_perm = if s.iota_transpose_perm.is_empty() {
+                    (0..s.iota_reshape_dims.len() as i32).collect()
+                } else {
+                    s.iota_transpose_perm.clone()
+                };
+            }
+        }
+        t => return Err(format!("unknown sharding type {t}")),
+    }
+    out.replicate_on_last_tile_dim = s.replicate_on_last_tile_dim;
+    for &t in &s.last_tile_dims {
+        if sharding_type_name(t).is_none() {
+            return Err(format!("unknown subgroup type {t}"));
+        }
+        out.last_tile_dims.push(t);
+    }
+    if s.is_shard_group {
+        out.is_shard_group = true;
+        out.shard_group_id = s.shard_group_id;
+        out.shard_group_type = i32::from(s.shard_group_type == 1);
+    }
+    out.metadata = s.metadata.iter().map(strip_profile).collect();
+    Ok(out)
 }
 
 /// `domain={kind="sharding", entry={...}, exit={...}}`: the entry and exit
@@ -1032,4 +1244,78 @@ pub fn stack_frame_index(text: &str) -> R<xla::StackFrameIndexProto> {
         c.end()?;
     }
     Ok(p)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    /// A sharding read from a proto is what its text reads back as: the
+    /// writer and the text decoder agree on every field text carries.
+    #[test]
+    fn sharding_from_proto_reads_back_from_its_text() {
+        use sharding_type::*;
+        let md = xla::OpMetadata {
+            op_name: "a\"b".into(),
+            size_of_generated_code_in_bytes: 7,
+            ..Default::default()
+        };
+        let cases = [
+            xla::OpSharding {
+                r#type: OTHER,
+                tile_assignment_dimensions: vec![2, 1, 2],
+                iota_reshape_dims: vec![4],
+                ..Default::default()
+            },
+            xla::OpSharding {
+                r#type: OTHER,
+                tile_assignment_dimensions: vec![2, 2],
+                iota_reshape_dims: vec![2, 2],
+                iota_transpose_perm: vec![1, 0],
+                last_tile_dims: vec![MANUAL, REPLICATED],
+                is_shard_group: true,
+                shard_group_id: 4,
+                shard_group_type: 1,
+                ..Default::default()
+            },
+            xla::OpSharding {
+                r#type: TUPLE,
+                tuple_shardings: vec![
+                    xla::OpSharding {
+                        r#type: MAXIMAL,
+                        tile_assignment_devices: vec![3],
+                        metadata: vec![md.clone(), md.clone()],
+                        ..Default::default()
+                    },
+                    xla::OpSharding {
+                        r#type: OTHER,
+                        tile_assignment_dimensions: vec![1, 2],
+                        tile_assignment_devices: vec![1, 0],
+                        replicate_on_last_tile_dim: true,
+                        metadata: vec![md],
+                        ..Default::default()
+                    },
+                ],
+                ..Default::default()
+            },
+            xla::OpSharding::default(),
+        ];
+        for s in &cases {
+            let typed = sharding_from_proto(s).unwrap();
+            let mut text = String::new();
+            write_sharding(&typed, &mut text);
+            assert_eq!(sharding(&text).unwrap(), typed, "{text}");
+        }
+        let named = xla::OpSharding {
+            named_sharding: Some(Default::default()),
+            ..Default::default()
+        };
+        assert!(sharding_from_proto(&named).is_err());
+        let bad_type = xla::OpSharding {
+            r#type: 42,
+            ..Default::default()
+        };
+        assert!(sharding_from_proto(&bad_type).is_err());
+    }
 }

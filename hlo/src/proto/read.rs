@@ -97,7 +97,7 @@ pub fn module_from_proto(p: &xla::HloModuleProto) -> Result<(Module, ReadReport)
         shapes: HashMap::default(),
         shape_buf: String::new(),
         seen_shapes: Default::default(),
-        metadata: None,
+        typed: Vec::new(),
     };
     r.build()?;
     let m = std::mem::replace(&mut r.m, Module::new(""));
@@ -131,23 +131,12 @@ struct Reader<'p> {
     shape_buf: String,
     /// Shape protos already interned, by a hash of their fields.
     seen_shapes: crate::parse::FxMap<u64, (&'p xla::ShapeProto, ShapeId)>,
-    /// The op metadata of the instruction being read, for the `metadata`
-    /// entry [`Reader::fields`] lists.
-    metadata: Option<xla::OpMetadata>,
+    /// The typed values of the instruction being read, in the order of
+    /// the bare keys (no `=`) [`Reader::fields`] lists for them.
+    typed: Vec<AttrValue>,
 }
 
-use crate::attrs::xla::{metadata_text, quote};
-
-/// Op metadata without the profile fields, which HLO text does not carry.
-fn strip_profile(m: &xla::OpMetadata) -> xla::OpMetadata {
-    xla::OpMetadata {
-        size_of_generated_code_in_bytes: 0,
-        size_of_memory_working_set_in_bytes: 0,
-        profile_info: None,
-        metadata_payload: None,
-        ..m.clone()
-    }
-}
+use crate::attrs::xla::{self as ax, quote, strip_profile};
 
 /// `computations[C].instructions[I]`, formatted only when a message or a
 /// report needs it.
@@ -845,89 +834,6 @@ fn check_stack_frames(sf: &xla::StackFrameIndexProto) -> Result<()> {
     Ok(())
 }
 
-fn sharding_text(s: &xla::OpSharding) -> Result<String> {
-    use crate::attrs::xla::sharding_type::*;
-    if s.named_sharding.is_some() {
-        return Err(bad("named shardings are not supported"));
-    }
-    if s.r#type == TUPLE {
-        let parts: Result<Vec<String>> = s.tuple_shardings.iter().map(sharding_text).collect();
-        return Ok(format!("{{{}}}", parts?.join(", ")));
-    }
-    let mut o = String::from("{");
-    match s.r#type {
-        REPLICATED => o.push_str("replicated"),
-        MANUAL => o.push_str("manual"),
-        UNKNOWN => o.push_str("unknown"),
-        UNREDUCED => o.push_str("unreduced"),
-        MAXIMAL => {
-            let d = s
-                .tile_assignment_devices
-                .first()
-                .ok_or_else(|| bad("a maximal sharding without a device"))?;
-            let _ = write!(o, "maximal device={d}");
-        }
-        OTHER => {
-            let _ = write!(o, "devices=[{}]", join(&s.tile_assignment_dimensions));
-            if !s.iota_reshape_dims.is_empty() {
-                let _ = write!(o, "<=[{}]", join(&s.iota_reshape_dims));
-                let identity = s
-                    .iota_transpose_perm
-                    .iter()
-                    .enumerate()
-                    .all(|(k, &p)| p == k as i32);
-                if !identity {
-                    let _ = write!(o, "T({})", join(&s.iota_transpose_perm));
-                }
-            } else {
-                o.push_str(&join(&s.tile_assignment_devices));
-            }
-            if s.replicate_on_last_tile_dim {
-                o.push_str(" last_tile_dim_replicate");
-            }
-            if !s.last_tile_dims.is_empty() {
-                let names: Result<Vec<&str>> = s
-                    .last_tile_dims
-                    .iter()
-                    .map(|&t| match t {
-                        REPLICATED => Ok("replicated"),
-                        MANUAL => Ok("manual"),
-                        UNREDUCED => Ok("unreduced"),
-                        MAXIMAL => Ok("maximal"),
-                        UNKNOWN => Ok("unknown"),
-                        o => Err(bad(format!("unknown subgroup type {o}"))),
-                    })
-                    .collect();
-                let _ = write!(o, " last_tile_dims={{{}}}", names?.join(", "));
-            }
-        }
-        t => return Err(bad(format!("unknown sharding type {t}"))),
-    }
-    if s.is_shard_group {
-        let kind = if s.shard_group_type == 1 {
-            "shard_like"
-        } else {
-            "shard_as"
-        };
-        let _ = write!(o, " {kind} {}", s.shard_group_id);
-    }
-    match &s.metadata[..] {
-        [] => {}
-        [one] => {
-            let _ = write!(o, " metadata={}", metadata_text(&strip_profile(one)));
-        }
-        many => {
-            let parts: Vec<String> = many
-                .iter()
-                .map(|m| metadata_text(&strip_profile(m)))
-                .collect();
-            let _ = write!(o, " metadata={{{}}}", parts.join(", "));
-        }
-    }
-    o.push('}');
-    Ok(o)
-}
-
 /// `{key="value",...}`; a key that is not a plain word (letters, digits,
 /// `_` `.` `-`) is quoted, an empty one is an error.
 fn frontend_text(f: &xla::FrontendAttributes) -> Result<String> {
@@ -1490,18 +1396,18 @@ impl<'p> Reader<'p> {
         }
         let mut texts: Vec<String> = Vec::new();
         self.fields(path, opcode, i, &mut texts)?;
+        let mut typed = std::mem::take(&mut self.typed).into_iter();
         for t in &texts {
-            if t == "metadata" {
-                if let Some(md) = self.metadata.take() {
-                    attrs.push(Attr {
-                        key: "metadata".into(),
-                        value: AttrValue::Metadata(Box::new(md)),
-                    });
-                    continue;
-                }
+            match t.split_once('=') {
+                Some((key, value)) => attrs.push(Self::attr(path, Some(opcode), key, value)?),
+                // A value [`Reader::fields`] made typed.
+                None => attrs.push(Attr {
+                    key: t.as_str().into(),
+                    value: typed
+                        .next()
+                        .ok_or_else(|| bad(format!("{path}: `{t}` has no value")))?,
+                }),
             }
-            let (key, value) = t.split_once('=').unwrap_or((t.as_str(), ""));
-            attrs.push(Self::attr(path, Some(opcode), key, value)?);
         }
         if !i.control_predecessor_ids.is_empty() {
             let preds: SmallVec<[InstId; 2]> = i
@@ -2027,10 +1933,17 @@ impl<'p> Reader<'p> {
             }
         }
         if let (Some(en), Some(ex)) = (&i.domain_entry_sharding, &i.domain_exit_sharding) {
+            let sharding = |s| {
+                let mut o = String::new();
+                ax::sharding_from_proto(s)
+                    .map(|s| ax::write_sharding(&s, &mut o))
+                    .map_err(|e| ebad(format!("domain: {e}")))?;
+                Ok::<_, Error>(o)
+            };
             a.push(format!(
                 "domain={{kind=\"sharding\", entry={}, exit={}}}",
-                sharding_text(en)?,
-                sharding_text(ex)?
+                sharding(en)?,
+                sharding(ex)?
             ));
         }
         if !i.async_execution_thread.is_empty() && i.async_execution_thread != "main" {
@@ -2085,7 +1998,9 @@ impl<'p> Reader<'p> {
             a.push("is_composite=true".into());
         }
         if let Some(s) = &i.sharding {
-            a.push(format!("sharding={}", sharding_text(s)?));
+            let s = ax::sharding_from_proto(s).map_err(|e| ebad(format!("sharding: {e}")))?;
+            self.typed.push(AttrValue::Sharding(Box::new(s)));
+            a.push("sharding".into());
         }
         if let Some(f) = &i.frontend_attributes {
             if !f.map.is_empty() {
@@ -2108,7 +2023,7 @@ impl<'p> Reader<'p> {
             // text form (reported below).
             let md = strip_profile(m);
             if md != xla::OpMetadata::default() {
-                self.metadata = Some(md);
+                self.typed.push(AttrValue::Metadata(Box::new(md)));
                 a.push("metadata".into());
             }
         }

@@ -1100,7 +1100,14 @@ impl<'m> Writer<'m> {
                     }
                     p.metadata = Some(md);
                 }
-                "sharding" => p.sharding = Some(wrap(name, key, ax::sharding(t))?),
+                "sharding" => {
+                    let AttrValue::Sharding(sh) = &a.value else {
+                        return Err(e(format!(
+                            "`{key}`: a named sharding (`mesh[...]`) cannot be written to a proto yet"
+                        )));
+                    };
+                    p.sharding = Some(xla::OpSharding::clone(sh));
+                }
                 "frontend_attributes" => {
                     p.frontend_attributes = Some(wrap(name, key, ax::frontend_attributes(t))?)
                 }
