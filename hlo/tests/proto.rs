@@ -326,3 +326,27 @@ fn the_report_summary_folds_indices_and_counts() {
         "computations[].instructions[].statistics_viz (2x), device_assignment (1x)"
     );
 }
+
+/// Names that XLA's parser would rename (`x.0` is `x` with suffix 0, taken
+/// by `x`; `y.01` is `y.1` written with a leading zero) are renamed as
+/// XLA's `NameUniquer` does (checked against jaxlib 0.10.2's
+/// `hlo_module_from_text`): `x, x.1, y.1, y.0`. Unique names stay as written.
+#[test]
+fn names_xla_would_rename_are_renamed_as_xla_does() {
+    let text = "HloModule names\n\nENTRY main {\n  x = f32[2]{0} parameter(0)\n  \
+                x.0 = f32[2]{0} parameter(1)\n  y.01 = f32[2]{0} add(x, x.0)\n  \
+                ROOT y.1 = f32[2]{0} add(y.01, x)\n}\n";
+    let names = |text: &str| -> Vec<String> {
+        let m = hlo::parse_module(text).expect("parses");
+        let p = xla::HloModuleProto::decode(&proto::to_bytes(&m).expect("writes")[..])
+            .expect("decodes");
+        p.computations[0]
+            .instructions
+            .iter()
+            .map(|i| i.name.clone())
+            .collect()
+    };
+    assert_eq!(names(text), ["x", "x.1", "y.1", "y.0"]);
+    let unique = text.replace("x.0", "z.3").replace("y.01", "y.2");
+    assert_eq!(names(&unique), ["x", "z.3", "y.2", "y.1"]);
+}

@@ -14,6 +14,7 @@
 //! instructions operands first (XLA's `CreateFromProto` requires both),
 //! otherwise in the module's print and schedule order.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use prost::Message as _;
@@ -53,28 +54,32 @@ pub fn module_to_proto(m: &Module) -> Result<xla::HloModuleProto> {
 /// encoded apart and concatenated).
 pub fn module_to_bytes(m: &Module) -> Result<Vec<u8>> {
     let mut w = Writer::new(m);
+    // Fields 1 and 2 (the names [`Writer::module`] sets) come before
+    // `computations` (3), the others after. XLA's modules take about 110
+    // bytes per instruction.
+    let mut out = Vec::with_capacity(128 * m.num_insts() + 1024);
+    put_string(1, m.name.as_bytes(), &mut out);
+    put_string(2, w.comp_names[m.entry.index()].as_bytes(), &mut out);
     let mut sink = Sink::Bytes {
-        computations: Vec::new(),
+        computations: out,
         instructions: Vec::new(),
+        program_shape: Vec::new(),
+        ip: Box::default(),
+        tail: Vec::new(),
     };
     let p = w.module(&mut sink)?;
-    let Sink::Bytes { computations, .. } = sink else {
+    let Sink::Bytes {
+        computations: mut out,
+        ..
+    } = sink
+    else {
         unreachable!("the sink stays bytes")
-    };
-    // Fields 1 and 2 come before `computations` (3), the others after.
-    let head = xla::HloModuleProto {
-        name: p.name.clone(),
-        entry_computation_name: p.entry_computation_name.clone(),
-        ..Default::default()
     };
     let tail = xla::HloModuleProto {
         name: String::new(),
         entry_computation_name: String::new(),
         ..p
     };
-    let mut out = Vec::with_capacity(computations.len() + 1024);
-    head.encode_raw(&mut out);
-    out.extend_from_slice(&computations);
     tail.encode_raw(&mut out);
     Ok(out)
 }
@@ -84,11 +89,95 @@ pub fn module_to_bytes(m: &Module) -> Result<Vec<u8>> {
 enum Sink {
     Tree,
     Bytes {
-        /// The encoded `computations` entries of the module so far.
+        /// The module's encoded fields before `computations`, then its
+        /// encoded `computations` entries so far.
         computations: Vec<u8>,
         /// The encoded `instructions` entries of the computation being made.
         instructions: Vec<u8>,
+        /// The encoded program shape of the computation being made.
+        program_shape: Vec<u8>,
+        /// The instruction being encoded (one message reused for all).
+        ip: Box<xla::HloInstructionProto>,
+        /// The encoded fields of `ip` after its shape.
+        tail: Vec<u8>,
     },
+}
+
+/// The encoded `ShapeProto` of each interned shape of one module, made once
+/// per [`ShapeId`] (an instruction's shape, a program shape's parameters
+/// and result all reuse it): `span[s]` is the range of `bytes` holding
+/// `shape_proto(m, s)` encoded by prost.
+#[derive(Default)]
+struct ShapeBytes {
+    span: Vec<Option<(u32, u32)>>,
+    bytes: Vec<u8>,
+}
+
+impl ShapeBytes {
+    fn get(&mut self, m: &Module, s: ShapeId) -> &[u8] {
+        let (a, b) = self.span_of(m, s);
+        &self.bytes[a..b]
+    }
+
+    fn span_of(&mut self, m: &Module, s: ShapeId) -> (usize, usize) {
+        if self.span.len() <= s.index() {
+            self.span.resize(m.num_shapes().max(s.index() + 1), None);
+        }
+        if let Some((a, b)) = self.span[s.index()] {
+            return (a as usize, b as usize);
+        }
+        let body = match m.shape(s) {
+            // A tuple's fields: its element type (2), then its elements
+            // (4), each from its own encoded bytes.
+            Shape::Tuple(elems) => {
+                let mut body = Vec::new();
+                xla::ShapeProto {
+                    element_type: TUPLE_TYPE,
+                    ..Default::default()
+                }
+                .encode_raw(&mut body);
+                for &e in elems {
+                    let (a, b) = self.span_of(m, e);
+                    put_field(4, &self.bytes[a..b], &mut body);
+                }
+                body
+            }
+            _ => shape_proto(m, s).encode_to_vec(),
+        };
+        let a = self.bytes.len();
+        self.bytes.extend_from_slice(&body);
+        self.span[s.index()] = Some((a as u32, self.bytes.len() as u32));
+        (a, self.bytes.len())
+    }
+}
+
+/// Encodes a length-delimited field (a string, bytes, or an encoded
+/// message) with prost's key and length encoding.
+fn put_field(tag: u32, body: &[u8], buf: &mut Vec<u8>) {
+    prost::encoding::encode_key(tag, prost::encoding::WireType::LengthDelimited, buf);
+    prost::encoding::encode_varint(body.len() as u64, buf);
+    buf.extend_from_slice(body);
+}
+
+/// A string field as prost writes it: nothing when empty.
+fn put_string(tag: u32, s: &[u8], buf: &mut Vec<u8>) {
+    if !s.is_empty() {
+        put_field(tag, s, buf);
+    }
+}
+
+/// The encoded length of [`put_string`]'s field.
+fn string_len(tag: u32, s: &[u8]) -> usize {
+    if s.is_empty() {
+        0
+    } else {
+        field_len(tag, s.len())
+    }
+}
+
+/// The encoded length of [`put_field`]'s field.
+fn field_len(tag: u32, len: usize) -> usize {
+    prost::encoding::key_len(tag) + prost::encoding::encoded_len_varint(len as u64) + len
 }
 
 /// `PrimitiveType` number of an element type.
@@ -422,29 +511,48 @@ struct NameUniquer<'m> {
     used: crate::parse::FxMap<&'m str, (crate::parse::FxSet<i64>, i64)>,
 }
 
-impl<'m> NameUniquer<'m> {
-    fn unique(&mut self, name: &'m str) -> String {
-        let (root, suffix) = match name.rfind('.') {
-            Some(p) if p > 0 && p + 1 < name.len() => match name[p + 1..].parse::<i64>() {
-                Ok(n) if name[p + 1..].bytes().all(|b| b.is_ascii_digit()) => (&name[..p], Some(n)),
-                _ => (name, None),
-            },
+/// A name's root and numeric suffix (`add.12` -> `("add", Some(12))`), and
+/// whether the suffix is written canonically (no leading zeros), so that
+/// reading the name back gives it.
+fn split_name(name: &str) -> (&str, Option<i64>, bool) {
+    let (root, suffix) = match name.rfind('.') {
+        Some(p) if p > 0 && p + 1 < name.len() => match name[p + 1..].parse::<i64>() {
+            Ok(n) if name[p + 1..].bytes().all(|b| b.is_ascii_digit()) => (&name[..p], Some(n)),
             _ => (name, None),
-        };
+        },
+        _ => (name, None),
+    };
+    let canonical = match suffix {
+        None => true,
+        Some(_) => {
+            let digits = &name[root.len() + 1..];
+            digits.len() == 1 || !digits.starts_with('0')
+        }
+    };
+    (root, suffix, canonical)
+}
+
+/// Whether [`NameUniquer`] keeps every one of `names` as written (the
+/// common case, checked with one set insert per name): no two share a root
+/// and suffix, and every suffix is canonical.
+fn all_names_kept<'a>(names: impl Iterator<Item = &'a str>, n: usize) -> bool {
+    let mut seen: crate::parse::FxSet<(&str, i64)> =
+        crate::parse::FxSet::with_capacity_and_hasher(n, Default::default());
+    names.into_iter().all(|name| match split_name(name) {
+        (root, suffix, true) => seen.insert((root, suffix.unwrap_or(0))),
+        (_, _, false) => false,
+    })
+}
+
+impl<'m> NameUniquer<'m> {
+    fn unique(&mut self, name: &'m str) -> Cow<'m, str> {
+        let (root, suffix, canonical) = split_name(name);
         let (used, next) = self.used.entry(root).or_default();
         let want = suffix.unwrap_or(0);
         let id = if used.insert(want) {
-            // The common case: the name is kept as written (a suffix written
-            // without leading zeros, so that reading it back gives it).
-            let canonical = match suffix {
-                None => true,
-                Some(_) => {
-                    let digits = &name[root.len() + 1..];
-                    digits.len() == 1 || !digits.starts_with('0')
-                }
-            };
+            // The common case: the name is kept as written.
             if canonical {
-                return name.to_string();
+                return Cow::Borrowed(name);
             }
             want
         } else {
@@ -454,7 +562,7 @@ impl<'m> NameUniquer<'m> {
             *next += 1;
             *next - 1
         };
-        if id == 0 {
+        Cow::Owned(if id == 0 {
             if suffix.is_some() {
                 format!("{root}.0")
             } else {
@@ -462,15 +570,15 @@ impl<'m> NameUniquer<'m> {
             }
         } else {
             format!("{root}.{id}")
-        }
+        })
     }
 }
 
 struct Writer<'m> {
     m: &'m Module,
     /// Instruction and computation names, made unique as XLA does.
-    inst_names: Vec<String>,
-    comp_names: Vec<String>,
+    inst_names: Vec<Cow<'m, str>>,
+    comp_names: Vec<Cow<'m, str>>,
     inst_ids: Vec<i64>,
     comp_ids: Vec<i64>,
     /// Computations called by a fusion.
@@ -480,6 +588,12 @@ struct Writer<'m> {
     /// The canonical stack frame index and the renumbering of frame ids.
     frames: Option<xla::StackFrameIndexProto>,
     frame_map: HashMap<i32, i32>,
+    /// Shapes of the entry layout in `scratch`, by their text.
+    layout_shapes: crate::parse::FxMap<Box<str>, ShapeId>,
+    /// Scratch of [`Writer::instruction_order`].
+    seen: Vec<bool>,
+    /// Encoded shapes of `m` (see [`ShapeBytes`]).
+    shapes: ShapeBytes,
 }
 
 fn wrap<T>(inst: &str, key: &str, r: std::result::Result<T, String>) -> Result<T> {
@@ -530,13 +644,29 @@ impl<'m> Writer<'m> {
                 }
             }
         }
-        let mut inst_names = vec![String::new(); m.num_insts()];
-        let mut comp_names = vec![String::new(); n_comps];
+        let mut inst_names = vec![Cow::Borrowed(""); m.num_insts()];
+        let mut comp_names = vec![Cow::Borrowed(""); n_comps];
         let (mut iu, mut cu) = (NameUniquer::default(), NameUniquer::default());
+        let comps_kept = all_names_kept(m.computations().map(|c| &*m.comp(c).name), n_comps);
+        let insts_kept = all_names_kept(
+            m.computations()
+                .flat_map(|c| m.comp(c).order.iter().map(|&i| &*m.inst(i).name)),
+            m.num_insts(),
+        );
         for c in m.computations() {
-            comp_names[c.index()] = cu.unique(&m.comp(c).name);
+            let name = &*m.comp(c).name;
+            comp_names[c.index()] = if comps_kept {
+                Cow::Borrowed(name)
+            } else {
+                cu.unique(name)
+            };
             for &i in &m.comp(c).order {
-                inst_names[i.index()] = iu.unique(&m.inst(i).name);
+                let name = &*m.inst(i).name;
+                inst_names[i.index()] = if insts_kept {
+                    Cow::Borrowed(name)
+                } else {
+                    iu.unique(name)
+                };
             }
         }
         Writer {
@@ -549,6 +679,9 @@ impl<'m> Writer<'m> {
             scratch: Module::new("scratch"),
             frames: None,
             frame_map: HashMap::new(),
+            layout_shapes: Default::default(),
+            seen: Vec::new(),
+            shapes: ShapeBytes::default(),
         }
     }
 
@@ -606,43 +739,49 @@ impl<'m> Writer<'m> {
 
     /// Instructions of `c` operands (and control predecessors) first,
     /// otherwise in schedule order.
-    fn instruction_order(&self, c: CompId) -> Vec<InstId> {
+    fn instruction_order(&mut self, c: CompId) -> Vec<InstId> {
         let m = self.m;
         let comp = m.comp(c);
-        let mut state: crate::parse::FxMap<InstId, u8> =
-            crate::parse::FxMap::with_capacity_and_hasher(comp.order.len(), Default::default());
+        // Instructions seen, by index (all false between calls: the ones
+        // set are those in `out`, reset at the end).
+        let seen = &mut self.seen;
+        seen.resize(m.num_insts(), false);
         let mut out = Vec::with_capacity(comp.order.len());
-        let deps = |i: InstId| -> Vec<InstId> {
+        // The k-th dependency of `i`: its operands, then its control
+        // predecessors.
+        let dep = |i: InstId, k: usize| -> Option<InstId> {
             let inst = m.inst(i);
-            let mut d: Vec<InstId> = inst
-                .operands
-                .iter()
-                .chain(inst.control_predecessors())
-                .copied()
-                .collect();
-            d.reverse();
-            d
+            match inst.operands.get(k) {
+                Some(&o) => Some(o),
+                None => inst
+                    .control_predecessors()
+                    .get(k - inst.operands.len())
+                    .copied(),
+            }
         };
+        // (instruction, dependencies visited so far)
+        let mut stack: Vec<(InstId, usize)> = Vec::new();
         for &root in &comp.order {
-            if state.contains_key(&root) {
+            if seen[root.index()] {
                 continue;
             }
-            state.insert(root, 1);
-            let mut stack = vec![(root, deps(root))];
-            while let Some((i, todo)) = stack.last_mut() {
-                if let Some(next) = todo.pop() {
-                    if let std::collections::hash_map::Entry::Vacant(v) = state.entry(next) {
-                        v.insert(1);
-                        let d = deps(next);
-                        stack.push((next, d));
+            seen[root.index()] = true;
+            stack.push((root, 0));
+            while let Some((i, k)) = stack.last_mut() {
+                if let Some(next) = dep(*i, *k) {
+                    *k += 1;
+                    if !seen[next.index()] {
+                        seen[next.index()] = true;
+                        stack.push((next, 0));
                     }
                 } else {
-                    let i = *i;
-                    state.insert(i, 2);
-                    out.push(i);
+                    out.push(*i);
                     stack.pop();
                 }
             }
+        }
+        for &i in &out {
+            seen[i.index()] = false;
         }
         out
     }
@@ -660,8 +799,24 @@ impl<'m> Writer<'m> {
             parameter_names: comp
                 .params
                 .iter()
-                .map(|&p| self.inst_names[p.index()].clone())
+                .map(|&p| self.inst_names[p.index()].to_string())
                 .collect(),
+        }
+    }
+
+    /// [`Writer::program_shape`] encoded into `out` (cleared first), from
+    /// the encoded shapes.
+    fn program_shape_bytes(&mut self, c: CompId, out: &mut Vec<u8>) {
+        let m = self.m;
+        let comp = m.comp(c);
+        out.clear();
+        for &p in &comp.params {
+            put_field(1, self.shapes.get(m, m.inst(p).shape), out);
+        }
+        put_field(2, self.shapes.get(m, m.inst(comp.root).shape), out);
+        for &p in &comp.params {
+            // A repeated string writes every element, empty or not.
+            put_field(3, self.inst_names[p.index()].as_bytes(), out);
         }
     }
 
@@ -791,7 +946,7 @@ impl<'m> Writer<'m> {
         self.canonical_frames()?;
         let mut p = xla::HloModuleProto {
             name: m.name.to_string(),
-            entry_computation_name: self.comp_names[m.entry.index()].clone(),
+            entry_computation_name: self.comp_names[m.entry.index()].to_string(),
             entry_computation_id: self.cid(m.entry),
             id: m.module_proto_id().unwrap_or(0),
             // XLA writes these (empty) on every module.
@@ -804,9 +959,9 @@ impl<'m> Writer<'m> {
         p.computations.reserve_exact(order.len());
         for &c in &order {
             let comp = m.comp(c);
+            // The name and program shape are set below (the byte sink
+            // encodes them from the writer's own copies).
             let mut cp = xla::HloComputationProto {
-                name: self.comp_names[c.index()].clone(),
-                program_shape: Some(self.program_shape(c)),
                 id: self.cid(c),
                 root_id: self.iid(comp.root),
                 is_fusion_computation: self.fused[c.index()],
@@ -831,35 +986,70 @@ impl<'m> Writer<'m> {
             let insts = self.instruction_order(c);
             match sink {
                 Sink::Tree => {
+                    cp.name = self.comp_names[c.index()].to_string();
+                    cp.program_shape = Some(self.program_shape(c));
                     cp.instructions.reserve_exact(insts.len());
                     for i in insts {
-                        cp.instructions.push(self.instruction(i)?);
+                        let mut ip = xla::HloInstructionProto::default();
+                        self.instruction(i, &mut ip)?;
+                        ip.name = self.inst_names[i.index()].to_string();
+                        ip.opcode = m.inst(i).opcode.name().to_string();
+                        ip.shape = Some(shape_proto(m, m.inst(i).shape));
+                        cp.instructions.push(ip);
                     }
                     p.computations.push(cp);
                 }
                 Sink::Bytes {
                     computations,
                     instructions,
+                    program_shape,
+                    ip,
+                    tail,
                 } => {
                     instructions.clear();
                     for i in insts {
-                        let ip = self.instruction(i)?;
-                        prost::encoding::message::encode(2, &ip, instructions);
+                        self.instruction(i, ip)?;
+                        // Fields 1-3 (name, opcode, shape) come before the
+                        // others; the shape's bytes are made once per shape.
+                        let name = self.inst_names[i.index()].as_bytes();
+                        let opcode = m.inst(i).opcode.name().as_bytes();
+                        let shape = self.shapes.get(m, m.inst(i).shape);
+                        // Encoding the other fields gives their length (in
+                        // one walk of the message, not two).
+                        tail.clear();
+                        ip.encode_raw(tail);
+                        let len = string_len(1, name)
+                            + string_len(2, opcode)
+                            + field_len(3, shape.len())
+                            + tail.len();
+                        prost::encoding::encode_key(
+                            2,
+                            prost::encoding::WireType::LengthDelimited,
+                            instructions,
+                        );
+                        prost::encoding::encode_varint(len as u64, instructions);
+                        put_string(1, name, instructions);
+                        put_string(2, opcode, instructions);
+                        put_field(3, shape, instructions);
+                        instructions.extend_from_slice(tail);
                     }
-                    // Field 1 comes before `instructions` (2), the others after.
-                    let head = xla::HloComputationProto {
-                        name: std::mem::take(&mut cp.name),
-                        ..Default::default()
-                    };
-                    let len = head.encoded_len() + instructions.len() + cp.encoded_len();
+                    // Field 1 (name) comes before `instructions` (2), the
+                    // program shape (4) after, then the others.
+                    self.program_shape_bytes(c, program_shape);
+                    let name = self.comp_names[c.index()].as_bytes();
+                    let len = string_len(1, name)
+                        + instructions.len()
+                        + field_len(4, program_shape.len())
+                        + cp.encoded_len();
                     prost::encoding::encode_key(
                         3,
                         prost::encoding::WireType::LengthDelimited,
                         computations,
                     );
                     prost::encoding::encode_varint(len as u64, computations);
-                    head.encode_raw(computations);
+                    put_string(1, name, computations);
                     computations.extend_from_slice(instructions);
+                    put_field(4, program_shape, computations);
                     cp.encode_raw(computations);
                 }
             }
@@ -892,18 +1082,19 @@ impl<'m> Writer<'m> {
                 }
             }
         }
-        let mut host = self.program_shape(m.entry);
-        if let Some(s) = host_shape {
-            if s.parameters.len() != host.parameters.len() {
-                return Err(Error::Module(format!(
-                    "entry_computation_layout lists {} parameters, the entry computation has {}",
-                    s.parameters.len(),
-                    host.parameters.len()
-                )));
+        let mut host = match host_shape {
+            Some(s) => {
+                let n = m.comp(m.entry).params.len();
+                if s.parameters.len() != n {
+                    return Err(Error::Module(format!(
+                        "entry_computation_layout lists {} parameters, the entry computation has {n}",
+                        s.parameters.len(),
+                    )));
+                }
+                s
             }
-            host.parameters = s.parameters;
-            host.result = s.result;
-        }
+            None => self.program_shape(m.entry),
+        };
         // XLA names the entry layout's parameters p0, p1, ...
         host.parameter_names = (0..host.parameters.len())
             .map(|k| format!("p{k}"))
@@ -944,18 +1135,46 @@ impl<'m> Writer<'m> {
             .and_then(|r| r.strip_suffix(')'))
             .ok_or_else(|| fail("expected a parenthesized parameter list".into()))?;
         let mut out = xla::ProgramShapeProto::default();
+        let entry = self.m.comp(self.m.entry);
         if !params.trim().is_empty() {
-            for ptext in crate::attrs::validate::split_top_level(params, b',') {
-                let s = parse_attr_shape(&mut self.scratch, ptext)?;
-                out.parameters.push(shape_proto(&self.scratch, s));
+            for (k, ptext) in crate::attrs::validate::split_top_level(params, b',').enumerate() {
+                let like = entry.params.get(k).map(|&p| self.m.inst(p).shape);
+                out.parameters.push(self.layout_shape_proto(ptext, like)?);
             }
         }
-        let r = parse_attr_shape(&mut self.scratch, result)?;
-        out.result = Some(shape_proto(&self.scratch, r));
+        let like = Some(self.m.inst(entry.root).shape);
+        out.result = Some(self.layout_shape_proto(result, like)?);
         Ok(out)
     }
 
-    fn instruction(&mut self, id: InstId) -> Result<xla::HloInstructionProto> {
+    /// The `ShapeProto` of a shape in the entry layout: that of `like` (the
+    /// entry's own parameter or result shape) when the text is how `like`
+    /// prints, as it nearly always is (printing is cheaper than parsing),
+    /// else of the text parsed.
+    fn layout_shape_proto(&mut self, text: &str, like: Option<ShapeId>) -> Result<xla::ShapeProto> {
+        if let Some(s) = like {
+            if crate::print::print_shape(self.m, s) == text.trim() {
+                return Ok(shape_proto(self.m, s));
+            }
+        }
+        let s = self.layout_shape(text)?;
+        Ok(shape_proto(&self.scratch, s))
+    }
+
+    /// [`parse_attr_shape`] into the scratch module, once per distinct text
+    /// (an entry layout repeats few shapes over many parameters).
+    fn layout_shape(&mut self, text: &str) -> Result<ShapeId> {
+        if let Some(&s) = self.layout_shapes.get(text) {
+            return Ok(s);
+        }
+        let s = parse_attr_shape(&mut self.scratch, text)?;
+        self.layout_shapes.insert(text.into(), s);
+        Ok(s)
+    }
+
+    /// Instruction `id` into `p` (cleared first, so that the byte sink
+    /// reuses one message and its buffers for every instruction).
+    fn instruction(&mut self, id: InstId, p: &mut xla::HloInstructionProto) -> Result<()> {
         let m = self.m;
         let inst = m.inst(id);
         let name = &*inst.name;
@@ -966,23 +1185,18 @@ impl<'m> Writer<'m> {
         {
             return Err(err(name, "the async shorthand (`op-start`) cannot be written to a proto yet; write async-start with calls="));
         }
-        let mut p = xla::HloInstructionProto {
-            name: self.inst_names[id.index()].clone(),
-            opcode: inst.opcode.name().to_string(),
-            shape: Some(shape_proto(m, inst.shape)),
-            id: self.iid(id),
-            operand_ids: inst.operands.iter().map(|&o| self.iid(o)).collect(),
-            control_predecessor_ids: inst
-                .control_predecessors()
-                .iter()
-                .map(|&o| self.iid(o))
-                .collect(),
-            // XLA writes these (empty) on every instruction.
-            metadata: Some(Default::default()),
-            frontend_attributes: Some(Default::default()),
-            statistics_viz: Some(Default::default()),
-            ..Default::default()
-        };
+        // The name, opcode and shape are set by the caller (the byte sink
+        // encodes them from the writer's own copies).
+        p.clear();
+        p.id = self.iid(id);
+        p.operand_ids
+            .extend(inst.operands.iter().map(|&o| self.iid(o)));
+        p.control_predecessor_ids
+            .extend(inst.control_predecessors().iter().map(|&o| self.iid(o)));
+        // XLA writes these (empty) on every instruction.
+        p.metadata = Some(Default::default());
+        p.frontend_attributes = Some(Default::default());
+        p.statistics_viz = Some(Default::default());
         let e = |msg: String| err(name, msg);
         let ae = |r: crate::attrs::AttrError| err(name, r);
         match inst.opcode {
@@ -1452,7 +1666,7 @@ impl<'m> Writer<'m> {
         if has_tri {
             p.triangular_solve_options = Some(tri);
         }
-        Ok(p)
+        Ok(())
     }
 }
 
