@@ -59,12 +59,59 @@ pub fn from_bytes_lossy(bytes: &[u8]) -> Result<(Module, ReadReport)> {
     let mut unknown = Vec::new();
     walk::<xla::HloModuleProto>(bytes, None, 0, &mut unknown)
         .map_err(|e| Error::Module(format!("not a valid HloModuleProto: {e}")))?;
-    let proto = xla::HloModuleProto::decode(bytes)
+    let proto = decode_module(bytes)
         .map_err(|e| Error::Module(format!("not a valid HloModuleProto: {e}")))?;
     let (m, mut report) = module_from_proto(&proto)?;
     unknown.append(&mut report.ignored);
     report.ignored = unknown;
     Ok((m, report))
+}
+
+/// `HloModuleProto::decode`, with each computation's instruction list
+/// allocated once at its length: prost grows a repeated field one element
+/// at a time, and an instruction message is large enough that the doublings
+/// of a big computation's list copy more than the whole proto. Everything
+/// else is prost's own decoding (the loop is `Message::merge`'s).
+fn decode_module(bytes: &[u8]) -> std::result::Result<xla::HloModuleProto, String> {
+    use prost::encoding::{decode_key, decode_varint, skip_field, DecodeContext, WireType};
+    let mut p = xla::HloModuleProto::default();
+    let mut buf = bytes;
+    while !buf.is_empty() {
+        let (tag, wt) = decode_key(&mut buf).map_err(|e| e.to_string())?;
+        if tag != 3 || wt != WireType::LengthDelimited {
+            p.merge_field(tag, wt, &mut buf, DecodeContext::default())
+                .map_err(|e| e.to_string())?;
+            continue;
+        }
+        // `computations` (3): count the `instructions` (2) entries first.
+        let len = decode_varint(&mut buf).map_err(|e| e.to_string())?;
+        let len = usize::try_from(len)
+            .ok()
+            .filter(|&l| l <= buf.len())
+            .ok_or("HloModuleProto.computations: length past the end")?;
+        let (body, rest) = buf.split_at(len);
+        buf = rest;
+        let mut count = 0;
+        let mut scan = body;
+        while !scan.is_empty() {
+            let Ok((tag, wt)) = decode_key(&mut scan) else {
+                break;
+            };
+            count += usize::from(tag == 2);
+            if skip_field(wt, tag, &mut scan, DecodeContext::default()).is_err() {
+                break;
+            }
+        }
+        let mut c = xla::HloComputationProto::default();
+        c.instructions.reserve_exact(count);
+        c.merge(body).map_err(|mut e| {
+            // As prost's own decoding names the field.
+            e.push("HloModuleProto", "computations");
+            e.to_string()
+        })?;
+        p.computations.push(c);
+    }
+    Ok(p)
 }
 
 /// Whether `bytes` look like a serialized `HloModuleProto` rather than HLO
