@@ -6,7 +6,7 @@
 //! The parser decodes integers, booleans, integer lists, windows, padding,
 //! slices, enumerations (fusion kind, comparison direction and type, custom-call
 //! API version and schedule, ...), operand precisions, source-target pairs,
-//! op metadata and shardings once (a malformed value is a parse error with `file:line:col`); the
+//! op metadata, shardings and replica groups once (a malformed value is a parse error with `file:line:col`); the
 //! accessors return the stored values and never parse text. Attributes the
 //! IR still keeps as text (strings, `dim_labels`, the other proto-message
 //! kinds of [`xla`], constant literals) are validated at parse time by [`crate::semantic`].
@@ -95,6 +95,7 @@ pub(crate) enum ValueKind {
     Precisions,
     Metadata,
     Sharding,
+    ReplicaGroups,
     /// `direction=` of a compare.
     Direction,
     /// One of the listed names; ASCII case ignored when the flag is set.
@@ -163,6 +164,7 @@ pub(crate) fn value_kind(key: &str, op: Opcode) -> Option<ValueKind> {
         "operand_precision" => Precisions,
         "metadata" => Metadata,
         "sharding" => Sharding,
+        "replica_groups" => ReplicaGroups,
         "direction" if op == Opcode::Compare => Direction,
         // Keys with another meaning on other opcodes, or too generic to
         // claim everywhere.
@@ -221,6 +223,7 @@ pub(crate) fn decode_typed(key: &str, kind: ValueKind, text: &str) -> Result<Att
         ValueKind::Precisions => AttrValue::Precisions(v::precisions(text)?),
         ValueKind::Metadata => AttrValue::Metadata(Box::new(xla::metadata(text)?)),
         ValueKind::Sharding => AttrValue::Sharding(Box::new(xla::sharding(text)?)),
+        ValueKind::ReplicaGroups => AttrValue::ReplicaGroups(Box::new(xla::replica_groups(text)?)),
         ValueKind::Float | ValueKind::ResultAccuracy => AttrValue::Raw(text.into()),
     })
 }
@@ -246,6 +249,7 @@ fn mismatch(key: &str, v: &AttrValue, want: &str) -> AttrError {
         AttrValue::Pairs(_) => "source-target pairs".to_string(),
         AttrValue::Metadata(_) => "op metadata".to_string(),
         AttrValue::Sharding(_) => "a sharding".to_string(),
+        AttrValue::ReplicaGroups(_) => "replica groups".to_string(),
     };
     bad(key, format!("expected {want}, found {found}"))
 }
@@ -447,6 +451,15 @@ impl Instruction {
             None => Ok(None),
             Some(AttrValue::Sharding(s)) => Ok(Some(s)),
             Some(o) => Err(mismatch("sharding", o, "a sharding")),
+        }
+    }
+
+    /// `replica_groups=...` of a collective.
+    pub fn replica_groups(&self) -> AttrResult<&xla::ReplicaGroups> {
+        match self.attr("replica_groups") {
+            None => Ok(None),
+            Some(AttrValue::ReplicaGroups(g)) => Ok(Some(g)),
+            Some(o) => Err(mismatch("replica_groups", o, "replica groups")),
         }
     }
 

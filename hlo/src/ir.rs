@@ -384,7 +384,7 @@ impl Shape {
 /// The parser decodes every attribute whose key XLA types into a typed
 /// variant (integers, booleans, integer lists, windows, padding, slices,
 /// enumerations, operand precisions, source-target pairs, op metadata,
-/// shardings, called computations, control predecessors); the printer prints the typed
+/// shardings, replica groups, called computations, control predecessors); the printer prints the typed
 /// form in XLA's spelling, and consumers read the typed value through the
 /// accessors of [`crate::attrs`] (never re-parsing text). Everything else is
 /// kept as the exact source text and printed back verbatim, so attributes of
@@ -427,6 +427,8 @@ pub enum AttrValue {
     /// `sharding={devices=[2,1]0,1}`, `{{replicated}, {maximal device=0}}`,
     /// as XLA's `OpSharding` message (the fields its text carries).
     Sharding(Box<crate::proto::xla::OpSharding>),
+    /// `replica_groups={{0,1},{2,3}}` or the iota form `[2,2]<=[4]`.
+    ReplicaGroups(Box<crate::attrs::xla::ReplicaGroups>),
 }
 
 /// Key of the attribute that records the wrapped opcode of XLA's async

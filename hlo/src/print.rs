@@ -399,6 +399,9 @@ impl<'m> Printer<'m> {
             }
             AttrValue::Metadata(md) => crate::attrs::xla::write_metadata(md, &mut self.out),
             AttrValue::Sharding(sh) => crate::attrs::xla::write_sharding(sh, &mut self.out),
+            AttrValue::ReplicaGroups(g) => {
+                crate::attrs::xla::write_replica_groups(g, &mut self.out)
+            }
             AttrValue::Pairs(ps) => {
                 self.out.push('{');
                 for (k, [a, b]) in ps.iter().enumerate() {

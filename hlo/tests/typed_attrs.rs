@@ -120,6 +120,16 @@ const MALFORMED: &[(&str, &str, &str)] = &[
         "sharding",
         "`{`",
     ),
+    (
+        "ROOT r = f32[4,6]{1,0} all-reduce(p), replica_groups={{0,1},{2,x}}, to_apply=add",
+        "replica_groups",
+        "integer",
+    ),
+    (
+        "ROOT r = f32[4,6]{1,0} all-reduce(p), replica_groups=[4]<=[4], to_apply=add",
+        "replica_groups",
+        "iota",
+    ),
 ];
 
 #[test]
@@ -198,6 +208,18 @@ const CANONICAL: &[(&str, &str)] = &[
         "sharding={{manual}, {manual}, {manual}, {manual}, {manual}, /*index=5*/{manual}}",
     ),
     (
+        "ROOT r = f32[4,6]{1,0} all-reduce(p), replica_groups={ {0, 1}, {2,3} }, to_apply=add",
+        "replica_groups={{0,1},{2,3}}",
+    ),
+    (
+        "ROOT r = f32[4,6]{1,0} all-reduce(p), replica_groups=[2, 2]<=[2,2]T(1,0), to_apply=add",
+        "replica_groups=[2,2]<=[2,2]T(1,0)",
+    ),
+    (
+        "ROOT r = f32[4,6]{1,0} all-reduce(p), replica_groups=[1,4]<=[4], to_apply=add",
+        "replica_groups=[1,4]<=[4],",
+    ),
+    (
         // A named sharding (newer XLA) is kept as written.
         "ROOT n = f32[4,6]{1,0} negate(p), sharding={mesh['x'=2] [{'x'}, {}]}",
         "sharding={mesh['x'=2] [{'x'}, {}]}",
@@ -259,6 +281,7 @@ const TYPED_KEYS: &[&str] = &[
     "api_version=",
     "metadata=",
     "sharding=",
+    "replica_groups=",
 ];
 
 #[test]

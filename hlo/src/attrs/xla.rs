@@ -535,6 +535,7 @@ pub fn int_list_list(text: &str) -> R<Vec<Vec<i64>>> {
 
 /// `[N,M]<=[dims]T(perm)`: an iota device list (the part after `<=`
 /// reshapes `iota(N*M)`; `T` transposes it).
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct IotaList {
     pub dims: Vec<i64>,
     pub reshape: Vec<i64>,
@@ -567,6 +568,7 @@ fn iota_list(c: &mut Cur) -> R<IotaList> {
 
 /// The device list of a collective: `replica_groups={{0,1},{2,3}}` or the
 /// iota form `replica_groups=[2,2]<=[4]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ReplicaGroups {
     List(Vec<Vec<i64>>),
     Iota(IotaList),
@@ -584,6 +586,39 @@ pub fn replica_groups(text: &str) -> R<ReplicaGroups> {
         Ok(ReplicaGroups::Iota(l))
     } else {
         int_list_list(t).map(ReplicaGroups::List)
+    }
+}
+
+/// Replica groups in XLA's spelling (`{{0,1},{2,3}}`, `[2,2]<=[4]`,
+/// `[2,2]<=[2,2]T(1,0)`), as [`replica_groups`] reads them.
+pub fn write_replica_groups(g: &ReplicaGroups, o: &mut String) {
+    match g {
+        ReplicaGroups::List(groups) => {
+            o.push('{');
+            for (k, g) in groups.iter().enumerate() {
+                if k > 0 {
+                    o.push(',');
+                }
+                o.push('{');
+                write_joined(g, o);
+                o.push('}');
+            }
+            o.push('}');
+        }
+        ReplicaGroups::Iota(l) => {
+            o.push('[');
+            write_joined(&l.dims, o);
+            o.push_str("]<=[");
+            write_joined(&l.reshape, o);
+            o.push(']');
+            let identity = l.perm.iter().enumerate().all(|(k, &p)| p == k as i64);
+            // As for shardings, `T(...)` after more than one reshape dimension.
+            if !identity || l.reshape.len() > 1 {
+                o.push_str("T(");
+                write_joined(&l.perm, o);
+                o.push(')');
+            }
+        }
     }
 }
 

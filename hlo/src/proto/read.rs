@@ -1713,36 +1713,26 @@ impl<'p> Reader<'p> {
         if i.channel_id > 0 {
             a.push(format!("channel_id={}", i.channel_id));
         }
-        let groups: Option<String> = if let Some(l) = &i.iota_collective_device_list {
-            let mut s = format!(
-                "[{},{}]<=[{}]",
-                l.num_replica_groups,
-                l.num_devices_per_group,
-                join(&l.iota_reshape_dims)
-            );
-            if !l
-                .iota_transpose_perm
-                .iter()
-                .enumerate()
-                .all(|(k, &p)| p == k as i32)
-            {
-                let _ = write!(s, "T({})", join(&l.iota_transpose_perm));
-            }
-            Some(s)
+        let lists = |groups: &[xla::ReplicaGroup]| {
+            ax::ReplicaGroups::List(groups.iter().map(|g| g.replica_ids.clone()).collect())
+        };
+        let groups = if let Some(l) = &i.iota_collective_device_list {
+            Some(ax::ReplicaGroups::Iota(ax::IotaList {
+                dims: vec![l.num_replica_groups, l.num_devices_per_group],
+                reshape: l.iota_reshape_dims.clone(),
+                perm: if l.iota_transpose_perm.is_empty() {
+                    (0..l.iota_reshape_dims.len() as i64).collect()
+                } else {
+                    l.iota_transpose_perm
+                        .iter()
+                        .map(|&p| i64::from(p))
+                        .collect()
+                },
+            }))
         } else if let Some(l) = &i.collective_device_list {
-            Some(int_lists(
-                &l.replica_groups
-                    .iter()
-                    .map(|g| g.replica_ids.clone())
-                    .collect::<Vec<_>>(),
-            ))
+            Some(lists(&l.replica_groups))
         } else if !i.replica_groups.is_empty() {
-            Some(int_lists(
-                &i.replica_groups
-                    .iter()
-                    .map(|g| g.replica_ids.clone())
-                    .collect::<Vec<_>>(),
-            ))
+            Some(lists(&i.replica_groups))
         } else {
             None
         };
@@ -1760,10 +1750,9 @@ impl<'p> Reader<'p> {
                 | Opcode::CollectiveBroadcast
                 | Opcode::RaggedAllToAll
         );
-        if let Some(g) = groups {
-            a.push(format!("replica_groups={g}"));
-        } else if collective {
-            a.push("replica_groups={}".into());
+        if let Some(g) = groups.or(collective.then(|| ax::ReplicaGroups::List(Vec::new()))) {
+            self.typed.push(AttrValue::ReplicaGroups(Box::new(g)));
+            a.push("replica_groups".into());
         }
         if i.use_global_device_ids {
             a.push("use_global_device_ids=true".into());

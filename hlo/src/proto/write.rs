@@ -1489,22 +1489,30 @@ impl<'m> Writer<'m> {
                             .map_err(|x| e(format!("`literal`: {x}")))?,
                     );
                 }
-                "replica_groups" => match wrap(name, key, ax::replica_groups(t))? {
+                "replica_groups" => match inst.replica_groups().map_err(ae)? {
                     // No groups (`{}`) is the proto's default: nothing to write.
-                    ax::ReplicaGroups::List(groups) if groups.is_empty() => {}
-                    ax::ReplicaGroups::List(groups) => {
+                    None => {}
+                    Some(ax::ReplicaGroups::List(groups)) if groups.is_empty() => {}
+                    Some(ax::ReplicaGroups::List(groups)) => {
                         p.collective_device_list = Some(xla::CollectiveDeviceListProto {
                             replica_groups: groups
-                                .into_iter()
-                                .map(|g| xla::ReplicaGroup { replica_ids: g })
+                                .iter()
+                                .map(|g| xla::ReplicaGroup {
+                                    replica_ids: g.clone(),
+                                })
                                 .collect(),
                         })
                     }
-                    ax::ReplicaGroups::Iota(l) => {
+                    Some(ax::ReplicaGroups::Iota(l)) => {
+                        let [num_replica_groups, num_devices_per_group] = l.dims[..] else {
+                            return Err(e(format!(
+                                "`{key}`: an iota list is `[groups,size]<=[...]`"
+                            )));
+                        };
                         p.iota_collective_device_list = Some(xla::IotaReplicaGroupListProto {
-                            num_replica_groups: l.dims[0],
-                            num_devices_per_group: l.dims[1],
-                            iota_reshape_dims: l.reshape,
+                            num_replica_groups,
+                            num_devices_per_group,
+                            iota_reshape_dims: l.reshape.clone(),
                             iota_transpose_perm: l.perm.iter().map(|&x| x as i32).collect(),
                         })
                     }
