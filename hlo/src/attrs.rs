@@ -6,7 +6,7 @@
 //! The parser decodes integers, booleans, integer lists, windows, padding,
 //! slices, enumerations (fusion kind, comparison direction and type, custom-call
 //! API version and schedule, ...), operand precisions, source-target pairs,
-//! op metadata, shardings and replica groups once (a malformed value is a parse error with `file:line:col`); the
+//! op metadata, shardings, replica groups and frontend attributes once (a malformed value is a parse error with `file:line:col`); the
 //! accessors return the stored values and never parse text. Attributes the
 //! IR still keeps as text (strings, `dim_labels`, the other proto-message
 //! kinds of [`xla`], constant literals) are validated at parse time by [`crate::semantic`].
@@ -96,6 +96,7 @@ pub(crate) enum ValueKind {
     Metadata,
     Sharding,
     ReplicaGroups,
+    FrontendAttributes,
     /// `direction=` of a compare.
     Direction,
     /// One of the listed names; ASCII case ignored when the flag is set.
@@ -165,6 +166,7 @@ pub(crate) fn value_kind(key: &str, op: Opcode) -> Option<ValueKind> {
         "metadata" => Metadata,
         "sharding" => Sharding,
         "replica_groups" => ReplicaGroups,
+        "frontend_attributes" => FrontendAttributes,
         "direction" if op == Opcode::Compare => Direction,
         // Keys with another meaning on other opcodes, or too generic to
         // claim everywhere.
@@ -224,6 +226,9 @@ pub(crate) fn decode_typed(key: &str, kind: ValueKind, text: &str) -> Result<Att
         ValueKind::Metadata => AttrValue::Metadata(Box::new(xla::metadata(text)?)),
         ValueKind::Sharding => AttrValue::Sharding(Box::new(xla::sharding(text)?)),
         ValueKind::ReplicaGroups => AttrValue::ReplicaGroups(Box::new(xla::replica_groups(text)?)),
+        ValueKind::FrontendAttributes => {
+            AttrValue::FrontendAttributes(Box::new(xla::frontend_attributes(text)?))
+        }
         ValueKind::Float | ValueKind::ResultAccuracy => AttrValue::Raw(text.into()),
     })
 }
@@ -250,6 +255,7 @@ fn mismatch(key: &str, v: &AttrValue, want: &str) -> AttrError {
         AttrValue::Metadata(_) => "op metadata".to_string(),
         AttrValue::Sharding(_) => "a sharding".to_string(),
         AttrValue::ReplicaGroups(_) => "replica groups".to_string(),
+        AttrValue::FrontendAttributes(_) => "frontend attributes".to_string(),
     };
     bad(key, format!("expected {want}, found {found}"))
 }
@@ -460,6 +466,15 @@ impl Instruction {
             None => Ok(None),
             Some(AttrValue::ReplicaGroups(g)) => Ok(Some(g)),
             Some(o) => Err(mismatch("replica_groups", o, "replica groups")),
+        }
+    }
+
+    /// `frontend_attributes={...}`.
+    pub fn frontend_attributes(&self) -> AttrResult<&crate::proto::xla::FrontendAttributes> {
+        match self.attr("frontend_attributes") {
+            None => Ok(None),
+            Some(AttrValue::FrontendAttributes(f)) => Ok(Some(f)),
+            Some(o) => Err(mismatch("frontend_attributes", o, "frontend attributes")),
         }
     }
 

@@ -384,7 +384,8 @@ impl Shape {
 /// The parser decodes every attribute whose key XLA types into a typed
 /// variant (integers, booleans, integer lists, windows, padding, slices,
 /// enumerations, operand precisions, source-target pairs, op metadata,
-/// shardings, replica groups, called computations, control predecessors); the printer prints the typed
+/// shardings, replica groups, frontend attributes, called computations,
+/// control predecessors); the printer prints the typed
 /// form in XLA's spelling, and consumers read the typed value through the
 /// accessors of [`crate::attrs`] (never re-parsing text). Everything else is
 /// kept as the exact source text and printed back verbatim, so attributes of
@@ -429,6 +430,9 @@ pub enum AttrValue {
     Sharding(Box<crate::proto::xla::OpSharding>),
     /// `replica_groups={{0,1},{2,3}}` or the iota form `[2,2]<=[4]`.
     ReplicaGroups(Box<crate::attrs::xla::ReplicaGroups>),
+    /// `frontend_attributes={key="value",...}` of an instruction, as XLA's
+    /// `FrontendAttributes` message (keys in order).
+    FrontendAttributes(Box<crate::proto::xla::FrontendAttributes>),
 }
 
 /// Key of the attribute that records the wrapped opcode of XLA's async

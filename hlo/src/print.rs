@@ -402,6 +402,9 @@ impl<'m> Printer<'m> {
             AttrValue::ReplicaGroups(g) => {
                 crate::attrs::xla::write_replica_groups(g, &mut self.out)
             }
+            AttrValue::FrontendAttributes(f) => {
+                crate::attrs::xla::write_frontend_attributes(f, &mut self.out)
+            }
             AttrValue::Pairs(ps) => {
                 self.out.push('{');
                 for (k, [a, b]) in ps.iter().enumerate() {

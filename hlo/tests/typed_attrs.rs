@@ -130,6 +130,16 @@ const MALFORMED: &[(&str, &str, &str)] = &[
         "replica_groups",
         "iota",
     ),
+    (
+        "ROOT n = f32[4,6]{1,0} negate(p), frontend_attributes={a=\"1\" b=\"2\"}",
+        "frontend_attributes",
+        "`}`",
+    ),
+    (
+        "ROOT n = f32[4,6]{1,0} negate(p), frontend_attributes={=\"1\"}",
+        "frontend_attributes",
+        "key",
+    ),
 ];
 
 #[test]
@@ -220,6 +230,11 @@ const CANONICAL: &[(&str, &str)] = &[
         "replica_groups=[1,4]<=[4],",
     ),
     (
+        // Keys in order; a key that is not a plain word stays quoted.
+        "ROOT n = f32[4,6]{1,0} negate(p), frontend_attributes={ z=\"2\", \"a b\"=1 ,_x=\"q\\\"\" }",
+        "frontend_attributes={_x=\"q\\\"\",\"a b\"=\"1\",z=\"2\"}",
+    ),
+    (
         // A named sharding (newer XLA) is kept as written.
         "ROOT n = f32[4,6]{1,0} negate(p), sharding={mesh['x'=2] [{'x'}, {}]}",
         "sharding={mesh['x'=2] [{'x'}, {}]}",
@@ -282,6 +297,7 @@ const TYPED_KEYS: &[&str] = &[
     "metadata=",
     "sharding=",
     "replica_groups=",
+    "frontend_attributes=",
 ];
 
 #[test]

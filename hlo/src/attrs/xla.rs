@@ -514,6 +514,39 @@ pub fn frontend_attributes(text: &str) -> R<xla::FrontendAttributes> {
     Ok(fa)
 }
 
+/// Frontend attributes in XLA's spelling, `{key="value",...}` in key order
+/// (a key that is not a plain word of letters, digits, `_` `.` `-` is
+/// quoted), as [`frontend_attributes`] reads them.
+pub fn write_frontend_attributes(f: &xla::FrontendAttributes, o: &mut String) {
+    let word = |k: &str| {
+        k.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'.' || b == b'-')
+    };
+    o.push('{');
+    for (n, (k, v)) in f.map.iter().enumerate() {
+        if n > 0 {
+            o.push(',');
+        }
+        if word(k) && !k.is_empty() {
+            o.push_str(k);
+        } else {
+            write_quoted(k.as_bytes(), o);
+        }
+        o.push('=');
+        write_quoted(v.as_bytes(), o);
+    }
+    o.push('}');
+}
+
+/// Frontend attributes read from a proto: as they are, unless a key is
+/// empty (which text cannot carry).
+pub fn frontend_attributes_from_proto(f: &xla::FrontendAttributes) -> R<xla::FrontendAttributes> {
+    if f.map.contains_key("") {
+        return Err("a frontend attribute has an empty key".into());
+    }
+    Ok(f.clone())
+}
+
 /// `{{0,1},{2,3}}` (or `{}`): lists of integer lists.
 pub fn int_list_list(text: &str) -> R<Vec<Vec<i64>>> {
     let mut c = Cur::new(text);

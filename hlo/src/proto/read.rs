@@ -834,28 +834,6 @@ fn check_stack_frames(sf: &xla::StackFrameIndexProto) -> Result<()> {
     Ok(())
 }
 
-/// `{key="value",...}`; a key that is not a plain word (letters, digits,
-/// `_` `.` `-`) is quoted, an empty one is an error.
-fn frontend_text(f: &xla::FrontendAttributes) -> Result<String> {
-    let word = |k: &str| {
-        k.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'.' || b == b'-')
-    };
-    let mut parts = Vec::with_capacity(f.map.len());
-    for (k, v) in &f.map {
-        if k.is_empty() {
-            return Err(bad("a frontend attribute has an empty key"));
-        }
-        let key = if word(k) {
-            k.clone()
-        } else {
-            quote(k.as_bytes())
-        };
-        parts.push(format!("{key}={}", quote(v.as_bytes())));
-    }
-    Ok(format!("{{{}}}", parts.join(",")))
-}
-
 fn int_lists(v: &[Vec<i64>]) -> String {
     let parts: Vec<String> = v.iter().map(|g| format!("{{{}}}", join(g))).collect();
     format!("{{{}}}", parts.join(","))
@@ -1075,7 +1053,10 @@ impl<'p> Reader<'p> {
         }
         if let Some(f) = &p.frontend_attributes {
             if !f.map.is_empty() {
-                header.push(("frontend_attributes", frontend_text(f)?));
+                let f = ax::frontend_attributes_from_proto(f).map_err(bad)?;
+                let mut text = String::new();
+                ax::write_frontend_attributes(&f, &mut text);
+                header.push(("frontend_attributes", text));
             }
         }
         for (k, v) in header {
@@ -1993,7 +1974,9 @@ impl<'p> Reader<'p> {
         }
         if let Some(f) = &i.frontend_attributes {
             if !f.map.is_empty() {
-                a.push(format!("frontend_attributes={}", frontend_text(f)?));
+                let f = ax::frontend_attributes_from_proto(f).map_err(bad)?;
+                self.typed.push(AttrValue::FrontendAttributes(Box::new(f)));
+                a.push("frontend_attributes".into());
             }
         }
         if let Some(m) = &i.metadata {

@@ -1323,7 +1323,7 @@ impl<'m> Writer<'m> {
                     p.sharding = Some(xla::OpSharding::clone(sh));
                 }
                 "frontend_attributes" => {
-                    p.frontend_attributes = Some(wrap(name, key, ax::frontend_attributes(t))?)
+                    p.frontend_attributes = inst.frontend_attributes().map_err(ae)?.cloned()
                 }
                 "backend_config" => {
                     p.backend_config = if t.trim_start().starts_with('"') {
