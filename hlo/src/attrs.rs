@@ -6,7 +6,8 @@
 //! The parser decodes integers, booleans, integer lists, windows, padding,
 //! slices, enumerations (fusion kind, comparison direction and type, custom-call
 //! API version and schedule, ...), operand precisions, source-target pairs,
-//! op metadata, shardings, replica groups and frontend attributes once (a malformed value is a parse error with `file:line:col`); the
+//! op metadata, shardings, replica groups, frontend attributes and
+//! output-operand aliasing once (a malformed value is a parse error with `file:line:col`); the
 //! accessors return the stored values and never parse text. Attributes the
 //! IR still keeps as text (strings, `dim_labels`, the other proto-message
 //! kinds of [`xla`], constant literals) are validated at parse time by [`crate::semantic`].
@@ -97,6 +98,7 @@ pub(crate) enum ValueKind {
     Sharding,
     ReplicaGroups,
     FrontendAttributes,
+    Aliasing,
     /// `direction=` of a compare.
     Direction,
     /// One of the listed names; ASCII case ignored when the flag is set.
@@ -167,6 +169,7 @@ pub(crate) fn value_kind(key: &str, op: Opcode) -> Option<ValueKind> {
         "sharding" => Sharding,
         "replica_groups" => ReplicaGroups,
         "frontend_attributes" => FrontendAttributes,
+        "output_to_operand_aliasing" => Aliasing,
         "direction" if op == Opcode::Compare => Direction,
         // Keys with another meaning on other opcodes, or too generic to
         // claim everywhere.
@@ -226,6 +229,9 @@ pub(crate) fn decode_typed(key: &str, kind: ValueKind, text: &str) -> Result<Att
         ValueKind::Metadata => AttrValue::Metadata(Box::new(xla::metadata(text)?)),
         ValueKind::Sharding => AttrValue::Sharding(Box::new(xla::sharding(text)?)),
         ValueKind::ReplicaGroups => AttrValue::ReplicaGroups(Box::new(xla::replica_groups(text)?)),
+        ValueKind::Aliasing => {
+            AttrValue::Aliasing(xla::output_operand_aliasing(text)?.into_boxed_slice())
+        }
         ValueKind::FrontendAttributes => {
             AttrValue::FrontendAttributes(Box::new(xla::frontend_attributes(text)?))
         }
@@ -256,6 +262,7 @@ fn mismatch(key: &str, v: &AttrValue, want: &str) -> AttrError {
         AttrValue::Sharding(_) => "a sharding".to_string(),
         AttrValue::ReplicaGroups(_) => "replica groups".to_string(),
         AttrValue::FrontendAttributes(_) => "frontend attributes".to_string(),
+        AttrValue::Aliasing(_) => "output-operand aliasing".to_string(),
     };
     bad(key, format!("expected {want}, found {found}"))
 }
@@ -475,6 +482,21 @@ impl Instruction {
             None => Ok(None),
             Some(AttrValue::FrontendAttributes(f)) => Ok(Some(f)),
             Some(o) => Err(mismatch("frontend_attributes", o, "frontend attributes")),
+        }
+    }
+
+    /// `output_to_operand_aliasing={...}`.
+    pub fn output_operand_aliasing(
+        &self,
+    ) -> AttrResult<&[crate::proto::xla::OutputOperandAliasing]> {
+        match self.attr("output_to_operand_aliasing") {
+            None => Ok(None),
+            Some(AttrValue::Aliasing(v)) => Ok(Some(v)),
+            Some(o) => Err(mismatch(
+                "output_to_operand_aliasing",
+                o,
+                "output-operand aliasing",
+            )),
         }
     }
 

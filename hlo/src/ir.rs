@@ -384,8 +384,8 @@ impl Shape {
 /// The parser decodes every attribute whose key XLA types into a typed
 /// variant (integers, booleans, integer lists, windows, padding, slices,
 /// enumerations, operand precisions, source-target pairs, op metadata,
-/// shardings, replica groups, frontend attributes, called computations,
-/// control predecessors); the printer prints the typed
+/// shardings, replica groups, frontend attributes, output-operand
+/// aliasing, called computations, control predecessors); the printer prints the typed
 /// form in XLA's spelling, and consumers read the typed value through the
 /// accessors of [`crate::attrs`] (never re-parsing text). Everything else is
 /// kept as the exact source text and printed back verbatim, so attributes of
@@ -433,6 +433,9 @@ pub enum AttrValue {
     /// `frontend_attributes={key="value",...}` of an instruction, as XLA's
     /// `FrontendAttributes` message (keys in order).
     FrontendAttributes(Box<crate::proto::xla::FrontendAttributes>),
+    /// `output_to_operand_aliasing={{1}: (0, {}), ...}`: which output
+    /// (shape index) aliases which operand (number, shape index).
+    Aliasing(Box<[crate::proto::xla::OutputOperandAliasing]>),
 }
 
 /// Key of the attribute that records the wrapped opcode of XLA's async

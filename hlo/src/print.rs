@@ -405,6 +405,9 @@ impl<'m> Printer<'m> {
             AttrValue::FrontendAttributes(f) => {
                 crate::attrs::xla::write_frontend_attributes(f, &mut self.out)
             }
+            AttrValue::Aliasing(v) => {
+                crate::attrs::xla::write_output_operand_aliasing(v, &mut self.out)
+            }
             AttrValue::Pairs(ps) => {
                 self.out.push('{');
                 for (k, [a, b]) in ps.iter().enumerate() {

@@ -140,6 +140,11 @@ const MALFORMED: &[(&str, &str, &str)] = &[
         "frontend_attributes",
         "key",
     ),
+    (
+        "ROOT cc = f32[4,6]{1,0} custom-call(p), custom_call_target=\"x\", output_to_operand_aliasing={{}: 0, {}}",
+        "output_to_operand_aliasing",
+        "`(`",
+    ),
 ];
 
 #[test]
@@ -230,6 +235,10 @@ const CANONICAL: &[(&str, &str)] = &[
         "replica_groups=[1,4]<=[4],",
     ),
     (
+        "ROOT cc = (f32[4,6]{1,0}, f32[]) custom-call(p, z), custom_call_target=\"x\", output_to_operand_aliasing={ {1}: ( 1, { } ),{0}:(0,{})}",
+        "output_to_operand_aliasing={{1}: (1, {}), {0}: (0, {})}",
+    ),
+    (
         // Keys in order; a key that is not a plain word stays quoted.
         "ROOT n = f32[4,6]{1,0} negate(p), frontend_attributes={ z=\"2\", \"a b\"=1 ,_x=\"q\\\"\" }",
         "frontend_attributes={_x=\"q\\\"\",\"a b\"=\"1\",z=\"2\"}",
@@ -298,6 +307,7 @@ const TYPED_KEYS: &[&str] = &[
     "sharding=",
     "replica_groups=",
     "frontend_attributes=",
+    "output_to_operand_aliasing=",
 ];
 
 #[test]

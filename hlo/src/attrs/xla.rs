@@ -685,6 +685,23 @@ pub fn output_operand_aliasing(text: &str) -> R<Vec<xla::OutputOperandAliasing>>
     Ok(out)
 }
 
+/// Output-operand aliasing in XLA's spelling, `{{1}: (0, {}), {0}: (1, {1})}`,
+/// as [`output_operand_aliasing`] reads it.
+pub fn write_output_operand_aliasing(v: &[xla::OutputOperandAliasing], o: &mut String) {
+    o.push('{');
+    for (k, a) in v.iter().enumerate() {
+        if k > 0 {
+            o.push_str(", ");
+        }
+        o.push('{');
+        write_joined(&a.output_shape_index, o);
+        let _ = write!(o, "}}: ({}, {{", a.operand_index);
+        write_joined(&a.operand_shape_index, o);
+        o.push_str("})");
+    }
+    o.push('}');
+}
+
 /// `input_output_alias={ {0}: (0, {}, may-alias), ... }` of the module header.
 pub fn input_output_alias(text: &str) -> R<xla::HloInputOutputAliasProto> {
     let mut c = Cur::new(text);

@@ -1674,22 +1674,10 @@ impl<'p> Reader<'p> {
             a.push("constrain_layout=true".into());
         }
         if !i.output_operand_aliasing.is_empty() {
-            let parts: Vec<String> = i
-                .output_operand_aliasing
-                .iter()
-                .map(|x| {
-                    format!(
-                        "{{{}}}: ({}, {{{}}})",
-                        join(&x.output_shape_index),
-                        x.operand_index,
-                        join(&x.operand_shape_index)
-                    )
-                })
-                .collect();
-            a.push(format!(
-                "output_to_operand_aliasing={{{}}}",
-                parts.join(", ")
+            self.typed.push(AttrValue::Aliasing(
+                i.output_operand_aliasing.clone().into_boxed_slice(),
             ));
+            a.push("output_to_operand_aliasing".into());
         }
         if i.channel_id > 0 {
             a.push(format!("channel_id={}", i.channel_id));

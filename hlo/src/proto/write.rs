@@ -1462,7 +1462,11 @@ impl<'m> Writer<'m> {
                     }
                 }
                 "output_to_operand_aliasing" => {
-                    p.output_operand_aliasing = wrap(name, key, ax::output_operand_aliasing(t))?
+                    p.output_operand_aliasing = inst
+                        .output_operand_aliasing()
+                        .map_err(ae)?
+                        .unwrap_or_default()
+                        .to_vec()
                 }
                 "operand_layout_constraints" => {
                     p.constrain_layout = true;
