@@ -205,6 +205,8 @@ pub(crate) fn decode(key: &str, op: Opcode, text: &str) -> Option<Result<AttrVal
             Err(e) if e == xla::NAMED_SHARDING => None,
             r => Some(r.map(|s| AttrValue::Sharding(Box::new(s)))),
         },
+        // So are replica groups over mesh axes (`mesh[...] {...}`, newer XLA).
+        ValueKind::ReplicaGroups if text.trim_start().starts_with("mesh") => None,
         kind => Some(decode_typed(key, kind, text)),
     }
 }

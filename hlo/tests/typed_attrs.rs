@@ -244,6 +244,16 @@ const CANONICAL: &[(&str, &str)] = &[
         "frontend_attributes={_x=\"q\\\"\",\"a b\"=\"1\",z=\"2\"}",
     ),
     (
+        // A braced value (an MLIR dictionary of a composite call) is a string.
+        "ROOT n = f32[4,6]{1,0} negate(p), frontend_attributes={composite.attributes={n = 1 : i32},composite.name=\"f\"}",
+        "frontend_attributes={composite.attributes=\"{n = 1 : i32}\",composite.name=\"f\"}",
+    ),
+    (
+        // Replica groups over mesh axes (newer XLA) are kept as written.
+        "ROOT r = f32[4,6]{1,0} all-reduce(p), replica_groups=mesh['a'=2,'b'=2] {'b'}, to_apply=add",
+        "replica_groups=mesh['a'=2,'b'=2] {'b'},",
+    ),
+    (
         // A named sharding (newer XLA) is kept as written.
         "ROOT n = f32[4,6]{1,0} negate(p), sharding={mesh['x'=2] [{'x'}, {}]}",
         "sharding={mesh['x'=2] [{'x'}, {}]}",

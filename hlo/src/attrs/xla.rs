@@ -499,10 +499,12 @@ pub fn frontend_attributes(text: &str) -> R<xla::FrontendAttributes> {
             return Err(format!("expected a key at `{}`", snippet(c.rest())));
         }
         c.expect("=")?;
-        let value = if c.peek() == Some(b'"') {
-            c.quoted()?
-        } else {
-            c.word().to_string()
+        // XLA also takes a braced value as written (MLIR attribute
+        // dictionaries of composite calls).
+        let value = match c.peek() {
+            Some(b'"') => c.quoted()?,
+            Some(b'{') => c.braced()?.to_string(),
+            _ => c.word().to_string(),
         };
         fa.map.insert(key, value);
         if !c.eat(",") {
