@@ -6,10 +6,10 @@
 //! The parser decodes integers, booleans, integer lists, windows, padding,
 //! slices, enumerations (fusion kind, comparison direction and type, custom-call
 //! API version and schedule, ...), operand precisions, source-target pairs,
-//! op metadata, shardings, replica groups, frontend attributes and
-//! output-operand aliasing once (a malformed value is a parse error with `file:line:col`); the
+//! op metadata, shardings, replica groups, frontend attributes,
+//! output-operand aliasing and convolution dimension labels once (a malformed value is a parse error with `file:line:col`); the
 //! accessors return the stored values and never parse text. Attributes the
-//! IR still keeps as text (strings, `dim_labels`, the other proto-message
+//! IR still keeps as text (strings, the other proto-message
 //! kinds of [`xla`], constant literals) are validated at parse time by [`crate::semantic`].
 //!
 //! Convention of every accessor: `Ok(None)` when the attribute is absent,
@@ -99,6 +99,7 @@ pub(crate) enum ValueKind {
     ReplicaGroups,
     FrontendAttributes,
     Aliasing,
+    ConvDims,
     /// `direction=` of a compare.
     Direction,
     /// One of the listed names; ASCII case ignored when the flag is set.
@@ -170,6 +171,7 @@ pub(crate) fn value_kind(key: &str, op: Opcode) -> Option<ValueKind> {
         "replica_groups" => ReplicaGroups,
         "frontend_attributes" => FrontendAttributes,
         "output_to_operand_aliasing" => Aliasing,
+        "dim_labels" => ConvDims,
         "direction" if op == Opcode::Compare => Direction,
         // Keys with another meaning on other opcodes, or too generic to
         // claim everywhere.
@@ -231,6 +233,9 @@ pub(crate) fn decode_typed(key: &str, kind: ValueKind, text: &str) -> Result<Att
         ValueKind::Metadata => AttrValue::Metadata(Box::new(xla::metadata(text)?)),
         ValueKind::Sharding => AttrValue::Sharding(Box::new(xla::sharding(text)?)),
         ValueKind::ReplicaGroups => AttrValue::ReplicaGroups(Box::new(xla::replica_groups(text)?)),
+        ValueKind::ConvDims => {
+            AttrValue::ConvDims(Box::new(ConvDims::parse(text).map_err(|e| e.0)?))
+        }
         ValueKind::Aliasing => {
             AttrValue::Aliasing(xla::output_operand_aliasing(text)?.into_boxed_slice())
         }
@@ -265,6 +270,7 @@ fn mismatch(key: &str, v: &AttrValue, want: &str) -> AttrError {
         AttrValue::ReplicaGroups(_) => "replica groups".to_string(),
         AttrValue::FrontendAttributes(_) => "frontend attributes".to_string(),
         AttrValue::Aliasing(_) => "output-operand aliasing".to_string(),
+        AttrValue::ConvDims(_) => "convolution dimension labels".to_string(),
     };
     bad(key, format!("expected {want}, found {found}"))
 }
@@ -395,11 +401,10 @@ impl Instruction {
 
     /// `dim_labels=b01f_01io->b01f` of a convolution.
     pub fn conv_dims(&self) -> AttrResult<ConvDims> {
-        match self.raw_attr("dim_labels") {
+        match self.attr("dim_labels") {
             None => Ok(None),
-            Some(t) => ConvDims::parse(t)
-                .map(Some)
-                .map_err(|e| bad("dim_labels", e.0)),
+            Some(AttrValue::ConvDims(d)) => Ok(Some(ConvDims::clone(d))),
+            Some(o) => Err(mismatch("dim_labels", o, "convolution dimension labels")),
         }
     }
 

@@ -385,7 +385,8 @@ impl Shape {
 /// variant (integers, booleans, integer lists, windows, padding, slices,
 /// enumerations, operand precisions, source-target pairs, op metadata,
 /// shardings, replica groups, frontend attributes, output-operand
-/// aliasing, called computations, control predecessors); the printer prints the typed
+/// aliasing, convolution dimension labels, called computations, control
+/// predecessors); the printer prints the typed
 /// form in XLA's spelling, and consumers read the typed value through the
 /// accessors of [`crate::attrs`] (never re-parsing text). Everything else is
 /// kept as the exact source text and printed back verbatim, so attributes of
@@ -436,6 +437,8 @@ pub enum AttrValue {
     /// `output_to_operand_aliasing={{1}: (0, {}), ...}`: which output
     /// (shape index) aliases which operand (number, shape index).
     Aliasing(Box<[crate::proto::xla::OutputOperandAliasing]>),
+    /// `dim_labels=b01f_01io->b01f`: the convolution dimension numbers.
+    ConvDims(Box<crate::shape_infer::ConvDims>),
 }
 
 /// Key of the attribute that records the wrapped opcode of XLA's async

@@ -405,6 +405,7 @@ impl<'m> Printer<'m> {
             AttrValue::FrontendAttributes(f) => {
                 crate::attrs::xla::write_frontend_attributes(f, &mut self.out)
             }
+            AttrValue::ConvDims(d) => self.out.push_str(&d.labels()),
             AttrValue::Aliasing(v) => {
                 crate::attrs::xla::write_output_operand_aliasing(v, &mut self.out)
             }

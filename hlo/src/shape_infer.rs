@@ -465,6 +465,9 @@ pub struct ConvDims {
     pub output_spatial: Dims,
     /// Whether any part of the labels holds `?` (a dimension with no role).
     pub has_unknown: bool,
+    /// The number of labels of each part (input, kernel, output): the rank
+    /// the labels were written for, `?` labels included.
+    pub part_ranks: [usize; 3],
 }
 
 impl ConvDims {
@@ -485,6 +488,7 @@ impl ConvDims {
         let parts: [(&str, [char; 2]); 3] =
             [(lhs, ['b', 'f']), (rhs, ['i', 'o']), (out, ['b', 'f'])];
         for (part_index, (part, letters)) in parts.into_iter().enumerate() {
+            d.part_ranks[part_index] = part.chars().count();
             let mut spatial: Vec<Option<i64>> = vec![None; spatial_count];
             let (mut a, mut b) = (None, None);
             for (pos, c) in part.chars().enumerate() {
@@ -529,6 +533,56 @@ impl ConvDims {
             }
         }
         Ok(d)
+    }
+
+    /// The labels in XLA's spelling (`b01f_01io->b01f`): in each part, the
+    /// role of each dimension, `?` for a dimension without one; what
+    /// [`ConvDims::parse`] reads back as these numbers.
+    pub fn labels(&self) -> String {
+        let parts: [(usize, [(Option<i64>, char); 2], &Dims); 3] = [
+            (
+                self.part_ranks[0],
+                [(self.input_batch, 'b'), (self.input_feature, 'f')],
+                &self.input_spatial,
+            ),
+            (
+                self.part_ranks[1],
+                [
+                    (self.kernel_input_feature, 'i'),
+                    (self.kernel_output_feature, 'o'),
+                ],
+                &self.kernel_spatial,
+            ),
+            (
+                self.part_ranks[2],
+                [(self.output_batch, 'b'), (self.output_feature, 'f')],
+                &self.output_spatial,
+            ),
+        ];
+        let mut out = String::new();
+        for (k, (rank, roles, spatial)) in parts.into_iter().enumerate() {
+            let mut v = vec!['?'; rank];
+            let mut put = |pos: i64, c: char| {
+                if let Some(slot) = usize::try_from(pos).ok().and_then(|p| v.get_mut(p)) {
+                    *slot = c;
+                }
+            };
+            for (pos, c) in roles {
+                if let Some(pos) = pos {
+                    put(pos, c);
+                }
+            }
+            for (n, &pos) in spatial.iter().enumerate() {
+                put(pos, char::from_digit(n as u32, 10).unwrap_or('?'));
+            }
+            out.extend(v);
+            out.push_str(match k {
+                0 => "_",
+                1 => "->",
+                _ => "",
+            });
+        }
+        out
     }
 
     /// Whether every dimension is assigned (no `?` and no missing spatial dim).

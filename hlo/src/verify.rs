@@ -587,11 +587,6 @@ impl<'m> Verifier<'m> {
         }
     }
 
-    fn required<'a>(&self, inst: &'a Instruction, key: &str) -> Check<&'a str> {
-        self.raw(inst, key)?
-            .ok_or_else(|| format!("{} needs the attribute {key}=", inst.opcode))
-    }
-
     fn int_list(&self, inst: &Instruction, key: &str) -> Check<Option<Dims>> {
         inst.int_list_attr(key).map_err(|e| e.to_string())
     }
@@ -1312,11 +1307,10 @@ impl<'m> Verifier<'m> {
     fn check_convolution(&self, inst: &Instruction) -> Check {
         self.operand_count(inst, 2)?;
         let (lhs, rhs) = (self.array_of(inst, 0)?, self.array_of(inst, 1)?);
-        let labels = self.required(inst, "dim_labels")?;
         let d = inst
             .conv_dims()
             .map_err(|e| e.to_string())?
-            .unwrap_or_default();
+            .ok_or_else(|| format!("{} needs the attribute dim_labels=", inst.opcode))?;
         let window = self.window(inst)?;
         let fgc = self.int_attr(inst, "feature_group_count")?.unwrap_or(1);
         let bgc = self.int_attr(inst, "batch_group_count")?.unwrap_or(1);
@@ -1328,7 +1322,7 @@ impl<'m> Verifier<'m> {
                 "convolution of {} and {} with dim_labels={}",
                 si::fmt_array(lhs),
                 si::fmt_array(rhs),
-                labels.trim()
+                d.labels()
             ),
         )
     }

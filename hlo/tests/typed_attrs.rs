@@ -145,6 +145,16 @@ const MALFORMED: &[(&str, &str, &str)] = &[
         "output_to_operand_aliasing",
         "`(`",
     ),
+    (
+        "ROOT c = f32[4,8]{1,0} convolution(p, q), dim_labels=bf_io",
+        "dim_labels",
+        "lhs_rhs->out",
+    ),
+    (
+        "ROOT c = f32[4,8]{1,0} convolution(p, q), dim_labels=bb_io->bf",
+        "dim_labels",
+        "twice",
+    ),
 ];
 
 #[test]
@@ -239,6 +249,15 @@ const CANONICAL: &[(&str, &str)] = &[
         "output_to_operand_aliasing={{1}: (1, {}), {0}: (0, {})}",
     ),
     (
+        "ROOT c = f32[4,8]{1,0} convolution(p, q), dim_labels= bf_io->bf ",
+        "dim_labels=bf_io->bf",
+    ),
+    (
+        // `?`: a dimension without a role, kept in place.
+        "ROOT c = f32[4,8]{1,0} convolution(p, q), dim_labels=?bf_i?o->bf?",
+        "dim_labels=?bf_i?o->bf?",
+    ),
+    (
         // Keys in order; a key that is not a plain word stays quoted.
         "ROOT n = f32[4,6]{1,0} negate(p), frontend_attributes={ z=\"2\", \"a b\"=1 ,_x=\"q\\\"\" }",
         "frontend_attributes={_x=\"q\\\"\",\"a b\"=\"1\",z=\"2\"}",
@@ -318,6 +337,7 @@ const TYPED_KEYS: &[&str] = &[
     "replica_groups=",
     "frontend_attributes=",
     "output_to_operand_aliasing=",
+    "dim_labels=",
 ];
 
 #[test]

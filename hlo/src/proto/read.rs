@@ -1502,7 +1502,9 @@ impl<'p> Reader<'p> {
             .as_ref()
             .filter(|cd| **cd != xla::ConvolutionDimensionNumbers::default())
         {
-            a.push(format!("dim_labels={}", conv_labels(cd).map_err(ebad)?));
+            let d = conv_dims(cd).map_err(ebad)?;
+            self.typed.push(AttrValue::ConvDims(Box::new(d)));
+            a.push("dim_labels".into());
         }
         if matches!(op, Opcode::Convolution) {
             if i.feature_group_count > 1 {
@@ -2033,36 +2035,18 @@ impl<'p> Reader<'p> {
     }
 }
 
-/// `ConvolutionDimensionNumbers` as `dim_labels` (`b01f_01io->b01f`); a
-/// dimension with two roles is an error, one with none is `?`.
-fn conv_labels(d: &xla::ConvolutionDimensionNumbers) -> std::result::Result<String, String> {
-    let part = |rank: usize,
-                a: (i64, char),
-                b: (i64, char),
-                spatial: &[i64]|
-     -> std::result::Result<String, String> {
-        let mut v = vec!['?'; rank];
-        let mut put = |pos: i64, ch: char| -> std::result::Result<(), String> {
-            let slot = usize::try_from(pos)
-                .ok()
-                .and_then(|p| v.get_mut(p))
-                .ok_or("a convolution dimension number is out of range")?;
-            if *slot != '?' {
-                return Err(format!("convolution dimension {pos} has two roles"));
-            }
-            *slot = ch;
-            Ok(())
-        };
-        put(a.0, a.1)?;
-        put(b.0, b.1)?;
-        for (k, &s) in spatial.iter().enumerate() {
-            let ch = char::from_digit(k as u32, 10).ok_or("more than 10 spatial dimensions")?;
-            put(s, ch)?;
-        }
-        Ok(v.into_iter().collect())
-    };
-    // `?` labels (dimensions with no role) are not in the proto: the rank is
-    // what the numbers reach.
+/// `ConvolutionDimensionNumbers` as the module holds them (what
+/// [`ConvDims::parse`] reads from the labels XLA prints for them): the rank
+/// is what the numbers reach (at least the input's spatial dimensions and
+/// two), a dimension with no role is `?`; a dimension with two roles, or a
+/// part with more spatial dimensions than the input, is an error.
+fn conv_dims(
+    d: &xla::ConvolutionDimensionNumbers,
+) -> std::result::Result<crate::shape_infer::ConvDims, String> {
+    let spatial_count = d.input_spatial_dimensions.len();
+    if spatial_count > 10 {
+        return Err("more than 10 spatial dimensions".into());
+    }
     let reach = |v: &[i64], a: i64, b: i64| v.iter().copied().chain([a, b]).max().unwrap_or(0) + 1;
     let rank = [
         reach(
@@ -2085,26 +2069,61 @@ fn conv_labels(d: &xla::ConvolutionDimensionNumbers) -> std::result::Result<Stri
     .max()
     .unwrap_or(0)
     .clamp(0, 64) as usize;
-    let rank = rank.max(d.input_spatial_dimensions.len() + 2);
-    Ok(format!(
-        "{}_{}->{}",
-        part(
-            rank,
-            (d.input_batch_dimension, 'b'),
-            (d.input_feature_dimension, 'f'),
-            &d.input_spatial_dimensions
-        )?,
-        part(
-            rank,
-            (d.kernel_input_feature_dimension, 'i'),
-            (d.kernel_output_feature_dimension, 'o'),
-            &d.kernel_spatial_dimensions
-        )?,
-        part(
-            rank,
-            (d.output_batch_dimension, 'b'),
-            (d.output_feature_dimension, 'f'),
-            &d.output_spatial_dimensions
-        )?
-    ))
+    let rank = rank.max(spatial_count + 2);
+    let mut has_unknown = false;
+    // Each part: every position below the rank, at most one role each.
+    let mut part = |a: i64,
+                    b: i64,
+                    spatial: &[i64]|
+     -> std::result::Result<crate::shape_infer::Dims, String> {
+        if spatial.len() > spatial_count {
+            return Err(format!(
+                "spatial dimension {} is not one of the {spatial_count} of the input",
+                spatial_count
+            ));
+        }
+        let mut used = vec![false; rank];
+        for pos in [a, b].iter().chain(spatial) {
+            let slot = usize::try_from(*pos)
+                .ok()
+                .and_then(|p| used.get_mut(p))
+                .ok_or("a convolution dimension number is out of range")?;
+            if *slot {
+                return Err(format!("convolution dimension {pos} has two roles"));
+            }
+            *slot = true;
+        }
+        has_unknown |= used.contains(&false);
+        let mut out: crate::shape_infer::Dims = spatial.iter().copied().collect();
+        out.resize(spatial_count, -1);
+        Ok(out)
+    };
+    let input_spatial = part(
+        d.input_batch_dimension,
+        d.input_feature_dimension,
+        &d.input_spatial_dimensions,
+    )?;
+    let kernel_spatial = part(
+        d.kernel_input_feature_dimension,
+        d.kernel_output_feature_dimension,
+        &d.kernel_spatial_dimensions,
+    )?;
+    let output_spatial = part(
+        d.output_batch_dimension,
+        d.output_feature_dimension,
+        &d.output_spatial_dimensions,
+    )?;
+    Ok(crate::shape_infer::ConvDims {
+        input_batch: Some(d.input_batch_dimension),
+        input_feature: Some(d.input_feature_dimension),
+        input_spatial,
+        kernel_input_feature: Some(d.kernel_input_feature_dimension),
+        kernel_output_feature: Some(d.kernel_output_feature_dimension),
+        kernel_spatial,
+        output_batch: Some(d.output_batch_dimension),
+        output_feature: Some(d.output_feature_dimension),
+        output_spatial,
+        has_unknown,
+        part_ranks: [rank; 3],
+    })
 }

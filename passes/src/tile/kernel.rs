@@ -216,7 +216,7 @@ fn parse_conv(m: &Module, id: InstId) -> Result<ConvInfo, String> {
         .conv_dims()
         .map_err(|e| e.to_string())?
         .ok_or("convolution without dim_labels")?;
-    let labels = inst.raw_attr("dim_labels").unwrap_or_default();
+    let labels = d.labels();
     let role = |p: Option<i64>, what: &str| -> Result<usize, String> {
         p.and_then(|p| usize::try_from(p).ok())
             .ok_or_else(|| format!("dim_labels `{labels}` has no {what} dimension"))
