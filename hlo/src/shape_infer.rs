@@ -539,7 +539,8 @@ impl ConvDims {
     /// role of each dimension, `?` for a dimension without one; what
     /// [`ConvDims::parse`] reads back as these numbers.
     pub fn labels(&self) -> String {
-        let parts: [(usize, [(Option<i64>, char); 2], &Dims); 3] = [
+        type Roles = [(Option<i64>, char); 2];
+        let parts: [(usize, Roles, &Dims); 3] = [
             (
                 self.part_ranks[0],
                 [(self.input_batch, 'b'), (self.input_feature, 'f')],
