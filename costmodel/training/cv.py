@@ -207,6 +207,9 @@ def main(argv=None):
     ap.add_argument("--ref-init", type=float)
     ap.add_argument("--ridge-blend", type=float)
     ap.add_argument("--ridge-prefit", type=float)
+    ap.add_argument("--ensemble", type=int, default=1, metavar="N",
+                    help="each seed s is an ensemble of N networks, those of seeds N*s ... N*s+N-1 "
+                         "(train.ensemble_params; with --reuse, VARIANT's networks of those seeds)")
     ap.add_argument("--reuse", metavar="VARIANT",
                     help="take each fold's network from VARIANT's finished run in OUT_DIR instead of training it "
                          "(same network options; for post-training options such as --ridge-blend)")
@@ -253,12 +256,18 @@ def main(argv=None):
         per_seed = []
         for seed in args.seeds:
             t0 = time.time()
-            if args.reuse:
-                params = reused_network(os.path.join(args.out_dir, f"{args.reuse}.{name}.seed{seed}.hlocm"), hp)
-            else:
-                params = T.fit("layout", hp, train_graphs, stats, steps=args.steps, batch=args.batch, lr=args.lr,
-                               loss=args.loss, margin=args.margin, weight_decay=args.weight_decay, seed=seed, log=None)
-            fold_hp = dict(hp)
+            members = []
+            for member_seed in range(args.ensemble * seed, args.ensemble * seed + args.ensemble):
+                if args.reuse:
+                    members.append(reused_network(
+                        os.path.join(args.out_dir, f"{args.reuse}.{name}.seed{member_seed}.hlocm"), hp))
+                else:
+                    members.append(T.fit("layout", hp, train_graphs, stats, steps=args.steps, batch=args.batch,
+                                         lr=args.lr, loss=args.loss, margin=args.margin,
+                                         weight_decay=args.weight_decay, seed=member_seed, log=None))
+            fold_hp, params = dict(hp), members[0]
+            if args.ensemble > 1:
+                fold_hp, params = T.ensemble_params(fold_hp, members, train_graphs)
             params = T.finish_ridge_term(fold_hp, params, train_graphs)
             train_seconds.append(time.time() - t0)
             path = os.path.join(args.out_dir, f"{args.name}.{name}.seed{seed}.hlocm")

@@ -36,12 +36,16 @@ class _Builder:
         self.nodes = []
         self.inits = {}
         self.count = 0
+        self.prefix = ""  # ensemble member being written: its parameters are `m{i}_NAME`
+
 
     def fresh(self, stem: str) -> str:
         self.count += 1
         return f"{stem}_{self.count}"
 
     def param(self, name: str) -> str:
+        if name not in M.SHARED_PARAMS:
+            name = self.prefix + name
         if name not in self.inits:
             self.inits[name] = numpy_helper.from_array(np.asarray(self.params[name], np.float32), name)
         return name
@@ -178,9 +182,30 @@ class _Builder:
         return self.op("Concat", out, axis=-1)
 
     def layout_head(self, emb_in: str, hp: dict) -> str:
-        k, d = hp["channels"], hp["hidden"]
+        """model.layout_head: [C] scores from config_node_emb and config_feat."""
+        d, n = hp["hidden"], M.ensemble_size(hp)
+        shape = self.slice_last(emb_in, n * d, n * d + M.NODE_EXTRA) if M.shape_in_embedding(hp) else None
+        if n > 1:
+            y = None
+            for i in range(n):
+                self.prefix = f"m{i}_"
+                yi = self.op("Mul", [self.network_score(self.slice_last(emb_in, i * d, (i + 1) * d), shape, hp),
+                                     self.param("scale")])
+                y = yi if y is None else self.op("Add", [y, yi])
+            self.prefix = ""
+        else:
+            emb = self.slice_last(emb_in, 0, d) if M.shape_in_embedding(hp) else emb_in
+            y = self.network_score(emb, shape, hp)
+        if "blend_w" in self.params:
+            wmean = self.weighted_tpu_features("config_feat", shape)  # [C, G]
+            wmean = self.op("Min", [self.op("Max", [wmean, self.param("blend_lo")]), self.param("blend_hi")])
+            y = self.op("Add", [self.op("Mul", [y, self.param("gnn_scale")]), self.op("MatMul", [wmean, self.param("blend_w")])])
+        return self.op("Squeeze", [y, self.const([1], np.int64)])
+
+    def network_score(self, emb: str, shape: str | None, hp: dict) -> str:
+        """model.network_score: [C, 1] from one network's embeddings [NC, D]."""
+        k = hp["channels"]
         tpu = bool(hp.get("tpu_features"))
-        emb = self.slice_last(emb_in, 0, d) if M.shape_in_embedding(hp) else emb_in
         logits = self.op("MatMul", [emb, self.param("pool_w")])  # [NC, 1]
         weights = self.op("Softmax", [logits], axis=0)  # [NC, 1]
         u = self.op("Mul", [self.dense(emb, "node_w", "node_b"), weights])  # [NC, F*K]
@@ -189,7 +214,6 @@ class _Builder:
         if hp["config_expand"] == 2:
             x = self.op("Concat", [x, self.op("Mul", [x, x])], axis=-1)
         if tpu:
-            shape = self.slice_last(emb_in, d, d + M.NODE_EXTRA)
             g = self.tpu_features("config_feat", shape)  # [C, NC, G]
             x = self.op("Concat", [x, g], axis=-1)
             w = self.slice_last(shape, 7, 8)  # [NC, 1]
@@ -208,12 +232,7 @@ class _Builder:
             if hp.get("ref_blend"):
                 ref = self.op("MatMul", [agg, self.const(M.reference_weights())])
                 y = self.op("Add", [y, self.op("Mul", [ref, self.const(np.float32(hp["ref_blend"]))])])
-        if "blend_w" in self.params:
-            shape = self.slice_last(emb_in, d, d + M.NODE_EXTRA)
-            wmean = self.weighted_tpu_features("config_feat", shape)  # [C, G]
-            wmean = self.op("Min", [self.op("Max", [wmean, self.param("blend_lo")]), self.param("blend_hi")])
-            y = self.op("Add", [self.op("Mul", [y, self.param("gnn_scale")]), self.op("MatMul", [wmean, self.param("blend_w")])])
-        return self.op("Squeeze", [y, self.const([1], np.int64)])
+        return y
 
     def weighted_tpu_features(self, cfg: str, shape: str) -> str:
         """model.weighted_tpu_features: [C, G], the node-weighted mean of tpu_features."""
@@ -252,15 +271,25 @@ def _finish(b: _Builder, name: str, inputs, outputs, meta: dict) -> onnx.ModelPr
 
 
 def _encoder_body(b: _Builder, hp) -> str:
-    """The per-node encoder output, [N, D] (with `shape_in_embedding`: [N, D + NODE_EXTRA])."""
-    h = b.message_passing(b.node_input(), hp["num_layers"], rank=2)
+    """The per-node encoder output, [N, D] (with `shape_in_embedding`: [N, D + NODE_EXTRA];
+    an ensemble of n: the members' side by side, [N, n * D (+ NODE_EXTRA)])."""
+    n = M.ensemble_size(hp)
+    if n > 1:
+        parts = []
+        for i in range(n):
+            b.prefix = f"m{i}_"
+            parts.append(b.message_passing(b.node_input(), hp["num_layers"], rank=2))
+        b.prefix = ""
+        h = b.op("Concat", parts, axis=-1)
+    else:
+        h = b.message_passing(b.node_input(), hp["num_layers"], rank=2)
     if M.shape_in_embedding(hp):
         h = b.op("Concat", [h, b.node_shape_features()], axis=-1)
     return h
 
 
 def emb_width(hp) -> int:
-    return hp["hidden"] + (M.NODE_EXTRA if M.shape_in_embedding(hp) else 0)
+    return M.ensemble_size(hp) * hp["hidden"] + (M.NODE_EXTRA if M.shape_in_embedding(hp) else 0)
 
 
 def build_layout_encoder(params, hp) -> onnx.ModelProto:

@@ -168,11 +168,37 @@ def shape_in_embedding(hp) -> bool:
     return bool(hp.get("tpu_features") or hp.get("ridge_blend") or hp.get("ridge_prefit"))
 
 
+SHARED_PARAMS = ("node_mu", "node_inv_sigma", "gnn_scale", "blend_w", "blend_lo", "blend_hi")
+
+
+def ensemble_size(hp) -> int:
+    """Networks in the model: `ensemble` (>= 2) or 1."""
+    return max(int(hp.get("ensemble") or 1), 1)
+
+
+def member_params(p, i: int):
+    """The parameters of ensemble member `i` under their plain names: its own
+    (stored as `m{i}_NAME`) and the shared ones (`SHARED_PARAMS`: the feature
+    normalisation, which all members take from the same training graphs, and
+    the ridge term, which applies to the ensemble)."""
+    pre = f"m{i}_"
+    out = {k[len(pre):]: v for k, v in p.items() if k.startswith(pre)}
+    out.update({k: p[k] for k in SHARED_PARAMS if k in p})
+    return out
+
+
 def layout_encoder(p, hp, node_feat, node_opcode, edge_index, node_config_ids):
     """Stage 1 (once per graph): embeddings of the configurable nodes, [NC, D]
-    (with `shape_in_embedding`: [NC, D + NODE_EXTRA], the node's shape appended)."""
-    h = node_input(p, node_feat, node_opcode)
-    h = message_passing(p, h, edge_index, hp["num_layers"])
+    (with `shape_in_embedding`: [NC, D + NODE_EXTRA], the node's shape appended).
+    An ensemble of n networks (`ensemble`): the members' embeddings side by
+    side, [NC, n * D (+ NODE_EXTRA)]."""
+    n = ensemble_size(hp)
+    if n > 1:
+        h = jnp.concatenate([message_passing(member_params(p, i), node_input(member_params(p, i), node_feat, node_opcode),
+                                             edge_index, hp["num_layers"]) for i in range(n)], axis=-1)
+    else:
+        h = node_input(p, node_feat, node_opcode)
+        h = message_passing(p, h, edge_index, hp["num_layers"])
     if shape_in_embedding(hp):
         h = jnp.concatenate([h, node_shape_features(node_feat)], axis=-1)
     return h[node_config_ids]
@@ -249,17 +275,38 @@ def layout_head(p, hp, config_node_emb, config_feat):
     heuristic's score (`reference_weights`), a fixed term. Every step is per configuration: a score depends
     on the graph and its configuration only, never on the rest of the batch.
     """
-    nc = config_node_emb.shape[0]
-    k, d = hp["channels"], hp["hidden"]
+    d, n = hp["hidden"], ensemble_size(hp)
+    shape = config_node_emb[:, n * d :]
+    if n > 1:
+        # The members' scores, each over its spread on the training graphs
+        # (`m{i}_scale`, train.ensemble_params), summed: their mean in common units.
+        y = sum(network_score(member_params(p, i), hp, config_node_emb[:, i * d : (i + 1) * d], shape, config_feat)
+                * p[f"m{i}_scale"][0] for i in range(n))
+    else:
+        y = network_score(p, hp, config_node_emb[:, :d], shape, config_feat)
+    if "blend_w" in p:
+        # ridge_blend (fitted after training, train.ridge_blend): the network's
+        # score in units of its spread on the training graphs, plus the ridge
+        # ranker's, scaled the same way and weighted by a (both folded into
+        # gnn_scale and blend_w).
+        wmean = weighted_tpu_features(config_feat, shape)
+        wmean = jnp.clip(wmean, p["blend_lo"], p["blend_hi"])  # the range of the training configurations
+        y = y * p["gnn_scale"][0] + (wmean @ p["blend_w"])[:, 0]
+    return y
+
+
+def network_score(p, hp, emb, shape, config_feat):
+    """The learned part of `layout_head` for one network: `emb` [NC, D] its
+    embeddings, `shape` [NC, NODE_EXTRA] (read with `tpu_features` only)."""
+    nc = emb.shape[0]
+    k = hp["channels"]
     f = head_config_dim(hp)
-    emb = config_node_emb[:, :d]
     logits = (emb @ p["pool_w"])[:, 0]  # [NC]
     weights = jax.nn.softmax(logits)  # attention pooling over configurable nodes
     u = (emb @ p["node_w"] + p["node_b"]) * weights[:, None]  # [NC, F*K]
     u = u.reshape(nc * f, k)
     x = layout_config_features(config_feat, hp["config_expand"])
     if hp.get("tpu_features"):
-        shape = config_node_emb[:, d:]
         g = tpu_features(config_feat, shape)  # [C, NC, G]
         x = jnp.concatenate([x, g], axis=-1)
         w = shape[:, 7]  # log2(2 + elements) >= 1
@@ -273,14 +320,6 @@ def layout_head(p, hp, config_node_emb, config_feat):
         y = y + (agg @ p["lin_w"])[:, 0]
         if hp.get("ref_blend"):
             y = y + hp["ref_blend"] * (agg @ reference_weights())[:, 0]
-    if "blend_w" in p:
-        # ridge_blend (fitted after training, train.ridge_blend): the network's
-        # score in units of its spread on the training graphs, plus the ridge
-        # ranker's, scaled the same way and weighted by a (both folded into
-        # gnn_scale and blend_w).
-        wmean = weighted_tpu_features(config_feat, config_node_emb[:, d:])
-        wmean = jnp.clip(wmean, p["blend_lo"], p["blend_hi"])  # the range of the training configurations
-        y = y * p["gnn_scale"][0] + (wmean @ p["blend_w"])[:, 0]
     return y
 
 

@@ -353,6 +353,40 @@ def ridge_prefit_params(graphs, c):
     }
 
 
+def ensemble_params(hp, members, graphs):
+    """One model from n separately trained networks of the same architecture
+    (`hp`: theirs, without `ensemble`): each member's parameters under
+    `m{i}_NAME` (model.member_params), and `m{i}_scale` = 1 / (n x its spread:
+    the mean over `graphs` of the standard deviation of its scores within a
+    graph), so the ensemble scores the mean of its members in common units. A
+    score stays a function of the graph and the configuration alone. Returns
+    (ensemble hparams, parameters); `finish_ridge_term` applies to them as to
+    one network."""
+    n = len(members)
+    if n < 2:
+        raise ValueError("an ensemble needs at least 2 networks")
+    if hp.get("ridge_prefit"):
+        raise ValueError("an ensemble of networks trained with ridge_prefit is not supported")
+    fwd = jax.jit(forward_fn("layout", hp))
+    out = {}
+    for k in M.SHARED_PARAMS:
+        if k in members[0]:
+            if not all(np.array_equal(m[k], members[0][k]) for m in members):
+                raise ValueError(f"ensemble: the members' {k} differ (trained on other graphs?)")
+            out[k] = members[0][k]
+    for i, m in enumerate(members):
+        spread = []
+        for g in graphs:
+            g = g() if callable(g) else g
+            s = fwd(m, g.node_feat, g.node_opcode, g.edge_index, g.node_config_ids, g.config_feat)
+            spread.append(float(np.std(np.asarray(s, np.float64))))
+        if not np.mean(spread) > 0:
+            raise ValueError(f"ensemble: member {i} has a degenerate spread {np.mean(spread)}")
+        out.update({f"m{i}_{k}": v for k, v in m.items() if k not in M.SHARED_PARAMS})
+        out[f"m{i}_scale"] = np.asarray([1.0 / (n * np.mean(spread))], np.float32)
+    return dict(hp, ensemble=n), out
+
+
 def finish_ridge_term(hp, params, graphs):
     """After `fit` on `graphs`: the ridge term's final parameters and hp["ridge_fit"]
     (with `log_runtime_per_score`). `ridge_blend`: fitted now and blended
@@ -397,6 +431,9 @@ def main(argv=None):
                     help="layout: fit the ridge ranker before training and train the network with this many times it "
                          "in the score (excludes --ridge-blend)")
     ap.add_argument("--config-expand", type=int, choices=[1, 2], default=None)
+    ap.add_argument("--ensemble", type=int, default=1,
+                    help="layout: train this many networks (seeds SEED, SEED+1, ...) and export their mean "
+                         "(each over its spread) as one model")
     ap.add_argument("--weight-decay", type=float, default=0.05)
     ap.add_argument("--device", help="the hardware the training runtimes were measured on, recorded in model.json "
                     "(`tpu`, `xla-cpu`, ...); default: the device of the `hlo-cost collect` manifest.json beside "
@@ -481,23 +518,32 @@ def main(argv=None):
     valid = [D.load_graph_cached(p, task, khop, args.cache_dir) for p in valid_files]
     valid = [g for g in valid if usable_graph(g)]
 
-    final = fit(
-        task,
-        hp,
-        graphs,
-        stats,
-        steps=steps,
-        batch=batch,
-        lr=args.lr,
-        loss=args.loss,
-        margin=args.margin,
-        weight_decay=args.weight_decay,
-        seed=args.seed,
-        log=lambda m: print(m, flush=True),
-        parallel=parallel,
-    )
+    if args.ensemble > 1 and task != "layout":
+        sys.exit("--ensemble is a layout option")
+    members = []
+    for seed in range(args.seed, args.seed + max(args.ensemble, 1)):
+        if args.ensemble > 1:
+            print(f"ensemble member {len(members) + 1}/{args.ensemble}: seed {seed}", flush=True)
+        members.append(fit(
+            task,
+            hp,
+            graphs,
+            stats,
+            steps=steps,
+            batch=batch,
+            lr=args.lr,
+            loss=args.loss,
+            margin=args.margin,
+            weight_decay=args.weight_decay,
+            seed=seed,
+            log=lambda m: print(m, flush=True),
+            parallel=parallel,
+        ))
     if jax.process_index() != 0:
         return  # every process holds the same parameters; process 0 writes them
+    final = members[0]
+    if len(members) > 1:
+        hp, final = ensemble_params(hp, members, [get(p) for p in usable])
     if task == "layout":
         final = finish_ridge_term(hp, final, [get(p) for p in usable])
     train_ev = evaluate(task, hp, final, [get(p) for p in usable])
