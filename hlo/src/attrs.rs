@@ -7,7 +7,8 @@
 //! slices, enumerations (fusion kind, comparison direction and type, custom-call
 //! API version and schedule, ...), operand precisions, source-target pairs,
 //! op metadata, shardings, replica groups, frontend attributes,
-//! output-operand aliasing and convolution dimension labels once (a malformed value is a parse error with `file:line:col`); the
+//! output-operand aliasing, convolution dimension labels, sharding domains,
+//! statistics and result accuracy once (a malformed value is a parse error with `file:line:col`); the
 //! accessors return the stored values and never parse text. Attributes the
 //! IR still keeps as text (strings, the other proto-message
 //! kinds of [`xla`], constant literals) are validated at parse time by [`crate::semantic`].
@@ -100,6 +101,8 @@ pub(crate) enum ValueKind {
     FrontendAttributes,
     Aliasing,
     ConvDims,
+    Domain,
+    Statistics,
     /// `direction=` of a compare.
     Direction,
     /// One of the listed names; ASCII case ignored when the flag is set.
@@ -172,6 +175,8 @@ pub(crate) fn value_kind(key: &str, op: Opcode) -> Option<ValueKind> {
         "frontend_attributes" => FrontendAttributes,
         "output_to_operand_aliasing" => Aliasing,
         "dim_labels" => ConvDims,
+        "domain" => Domain,
+        "statistics" => Statistics,
         "direction" if op == Opcode::Compare => Direction,
         // Keys with another meaning on other opcodes, or too generic to
         // claim everywhere.
@@ -201,7 +206,7 @@ pub(crate) fn value_kind(key: &str, op: Opcode) -> Option<ValueKind> {
 /// the message saying what is wrong.
 pub(crate) fn decode(key: &str, op: Opcode, text: &str) -> Option<Result<AttrValue, String>> {
     match value_kind(key, op)? {
-        ValueKind::Float | ValueKind::ResultAccuracy => None,
+        ValueKind::Float => None,
         // A named sharding (newer XLA) is kept as text.
         ValueKind::Sharding => match xla::sharding(text) {
             Err(e) if e == xla::NAMED_SHARDING => None,
@@ -233,6 +238,11 @@ pub(crate) fn decode_typed(key: &str, kind: ValueKind, text: &str) -> Result<Att
         ValueKind::Metadata => AttrValue::Metadata(Box::new(xla::metadata(text)?)),
         ValueKind::Sharding => AttrValue::Sharding(Box::new(xla::sharding(text)?)),
         ValueKind::ReplicaGroups => AttrValue::ReplicaGroups(Box::new(xla::replica_groups(text)?)),
+        ValueKind::ResultAccuracy => {
+            AttrValue::ResultAccuracy(Box::new(xla::result_accuracy(text)?))
+        }
+        ValueKind::Domain => AttrValue::Domain(Box::new(xla::domain(text)?)),
+        ValueKind::Statistics => AttrValue::Statistics(Box::new(xla::statistics(text)?)),
         ValueKind::ConvDims => {
             AttrValue::ConvDims(Box::new(ConvDims::parse(text).map_err(|e| e.0)?))
         }
@@ -242,7 +252,7 @@ pub(crate) fn decode_typed(key: &str, kind: ValueKind, text: &str) -> Result<Att
         ValueKind::FrontendAttributes => {
             AttrValue::FrontendAttributes(Box::new(xla::frontend_attributes(text)?))
         }
-        ValueKind::Float | ValueKind::ResultAccuracy => AttrValue::Raw(text.into()),
+        ValueKind::Float => AttrValue::Raw(text.into()),
     })
 }
 
@@ -271,6 +281,9 @@ fn mismatch(key: &str, v: &AttrValue, want: &str) -> AttrError {
         AttrValue::FrontendAttributes(_) => "frontend attributes".to_string(),
         AttrValue::Aliasing(_) => "output-operand aliasing".to_string(),
         AttrValue::ConvDims(_) => "convolution dimension labels".to_string(),
+        AttrValue::Domain(_) => "a sharding domain".to_string(),
+        AttrValue::Statistics(_) => "statistics".to_string(),
+        AttrValue::ResultAccuracy(_) => "a result accuracy".to_string(),
     };
     bad(key, format!("expected {want}, found {found}"))
 }
@@ -504,6 +517,33 @@ impl Instruction {
                 o,
                 "output-operand aliasing",
             )),
+        }
+    }
+
+    /// `domain={kind="sharding", entry=..., exit=...}`.
+    pub fn domain(&self) -> AttrResult<&xla::DomainShardings> {
+        match self.attr("domain") {
+            None => Ok(None),
+            Some(AttrValue::Domain(d)) => Ok(Some(d)),
+            Some(o) => Err(mismatch("domain", o, "a sharding domain")),
+        }
+    }
+
+    /// `statistics={...}`.
+    pub fn statistics(&self) -> AttrResult<&crate::proto::xla::StatisticsViz> {
+        match self.attr("statistics") {
+            None => Ok(None),
+            Some(AttrValue::Statistics(s)) => Ok(Some(s)),
+            Some(o) => Err(mismatch("statistics", o, "statistics")),
+        }
+    }
+
+    /// `result_accuracy={...}`.
+    pub fn result_accuracy(&self) -> AttrResult<&crate::proto::xla::ResultAccuracy> {
+        match self.attr("result_accuracy") {
+            None => Ok(None),
+            Some(AttrValue::ResultAccuracy(r)) => Ok(Some(r)),
+            Some(o) => Err(mismatch("result_accuracy", o, "a result accuracy")),
         }
     }
 

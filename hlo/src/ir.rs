@@ -385,8 +385,8 @@ impl Shape {
 /// variant (integers, booleans, integer lists, windows, padding, slices,
 /// enumerations, operand precisions, source-target pairs, op metadata,
 /// shardings, replica groups, frontend attributes, output-operand
-/// aliasing, convolution dimension labels, called computations, control
-/// predecessors); the printer prints the typed
+/// aliasing, convolution dimension labels, domains, statistics, result
+/// accuracy, called computations, control predecessors); the printer prints the typed
 /// form in XLA's spelling, and consumers read the typed value through the
 /// accessors of [`crate::attrs`] (never re-parsing text). Everything else is
 /// kept as the exact source text and printed back verbatim, so attributes of
@@ -439,6 +439,13 @@ pub enum AttrValue {
     Aliasing(Box<[crate::proto::xla::OutputOperandAliasing]>),
     /// `dim_labels=b01f_01io->b01f`: the convolution dimension numbers.
     ConvDims(Box<crate::shape_infer::ConvDims>),
+    /// `domain={kind="sharding", entry={...}, exit={...}}`.
+    Domain(Box<crate::attrs::xla::DomainShardings>),
+    /// `statistics={visualizing_index=1,stat-1=33}`, as XLA's `StatisticsViz`.
+    Statistics(Box<crate::proto::xla::StatisticsViz>),
+    /// `result_accuracy={mode=highest}` or `{tolerance={...}}`, as XLA's
+    /// `ResultAccuracy`.
+    ResultAccuracy(Box<crate::proto::xla::ResultAccuracy>),
 }
 
 /// Key of the attribute that records the wrapped opcode of XLA's async

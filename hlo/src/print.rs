@@ -406,6 +406,11 @@ impl<'m> Printer<'m> {
                 crate::attrs::xla::write_frontend_attributes(f, &mut self.out)
             }
             AttrValue::ConvDims(d) => self.out.push_str(&d.labels()),
+            AttrValue::Domain(d) => crate::attrs::xla::write_domain(d, &mut self.out),
+            AttrValue::Statistics(s) => crate::attrs::xla::write_statistics(s, &mut self.out),
+            AttrValue::ResultAccuracy(r) => {
+                crate::attrs::xla::write_result_accuracy(r, &mut self.out)
+            }
             AttrValue::Aliasing(v) => {
                 crate::attrs::xla::write_output_operand_aliasing(v, &mut self.out)
             }

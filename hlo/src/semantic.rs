@@ -188,7 +188,6 @@ fn check_attr_values(id: InstId, inst: &Instruction) -> Check {
                 Ok(x) if x.is_finite() && x.abs() <= f32::MAX as f64 => Ok(()),
                 _ => Err(format!("`{key}=` expects a float number, found `{t}`")),
             },
-            ValueKind::ResultAccuracy => v::check_result_accuracy(t),
             // The other kinds are decoded into typed values by the parser (a
             // malformed one is a parse error there); raw text under such a
             // key comes only from a module edited in code.

@@ -155,6 +155,21 @@ const MALFORMED: &[(&str, &str, &str)] = &[
         "dim_labels",
         "twice",
     ),
+    (
+        "ROOT d = f32[4,6]{1,0} domain(p), domain={kind=\"sharding\", entry={replicated}}",
+        "domain",
+        "`exit`",
+    ),
+    (
+        "ROOT n = f32[4,6]{1,0} negate(p), statistics={visualizing_index=x,s=1}",
+        "statistics",
+        "integer",
+    ),
+    (
+        "ROOT n = f32[4,6]{1,0} exponential(p), result_accuracy={tolerance={atol=x}}",
+        "result_accuracy",
+        "number",
+    ),
 ];
 
 #[test]
@@ -258,6 +273,22 @@ const CANONICAL: &[(&str, &str)] = &[
         "dim_labels=?bf_i?o->bf?",
     ),
     (
+        "ROOT d = f32[4,6]{1,0} domain(p), domain={ kind=\"sharding\" ,entry={maximal device=0}, exit={ replicated } }",
+        "domain={kind=\"sharding\", entry={maximal device=0}, exit={replicated}}",
+    ),
+    (
+        "ROOT n = f32[4,6]{1,0} negate(p), statistics={visualizing_index=1, stat-1=33.5,stat-2=1e-07}",
+        "statistics={visualizing_index=1,stat-1=33.5,stat-2=1e-7}",
+    ),
+    (
+        "ROOT n = f32[4,6]{1,0} exponential(p), result_accuracy={mode=HIGHEST}",
+        "result_accuracy={mode=highest}",
+    ),
+    (
+        "ROOT n = f32[4,6]{1,0} exponential(p), result_accuracy={tolerance={ulps=2}}",
+        "result_accuracy={tolerance={atol=0,rtol=0,ulps=2}}",
+    ),
+    (
         // Keys in order; a key that is not a plain word stays quoted.
         "ROOT n = f32[4,6]{1,0} negate(p), frontend_attributes={ z=\"2\", \"a b\"=1 ,_x=\"q\\\"\" }",
         "frontend_attributes={_x=\"q\\\"\",\"a b\"=\"1\",z=\"2\"}",
@@ -338,6 +369,9 @@ const TYPED_KEYS: &[&str] = &[
     "frontend_attributes=",
     "output_to_operand_aliasing=",
     "dim_labels=",
+    "domain=",
+    "statistics=",
+    "result_accuracy=",
 ];
 
 #[test]

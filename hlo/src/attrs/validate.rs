@@ -2,8 +2,7 @@
 //! (`xla/hlo/parser/hlo_parser.cc`). The decoders ([`integer`], [`boolean`],
 //! [`int_list`], [`window`], [`padding`], [`slice`]) are the one place the
 //! parser turns that text into typed values; the checks (`check_*`: shape
-//! indices, aliasing and buffer-donor lists, result accuracy, custom-call API
-//! versions, operand layout constraints, debug attributes) validate
+//! indices, aliasing and buffer-donor lists, custom-call API versions, operand layout constraints, debug attributes) validate
 //! attributes the IR still keeps as text.
 //!
 //! Every function takes the verbatim attribute text and returns `Err(message)`
@@ -349,69 +348,6 @@ fn split_once_top_level(text: &str, sep: u8) -> Option<(&str, &str)> {
     Some((first, &text[first.len() + 1..]))
 }
 
-/// Result accuracy modes (`ResultAccuracy::Mode`), matched case-insensitively
-/// as XLA does.
-pub const RESULT_ACCURACY_MODES: [&str; 3] = ["default", "highest", "tolerance"];
-
-/// `result_accuracy={mode=highest}` or `result_accuracy={tolerance={atol=0,rtol=0,ulps=1}}`.
-pub fn check_result_accuracy(text: &str) -> Result<(), String> {
-    let inner = braced(
-        text,
-        "result_accuracy expects `{mode=...}` or `{tolerance={atol=..,rtol=..,ulps=..}}`",
-    )?;
-    let Some((key, value)) = inner.split_once('=') else {
-        return Err(format!(
-            "result_accuracy expects `mode=` or `tolerance=`, found `{inner}`"
-        ));
-    };
-    match key.trim() {
-        "mode" => {
-            let v = value.trim();
-            if RESULT_ACCURACY_MODES
-                .iter()
-                .any(|m| m.eq_ignore_ascii_case(v))
-            {
-                Ok(())
-            } else {
-                Err(format!(
-                    "unknown result accuracy mode `{v}`; expected one of {}",
-                    RESULT_ACCURACY_MODES.join(", ")
-                ))
-            }
-        }
-        "tolerance" => {
-            let Some(tol) = strip_outer(value, '{', '}') else {
-                return Err(format!(
-                    "result_accuracy tolerance expects `{{atol=..,rtol=..,ulps=..}}`, found `{}`",
-                    value.trim()
-                ));
-            };
-            if tol.is_empty() {
-                return Ok(());
-            }
-            for item in tol.split(',') {
-                let (k, v) = item.split_once('=').unwrap_or((item, ""));
-                let k = k.trim();
-                if !matches!(k, "atol" | "rtol" | "ulps") {
-                    return Err(format!(
-                        "result_accuracy tolerance has no field `{k}`; expected atol, rtol or ulps"
-                    ));
-                }
-                if v.trim().parse::<f64>().is_err() {
-                    return Err(format!(
-                        "result_accuracy tolerance `{k}=` expects a number, found `{}`",
-                        v.trim()
-                    ));
-                }
-            }
-            Ok(())
-        }
-        other => Err(format!(
-            "result_accuracy has no field `{other}`; expected `mode=` or `tolerance=`"
-        )),
-    }
-}
-
 /// The custom-call API versions XLA accepts in `api_version=`
 /// (`CustomCallApiVersion`, without `API_VERSION_UNSPECIFIED`).
 pub const CUSTOM_CALL_API_VERSIONS: [&str; 4] = [
@@ -663,14 +599,6 @@ mod tests {
         assert!(check_buffer_donor("{ (0, {0}), (0, {1}) }").is_ok());
         assert!(check_buffer_donor("{ (0, {0, a}) }").is_err());
         assert!(check_buffer_donor("{ (zero, {0}) }").is_err());
-    }
-
-    #[test]
-    fn result_accuracy_modes_are_case_insensitive() {
-        assert!(check_result_accuracy("{mode=DEFAULT}").is_ok());
-        assert!(check_result_accuracy("{mode=highest}").is_ok());
-        assert!(check_result_accuracy("{tolerance={atol=0,rtol=0,ulps=10}}").is_ok());
-        assert!(check_result_accuracy("{mode=high}").is_err());
     }
 
     #[test]

@@ -1112,9 +1112,16 @@ pub fn sharding_from_proto(s: &xla::OpSharding) -> R<xla::OpSharding> {
     Ok(out)
 }
 
+/// The entry and exit shardings of a sharding domain.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DomainShardings {
+    pub entry: xla::OpSharding,
+    pub exit: xla::OpSharding,
+}
+
 /// `domain={kind="sharding", entry={...}, exit={...}}`: the entry and exit
 /// shardings.
-pub fn domain(text: &str) -> R<(xla::OpSharding, xla::OpSharding)> {
+pub fn domain(text: &str) -> R<DomainShardings> {
     let mut c = Cur::new(text);
     c.expect("{")?;
     let (mut entry, mut exit) = (None, None);
@@ -1139,8 +1146,34 @@ pub fn domain(text: &str) -> R<(xla::OpSharding, xla::OpSharding)> {
     }
     c.end()?;
     match (entry, exit) {
-        (Some(a), Some(b)) => Ok((a, b)),
+        (Some(entry), Some(exit)) => Ok(DomainShardings { entry, exit }),
         _ => Err("a sharding domain needs `entry` and `exit`".into()),
+    }
+}
+
+/// A sharding domain in XLA's spelling, as [`domain`] reads it.
+pub fn write_domain(d: &DomainShardings, o: &mut String) {
+    o.push_str("{kind=\"sharding\", entry=");
+    write_sharding(&d.entry, o);
+    o.push_str(", exit=");
+    write_sharding(&d.exit, o);
+    o.push('}');
+}
+
+/// A float as XLA's text writes it: the shortest decimal that reads back,
+/// exponent form outside [1e-5, 1e16), `nan`, `-nan`, `inf`, `-inf`.
+pub(crate) fn float_text(v: f64) -> String {
+    if v.is_nan() {
+        return if v.is_sign_negative() { "-nan" } else { "nan" }.into();
+    }
+    if v.is_infinite() {
+        return if v < 0.0 { "-inf" } else { "inf" }.into();
+    }
+    let a = v.abs();
+    if a != 0.0 && !(1e-5..1e16).contains(&a) {
+        format!("{v:e}")
+    } else {
+        format!("{v}")
     }
 }
 
@@ -1181,11 +1214,17 @@ pub fn result_accuracy(text: &str) -> R<xla::ResultAccuracy> {
     match key {
         "mode" => {
             let m = c.word();
-            r.mode = Some(match m.to_ascii_lowercase().as_str() {
-                "default" => 0,
-                "highest" => 1,
-                _ => return Err(format!("unknown result accuracy mode `{m}`")),
-            });
+            r.mode = Some(
+                RESULT_ACCURACY_MODES
+                    .iter()
+                    .position(|k| k.eq_ignore_ascii_case(m))
+                    .ok_or_else(|| {
+                        format!(
+                            "unknown result accuracy mode `{m}`; expected one of {}",
+                            RESULT_ACCURACY_MODES.join(", ")
+                        )
+                    })? as i32,
+            );
         }
         "tolerance" => {
             c.expect("{")?;
@@ -1216,6 +1255,107 @@ pub fn result_accuracy(text: &str) -> R<xla::ResultAccuracy> {
     c.expect("}")?;
     c.end()?;
     Ok(r)
+}
+
+#[cfg(test)]
+#[test]
+fn result_accuracy_modes_are_case_insensitive() {
+    assert_eq!(
+        result_accuracy("{mode=DEFAULT}").map(|r| r.mode),
+        Ok(Some(0))
+    );
+    assert_eq!(
+        result_accuracy("{mode=highest}").map(|r| r.mode),
+        Ok(Some(1))
+    );
+    assert!(
+        result_accuracy("{tolerance={atol=0,rtol=0,ulps=10}}").is_ok_and(|r| r.tolerance.is_some())
+    );
+    assert!(result_accuracy("{mode=high}").is_err());
+}
+
+/// Result accuracy modes (`ResultAccuracy::Mode`, by number), matched
+/// case-insensitively as XLA does.
+pub const RESULT_ACCURACY_MODES: [&str; 3] = ["default", "highest", "tolerance"];
+
+/// A result accuracy in XLA's spelling (`{mode=highest}`,
+/// `{tolerance={atol=0,rtol=0,ulps=1}}`), as [`result_accuracy`] reads it.
+pub fn write_result_accuracy(r: &xla::ResultAccuracy, o: &mut String) {
+    match (&r.tolerance, r.mode) {
+        (Some(t), _) => {
+            let _ = write!(
+                o,
+                "{{tolerance={{atol={},rtol={},ulps={}}}}}",
+                float_text(t.atol),
+                float_text(t.rtol),
+                t.ulps
+            );
+        }
+        (None, m) => {
+            let m = m.unwrap_or(0);
+            let name = usize::try_from(m)
+                .ok()
+                .and_then(|k| RESULT_ACCURACY_MODES.get(k));
+            match name {
+                Some(n) => {
+                    let _ = write!(o, "{{mode={n}}}");
+                }
+                None => {
+                    let _ = write!(o, "{{mode={m}}}");
+                }
+            }
+        }
+    }
+}
+
+/// A result accuracy read from a proto: the tolerance when there is one,
+/// else the mode; `None` for the default mode (nothing to write); an error
+/// for a mode `ResultAccuracy` does not define.
+pub fn result_accuracy_from_proto(r: &xla::ResultAccuracy) -> R<Option<xla::ResultAccuracy>> {
+    if let Some(t) = &r.tolerance {
+        return Ok(Some(xla::ResultAccuracy {
+            mode: None,
+            tolerance: Some(t.clone()),
+        }));
+    }
+    match r.mode.unwrap_or(0) {
+        0 => Ok(None),
+        m if usize::try_from(m).is_ok_and(|k| k < RESULT_ACCURACY_MODES.len()) => {
+            Ok(Some(xla::ResultAccuracy {
+                mode: Some(m),
+                tolerance: None,
+            }))
+        }
+        m => Err(format!("unknown result accuracy mode {m}")),
+    }
+}
+
+/// Statistics in XLA's spelling, `{visualizing_index=1,stat-1=33,stat-2=44}`,
+/// as [`statistics`] reads them.
+pub fn write_statistics(s: &xla::StatisticsViz, o: &mut String) {
+    let _ = write!(o, "{{visualizing_index={}", s.stat_index_to_visualize);
+    for x in &s.statistics {
+        let _ = write!(o, ",{}={}", x.stat_name, float_text(x.stat_val));
+    }
+    o.push('}');
+}
+
+/// Statistics read from a proto: as they are, unless a name is not a word
+/// text can carry (letters, digits, `_` `.` `-`).
+pub fn statistics_from_proto(s: &xla::StatisticsViz) -> R<xla::StatisticsViz> {
+    for x in &s.statistics {
+        let word = !x.stat_name.is_empty()
+            && x.stat_name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'.' || b == b'-');
+        if !word || x.stat_name == "visualizing_index" {
+            return Err(format!(
+                "statistic name `{}` cannot be written in HLO text",
+                x.stat_name.escape_debug()
+            ));
+        }
+    }
+    Ok(s.clone())
 }
 
 /// `statistics={visualizing_index=1,stat-1=33,stat-2=44}`.

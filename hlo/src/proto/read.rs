@@ -136,7 +136,7 @@ struct Reader<'p> {
     typed: Vec<AttrValue>,
 }
 
-use crate::attrs::xla::{self as ax, quote, strip_profile};
+use crate::attrs::xla::{self as ax, float_text, quote, strip_profile};
 
 /// `computations[C].instructions[I]`, formatted only when a message or a
 /// report needs it.
@@ -462,21 +462,6 @@ fn write_layout(l: &xla::LayoutProto, depth: usize, o: &mut String) -> Result<()
     }
     o.push('}');
     Ok(())
-}
-
-fn float_text(v: f64) -> String {
-    if v.is_nan() {
-        return if v.is_sign_negative() { "-nan" } else { "nan" }.into();
-    }
-    if v.is_infinite() {
-        return if v < 0.0 { "-inf" } else { "inf" }.into();
-    }
-    let a = v.abs();
-    if a != 0.0 && !(1e-5..1e16).contains(&a) {
-        format!("{v:e}")
-    } else {
-        format!("{v}")
-    }
 }
 
 fn f32_text(v: f32) -> String {
@@ -1893,18 +1878,13 @@ impl<'p> Reader<'p> {
             }
         }
         if let (Some(en), Some(ex)) = (&i.domain_entry_sharding, &i.domain_exit_sharding) {
-            let sharding = |s| {
-                let mut o = String::new();
-                ax::sharding_from_proto(s)
-                    .map(|s| ax::write_sharding(&s, &mut o))
-                    .map_err(|e| ebad(format!("domain: {e}")))?;
-                Ok::<_, Error>(o)
+            let sharding = |s| ax::sharding_from_proto(s).map_err(|e| ebad(format!("domain: {e}")));
+            let d = ax::DomainShardings {
+                entry: sharding(en)?,
+                exit: sharding(ex)?,
             };
-            a.push(format!(
-                "domain={{kind=\"sharding\", entry={}, exit={}}}",
-                sharding(en)?,
-                sharding(ex)?
-            ));
+            self.typed.push(AttrValue::Domain(Box::new(d)));
+            a.push("domain".into());
         }
         if !i.async_execution_thread.is_empty() && i.async_execution_thread != "main" {
             a.push(format!(
@@ -1916,20 +1896,9 @@ impl<'p> Reader<'p> {
             a.push(format!("cross_program_prefetch_index={x}"));
         }
         if let Some(r) = &i.result_accuracy {
-            if let Some(t) = &r.tolerance {
-                a.push(format!(
-                    "result_accuracy={{tolerance={{atol={},rtol={},ulps={}}}}}",
-                    float_text(t.atol),
-                    float_text(t.rtol),
-                    t.ulps
-                ));
-            } else if let Some(m) = r.mode {
-                if m != 0 {
-                    a.push(format!(
-                        "result_accuracy={{mode={}}}",
-                        if m == 1 { "highest" } else { "default" }
-                    ));
-                }
+            if let Some(r) = ax::result_accuracy_from_proto(r).map_err(ebad)? {
+                self.typed.push(AttrValue::ResultAccuracy(Box::new(r)));
+                a.push("result_accuracy".into());
             }
         }
         if let Some(s) = i
@@ -1937,13 +1906,9 @@ impl<'p> Reader<'p> {
             .as_ref()
             .filter(|s| !s.statistics.is_empty() || s.stat_index_to_visualize != 0)
         {
-            let mut parts = vec![format!("visualizing_index={}", s.stat_index_to_visualize)];
-            parts.extend(
-                s.statistics
-                    .iter()
-                    .map(|x| format!("{}={}", x.stat_name, float_text(x.stat_val))),
-            );
-            a.push(format!("statistics={{{}}}", parts.join(",")));
+            let s = ax::statistics_from_proto(s).map_err(ebad)?;
+            self.typed.push(AttrValue::Statistics(Box::new(s)));
+            a.push("statistics".into());
         }
         if i.num_carries != 0 {
             a.push(format!("num_carries={}", i.num_carries));

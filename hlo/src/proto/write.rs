@@ -1629,18 +1629,19 @@ impl<'m> Writer<'m> {
                     })
                 }
                 "domain" => {
-                    let (entry, exit) = wrap(name, key, ax::domain(t))?;
-                    p.domain_entry_sharding = Some(entry);
-                    p.domain_exit_sharding = Some(exit);
+                    if let Some(d) = inst.domain().map_err(ae)? {
+                        p.domain_entry_sharding = Some(d.entry.clone());
+                        p.domain_exit_sharding = Some(d.exit.clone());
+                    }
                 }
                 "async_execution_thread" => p.async_execution_thread = text()?,
                 "cross_program_prefetch_index" => {
                     p.cross_program_prefetch_index = Some(int()? as i32)
                 }
                 "result_accuracy" => {
-                    p.result_accuracy = Some(wrap(name, key, ax::result_accuracy(t))?)
+                    p.result_accuracy = inst.result_accuracy().map_err(ae)?.cloned()
                 }
-                "statistics" => p.statistics_viz = Some(wrap(name, key, ax::statistics(t))?),
+                "statistics" => p.statistics_viz = inst.statistics().map_err(ae)?.cloned(),
                 "num_carries" => p.num_carries = int()?,
                 "is_associative" => p.is_associative = if boolean()? { 1 } else { 2 },
                 other => {
