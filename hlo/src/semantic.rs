@@ -354,7 +354,7 @@ fn check_operand_count(m: &Module, id: InstId, inst: &Instruction) -> Check {
 }
 
 /// Attributes XLA's parser requires of the opcode.
-fn required_attrs(op: Opcode) -> &'static [&'static str] {
+pub(crate) fn required_attrs(op: Opcode) -> &'static [&'static str] {
     use Opcode::*;
     match op {
         Iota => &["iota_dimension"],

@@ -69,6 +69,24 @@ pub fn verify(m: &Module) -> Result<()> {
     v.check_call_graph_acyclic()
 }
 
+/// The checks of [`verify`] without its per-opcode shape rules (points 1, 2,
+/// the edges and layouts of 3, and 4): structure, the entry layout against
+/// the entry's parameters and root, operands defined before use in their
+/// own computation, layouts that fit their shapes, an acyclic call graph. What a module read from a proto must meet (XLA reads a proto
+/// whose shapes its verifier would reject, as it reads such text).
+pub(crate) fn verify_structure(m: &Module) -> Result<()> {
+    let mut v = Verifier::new(m);
+    v.check_module()?;
+    for c in m.computations() {
+        v.with_schedule(c, Verifier::check_structure)?;
+    }
+    v.check_entry_computation_layout()?;
+    for c in m.computations() {
+        v.with_schedule(c, Verifier::check_edges_and_layouts)?;
+    }
+    v.check_call_graph_acyclic()
+}
+
 type Check<T = ()> = std::result::Result<T, String>;
 
 struct Verifier<'m> {
@@ -337,6 +355,19 @@ impl<'m> Verifier<'m> {
             self.check_layouts(inst.shape)
                 .map_err(|msg| self.fail(c, &inst.name, msg))?;
             self.check_instruction(inst)
+                .map_err(|msg| self.fail(c, &inst.name, msg))?;
+        }
+        Ok(())
+    }
+
+    /// [`Verifier::check_instructions`] without the per-opcode rules.
+    fn check_edges_and_layouts(&mut self, c: CompId) -> Result<()> {
+        let m = self.m;
+        for &id in &m.comp(c).order {
+            let inst = m.inst(id);
+            self.check_edges(c, id)
+                .map_err(|msg| self.fail(c, &inst.name, msg))?;
+            self.check_layouts(inst.shape)
                 .map_err(|msg| self.fail(c, &inst.name, msg))?;
         }
         Ok(())

@@ -62,6 +62,32 @@ impl Drop for RemoveOnDrop {
     }
 }
 
+/// XLA's protos larger than this are not read back (reported as skipped):
+/// XLA writes constants element by element, so a 5 KB module declaring
+/// `f32[96,8,6,2048,1]` constants (host_offloader_test__28..31) comes back
+/// as an 805 MB proto, and reading it (the IR keeps literals as text) takes
+/// gigabytes.
+const MAX_READ_BYTES: u64 = 64 << 20;
+
+/// Modules per XLA worker process (`check_proto.py --chunk`): jaxlib's
+/// memory grows with every module loaded, and a fresh worker per 50 keeps
+/// it near 1 GB (200 reached 4 GB).
+fn chunk() -> [std::ffi::OsString; 2] {
+    ["--chunk".into(), "50".into()]
+}
+
+/// This process's peak resident memory (`VmHWM`), or "unknown".
+fn peak_rss() -> String {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .map(|l| l["VmHWM:".len()..].trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown".into())
+}
+
 fn check(label: &str, files: &[PathBuf]) {
     let Ok(python) = std::env::var("HLO_OPT_PYTHON") else {
         report::skipped("HLO_OPT_PYTHON is not set (XLA conformance needs jaxlib)");
@@ -104,27 +130,44 @@ fn check(label: &str, files: &[PathBuf]) {
     ];
     w.push("--known-file".into());
     w.push(known_file());
+    w.extend(chunk());
     w.extend(args.iter().cloned());
     run(&python, "check_proto.py", &w);
 
     // Reader: our reading of XLA's protos, printed, must be the same module.
+    // One module at a time, each dropped before the next is read.
+    let mut too_large: Vec<std::ffi::OsString> = Vec::new();
     for f in files {
         let name = f
             .file_name()
             .expect("file name")
             .to_string_lossy()
             .into_owned();
-        let Ok(bytes) = std::fs::read(xla.join(format!("{name}.pb"))) else {
+        let path = xla.join(format!("{name}.pb"));
+        let Ok(meta) = std::fs::metadata(&path) else {
             continue; // XLA rejected or skipped the original
         };
+        if meta.len() > MAX_READ_BYTES {
+            println!(
+                "skipped reading XLA's proto of {name}: {} MB, over this check's {} MB bound",
+                meta.len() >> 20,
+                MAX_READ_BYTES >> 20
+            );
+            too_large.extend(["--skip".into(), name.into()]);
+            continue;
+        }
+        let bytes = std::fs::read(&path).expect("read XLA's proto");
         match hlo::proto::from_bytes(&bytes) {
             Ok(m) => std::fs::write(read.join(&name), hlo::print_module(&m)).expect("write text"),
             Err(e) => println!("FAIL reading XLA's proto of {name}: {e}"),
         }
     }
+    println!("peak memory of this test process: {}", peak_rss());
     let mut r: Vec<std::ffi::OsString> = vec!["--read-dir".into(), read.into()];
     r.push("--known-file".into());
     r.push(known_file());
+    r.extend(chunk());
+    r.extend(too_large);
     r.extend(args);
     run(&python, "check_proto.py", &r);
 }
@@ -136,18 +179,18 @@ fn testdata_protos_conform_to_xla() {
     check("testdata", &files);
 }
 
-/// Not yet in CI. Last run (23 Nov, `-- --ignored`): the writer is at its
-/// known-difference list (1,981 of 2,077 match, 96 listed); the reader is
-/// not (22 modules read with errors beyond the list: named shardings,
-/// `original_value`, async wrapped computations, `padding_type`, and modules
-/// whose text the verifier rejects), and its in-process reading phase grew
-/// past 6.7 GB RSS (XLA's proto of spmd_partitioner_test__524 alone is 42 MB,
-/// read through 31 MB of text) with 8.6 GB under target/tmp before it was
-/// stopped. The XLA worker now restarts every `--chunk` jobs (4.0 GB peak
-/// over the writer half, was 7.5 GB); the folder is removed when the check
-/// ends. The remaining work is issue 12's; run it with `-- --ignored`.
+/// A whole-corpus sweep (about 8 minutes on the 2-core machine), so not in
+/// CI; run by hand: `cargo test --release -p hlo --test proto_conformance --
+/// --ignored --nocapture`. Memory stays bounded: our side reads, prints and
+/// drops one module at a time (413 MB peak RSS), XLA's side runs in a worker
+/// process restarted every 50 modules (4.1 GB peak, on the modules whose
+/// protos XLA writes at 768 MB), and XLA protos over 64 MB are not read back
+/// (reported as skipped). Every module that does not match is listed in
+/// `proto_known_differences.tsv` with its reason (named shardings,
+/// `original_value`, mesh replica groups, sparsity, `padding_type`, tuple
+/// literals: fields the IR does not model); counts are in README.md.
 #[test]
-#[ignore = "the shared-corpus proto conformance is not yet at its known-difference list (issue 12)"]
+#[ignore = "whole shared-corpus sweep (~8 min); run by hand with --ignored (see the doc comment)"]
 fn shared_corpus_protos_conform_to_xla() {
     let Some(shared) = shared() else {
         report::skipped("../shared is absent");

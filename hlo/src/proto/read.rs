@@ -113,8 +113,11 @@ pub fn module_from_proto(p: &xla::HloModuleProto) -> Result<(Module, ReadReport)
         )));
     }
     // What text cannot express but a proto can (a computation calling
-    // itself, ...) is caught by the verifier.
-    crate::verify(&m).map_err(|e| bad(format!("the module it describes is not valid: {e}")))?;
+    // itself, ...) is caught by the verifier's structure checks. Shapes are
+    // not inferred: the text parser does not either, and XLA reads modules
+    // whose shapes its verifier would reject.
+    crate::verify::verify_structure(&m)
+        .map_err(|e| bad(format!("the module it describes is not valid: {e}")))?;
     Ok((m, r.report))
 }
 
@@ -213,6 +216,42 @@ fn plain_shape(s: &xla::ShapeProto, depth: usize) -> bool {
                 ..Default::default()
             }
         && matches!(l.tail_padding_alignment_in_elements, 0 | 1)
+}
+
+/// A collective-permute's `slice_sizes={{...},...}` groups from the proto's
+/// flattened `dynamic_slice_sizes` (the writer concatenates them): one group
+/// per buffer, each as long as the buffer's rank (the buffers are the
+/// instruction's shape, or the first element of a start's tuple, or that
+/// shape's elements when it is a tuple). Sizes that do not divide so are
+/// written as one group.
+fn permute_slice_sizes(op: Opcode, shape: Option<&xla::ShapeProto>, sizes: &[i64]) -> String {
+    let mut base = shape;
+    if op == Opcode::CollectivePermuteStart {
+        base = base.and_then(|s| s.tuple_shapes.first());
+    }
+    let ranks: Vec<usize> = match base {
+        Some(s) if s.element_type == TUPLE_TYPE => {
+            s.tuple_shapes.iter().map(|e| e.dimensions.len()).collect()
+        }
+        Some(s) => vec![s.dimensions.len()],
+        None => Vec::new(),
+    };
+    let mut groups = Vec::new();
+    let mut rest = sizes;
+    let mut k = 0;
+    while !rest.is_empty() && ranks.iter().any(|&r| r > 0) {
+        let r = ranks[k % ranks.len()];
+        k += 1;
+        if r == 0 || r > rest.len() {
+            break;
+        }
+        groups.push(format!("{{{}}}", join(&rest[..r])));
+        rest = &rest[r..];
+    }
+    if !rest.is_empty() || groups.is_empty() {
+        return format!("{{{}}}", join(sizes));
+    }
+    groups.join(",")
 }
 
 /// Whether `m2m` is a permutation of `0..rank`.
@@ -1421,6 +1460,9 @@ impl<'p> Reader<'p> {
             }
         } else if op == Opcode::Iota {
             a.push("iota_dimension=0".into());
+        } else if crate::semantic::required_attrs(op).contains(&"dimensions") {
+            // An empty list is the proto's default: nothing is written.
+            a.push("dimensions={}".into());
         }
         if op == Opcode::GetTupleElement {
             a.push(format!("index={}", i.tuple_index));
@@ -1438,12 +1480,25 @@ impl<'p> Reader<'p> {
                 })
                 .collect();
             a.push(format!("slice={{{}}}", parts.join(", ")));
+        } else if op == Opcode::Slice {
+            // The slice of a scalar: no dimensions, nothing written.
+            a.push("slice={}".into());
         }
         if !i.dynamic_slice_sizes.is_empty() {
-            a.push(format!(
-                "dynamic_slice_sizes={{{}}}",
-                join(&i.dynamic_slice_sizes)
-            ));
+            if matches!(
+                op,
+                Opcode::CollectivePermute | Opcode::CollectivePermuteStart
+            ) {
+                a.push(format!(
+                    "slice_sizes={{{}}}",
+                    permute_slice_sizes(op, i.shape.as_ref(), &i.dynamic_slice_sizes)
+                ));
+            } else {
+                a.push(format!(
+                    "dynamic_slice_sizes={{{}}}",
+                    join(&i.dynamic_slice_sizes)
+                ));
+            }
         }
         if let Some(w) = &i.window {
             if !w.dimensions.is_empty() {
@@ -1879,9 +1934,10 @@ impl<'p> Reader<'p> {
         }
         if let (Some(en), Some(ex)) = (&i.domain_entry_sharding, &i.domain_exit_sharding) {
             let sharding = |s| ax::sharding_from_proto(s).map_err(|e| ebad(format!("domain: {e}")));
+            // The proto's entry sharding is the text's `exit` (see the writer).
             let d = ax::DomainShardings {
-                entry: sharding(en)?,
-                exit: sharding(ex)?,
+                entry: sharding(ex)?,
+                exit: sharding(en)?,
             };
             self.typed.push(AttrValue::Domain(Box::new(d)));
             a.push("domain".into());

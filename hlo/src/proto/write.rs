@@ -1629,9 +1629,12 @@ impl<'m> Writer<'m> {
                     })
                 }
                 "domain" => {
+                    // XLA's text names the user side `entry` and the
+                    // operand side `exit`; its proto stores the operand side
+                    // as the entry sharding (checked against jaxlib 0.10.2).
                     if let Some(d) = inst.domain().map_err(ae)? {
-                        p.domain_entry_sharding = Some(d.entry.clone());
-                        p.domain_exit_sharding = Some(d.exit.clone());
+                        p.domain_entry_sharding = Some(d.exit.clone());
+                        p.domain_exit_sharding = Some(d.entry.clone());
                     }
                 }
                 "async_execution_thread" => p.async_execution_thread = text()?,
