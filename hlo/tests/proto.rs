@@ -350,3 +350,32 @@ fn names_xla_would_rename_are_renamed_as_xla_does() {
     let unique = text.replace("x.0", "z.3").replace("y.01", "y.2");
     assert_eq!(names(&unique), ["x", "z.3", "y.2", "y.1"]);
 }
+
+/// An operand precision outside XLA's enumeration is an error naming it,
+/// not `default` (which wrote back as 0: a broken write/read fixed point
+/// that cargo-fuzz's `proto` target found).
+#[test]
+fn an_unknown_operand_precision_is_an_error() {
+    let text = "HloModule m\n\nENTRY e {\n  a = f32[2,2]{1,0} parameter(0)\n  \
+                ROOT d = f32[2,2]{1,0} dot(a, a), lhs_contracting_dims={1}, \
+                rhs_contracting_dims={0}, operand_precision={high,packed_nibble}\n}\n";
+    let m = hlo::parse_module(text).expect("parses");
+    let mut p = proto::module_to_proto(&m).expect("writes");
+    let back = proto::from_bytes(&p.encode_to_vec()).expect("reads its own proto");
+    assert!(
+        hlo::print_module(&back).contains("operand_precision={high,packed_nibble}"),
+        "{}",
+        hlo::print_module(&back)
+    );
+    let dot = p.computations[0]
+        .instructions
+        .iter_mut()
+        .find(|i| i.opcode == "dot")
+        .expect("a dot");
+    dot.precision_config
+        .as_mut()
+        .expect("a precision config")
+        .operand_precision = vec![0, 1663];
+    let e = read_err(&p);
+    assert!(e.contains("unknown operand precision 1663"), "{e}");
+}

@@ -1617,15 +1617,19 @@ impl<'p> Reader<'p> {
         }
         if let Some(pc) = &i.precision_config {
             if pc.operand_precision.iter().any(|&p| p != 0) {
-                let names: Vec<&str> = pc
+                // XLA's PrecisionConfig.Precision values, by number (an
+                // unknown one is an error, not `default`: found by fuzzing).
+                let names = pc
                     .operand_precision
                     .iter()
-                    .map(|&p| match p {
-                        1 => "high",
-                        2 => "highest",
-                        _ => "default",
+                    .map(|&p| {
+                        usize::try_from(p)
+                            .ok()
+                            .and_then(|k| crate::attrs::validate::PRECISIONS.get(k))
+                            .copied()
+                            .ok_or_else(|| ebad(format!("unknown operand precision {p}")))
                     })
-                    .collect();
+                    .collect::<Result<Vec<&str>>>()?;
                 a.push(format!("operand_precision={{{}}}", names.join(",")));
             }
             if pc.algorithm != 0 {
