@@ -8,7 +8,7 @@
 //! API version and schedule, ...), operand precisions, source-target pairs,
 //! op metadata, shardings, replica groups, frontend attributes,
 //! output-operand aliasing, convolution dimension labels, sharding domains,
-//! statistics and result accuracy once (a malformed value is a parse error with `file:line:col`); the
+//! statistics, result accuracy and the strings XLA defines once (a malformed value is a parse error with `file:line:col`); the
 //! accessors return the stored values and never parse text. Attributes the
 //! IR still keeps as text (strings, the other proto-message
 //! kinds of [`xla`], constant literals) are validated at parse time by [`crate::semantic`].
@@ -103,6 +103,7 @@ pub(crate) enum ValueKind {
     ConvDims,
     Domain,
     Statistics,
+    Str,
     /// `direction=` of a compare.
     Direction,
     /// One of the listed names; ASCII case ignored when the flag is set.
@@ -177,6 +178,7 @@ pub(crate) fn value_kind(key: &str, op: Opcode) -> Option<ValueKind> {
         "dim_labels" => ConvDims,
         "domain" => Domain,
         "statistics" => Statistics,
+        "custom_call_target" | "async_execution_thread" | "infeed_config" | "outfeed_config" => Str,
         "direction" if op == Opcode::Compare => Direction,
         // Keys with another meaning on other opcodes, or too generic to
         // claim everywhere.
@@ -241,6 +243,7 @@ pub(crate) fn decode_typed(key: &str, kind: ValueKind, text: &str) -> Result<Att
         ValueKind::ResultAccuracy => {
             AttrValue::ResultAccuracy(Box::new(xla::result_accuracy(text)?))
         }
+        ValueKind::Str => AttrValue::Str(xla::string_value(text)?.into_boxed_slice()),
         ValueKind::Domain => AttrValue::Domain(Box::new(xla::domain(text)?)),
         ValueKind::Statistics => AttrValue::Statistics(Box::new(xla::statistics(text)?)),
         ValueKind::ConvDims => {
@@ -282,6 +285,7 @@ fn mismatch(key: &str, v: &AttrValue, want: &str) -> AttrError {
         AttrValue::Aliasing(_) => "output-operand aliasing".to_string(),
         AttrValue::ConvDims(_) => "convolution dimension labels".to_string(),
         AttrValue::Domain(_) => "a sharding domain".to_string(),
+        AttrValue::Str(_) => "a string".to_string(),
         AttrValue::Statistics(_) => "statistics".to_string(),
         AttrValue::ResultAccuracy(_) => "a result accuracy".to_string(),
     };
@@ -375,9 +379,15 @@ impl Instruction {
     }
 
     /// A string attribute with quotes removed (`custom_call_target="foo"` ->
-    /// `foo`); unquoted values (`kind=kLoop`) are returned as written.
+    /// `foo`; bytes that are not UTF-8 replaced); a value kept as text
+    /// (`backend_config=...`, `kind=kLoop` on an opcode XLA does not type
+    /// it for) is returned unquoted.
     pub fn string_attr(&self, key: &str) -> Option<String> {
-        self.raw_attr(key).map(unquote)
+        match self.attr(key)? {
+            AttrValue::Str(b) => Some(String::from_utf8_lossy(b).into_owned()),
+            AttrValue::Raw(t) => Some(unquote(t)),
+            _ => None,
+        }
     }
 
     /// `dimensions={...}` (broadcast, transpose, reduce, reverse, sort, concatenate, ...).

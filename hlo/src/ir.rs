@@ -386,7 +386,7 @@ impl Shape {
 /// enumerations, operand precisions, source-target pairs, op metadata,
 /// shardings, replica groups, frontend attributes, output-operand
 /// aliasing, convolution dimension labels, domains, statistics, result
-/// accuracy, called computations, control predecessors); the printer prints the typed
+/// accuracy, strings, called computations, control predecessors); the printer prints the typed
 /// form in XLA's spelling, and consumers read the typed value through the
 /// accessors of [`crate::attrs`] (never re-parsing text). Everything else is
 /// kept as the exact source text and printed back verbatim, so attributes of
@@ -446,6 +446,10 @@ pub enum AttrValue {
     /// `result_accuracy={mode=highest}` or `{tolerance={...}}`, as XLA's
     /// `ResultAccuracy`.
     ResultAccuracy(Box<crate::proto::xla::ResultAccuracy>),
+    /// A string XLA defines (`custom_call_target="foo"`,
+    /// `async_execution_thread=`, `infeed_config=`, `outfeed_config=`),
+    /// unescaped; `backend_config` stays [`AttrValue::Raw`].
+    Str(Box<[u8]>),
 }
 
 /// Key of the attribute that records the wrapped opcode of XLA's async

@@ -700,10 +700,9 @@ fn async_computation(start: &Instruction) -> Option<CompId> {
     }
 }
 
-fn async_thread(inst: &Instruction) -> &str {
-    inst.raw_attr("async_execution_thread")
-        .map(|t| t.trim().trim_matches('"'))
-        .unwrap_or("main")
+fn async_thread(inst: &Instruction) -> String {
+    inst.string_attr("async_execution_thread")
+        .unwrap_or_else(|| "main".to_string())
 }
 
 /// `async-start` has shape `((operands...), outputs, state...)` and is the

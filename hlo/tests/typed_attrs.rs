@@ -170,6 +170,11 @@ const MALFORMED: &[(&str, &str, &str)] = &[
         "result_accuracy",
         "number",
     ),
+    (
+        "ROOT cc = f32[4,6]{1,0} custom-call(p), custom_call_target=\"a\"b",
+        "custom_call_target",
+        "unexpected text",
+    ),
 ];
 
 #[test]
@@ -289,6 +294,11 @@ const CANONICAL: &[(&str, &str)] = &[
         "result_accuracy={tolerance={atol=0,rtol=0,ulps=2}}",
     ),
     (
+        // Strings are stored unescaped and printed quoted, escaped as XLA does.
+        "ROOT cc = f32[4,6]{1,0} custom-call(p), custom_call_target=\"a\\x41\\102\\t\"",
+        "custom_call_target=\"aAB\\t\"",
+    ),
+    (
         // Keys in order; a key that is not a plain word stays quoted.
         "ROOT n = f32[4,6]{1,0} negate(p), frontend_attributes={ z=\"2\", \"a b\"=1 ,_x=\"q\\\"\" }",
         "frontend_attributes={_x=\"q\\\"\",\"a b\"=\"1\",z=\"2\"}",
@@ -372,6 +382,7 @@ const TYPED_KEYS: &[&str] = &[
     "domain=",
     "statistics=",
     "result_accuracy=",
+    "custom_call_target=",
 ];
 
 #[test]

@@ -1666,10 +1666,9 @@ impl<'p> Reader<'p> {
             a.push(format!("kind={}", i.fusion_kind));
         }
         if op == Opcode::CustomCall {
-            a.push(format!(
-                "custom_call_target={}",
-                quote(i.custom_call_target.as_bytes())
-            ));
+            self.typed
+                .push(AttrValue::Str(i.custom_call_target.as_bytes().into()));
+            a.push("custom_call_target".into());
             if i.custom_call_has_side_effect {
                 a.push("custom_call_has_side_effect=true".into());
             }
@@ -1923,10 +1922,14 @@ impl<'p> Reader<'p> {
             }
         }
         if !i.outfeed_config.is_empty() {
-            a.push(format!("outfeed_config={}", quote(&i.outfeed_config)));
+            self.typed
+                .push(AttrValue::Str(i.outfeed_config.as_slice().into()));
+            a.push("outfeed_config".into());
         }
         if !i.infeed_config.is_empty() {
-            a.push(format!("infeed_config={}", quote(&i.infeed_config)));
+            self.typed
+                .push(AttrValue::Str(i.infeed_config.as_slice().into()));
+            a.push("infeed_config".into());
         }
         if let Some(pr) = &i.parameter_replication {
             if !pr.replicated_at_leaf_buffers.is_empty() {
@@ -1947,10 +1950,9 @@ impl<'p> Reader<'p> {
             a.push("domain".into());
         }
         if !i.async_execution_thread.is_empty() && i.async_execution_thread != "main" {
-            a.push(format!(
-                "async_execution_thread={}",
-                quote(i.async_execution_thread.as_bytes())
-            ));
+            self.typed
+                .push(AttrValue::Str(i.async_execution_thread.as_bytes().into()));
+            a.push("async_execution_thread".into());
         }
         if let Some(x) = i.cross_program_prefetch_index {
             a.push(format!("cross_program_prefetch_index={x}"));

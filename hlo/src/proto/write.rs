@@ -1292,7 +1292,10 @@ impl<'m> Writer<'m> {
                 }
             };
             let string = || -> Result<Vec<u8>> {
-                ax::string_value(t).map_err(|x| e(format!("`{key}`: {x}")))
+                match &a.value {
+                    AttrValue::Str(b) => Ok(b.to_vec()),
+                    _ => ax::string_value(t).map_err(|x| e(format!("`{key}`: {x}"))),
+                }
             };
             let text = || -> Result<String> {
                 String::from_utf8(string()?).map_err(|_| e(format!("`{key}` is not UTF-8")))
