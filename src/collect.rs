@@ -10,9 +10,16 @@
 //! the pass applies its choice (`decisions` + `assign`) and measured with
 //! [`pjrt::PjrtMeasurer`] in chunks: the configurations of a chunk and the
 //! compiler default run interleaved with a second executable of the default
-//! as the same-program control; a configuration's runtime is its median
-//! ratio to the default within its chunk times the default's median time
-//! over all chunks, so chunks measured at other loads stay comparable.
+//! as the same-program control; a configuration's runtime is its ratio to
+//! the default within its chunk times the default's median time over all
+//! chunks, so chunks measured at other loads stay comparable. The ratio is
+//! [`Estimator::Median`]'s by default (median of the per-round ratios: a
+//! round's executables share its load, so the ratio cancels it), or
+//! [`Estimator::Min`]'s (fastest round over the default's fastest: other
+//! processes only add time); a chunk records both, the estimator is chosen
+//! when the npz is written, and the manifest reports each estimator's error
+//! on the control (the same program twice, whose true ratio is 1), by which
+//! the median was chosen (README).
 //!
 //! Files in the output folder, per module `STEM` (the file name without
 //! `.hlo`): `STEM.collect.jsonl`, the state (a header with the sampled plan,
@@ -230,11 +237,40 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     Ok(Duration::from_secs_f64(total))
 }
 
+/// How a chunk's timing rounds become a configuration's ratio to the
+/// compiler default.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Estimator {
+    /// The configuration's fastest round / the default's fastest round.
+    Min,
+    /// The median over rounds of the configuration's time / the default's.
+    Median,
+}
+
+impl Estimator {
+    pub fn name(self) -> &'static str {
+        match self {
+            Estimator::Min => "min",
+            Estimator::Median => "median",
+        }
+    }
+
+    pub fn parse(s: &str) -> Result<Estimator, String> {
+        match s {
+            "min" => Ok(Estimator::Min),
+            "median" => Ok(Estimator::Median),
+            _ => Err(format!("--estimator {s:?}: expected `min` or `median`")),
+        }
+    }
+}
+
 /// The settings that define a plan (recorded in the state; a resumed run
-/// must use the same).
+/// must use the same), and how the npz is derived from the state
+/// (`estimator`: may change between runs, the state holds both).
 #[derive(Clone, Debug)]
 pub struct Settings {
     pub device: String,
+    pub estimator: Estimator,
     pub configs: usize,
     pub random_fraction: f64,
     pub seed: u64,
@@ -257,15 +293,21 @@ struct Job {
     chunks: Vec<ChunkRecord>,
 }
 
-/// One measured chunk, as a state line.
+/// One measured chunk, as a state line. The `*_min` fields are the
+/// minimum estimator's ([`Estimator::Min`]); `None` in chunks collected
+/// before it was recorded.
 #[derive(Clone, Debug)]
 struct ChunkRecord {
     configs: Vec<usize>,
+    /// Median of per-round ratios to the default.
     ratio: Vec<Option<f64>>,
+    ratio_min: Option<Vec<Option<f64>>>,
     notes: Vec<String>,
     default_seconds: f64,
+    default_min_seconds: Option<f64>,
     spread: f64,
     control_ratio: f64,
+    control_ratio_min: Option<f64>,
     rounds: usize,
     load1: Option<f64>,
     wall_seconds: f64,
@@ -276,10 +318,13 @@ impl ChunkRecord {
         json!({
             "configs": self.configs,
             "ratio": self.ratio,
+            "ratio_min": self.ratio_min,
             "notes": self.notes,
             "default_seconds": self.default_seconds,
+            "default_min_seconds": self.default_min_seconds,
             "spread": self.spread,
             "control_ratio": self.control_ratio,
+            "control_ratio_min": self.control_ratio_min,
             "rounds": self.rounds,
             "load1": self.load1,
             "wall_seconds": self.wall_seconds,
@@ -296,18 +341,31 @@ impl ChunkRecord {
         if configs.iter().any(|&c| c == 0 || c >= planned) {
             return None;
         }
-        let ratio: Vec<Option<f64>> = v
-            .get("ratio")?
-            .as_array()?
-            .iter()
-            .map(|x| {
-                if x.is_null() {
-                    Some(None)
-                } else {
-                    x.as_f64().map(Some)
-                }
-            })
-            .collect::<Option<_>>()?;
+        let ratios = |x: &Value| -> Option<Vec<Option<f64>>> {
+            x.as_array()?
+                .iter()
+                .map(|x| {
+                    if x.is_null() {
+                        Some(None)
+                    } else {
+                        x.as_f64().filter(|r| r.is_finite() && *r > 0.0).map(Some)
+                    }
+                })
+                .collect()
+        };
+        let ratio = ratios(v.get("ratio")?)?;
+        let ratio_min = match v.get("ratio_min") {
+            None | Some(Value::Null) => None,
+            Some(x) => Some(ratios(x).filter(|r| r.len() == configs.len())?),
+        };
+        let positive = |key: &str| -> Option<Option<f64>> {
+            match v.get(key) {
+                None | Some(Value::Null) => Some(None),
+                Some(x) => x.as_f64().filter(|t| t.is_finite() && *t > 0.0).map(Some),
+            }
+        };
+        let default_min_seconds = positive("default_min_seconds")?;
+        let control_ratio_min = positive("control_ratio_min")?;
         let notes: Vec<String> = v
             .get("notes")?
             .as_array()?
@@ -317,9 +375,6 @@ impl ChunkRecord {
         if ratio.len() != configs.len() || notes.len() != configs.len() {
             return None;
         }
-        if ratio.iter().flatten().any(|r| !(r.is_finite() && *r > 0.0)) {
-            return None;
-        }
         let default_seconds = v.get("default_seconds")?.as_f64()?;
         if !(default_seconds.is_finite() && default_seconds > 0.0) {
             return None;
@@ -327,10 +382,13 @@ impl ChunkRecord {
         Some(ChunkRecord {
             configs,
             ratio,
+            ratio_min,
             notes,
             default_seconds,
+            default_min_seconds,
             spread: v.get("spread")?.as_f64()?,
             control_ratio: v.get("control_ratio")?.as_f64()?,
+            control_ratio_min,
             rounds: v.get("rounds")?.as_u64()? as usize,
             load1: v.get("load1").and_then(Value::as_f64),
             wall_seconds: v.get("wall_seconds").and_then(Value::as_f64).unwrap_or(0.0),
@@ -338,17 +396,9 @@ impl ChunkRecord {
     }
 }
 
-fn median(mut v: Vec<f64>) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    Some(if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    })
+/// The median of `v` (`pjrt::measure::median`), `None` when empty.
+fn median(v: Vec<f64>) -> Option<f64> {
+    (!v.is_empty()).then(|| pjrt::measure::median(&v))
 }
 
 fn load1() -> Option<f64> {
@@ -530,6 +580,51 @@ fn append_line(path: &Path, v: &Value) -> Result<(), String> {
         .map_err(|e| format!("{}: {e}", path.display()))
 }
 
+/// The default's seconds per run: the median over chunks of its per-chunk
+/// estimate by `e` (`None` before the first chunk, or when a chunk lacks
+/// `e`'s figures).
+fn default_seconds(chunks: &[ChunkRecord], e: Estimator) -> Option<f64> {
+    let per: Option<Vec<f64>> = chunks
+        .iter()
+        .map(|c| match e {
+            Estimator::Median => Some(c.default_seconds),
+            Estimator::Min => c.default_min_seconds,
+        })
+        .collect();
+    median(per?)
+}
+
+/// (config index, runtime in ns) of every configuration measured well, the
+/// default first: its ratio to the default by `e` times the default's
+/// seconds ([`default_seconds`]); a configuration measured twice keeps its
+/// first chunk's. `Err` when a chunk lacks `e`'s figures (collected before
+/// they were recorded).
+fn runtimes(chunks: &[ChunkRecord], e: Estimator) -> Result<Vec<(usize, i64)>, ()> {
+    if chunks.is_empty() {
+        return Ok(Vec::new());
+    }
+    let d = default_seconds(chunks, e).ok_or(())?;
+    let ns = |r: f64| ((r * d * 1e9).round() as i64).max(1);
+    let mut out = vec![(0usize, ns(1.0))];
+    let mut per: Vec<(usize, f64)> = Vec::new();
+    for c in chunks {
+        let ratio = match e {
+            Estimator::Median => &c.ratio,
+            Estimator::Min => c.ratio_min.as_ref().ok_or(())?,
+        };
+        per.extend(
+            c.configs
+                .iter()
+                .zip(ratio)
+                .filter_map(|(&i, r)| r.map(|r| (i, r))),
+        );
+    }
+    per.sort_by_key(|&(i, _)| i);
+    per.dedup_by_key(|&mut (i, _)| i);
+    out.extend(per.into_iter().map(|(i, r)| (i, ns(r))));
+    Ok(out)
+}
+
 impl Job {
     fn measured(&self) -> HashSet<usize> {
         let mut s: HashSet<usize> = self.chunks.iter().flat_map(|c| c.configs.clone()).collect();
@@ -544,36 +639,22 @@ impl Job {
         (1..self.plan.len()).filter(|i| !done.contains(i)).collect()
     }
 
-    fn default_seconds(&self) -> Option<f64> {
-        median(self.chunks.iter().map(|c| c.default_seconds).collect())
+    fn default_seconds(&self, e: Estimator) -> Option<f64> {
+        default_seconds(&self.chunks, e)
     }
 
-    /// (config index, runtime in ns) of every configuration measured well,
-    /// the default first.
-    fn runtimes(&self) -> Vec<(usize, i64)> {
-        let Some(d) = self.default_seconds() else {
-            return Vec::new();
-        };
-        let ns = |r: f64| ((r * d * 1e9).round() as i64).max(1);
-        let mut out = vec![(0usize, ns(1.0))];
-        let mut per: Vec<(usize, f64)> = self
-            .chunks
-            .iter()
-            .flat_map(|c| {
-                c.configs
-                    .iter()
-                    .zip(&c.ratio)
-                    .filter_map(|(&i, r)| r.map(|r| (i, r)))
-            })
-            .collect();
-        per.sort_by_key(|&(i, _)| i);
-        per.dedup_by_key(|&mut (i, _)| i);
-        out.extend(per.into_iter().map(|(i, r)| (i, ns(r))));
-        out
+    fn runtimes(&self, e: Estimator) -> Result<Vec<(usize, i64)>, String> {
+        runtimes(&self.chunks, e).map_err(|()| {
+            format!(
+                "{}: chunks collected before the `{}` estimator was recorded; write the npz with --estimator median, or collect into another folder",
+                self.state_path.display(),
+                e.name()
+            )
+        })
     }
 
-    fn write_npz(&self) -> Result<usize, String> {
-        let rt = self.runtimes();
+    fn write_npz(&self, e: Estimator) -> Result<usize, String> {
+        let rt = self.runtimes(e)?;
         let nc = self.graph.num_config_nodes();
         let mut feat = Vec::with_capacity(rt.len() * nc * LAYOUT_CONFIG_DIM);
         for &(i, _) in &rt {
@@ -610,8 +691,18 @@ impl Job {
         Ok(t)
     }
 
-    fn summary(&self) -> Value {
-        let rt = self.runtimes();
+    fn summary(&self, e: Estimator) -> Value {
+        let rt = self.runtimes(e).unwrap_or_default();
+        // Each estimator's error on the control (true ratio 1), per chunk.
+        let error = |r: f64| (r.ln()).abs();
+        let control_error_median =
+            median(self.chunks.iter().map(|c| error(c.control_ratio)).collect());
+        let control_error_min = median(
+            self.chunks
+                .iter()
+                .filter_map(|c| c.control_ratio_min.map(error))
+                .collect(),
+        );
         let failed: usize = self
             .chunks
             .iter()
@@ -635,10 +726,13 @@ impl Job {
             "failed": failed,
             "chunks": self.chunks.len(),
             "rounds": self.chunks.iter().map(|c| c.rounds).sum::<usize>(),
-            "default_seconds": self.default_seconds(),
+            "estimator": e.name(),
+            "default_seconds": self.default_seconds(e),
             "control_spread_median": median(spreads.clone()),
             "control_spread_max": spreads.iter().copied().fold(None, |a: Option<f64>, x| Some(a.map_or(x, |a| a.max(x)))),
             "control_ratio_median": median(self.chunks.iter().map(|c| c.control_ratio).collect()),
+            "control_error_median_estimator": control_error_median,
+            "control_error_min_estimator": control_error_min,
             "load1_min": loads.iter().copied().fold(None, |a: Option<f64>, x| Some(a.map_or(x, |a| a.min(x)))),
             "load1_max": loads.iter().copied().fold(None, |a: Option<f64>, x| Some(a.map_or(x, |a| a.max(x)))),
             "wall_seconds": self.chunks.iter().map(|c| c.wall_seconds).sum::<f64>() + 0.0,
@@ -662,7 +756,7 @@ fn write_manifest(
     dev: &DeviceInfo,
     started: &Value,
 ) -> Result<(), String> {
-    let mut modules: Vec<Value> = jobs.iter().map(Job::summary).collect();
+    let mut modules: Vec<Value> = jobs.iter().map(|j| j.summary(s.estimator)).collect();
     // Modules of earlier runs into this folder (state files of other inputs).
     let mine: HashSet<PathBuf> = jobs.iter().map(|j| j.state_path.clone()).collect();
     if let Ok(entries) = std::fs::read_dir(dir) {
@@ -697,7 +791,9 @@ fn write_manifest(
             "chunk": s.chunk,
             "measure_budget_seconds": s.measure_budget,
             "rounds": "interleaved rounds per chunk: at least 5, at most 40, until measure_budget_seconds",
-            "runtime": "config_runtime = median ratio to the compiler default within its chunk x the default's median seconds over chunks, in ns",
+            "estimator": s.estimator.name(),
+            "runtime": "config_runtime = the configuration's ratio to the compiler default within its chunk x the default's median seconds over chunks, in ns; estimator min: fastest round / the default's fastest round (the default's seconds: its fastest round); median: median of per-round ratios",
+            "control_error": "control_error_*_estimator: median over chunks of |ln(control / default)| by each estimator (the control is the default compiled twice: 0 is perfect)",
         },
         "modules": modules,
     });
@@ -837,6 +933,8 @@ pub fn run(modules: &[PathBuf], dir: &Path, s: &Settings) -> Result<bool, String
             .unwrap_or(false);
         if j.state_path.exists() && !torn_header {
             j.chunks = read_state(&j.state_path, &header, j.plan.len())?;
+            // A folder whose chunks predate the estimator: refused before measuring.
+            j.runtimes(s.estimator)?;
         } else {
             // New, or interrupted while its header was written.
             let _ = std::fs::remove_file(&j.state_path);
@@ -933,8 +1031,10 @@ pub fn run(modules: &[PathBuf], dir: &Path, s: &Settings) -> Result<bool, String
             };
             let report_lines: Vec<&str> = m.report.lines().collect();
             let mut ratio = Vec::with_capacity(group.len());
+            let mut ratio_min = Vec::with_capacity(group.len());
             for (k, sl) in slot.iter().enumerate() {
                 let r = sl.and_then(|t| m.ratio.get(t).copied().flatten());
+                ratio_min.push(r.and(sl.and_then(|t| m.min_ratio.get(t).copied().flatten())));
                 if r.is_none() && notes[k].is_empty() {
                     let label = format!("candidate {}:", sl.map_or(0, |t| t + 1));
                     notes[k] = report_lines
@@ -946,7 +1046,10 @@ pub fn run(modules: &[PathBuf], dir: &Path, s: &Settings) -> Result<bool, String
                 }
                 ratio.push(r);
             }
-            let Some(default_seconds) = m.seconds.first().copied().flatten() else {
+            let (Some(default_seconds), Some(default_min_seconds)) = (
+                m.seconds.first().copied().flatten(),
+                m.min_seconds.first().copied().flatten(),
+            ) else {
                 bar.suspend(|| {
                     eprintln!(
                         "hlo-cost: error: {}: the compiler default was not timed",
@@ -960,17 +1063,20 @@ pub fn run(modules: &[PathBuf], dir: &Path, s: &Settings) -> Result<bool, String
             let rec = ChunkRecord {
                 configs: group.clone(),
                 ratio,
+                ratio_min: Some(ratio_min),
                 notes,
                 default_seconds,
+                default_min_seconds: Some(default_min_seconds),
                 spread: m.spread,
                 control_ratio: m.control_ratio,
+                control_ratio_min: Some(m.control_min_ratio),
                 rounds: m.rounds,
                 load1: load1(),
                 wall_seconds: last_chunk.as_secs_f64(),
             };
             append_line(&j.state_path, &rec.to_json())?;
             jobs[ji].chunks.push(rec);
-            jobs[ji].write_npz()?;
+            jobs[ji].write_npz(s.estimator)?;
             write_manifest(dir, &jobs, s, &dev, &started)?;
             bar.inc(group.len().max(1) as u64);
         }
@@ -979,17 +1085,19 @@ pub fn run(modules: &[PathBuf], dir: &Path, s: &Settings) -> Result<bool, String
             failed_modules += 1;
         }
         if !j.chunks.is_empty() {
-            let n = j.write_npz()?;
-            let sum = j.summary();
+            let n = j.write_npz(s.estimator)?;
+            let sum = j.summary(s.estimator);
             bar.suspend(|| {
                 println!(
-                    "{}: {} of {} configurations in the npz ({} failed), default {:.3} ms, control spread median ±{:.1}%",
+                    "{}: {} of {} configurations in the npz ({} failed), default {:.3} ms, control spread median ±{:.1}%, control error median {:.1}% (min estimator) / {:.1}% (median estimator)",
                     j.npz_path.display(),
                     n,
                     j.plan.len(),
                     sum["failed"],
-                    j.default_seconds().unwrap_or(0.0) * 1e3,
-                    sum["control_spread_median"].as_f64().unwrap_or(0.0) * 100.0
+                    j.default_seconds(s.estimator).unwrap_or(0.0) * 1e3,
+                    sum["control_spread_median"].as_f64().unwrap_or(0.0) * 100.0,
+                    sum["control_error_min_estimator"].as_f64().map_or(f64::NAN, f64::exp_m1) * 100.0,
+                    sum["control_error_median_estimator"].as_f64().map_or(f64::NAN, f64::exp_m1) * 100.0,
                 )
             });
         }
@@ -1061,6 +1169,55 @@ mod tests {
         assert_eq!(plan.len(), 6);
         assert_eq!(plan[0].0, vec![1, 2]);
         assert!(plan[1..].iter().all(|(_, k)| *k == Kind::All));
+    }
+
+    /// A state line as `hlo-cost collect` writes it; `min`: with the minimum
+    /// estimator's fields (absent from chunks collected before them).
+    fn chunk_line(configs: &[usize], ratio: &[f64], min: Option<&[f64]>) -> Value {
+        let mut v = json!({
+            "configs": configs,
+            "ratio": ratio,
+            "notes": vec![""; configs.len()],
+            "default_seconds": 0.002,
+            "spread": 0.1,
+            "control_ratio": 1.01,
+            "rounds": 20,
+        });
+        if let Some(m) = min {
+            v["ratio_min"] = json!(m);
+            v["default_min_seconds"] = json!(0.001);
+            v["control_ratio_min"] = json!(0.98);
+        }
+        v
+    }
+
+    /// Runtimes are the chosen estimator's ratio times the default's
+    /// seconds by that estimator; chunks without the minimum's fields refuse
+    /// `--estimator min` (not silently mixed) and still give the median.
+    #[test]
+    fn runtimes_follow_the_estimator_and_old_chunks_refuse_min() {
+        let c = ChunkRecord::from_json(&chunk_line(&[1, 2], &[1.5, 0.5], Some(&[2.0, 0.25])), 3)
+            .expect("a chunk line");
+        let round_trip = ChunkRecord::from_json(&c.to_json(), 3).expect("its own line");
+        assert_eq!(round_trip.ratio_min, c.ratio_min);
+        let chunks = vec![c];
+        assert_eq!(
+            runtimes(&chunks, Estimator::Median),
+            Ok(vec![(0, 2_000_000), (1, 3_000_000), (2, 1_000_000)])
+        );
+        assert_eq!(
+            runtimes(&chunks, Estimator::Min),
+            Ok(vec![(0, 1_000_000), (1, 2_000_000), (2, 250_000)])
+        );
+        let old = ChunkRecord::from_json(&chunk_line(&[1, 2], &[1.5, 0.5], None), 3)
+            .expect("an old chunk line");
+        assert!(old.ratio_min.is_none());
+        let chunks = vec![chunks[0].clone(), old];
+        assert_eq!(runtimes(&chunks, Estimator::Min), Err(()));
+        assert!(runtimes(&chunks, Estimator::Median).is_ok());
+        // A ratio that is not a positive number is a bad line.
+        let bad = chunk_line(&[1, 2], &[1.5, 0.5], Some(&[2.0, -1.0]));
+        assert!(ChunkRecord::from_json(&bad, 3).is_none());
     }
 
     #[test]

@@ -3,8 +3,9 @@
 //! CPU plugin with a tiny budget; the npz loads through the Rust reader and
 //! through train.py's data loader; a run stopped by its budget, killed, or
 //! left with a torn state line continues where it stopped without measuring
-//! anything twice; a folder collected with other settings is refused; bad
-//! input is a clear error with a non-zero status.
+//! anything twice; a folder collected with other settings is refused; the
+//! npz can be rewritten with the other estimator without measuring again;
+//! bad input is a clear error with a non-zero status.
 //!
 //! Needs XLA's CPU plugin (installed by .ci/run) and, for the Python loader,
 //! the `.venv` with numpy: says "skipped" (tests/support/report.rs) otherwise.
@@ -176,6 +177,21 @@ fn collect_stop_resume_and_load_in_rust_and_python() {
     assert_eq!(manifest["device"], "xla-cpu");
     assert_eq!(manifest["modules"][0]["in_npz"], 5);
     assert!(manifest["plugin"]["pjrt_api_version"].is_string());
+    assert_eq!(manifest["settings"]["estimator"], "median");
+    for e in ["median", "min"] {
+        let key = format!("control_error_{e}_estimator");
+        assert!(manifest["modules"][0][&key].is_number(), "{key}");
+    }
+
+    // `--estimator min` rewrites the npz from the same state (both
+    // estimators are recorded): nothing measured again, other runtimes.
+    let median_runtimes = f.runtimes().to_vec();
+    let out = collect(&dir, &[&args[..], &["--estimator", "min"]].concat());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(state_lines(&dir), all);
+    let g = NpzGraphFile::open(dir.join("mlp.pre.npz")).expect("npz loads");
+    assert_eq!(g.num_configs(), 5);
+    assert_ne!(g.runtimes(), &median_runtimes[..]);
 
     // train.py's loader reads it (the same arrays it reads from TpuGraphs).
     let Some(py) = python() else {

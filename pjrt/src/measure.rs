@@ -49,10 +49,17 @@ pub struct Measured {
     pub seconds: Vec<Option<f64>>,
     /// Median over rounds of each candidate's time / the default's.
     pub ratio: Vec<Option<f64>>,
+    /// Each candidate's fastest round / the default's fastest round: the
+    /// estimator least moved by other processes, which only ever add time.
+    pub min_ratio: Vec<Option<f64>>,
+    /// Fastest round's seconds per run of each candidate.
+    pub min_seconds: Vec<Option<f64>>,
     /// Half-width of the control's ratios (10th to 90th percentile), at least 1%.
     pub spread: f64,
     /// Median ratio of the control to the default (ideally 1).
     pub control_ratio: f64,
+    /// The control's fastest round / the default's (ideally 1).
+    pub control_min_ratio: f64,
     pub rounds: usize,
     /// The candidate kept (the default unless one beat it beyond the spread).
     pub keep: usize,
@@ -112,6 +119,16 @@ impl Timings {
     /// Median seconds per run of executable `i`.
     pub fn seconds(&self, i: usize) -> f64 {
         median(&self.runs[i])
+    }
+
+    /// Seconds per run of executable `i` in its fastest round.
+    pub fn min_seconds(&self, i: usize) -> f64 {
+        self.runs[i].iter().copied().fold(f64::INFINITY, f64::min)
+    }
+
+    /// `x`'s fastest round / `y`'s fastest round.
+    pub fn min_ratio(&self, x: usize, y: usize) -> f64 {
+        self.min_seconds(x) / self.min_seconds(y)
     }
 }
 
@@ -291,11 +308,16 @@ impl PjrtMeasurer {
         let control_slot = exe_ids.len() - 1;
         let spread = t.spread(control_slot, 0).max(0.01);
         let control_ratio = t.ratio(control_slot, 0);
+        let control_min_ratio = t.min_ratio(control_slot, 0);
         let mut seconds = vec![None; n];
         let mut ratio = vec![None; n];
+        let mut min_seconds = vec![None; n];
+        let mut min_ratio = vec![None; n];
         for (k, &i) in slots.iter().enumerate() {
             seconds[i] = Some(t.seconds(k));
             ratio[i] = Some(t.ratio(k, 0));
+            min_seconds[i] = Some(t.min_seconds(k));
+            min_ratio[i] = Some(t.min_ratio(k, 0));
         }
         let mut keep = default;
         for i in 0..n {
@@ -336,8 +358,11 @@ impl PjrtMeasurer {
         Ok(Measured {
             seconds,
             ratio,
+            min_ratio,
+            min_seconds,
             spread,
             control_ratio,
+            control_min_ratio,
             rounds,
             keep,
             report,
@@ -387,4 +412,33 @@ pub fn measurer_for(spec: &str, config: MeasureConfig) -> Result<PjrtMeasurer> {
     };
     crate::find_worker()?;
     Ok(PjrtMeasurer::new(plugin, config))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Three executables over four rounds: the median estimator pairs each
+    /// round's times (a slow round slows all alike), the minimum estimator
+    /// takes each executable's fastest round.
+    #[test]
+    fn median_of_round_ratios_and_ratio_of_fastest_rounds() {
+        let t = Timings {
+            runs: vec![
+                vec![1.0, 2.0, 1.1, 4.0],
+                vec![2.0, 4.0, 2.2, 8.0],
+                vec![1.5, 1.0, 3.0, 2.0],
+            ],
+            rounds: 4,
+            reps: 1,
+        };
+        assert!((t.ratio(1, 0) - 2.0).abs() < 1e-12);
+        assert!((t.min_ratio(1, 0) - 2.0).abs() < 1e-12);
+        assert!((t.min_seconds(2) - 1.0).abs() < 1e-12);
+        // Ratios of executable 2 to 0 by round: 1.5, 0.5, 2.727, 0.5.
+        assert!((t.ratio(2, 0) - (0.5 + 1.5) / 2.0).abs() < 1e-12);
+        assert!((t.min_ratio(2, 0) - 1.0).abs() < 1e-12);
+        assert!((median(&[3.0, 1.0, 2.0, 10.0]) - 2.5).abs() < 1e-12);
+        assert!(median(&[]).is_nan());
+    }
 }
