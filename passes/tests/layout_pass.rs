@@ -722,3 +722,82 @@ fn changes_the_model_cannot_resolve_are_not_applied() {
     let (_, explain, changed) = layout_with(&text, Box::new(model), whole);
     assert!(changed, "{explain}");
 }
+
+/// A measurer that records the modules it is given and keeps the first
+/// candidate that is not the default.
+struct Recorder(std::sync::Arc<std::sync::Mutex<Vec<Vec<String>>>>);
+
+impl passes::Measurer for Recorder {
+    fn measure(
+        &mut self,
+        candidates: &[hlo::Module],
+        default: usize,
+    ) -> Result<passes::Measurement, String> {
+        let texts = candidates.iter().map(hlo::print_module).collect();
+        self.0.lock().map_err(|e| e.to_string())?.push(texts);
+        Ok(passes::Measurement {
+            keep: usize::from(default == 0),
+            report: String::new(),
+        })
+    }
+}
+
+/// Configurations that give the same module are one program: the measurer
+/// gets each distinct module once (the default's among them), and the
+/// measure callback is called once per distinct module text. On
+/// testdata/layout/tpugraphs_unet3d.hlo the reference model's 8 best
+/// configurations give 5 distinct modules.
+#[test]
+fn candidates_that_give_the_same_module_are_measured_once() {
+    let text = std::fs::read_to_string(root().join("testdata/layout/tpugraphs_unet3d.hlo"))
+        .expect("reads");
+    let options = || PassOptions {
+        budget: 300,
+        top_k: 8,
+        explain: true,
+        ..PassOptions::default()
+    };
+    // A built-in measurer (hlo-opt --measure=...).
+    let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let mut m = hlo::parse_module(&text).expect("parses");
+    let mut cx = PassContext::new(PassOptions {
+        measurer: Some(Box::new(Recorder(log.clone()))),
+        ..options()
+    });
+    LayoutPass::with_model(reference())
+        .run(&mut m, &mut cx)
+        .expect("runs");
+    let calls = log.lock().expect("lock").clone();
+    assert_eq!(calls.len(), 1, "one measurement");
+    let texts = &calls[0];
+    let distinct: std::collections::HashSet<&String> = texts.iter().collect();
+    assert_eq!(distinct.len(), texts.len(), "a module measured twice");
+    assert!(
+        texts.len() < 9,
+        "the model's 8 best and the default: {} modules",
+        texts.len()
+    );
+    assert!(
+        cx.explain.contains("were not measured again"),
+        "{}",
+        cx.explain
+    );
+    // A measure callback (the C ABI's): one call per distinct module text.
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let record = seen.clone();
+    let mut m = hlo::parse_module(&text).expect("parses");
+    let mut cx = PassContext::new(PassOptions {
+        measure: Some(Box::new(move |t: &str| {
+            record.lock().ok()?.push(t.to_string());
+            Some(t.len() as f64)
+        })),
+        ..options()
+    });
+    LayoutPass::with_model(reference())
+        .run(&mut m, &mut cx)
+        .expect("runs");
+    let seen = seen.lock().expect("lock").clone();
+    let distinct: std::collections::HashSet<&String> = seen.iter().collect();
+    assert_eq!(distinct.len(), seen.len(), "a module text measured twice");
+    assert_eq!(seen.len(), texts.len(), "the same distinct modules");
+}

@@ -328,31 +328,61 @@ impl Pass for LayoutPass {
                     cands.len() - 1
                 }
             };
-            if cands.len() > 1 {
-                let mut trials = Vec::with_capacity(cands.len());
-                for g in &cands {
-                    let mut trial = m.clone();
-                    let dec = decisions(&trial, &spaces, g);
-                    assign::assign(&mut trial, &dec)?;
-                    trials.push(trial);
-                }
-                let m_result =
-                    measurer
-                        .measure(&trials, default_at)
-                        .map_err(|message| PassError::Failed {
-                            pass: "layout",
-                            message: format!("measuring candidates: {message}"),
-                        })?;
-                let keep_at = m_result.keep.min(cands.len() - 1);
+            // Configurations that give the same module are one program:
+            // measured once (the default's group keeps the default).
+            let mut trials = Vec::with_capacity(cands.len());
+            for g in &cands {
+                let mut trial = m.clone();
+                let dec = decisions(&trial, &spaces, g);
+                assign::assign(&mut trial, &dec)?;
+                trials.push(trial);
+            }
+            let (trials, members) = distinct_modules(trials);
+            let default_slot = members
+                .iter()
+                .position(|g| g.contains(&default_at))
+                .unwrap_or(0);
+            let same = cands.len() - trials.len();
+            if trials.len() == 1 && cands.len() > 1 {
+                let _ = writeln!(
+                    cx.explain,
+                    "layout: nothing to measure: the model's {} best configurations give the compiler default's module",
+                    cands.len() - 1
+                );
+            }
+            if trials.len() > 1 {
+                let m_result = measurer.measure(&trials, default_slot).map_err(|message| {
+                    PassError::Failed {
+                        pass: "layout",
+                        message: format!("measuring candidates: {message}"),
+                    }
+                })?;
+                let group = &members[m_result.keep.min(members.len() - 1)];
+                let keep_at = if group.contains(&default_at) {
+                    default_at
+                } else {
+                    group[0]
+                };
                 let _ = write!(
                     cx.explain,
-                    "layout: measured {} candidates (the model's best and the compiler default, candidate {}): {}\n{}",
-                    cands.len(),
-                    default_at + 1,
+                    "layout: measured {} candidates (the model's best and the compiler default, candidate {}{}): {}\n{}",
+                    trials.len(),
+                    default_slot + 1,
+                    if same > 0 {
+                        format!(
+                            "; {same} other configuration(s) gave one of these modules and were not measured again"
+                        )
+                    } else {
+                        String::new()
+                    },
                     if keep_at == default_at {
                         "kept the compiler default (no candidate beat it beyond the noise)".to_string()
                     } else {
-                        format!("kept the model's rank {}", keep_at + 1)
+                        format!(
+                            "kept the model's rank {} (measured candidate {})",
+                            keep_at + 1,
+                            m_result.keep + 1
+                        )
                     },
                     m_result.report
                 );
@@ -374,11 +404,20 @@ impl Pass for LayoutPass {
                     cands.push(default.clone());
                 }
                 let mut best: Option<(f64, usize)> = None;
+                // A module measured once, whichever configurations give it.
+                let mut seen: std::collections::HashMap<String, Option<f64>> =
+                    std::collections::HashMap::new();
                 for (r, g) in cands.iter().enumerate() {
                     let mut trial = m.clone();
                     let dec = decisions(&trial, &spaces, g);
                     assign::assign(&mut trial, &dec)?;
-                    if let Some(t) = measure(&hlo::print_module(&trial)).filter(|t| t.is_finite()) {
+                    let text = hlo::print_module(&trial);
+                    if seen.contains_key(&text) {
+                        continue; // its first configuration stands for it
+                    }
+                    let t = measure(&text).filter(|t| t.is_finite());
+                    seen.insert(text, t);
+                    if let Some(t) = t {
                         if best.is_none_or(|(b, _)| t < b) {
                             best = Some((t, r));
                         }
@@ -386,8 +425,16 @@ impl Pass for LayoutPass {
                 }
                 let _ = writeln!(
                     cx.explain,
-                    "layout: measured {} candidates: {}",
-                    cands.len(),
+                    "layout: measured {} candidates{}: {}",
+                    seen.len(),
+                    if seen.len() < cands.len() {
+                        format!(
+                            " ({} other configuration(s) gave one of these modules and were not measured again)",
+                            cands.len() - seen.len()
+                        )
+                    } else {
+                        String::new()
+                    },
                     match best {
                         Some((t, r)) => format!("kept the model's rank {} (measured {t})", r + 1),
                         None => "no measurement succeeded; kept the model's best".to_string(),
@@ -876,6 +923,27 @@ fn pct(x: f32, base: f32) -> f64 {
     } else {
         (f64::from(x) - f64::from(base)) / f64::from(base).abs() * 100.0
     }
+}
+
+/// `modules` grouped by their printed text, in first-seen order: the
+/// distinct modules, and per distinct module the indices of `modules` that
+/// print as it (configurations that give one program are measured once).
+fn distinct_modules(modules: Vec<Module>) -> (Vec<Module>, Vec<Vec<usize>>) {
+    let mut slot_of: IndexMap<String, usize> = IndexMap::new();
+    let mut out: Vec<Module> = Vec::new();
+    let mut members: Vec<Vec<usize>> = Vec::new();
+    for (k, t) in modules.into_iter().enumerate() {
+        let text = hlo::print_module(&t);
+        match slot_of.get(&text) {
+            Some(&slot) => members[slot].push(k),
+            None => {
+                slot_of.insert(text, out.len());
+                members.push(vec![k]);
+                out.push(t);
+            }
+        }
+    }
+    (out, members)
 }
 
 #[cfg(test)]
