@@ -210,6 +210,7 @@ def main(argv=None):
     ap.add_argument("--ensemble", type=int, default=1, metavar="N",
                     help="each seed s is an ensemble of N networks, those of seeds N*s ... N*s+N-1 "
                          "(train.ensemble_params; with --reuse, VARIANT's networks of those seeds)")
+    ap.add_argument("--ridge-only", action="store_true", help="no network: the ridge ranker alone (train.py --ridge-only)")
     ap.add_argument("--reuse", metavar="VARIANT",
                     help="take each fold's network from VARIANT's finished run in OUT_DIR instead of training it "
                          "(same network options; for post-training options such as --ridge-blend)")
@@ -224,6 +225,10 @@ def main(argv=None):
                        ("ridge_blend", args.ridge_blend), ("ridge_prefit", args.ridge_prefit)]:
         if value is not None:
             hp[key] = value
+    if args.ridge_only:
+        if args.ridge_blend or args.ridge_prefit or args.reuse or args.ensemble > 1:
+            sys.exit("--ridge-only excludes --ridge-blend, --ridge-prefit, --reuse and --ensemble")
+        hp.update(ridge_only=True, ridge_blend=1.0)
     khop = hp["num_layers"]
     files = [os.path.join(args.data, g) for g in args.graphs]
     extra = D.list_npz([os.path.join(args.data, p) for p in args.extra_train])
@@ -256,18 +261,21 @@ def main(argv=None):
         per_seed = []
         for seed in args.seeds:
             t0 = time.time()
-            members = []
-            for member_seed in range(args.ensemble * seed, args.ensemble * seed + args.ensemble):
-                if args.reuse:
-                    members.append(reused_network(
-                        os.path.join(args.out_dir, f"{args.reuse}.{name}.seed{member_seed}.hlocm"), hp))
-                else:
-                    members.append(T.fit("layout", hp, train_graphs, stats, steps=args.steps, batch=args.batch,
-                                         lr=args.lr, loss=args.loss, margin=args.margin,
-                                         weight_decay=args.weight_decay, seed=member_seed, log=None))
-            fold_hp, params = dict(hp), members[0]
-            if args.ensemble > 1:
-                fold_hp, params = T.ensemble_params(fold_hp, members, train_graphs)
+            if args.ridge_only:
+                fold_hp, params = dict(hp), M.init_params("layout", hp, seed, *stats["node"])
+            else:
+                members = []
+                for member_seed in range(args.ensemble * seed, args.ensemble * seed + args.ensemble):
+                    if args.reuse:
+                        members.append(reused_network(
+                            os.path.join(args.out_dir, f"{args.reuse}.{name}.seed{member_seed}.hlocm"), hp))
+                    else:
+                        members.append(T.fit("layout", hp, train_graphs, stats, steps=args.steps, batch=args.batch,
+                                             lr=args.lr, loss=args.loss, margin=args.margin,
+                                             weight_decay=args.weight_decay, seed=member_seed, log=None))
+                fold_hp, params = dict(hp), members[0]
+                if args.ensemble > 1:
+                    fold_hp, params = T.ensemble_params(fold_hp, members, train_graphs)
             params = T.finish_ridge_term(fold_hp, params, train_graphs)
             train_seconds.append(time.time() - t0)
             path = os.path.join(args.out_dir, f"{args.name}.{name}.seed{seed}.hlocm")

@@ -160,8 +160,25 @@ def main():
             alone = [head.run(None, {"config_node_emb": emb, "config_feat": cfg[i : i + 1]})[0][0] for i in range(len(cfg))]
             if not np.allclose(alone, onnx_s, rtol=1e-6, atol=1e-6):
                 sys.exit(f"{g.name}: an ensemble score depends on the rest of its batch")
+    # 6. ridge_only (train.py --ridge-only): untrained network parameters, the
+    # score is the ridge ranker alone (same ranking, exactly, whatever the
+    # network's random weights), calibrated, and exported like the rest.
+    hp_only = dict(hp, ridge_only=True)
+    untrained = M.init_params("layout", hp_only, 7, *stats["node"])
+    only = T.finish_ridge_term(hp_only, untrained, graphs)
+    if only["gnn_scale"][0] != 0.0:
+        sys.exit(f"ridge_only: the network's weight is {only['gnn_scale'][0]}, not 0")
+    if not np.allclose(only["blend_w"][:, 0], w / spread, rtol=1e-5):
+        sys.exit("ridge_only: the score is not the ridge ranker in units of its spread")
+    for g, tau_ridge in zip(graphs, taus):
+        tau = metrics.ranking_metrics(scores(hp_only, only, g), g.runtime)["kendall"]
+        if abs(tau - tau_ridge) > 1e-6:
+            sys.exit(f"ridge_only: {g.name}: tau {tau:.4f} is not the ridge ranker's ({tau_ridge:.4f})")
+    if not hp_only["ridge_fit"]["log_runtime_per_score"] > 0:
+        sys.exit("ridge_only: not calibrated")
     print(f"ok: ridge tau on its training graphs {', '.join(f'{t:.3f}' for t in taus)}; head and ONNX agree; "
-          "the prefit ridge term stays fixed in training; a 2-network ensemble exports and agrees")
+          "the prefit ridge term stays fixed in training; a 2-network ensemble exports and agrees; "
+          "ridge_only ranks as the ridge ranker")
 
 
 if __name__ == "__main__":

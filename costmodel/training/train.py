@@ -72,6 +72,20 @@ def forward_fn(task, hp):
     return f
 
 
+_FORWARD = {}
+
+
+def jitted_forward(task, hp):
+    """`jax.jit(forward_fn(task, hp))`, one per (task, hp): a forward pass
+    compiles once per graph shape across calls (cross-validation folds
+    calibrate and evaluate the same shapes again). `ridge_fit`, a summary
+    written into hp after the fit, does not change the function."""
+    key = (task, json.dumps({k: v for k, v in hp.items() if k != "ridge_fit"}, sort_keys=True, default=str))
+    if key not in _FORWARD:
+        _FORWARD[key] = jax.jit(forward_fn(task, dict(hp)))
+    return _FORWARD[key]
+
+
 def pairwise_hinge(scores, runtime, margin):
     """Mean over ordered pairs (i faster than j) of max(0, margin - (s_j - s_i))."""
     faster = (runtime[:, None] < runtime[None, :]).astype(jnp.float32)
@@ -115,7 +129,7 @@ def batches_for(g: D.GraphData, rng: np.random.Generator, batch: int):
 
 def evaluate(task, hp, params, graphs):
     """Per-graph metrics over all (deduplicated) configurations of each graph."""
-    fwd = jax.jit(forward_fn(task, hp))
+    fwd = jitted_forward(task, hp)
     out = {}
     for g in graphs:
         s = np.asarray(
@@ -288,7 +302,7 @@ def _calibrate(hp, params, graphs, fit_summary):
     spread of log runtime over that of the final score on `graphs`, and
     `log_runtime_resolution` (metrics.log_runtime_resolution): how far such a
     predicted ratio can be trusted."""
-    fwd = jax.jit(forward_fn("layout", hp))
+    fwd = jitted_forward("layout", hp)
     score_spread, log_spread, scored = [], [], []
     for g in graphs:
         g = g() if callable(g) else g
@@ -302,7 +316,7 @@ def _calibrate(hp, params, graphs, fit_summary):
                        "log_runtime_resolution": metrics.log_runtime_resolution(scored, k)}
 
 
-def ridge_blend(hp, params, graphs, a):
+def ridge_blend(hp, params, graphs, a, network=True):
     """Adds the fixed `ridge_blend` term to trained layout parameters (model.layout_head).
 
     On the training graphs: the ridge ranker (`ridge_fit`) and the spread of
@@ -318,18 +332,25 @@ def ridge_blend(hp, params, graphs, a):
     mean within-graph spread of log runtime over that of the final score on
     the training graphs, which turns a score difference into a predicted
     runtime ratio (the layout pass's gain).
+
+    `network=False` (`ridge_only`): the network's weight is 0 (`gnn_scale`),
+    so the score is the ridge ranker alone; `params` need not be trained.
     """
-    fwd = jax.jit(forward_fn("layout", hp))
+    fwd = jitted_forward("layout", hp)
     w, ridge_spread, lo, hi = ridge_fit(graphs)
-    gnn_spread = []
-    for g in graphs:
-        s = np.asarray(fwd(params, g.node_feat, g.node_opcode, g.edge_index, g.node_config_ids, g.config_feat), np.float64)
-        gnn_spread.append(s.std())
-    gnn = float(np.mean(gnn_spread))
-    if not gnn > 0:
-        raise ValueError(f"ridge_blend: degenerate network spread {gnn}")
+    gnn = 0.0
+    if network:
+        gnn_spread = []
+        for g in graphs:
+            g = g() if callable(g) else g
+            s = np.asarray(fwd(params, g.node_feat, g.node_opcode, g.edge_index, g.node_config_ids, g.config_feat),
+                           np.float64)
+            gnn_spread.append(s.std())
+        gnn = float(np.mean(gnn_spread))
+        if not gnn > 0:
+            raise ValueError(f"ridge_blend: degenerate network spread {gnn}")
     out = dict(params)
-    out["gnn_scale"] = np.asarray([1.0 / gnn], np.float32)
+    out["gnn_scale"] = np.asarray([1.0 / gnn if network else 0.0], np.float32)
     out["blend_w"] = (a * w / ridge_spread).astype(np.float32)[:, None]
     out["blend_lo"] = lo.astype(np.float32)
     out["blend_hi"] = hi.astype(np.float32)
@@ -391,9 +412,14 @@ def finish_ridge_term(hp, params, graphs):
     """After `fit` on `graphs`: the ridge term's final parameters and hp["ridge_fit"]
     (with `log_runtime_per_score`). `ridge_blend`: fitted now and blended
     (`ridge_blend`); `ridge_prefit`: already in `params`, calibrated only;
-    neither: `params` unchanged."""
+    `ridge_only`: the ridge ranker alone (`ridge_blend` with the network's
+    weight 0); neither: `params` unchanged."""
     if hp.get("ridge_blend") and hp.get("ridge_prefit"):
         raise ValueError("ridge_blend and ridge_prefit exclude each other")
+    if hp.get("ridge_only"):
+        if hp.get("ridge_prefit"):
+            raise ValueError("ridge_only and ridge_prefit exclude each other")
+        return ridge_blend(hp, params, graphs, 1.0, network=False)
     if hp.get("ridge_blend"):
         return ridge_blend(hp, params, graphs, hp["ridge_blend"])
     if hp.get("ridge_prefit"):
@@ -430,6 +456,8 @@ def main(argv=None):
     ap.add_argument("--ridge-prefit", type=float, default=None,
                     help="layout: fit the ridge ranker before training and train the network with this many times it "
                          "in the score (excludes --ridge-blend)")
+    ap.add_argument("--ridge-only", action="store_true",
+                    help="layout: no network training; the score is the ridge ranker alone (MODEL.md)")
     ap.add_argument("--config-expand", type=int, choices=[1, 2], default=None)
     ap.add_argument("--ensemble", type=int, default=1,
                     help="layout: train this many networks (seeds SEED, SEED+1, ...) and export their mean "
@@ -469,7 +497,14 @@ def main(argv=None):
                            ("ridge_prefit", args.ridge_prefit)]:
             if value is not None:
                 hp[key] = value
-    steps = args.steps or 300
+        if args.ridge_only:
+            if args.ridge_prefit or args.ridge_blend:
+                sys.exit("--ridge-only excludes --ridge-blend and --ridge-prefit")
+            # The ridge term reads the node shapes from the embedding (model.shape_in_embedding).
+            hp.update(ridge_only=True, ridge_blend=1.0)
+    elif args.ridge_only:
+        sys.exit("--ridge-only is a layout option")
+    steps = 0 if args.ridge_only else (args.steps or 300)
     batch = args.batch or (48 if task == "layout" else 64)
     khop = hp["num_layers"] if task == "layout" else None
 
@@ -520,8 +555,15 @@ def main(argv=None):
 
     if args.ensemble > 1 and task != "layout":
         sys.exit("--ensemble is a layout option")
+    if args.ensemble > 1 and hp.get("ridge_only"):
+        sys.exit("--ridge-only trains no network: --ensemble does not apply")
     members = []
-    for seed in range(args.seed, args.seed + max(args.ensemble, 1)):
+    # --ridge-only: no network trained; untrained parameters, weighted 0 by finish_ridge_term.
+    network_seeds = [] if hp.get("ridge_only") else range(args.seed, args.seed + max(args.ensemble, 1))
+    if hp.get("ridge_only"):
+        cfg = stats.get("cfg", (None, None))
+        members.append(M.init_params(task, hp, args.seed, *stats["node"], *cfg))
+    for seed in network_seeds:
         if args.ensemble > 1:
             print(f"ensemble member {len(members) + 1}/{args.ensemble}: seed {seed}", flush=True)
         members.append(fit(
