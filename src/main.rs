@@ -113,10 +113,12 @@ struct Cli {
     /// [layout, tile] Seed of the searches (same input, model and seed: same output).
     #[arg(long)]
     seed: Option<u64>,
-    /// [layout or tile] Cost model file for the single pass of `--pass` (default: the embedded model).
+    /// [layout or tile] Cost model file for the single pass of `--pass` (default: the embedded model;
+    /// `xla-cpu`: the built-in layout model of XLA:CPU runtimes).
     #[arg(long, value_name = "FILE")]
     model: Option<PathBuf>,
-    /// [layout] Cost model file of the layout pass (default: the embedded model).
+    /// [layout] Cost model file of the layout pass (default: the embedded model, trained on TPU
+    /// runtimes; `xla-cpu`: the built-in model of XLA:CPU runtimes; `./xla-cpu` for a file so named).
     #[arg(long, value_name = "FILE")]
     layout_model: Option<PathBuf>,
     /// [tile] Cost model file of the tile pass (default: the embedded model).

@@ -15,7 +15,8 @@
 //!   HLO text + `.runs.json` and from the raw `ModuleTuningData` record; a
 //!   tile `TuningData` gives what its kernels' `.runs.json` give; bad records
 //!   are clear errors;
-//! - with `ORT_DYLIB_PATH`, `eval` runs the embedded default ONNX models.
+//! - with `ORT_DYLIB_PATH`, `eval` runs the embedded default ONNX models and
+//!   the built-in `xla-cpu` layout model.
 
 #[path = "support/report.rs"]
 mod report;
@@ -574,6 +575,25 @@ fn eval_with_the_default_onnx_models() {
         err.contains("tile model") && err.contains("layout"),
         "{err}"
     );
+
+    // `--model xla-cpu` is the built-in XLA:CPU layout model: it scores as its
+    // file does, and not as the default (TPU) model.
+    let scores = |model: &str| {
+        let out = succeeded(hlo_cost(&[
+            "eval",
+            "--json",
+            "--predictions",
+            "--threads",
+            "1",
+            "--model",
+            model,
+            &rel(LAYOUT),
+        ]));
+        json(&out)["files"][0]["predictions"].clone()
+    };
+    let builtin = scores("xla-cpu");
+    assert_eq!(builtin, scores("costmodel/models/layout-xla-cpu.hlocm"));
+    assert_ne!(builtin, doc["files"][0]["predictions"]);
 }
 
 // ---------------------------------------------------------------------------

@@ -5,7 +5,9 @@
 //! a plain single-stage `.onnx` whose metadata names task and feature
 //! version), locating the ONNX Runtime shared library, and [`OnnxModel`], the
 //! [`CostModel`] behind the `layout` and `tile` passes. The default models are
-//! embedded in the binary (`include_bytes!`).
+//! embedded in the binary (`include_bytes!`), and so are the named models of
+//! [`BUILTIN_MODELS`] (a `--layout-model` value that is exactly such a name
+//! loads the built-in; `./NAME` loads a file of that name).
 //!
 //! Invariants:
 //! - The ONNX Runtime environment is created once per process (global,
@@ -53,6 +55,19 @@ pub const MAX_MODEL_BYTES: u64 = 256 << 20;
 pub static DEFAULT_LAYOUT_MODEL: &[u8] = include_bytes!("../models/layout.hlocm");
 /// The default tile model.
 pub static DEFAULT_TILE_MODEL: &[u8] = include_bytes!("../models/tile.hlocm");
+
+/// Models built into the binary besides the defaults, by name: `xla-cpu`,
+/// the layout model of XLA:CPU runtimes (README, "A layout model of your own
+/// hardware"; costmodel/MODEL.md).
+pub static BUILTIN_MODELS: &[(&str, &[u8])] =
+    &[("xla-cpu", include_bytes!("../models/layout-xla-cpu.hlocm"))];
+
+/// The built-in model `path` names: `path` is exactly one of
+/// [`BUILTIN_MODELS`]' names (no folder, no extension).
+pub fn builtin_model(path: &Path) -> Option<(&'static str, &'static [u8])> {
+    let name = path.to_str()?;
+    BUILTIN_MODELS.iter().copied().find(|(n, _)| *n == name)
+}
 
 /// Loads a model for `task`: the file at `path` (`.hlocm` or plain `.onnx`),
 /// or the embedded default when `path` is `None`. `threads` is the number of
@@ -151,6 +166,14 @@ impl OnnxModel {
                 )
             }
             Some(p) => {
+                if let Some((name, bytes)) = builtin_model(p) {
+                    return Self::from_bytes(
+                        bytes,
+                        &format!("<built-in model {name}>"),
+                        task,
+                        threads,
+                    );
+                }
                 let origin = p.display().to_string();
                 let file = std::fs::File::open(p)
                     .map_err(|e| model_err(&origin, format!("cannot read: {e}")))?;

@@ -1,6 +1,7 @@
 //! A model file records the device whose runtimes it learned (`model.json`
 //! `device`, MODEL.md): the embedded default says `tpu` (it names none, the
-//! TpuGraphs meaning), a collected model its device; a `device` that is not
+//! TpuGraphs meaning), the built-in `xla-cpu` model `xla-cpu`, a collected
+//! model its device; a `device` that is not
 //! a non-empty string is refused. Needs ONNX Runtime ("skipped" otherwise).
 
 #[path = "../../tests/support/report.rs"]
@@ -40,6 +41,12 @@ fn a_model_records_the_device_it_was_trained_for() {
     let m = OnnxModel::from_bytes(DEFAULT_LAYOUT_MODEL, "default", Task::Layout, 1).expect("loads");
     assert_eq!(m.info().device, "tpu");
     assert_eq!(m.device().as_deref(), Some("tpu"));
+    // The built-in `xla-cpu` model, loaded by its name: an XLA:CPU layout
+    // model, calibrated for the layout pass's trust region.
+    let m = OnnxModel::load(Some(std::path::Path::new("xla-cpu")), Task::Layout, 1)
+        .expect("the built-in xla-cpu model loads by name");
+    assert_eq!(m.device().as_deref(), Some("xla-cpu"));
+    assert!(m.log_runtime_resolution().is_some_and(|r| r > 0.0));
     let bytes = layout_with_json(|j| j["device"] = "xla-cpu".into());
     let m = OnnxModel::from_bytes(&bytes, "cpu.hlocm", Task::Layout, 1).expect("loads");
     assert_eq!(m.device().as_deref(), Some("xla-cpu"));

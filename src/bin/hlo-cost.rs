@@ -146,7 +146,8 @@ struct FeaturizeArgs {
 #[derive(clap::Args, Debug)]
 struct EvalArgs {
     /// Model file (.hlocm or .onnx), `reference` for the hand-written reference
-    /// model, or nothing for the embedded default model of each file's task.
+    /// model, `xla-cpu` for the built-in layout model of XLA:CPU runtimes, or
+    /// nothing for the embedded default model of each file's task.
     #[arg(long)]
     model: Option<String>,
     /// Task of the files; `auto` takes each file's task from its keys.
