@@ -11,11 +11,13 @@
 //!   parameters numbered `0..n` without gaps;
 //! - exactly one entry computation (`ENTRY`, or the last computation).
 //!
-//! Called computations and control predecessors become ids; integers,
-//! booleans, integer lists, windows, padding, slices, enumerations, operand
-//! precisions, source-target pairs and op metadata are decoded into typed
-//! [`AttrValue`]s (see [`crate::attrs`]); the other attribute values
-//! are kept as their source text ([`AttrValue::Raw`]). Nesting of
+//! Called computations and control predecessors become ids; every
+//! attribute kind [`crate::attrs`] types (integers, lists, windows, padding,
+//! slices, enumerations, precisions, source-target pairs, op metadata,
+//! shardings, replica groups, frontend attributes, aliasing, `dim_labels`,
+//! domains, statistics, result accuracy, strings) is decoded into a typed
+//! [`AttrValue`]; the other attribute values are kept as their source text
+//! ([`AttrValue::Raw`]). Nesting of
 //! brackets is bounded by [`MAX_DEPTH`] before pest runs, so no input can
 //! overflow the stack.
 

@@ -2,11 +2,13 @@
 //! messages ([`crate::proto::xla`]): shardings, op metadata, frontend
 //! attributes, replica groups, source-target pairs, aliasing, literals,
 //! precision, result accuracy, original values, statistics. The parser
-//! decodes op metadata and shardings with them at parse time (and
-//! [`write_metadata`], [`write_sharding`] print them; the proto reader
-//! checks a message with [`sharding_from_proto`] instead of going through
-//! text); the proto writer decodes the kinds still kept as text. They are
-//! the one decoding path for these kinds.
+//! decodes op metadata, shardings, replica groups, frontend attributes,
+//! aliasing, domains, statistics, result accuracy and strings with them at
+//! parse time, and the `write_*` functions here print them in XLA's
+//! spelling; the proto reader checks a message (`*_from_proto`) instead of
+//! going through text; the proto writer decodes only what is still kept as
+//! text (module header attributes, the stack frame sections). They are the
+//! one decoding path for these kinds.
 //!
 //! Every decoder takes the attribute's verbatim text and returns the message
 //! or a message saying what is wrong; nothing here panics on any text.

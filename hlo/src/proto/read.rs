@@ -5,8 +5,12 @@
 //! and lowered straight into the IR: ids become arena ids, called
 //! computations and control predecessors become [`AttrValue`] ids, shapes go
 //! through the parser's shape lowering once per distinct shape, attribute
-//! values through the parser's decoders ([`crate::attrs::decode`]: the kinds
-//! XLA types are stored typed, the rest verbatim in XLA's spelling) and
+//! values typed straight from their messages where the IR holds one
+//! (shardings, replica groups, frontend attributes, aliasing, convolution
+//! dimension numbers, domains, statistics, result accuracy, strings, op
+//! metadata), the others through the parser's decoders
+//! ([`crate::attrs::decode`]: the kinds XLA types are stored typed, the
+//! rest verbatim in XLA's spelling) and
 //! constants through the parser's literal check. The lowered module then
 //! passes the checks the parser applies after lowering
 //! ([`crate::semantic::check`]: attribute formats, per-opcode attributes,

@@ -1,11 +1,12 @@
 //! Module -> `HloModuleProto`.
 //!
 //! Typed attributes are read as the parser stored them (dimension lists,
-//! windows, slices, padding, enumerations, op metadata, ...); the kinds still
-//! kept as text are decoded by the shared decoders of [`crate::attrs`]
-//! (convolution dimension numbers through the [`Instruction`] accessors;
-//! shardings, literals and the rest through [`crate::attrs::xla`] and
-//! [`crate::attrs::literal`]). An attribute with no `HloInstructionProto`
+//! windows, slices, padding, enumerations, op metadata, shardings, replica
+//! groups, frontend attributes, aliasing, convolution dimension numbers,
+//! domains, statistics, result accuracy, strings); the kinds still kept as
+//! text are decoded by the shared decoders of [`crate::attrs`] (header
+//! attributes and the rest through [`crate::attrs::xla`], literals through
+//! [`crate::attrs::literal`], layout constraint shapes through the parser). An attribute with no `HloInstructionProto`
 //! field is an error naming it: nothing is dropped. [`module_to_bytes`]
 //! encodes while it builds (see there).
 //!
