@@ -379,3 +379,41 @@ fn an_unknown_operand_precision_is_an_error() {
     let e = read_err(&p);
     assert!(e.contains("unknown operand precision 1663"), "{e}");
 }
+
+/// A constant's literal holds its values in the fields of its own shape's
+/// element type; a literal whose shape is not the instruction's (a `pred[]`
+/// constant holding an `f32` value, which cargo-fuzz's `proto` target found
+/// read as `pred[] constant(1e-05)` and then refused by the writer) is an
+/// error naming both shapes.
+#[test]
+fn a_literal_of_another_shape_than_its_constant_is_an_error() {
+    let text = "HloModule m\n\nENTRY e {\n  ROOT c = pred[] constant(true)\n}\n";
+    let m = hlo::parse_module(text).expect("parses");
+    let mut p = proto::module_to_proto(&m).expect("writes");
+    proto::from_bytes(&p.encode_to_vec()).expect("reads its own proto");
+    let c = &mut p.computations[0].instructions[0];
+    let lit = c.literal.as_mut().expect("a literal");
+    let shape = lit.shape.as_mut().expect("a literal shape");
+    shape.element_type = 11; // F32
+    lit.preds.clear();
+    lit.f32s = vec![1e-5];
+    let e = read_err(&p);
+    assert!(
+        e.contains("the literal's shape f32[] is not the instruction's pred[]"),
+        "{e}"
+    );
+    // Another dimension count is refused too.
+    let lit = p.computations[0].instructions[0]
+        .literal
+        .as_mut()
+        .expect("a literal");
+    let shape = lit.shape.as_mut().expect("a literal shape");
+    shape.element_type = 1; // PRED
+    shape.dimensions = vec![1];
+    shape.is_dynamic_dimension = vec![false];
+    shape.layout = None;
+    lit.f32s.clear();
+    lit.preds = vec![true];
+    let e = read_err(&p);
+    assert!(e.contains("is not the instruction's pred[]"), "{e}");
+}

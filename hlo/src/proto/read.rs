@@ -1328,6 +1328,18 @@ impl<'p> Reader<'p> {
                     .literal
                     .as_ref()
                     .ok_or_else(|| bad(format!("{path}: a constant without a literal")))?;
+                // The values are read from the literal's own shape; XLA's
+                // constant is that shape, so it must be the instruction's
+                // (element type and dimensions; layouts may differ).
+                if let (Some(ls), Some(is)) = (&lit.shape, &i.shape) {
+                    if ls.element_type != is.element_type || ls.dimensions != is.dimensions {
+                        return Err(bad(format!(
+                            "{path}: the literal's shape {} is not the instruction's {}",
+                            shape_text(ls, 0)?,
+                            shape_text(is, 0)?
+                        )));
+                    }
+                }
                 let text = literal_text(lit).map_err(|e| bad(format!("{path}: {e}")))?;
                 if let Shape::Array(a) = self.m.shape(shape) {
                     crate::parse::check_literal(a, &text)
