@@ -91,6 +91,15 @@ fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
+/// `hlo-cost eval --json --predictions OPTIONS... FILE` (must succeed): the
+/// file's predictions.
+fn eval_predictions(options: &[&str], file: &str) -> Value {
+    let mut args = vec!["eval", "--json", "--predictions"];
+    args.extend_from_slice(options);
+    args.push(file);
+    json(&succeeded(hlo_cost(&args)))["files"][0]["predictions"].clone()
+}
+
 fn json(o: &Output) -> Value {
     serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {}", stdout(o)))
 }
@@ -186,17 +195,7 @@ fn eval_table_for_people() {
 #[test]
 fn batch_size_does_not_change_predictions() {
     let run = |batch: &str| {
-        let out = succeeded(hlo_cost(&[
-            "eval",
-            "--model",
-            "reference",
-            "--json",
-            "--predictions",
-            "--batch",
-            batch,
-            &rel(TILE_TEST),
-        ]));
-        json(&out)["files"][0]["predictions"].clone()
+        eval_predictions(&["--model", "reference", "--batch", batch], &rel(TILE_TEST))
     };
     let one = run("1");
     assert_eq!(one.as_array().expect("array").len(), 807);
@@ -578,19 +577,8 @@ fn eval_with_the_default_onnx_models() {
 
     // `--model xla-cpu` is the built-in XLA:CPU layout model: it scores as its
     // file does, and not as the default (TPU) model.
-    let scores = |model: &str| {
-        let out = succeeded(hlo_cost(&[
-            "eval",
-            "--json",
-            "--predictions",
-            "--threads",
-            "1",
-            "--model",
-            model,
-            &rel(LAYOUT),
-        ]));
-        json(&out)["files"][0]["predictions"].clone()
-    };
+    let scores =
+        |model: &str| eval_predictions(&["--threads", "1", "--model", model], &rel(LAYOUT));
     let builtin = scores("xla-cpu");
     assert_eq!(builtin, scores("costmodel/models/layout-xla-cpu.hlocm"));
     assert_ne!(builtin, doc["files"][0]["predictions"]);

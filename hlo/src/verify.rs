@@ -55,6 +55,24 @@ pub fn verify_in_source(m: &Module, text: &str, filename: &str) -> Result<()> {
 
 /// Checks `m`; see the module documentation for what is checked.
 pub fn verify(m: &Module) -> Result<()> {
+    verify_with(m, Verifier::check_instructions)
+}
+
+/// The checks of [`verify`] without its per-opcode shape rules (points 1, 2,
+/// the edges and layouts of 3, and 4): structure, the entry layout against
+/// the entry's parameters and root, operands defined before use in their
+/// own computation, layouts that fit their shapes, an acyclic call graph. What a module read from a proto must meet (XLA reads a proto
+/// whose shapes its verifier would reject, as it reads such text).
+pub(crate) fn verify_structure(m: &Module) -> Result<()> {
+    verify_with(m, Verifier::check_edges_and_layouts)
+}
+
+/// The module checks, the structure of every computation, the entry layout,
+/// then `per_computation` on each computation, then the call graph.
+fn verify_with<'m>(
+    m: &'m Module,
+    per_computation: fn(&mut Verifier<'m>, CompId) -> Result<()>,
+) -> Result<()> {
     let mut v = Verifier::new(m);
     v.check_module()?;
     // Structure of every computation first, so that checking a caller may
@@ -64,25 +82,7 @@ pub fn verify(m: &Module) -> Result<()> {
     }
     v.check_entry_computation_layout()?;
     for c in m.computations() {
-        v.with_schedule(c, Verifier::check_instructions)?;
-    }
-    v.check_call_graph_acyclic()
-}
-
-/// The checks of [`verify`] without its per-opcode shape rules (points 1, 2,
-/// the edges and layouts of 3, and 4): structure, the entry layout against
-/// the entry's parameters and root, operands defined before use in their
-/// own computation, layouts that fit their shapes, an acyclic call graph. What a module read from a proto must meet (XLA reads a proto
-/// whose shapes its verifier would reject, as it reads such text).
-pub(crate) fn verify_structure(m: &Module) -> Result<()> {
-    let mut v = Verifier::new(m);
-    v.check_module()?;
-    for c in m.computations() {
-        v.with_schedule(c, Verifier::check_structure)?;
-    }
-    v.check_entry_computation_layout()?;
-    for c in m.computations() {
-        v.with_schedule(c, Verifier::check_edges_and_layouts)?;
+        v.with_schedule(c, per_computation)?;
     }
     v.check_call_graph_acyclic()
 }
