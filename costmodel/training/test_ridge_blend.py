@@ -40,6 +40,13 @@ def scores(hp, p, g):
     return np.asarray(M.layout_head(p, hp, emb, g.config_feat), np.float64)
 
 
+def encode(enc, g):
+    """The exported encoder's node embeddings of graph `g` (ONNX Runtime session `enc`)."""
+    return enc.run(None, {"node_feat": g.node_feat.astype(np.float32), "node_opcode": g.node_opcode.astype(np.int64),
+                          "edge_index": g.edge_index.astype(np.int64),
+                          "node_config_ids": g.node_config_ids.astype(np.int64)})[0]
+
+
 def main():
     hp = M.default_hparams("layout")
     hp.update(hidden=16, channels=8, mlp_hidden=16, ridge_blend=1.0)
@@ -96,9 +103,7 @@ def main():
         enc = ort.InferenceSession(stages["encoder.onnx"].SerializeToString(), opts)
         head = ort.InferenceSession(stages["head.onnx"].SerializeToString(), opts)
         for g in graphs:
-            emb = enc.run(None, {"node_feat": g.node_feat.astype(np.float32), "node_opcode": g.node_opcode.astype(np.int64),
-                                 "edge_index": g.edge_index.astype(np.int64),
-                                 "node_config_ids": g.node_config_ids.astype(np.int64)})[0]
+            emb = encode(enc, g)
             onnx_s = head.run(None, {"config_node_emb": emb, "config_feat": g.config_feat.astype(np.float32)})[0]
             jax_s = scores(hp, blended, g)
             if not np.allclose(onnx_s, jax_s, rtol=1e-4, atol=1e-4):
@@ -147,9 +152,7 @@ def main():
         enc = ort.InferenceSession(stages["encoder.onnx"].SerializeToString(), opts)
         head = ort.InferenceSession(stages["head.onnx"].SerializeToString(), opts)
         for g in graphs:
-            emb = enc.run(None, {"node_feat": g.node_feat.astype(np.float32), "node_opcode": g.node_opcode.astype(np.int64),
-                                 "edge_index": g.edge_index.astype(np.int64),
-                                 "node_config_ids": g.node_config_ids.astype(np.int64)})[0]
+            emb = encode(enc, g)
             if emb.shape[1] != 2 * hp["hidden"] + M.NODE_EXTRA:
                 sys.exit(f"ensemble encoder output width {emb.shape[1]}, want 2 x {hp['hidden']} + {M.NODE_EXTRA}")
             cfg = g.config_feat.astype(np.float32)

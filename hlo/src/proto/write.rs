@@ -155,9 +155,15 @@ impl ShapeBytes {
 /// Encodes a length-delimited field (a string, bytes, or an encoded
 /// message) with prost's key and length encoding.
 fn put_field(tag: u32, body: &[u8], buf: &mut Vec<u8>) {
-    prost::encoding::encode_key(tag, prost::encoding::WireType::LengthDelimited, buf);
-    prost::encoding::encode_varint(body.len() as u64, buf);
+    put_header(tag, body.len(), buf);
     buf.extend_from_slice(body);
+}
+
+/// The key and length of a length-delimited field whose `len` bytes of body
+/// the caller writes next.
+fn put_header(tag: u32, len: usize, buf: &mut Vec<u8>) {
+    prost::encoding::encode_key(tag, prost::encoding::WireType::LengthDelimited, buf);
+    prost::encoding::encode_varint(len as u64, buf);
 }
 
 /// A string field as prost writes it: nothing when empty.
@@ -1023,12 +1029,7 @@ impl<'m> Writer<'m> {
                             + string_len(2, opcode)
                             + field_len(3, shape.len())
                             + tail.len();
-                        prost::encoding::encode_key(
-                            2,
-                            prost::encoding::WireType::LengthDelimited,
-                            instructions,
-                        );
-                        prost::encoding::encode_varint(len as u64, instructions);
+                        put_header(2, len, instructions);
                         put_string(1, name, instructions);
                         put_string(2, opcode, instructions);
                         put_field(3, shape, instructions);
@@ -1042,12 +1043,7 @@ impl<'m> Writer<'m> {
                         + instructions.len()
                         + field_len(4, program_shape.len())
                         + cp.encoded_len();
-                    prost::encoding::encode_key(
-                        3,
-                        prost::encoding::WireType::LengthDelimited,
-                        computations,
-                    );
-                    prost::encoding::encode_varint(len as u64, computations);
+                    put_header(3, len, computations);
                     put_string(1, name, computations);
                     computations.extend_from_slice(instructions);
                     put_field(4, program_shape, computations);
