@@ -39,6 +39,10 @@ pub struct Prepared {
     /// Model-specific state, row-major, of shape `state_shape`.
     pub state: Vec<f32>,
     pub state_shape: Vec<usize>,
+    /// Layout models with an early join: the configurable nodes' meta-graph,
+    /// `[consumer, producer]` rows of positions in `node_config_ids`
+    /// ([`prune::meta_edges`]); empty for every other model.
+    pub meta_edges: Vec<[i64; 2]>,
 }
 
 /// A learned (or reference) cost model: ranks configurations of a graph.

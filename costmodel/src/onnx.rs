@@ -31,7 +31,7 @@ use ort::session::Session;
 use ort::value::{TensorElementType, TensorRef, ValueType};
 
 use crate::graph::{ConfigBatch, Graph, Task, LAYOUT_CONFIG_DIM, NODE_FEAT_DIM, TILE_CONFIG_DIM};
-use crate::prune::prune_khop;
+use crate::prune::{meta_edges, prune_khop};
 use crate::{CostModel, CostModelError, Prepared, Result};
 
 /// The `format` field of `model.json`.
@@ -87,6 +87,11 @@ pub struct ModelInfo {
     /// Message-passing depth of the layout encoder: the graph is pruned to the
     /// configurable nodes' `khop` neighbourhood. `None`: no pruning.
     pub khop: Option<usize>,
+    /// Layout models with an early join (`model.json` `meta_hops`): the head
+    /// reads the configurable nodes' meta-graph of this depth
+    /// ([`crate::prune::meta_edges`]) as its input `config_edge_index`.
+    /// `None`: a head of two inputs.
+    pub meta_hops: Option<usize>,
     /// ONNX stage names, in run order.
     pub stages: Vec<String>,
     /// The hardware whose measurements the model was trained on
@@ -269,7 +274,7 @@ impl OnnxModel {
                 let (Some(encoder), Some(head)) = (encoder, head) else {
                     return Err(model_err(origin, "missing stages"));
                 };
-                let emb_dim = check_layout_split(&encoder, &head, origin)?;
+                let emb_dim = check_layout_split(&encoder, &head, &info, origin)?;
                 Stages::Split {
                     encoder: Mutex::new(encoder),
                     head: Mutex::new(head),
@@ -333,6 +338,7 @@ impl OnnxModel {
             task: model_task,
             feature_version,
             khop,
+            meta_hops: None,
             device: get("device").unwrap_or_else(|| DEFAULT_DEVICE.to_string()),
             log_runtime_per_score: match get("log_runtime_per_score") {
                 None => None,
@@ -439,6 +445,24 @@ fn parse_model_json(json: &serde_json::Value, origin: &str) -> Result<ModelInfo>
             )
         })? as usize),
     };
+    let meta_hops = match json.get("meta_hops") {
+        None | Some(serde_json::Value::Null) => None,
+        Some(v) => Some(v.as_u64().filter(|&h| h >= 1).ok_or_else(|| {
+            model_err(
+                origin,
+                "model.json `meta_hops` must be a positive integer or null",
+            )
+        })? as usize),
+    };
+    if let (Some(h), Some(k)) = (meta_hops, khop) {
+        // every meta-graph path lies within h - 1 hops of a configurable node
+        if h > k + 1 {
+            return Err(model_err(
+                origin,
+                format!("model.json `meta_hops` {h} exceeds `khop` + 1 = {}: the pruned graph would lose meta-graph paths", k + 1),
+            ));
+        }
+    }
     let device = match json.get("device") {
         None | Some(serde_json::Value::Null) => DEFAULT_DEVICE.to_string(),
         Some(v) => v
@@ -459,6 +483,7 @@ fn parse_model_json(json: &serde_json::Value, origin: &str) -> Result<ModelInfo>
         task,
         feature_version,
         khop,
+        meta_hops,
         device,
         log_runtime_per_score,
         log_runtime_resolution,
@@ -576,8 +601,14 @@ fn check_ports(
     Ok(())
 }
 
-/// Checks the encoder/head pair; returns the embedding width D.
-fn check_layout_split(encoder: &Session, head: &Session, origin: &str) -> Result<usize> {
+/// Checks the encoder/head pair; returns the embedding width D. The head takes
+/// `config_edge_index` exactly when `model.json` names `meta_hops` (early join).
+fn check_layout_split(
+    encoder: &Session,
+    head: &Session,
+    info: &ModelInfo,
+    origin: &str,
+) -> Result<usize> {
     let ids = Port("node_config_ids", I64, &[None]);
     let emb_out = Port("config_node_emb", F32, &[None, None]);
     let enc_inputs = [&NODE_PORTS[0], &NODE_PORTS[1], &NODE_PORTS[2], &ids];
@@ -588,7 +619,20 @@ fn check_layout_split(encoder: &Session, head: &Session, origin: &str) -> Result
         &[None, None, Some(LAYOUT_CONFIG_DIM as i64)],
     );
     let score = Port("score", F32, &[None]);
-    check_ports(head, "head.onnx", origin, &[&emb_out, &cfg], &[&score])?;
+    let edges = Port("config_edge_index", I64, &[None, Some(2)]);
+    let head_inputs: &[&Port] = if info.meta_hops.is_some() {
+        &[&emb_out, &cfg, &edges]
+    } else {
+        &[&emb_out, &cfg]
+    };
+    let has_edges = head.inputs().iter().any(|o| o.name() == edges.0);
+    if has_edges && info.meta_hops.is_none() {
+        return Err(model_err(
+            origin,
+            "head.onnx reads `config_edge_index` (an early join) but model.json names no `meta_hops`",
+        ));
+    }
+    check_ports(head, "head.onnx", origin, head_inputs, &[&score])?;
     let dim_of = |s: &Session, outputs: bool| -> Option<i64> {
         let outlets = if outputs { s.outputs() } else { s.inputs() };
         outlets
@@ -1225,16 +1269,24 @@ impl CostModel for OnnxModel {
                     node_config_ids: graph.node_config_ids.clone(),
                     ..Graph::default()
                 };
+                // The pruned graph keeps the configurable nodes in order, so its
+                // meta-graph positions are the original graph's.
+                let meta_edges = match self.info.meta_hops {
+                    Some(hops) => meta_edges(&pruned, hops),
+                    None => Vec::new(),
+                };
                 Ok(Prepared {
                     graph,
                     state: emb,
                     state_shape: vec![nc, *emb_dim],
+                    meta_edges,
                 })
             }
             Stages::Single { .. } => Ok(Prepared {
                 graph: pruned,
                 state: Vec::new(),
                 state_shape: Vec::new(),
+                meta_edges: Vec::new(),
             }),
         }
     }
@@ -1260,7 +1312,7 @@ impl CostModel for OnnxModel {
                         prepared.state_shape
                     )));
                 }
-                let inputs = vec![
+                let mut inputs = vec![
                     (
                         "config_node_emb",
                         tensor(vec![nodes_per_config, *emb_dim], &prepared.state)?,
@@ -1270,6 +1322,25 @@ impl CostModel for OnnxModel {
                         tensor(vec![c, nodes_per_config, LAYOUT_CONFIG_DIM], &configs.feat)?,
                     ),
                 ];
+                if self.info.meta_hops.is_some() {
+                    if prepared
+                        .meta_edges
+                        .iter()
+                        .flatten()
+                        .any(|&v| v < 0 || v as usize >= nodes_per_config)
+                    {
+                        return Err(input_err(
+                            "prepared meta-graph names a node outside the configurable nodes: prepare() with this model first",
+                        ));
+                    }
+                    inputs.push((
+                        "config_edge_index",
+                        tensor(
+                            vec![prepared.meta_edges.len(), 2],
+                            prepared.meta_edges.as_flattened(),
+                        )?,
+                    ));
+                }
                 run_session(head, inputs)?
             }
             Stages::Single { model } => {

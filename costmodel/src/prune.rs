@@ -9,6 +9,11 @@
 //! Invariants: kept nodes stay in their original order; edges keep their
 //! original order (duplicates included); configurable nodes keep their order.
 //! The algorithm is the same as `costmodel/training/data.py::prune_khop`.
+//!
+//! Also the configurable nodes' meta-graph of the early-join layout head
+//! ([`meta_edges`], `data.py::meta_edges`): every path it follows lies
+//! within `hops - 1` hops of a configurable node, so the pruned graph gives
+//! the same meta-graph as the full one when `hops <= k + 1`.
 
 use crate::graph::{Graph, NODE_FEAT_DIM};
 
@@ -87,6 +92,66 @@ pub fn prune_khop(graph: &Graph, k: usize) -> Graph {
     }
 }
 
+/// The meta-graph of the configurable nodes: `[consumer, producer]` rows over
+/// positions in `graph.node_config_ids`, one for each pair where the producer
+/// reaches the consumer by a directed path (producer -> consumer edges) of at
+/// most `hops` edges whose inner nodes are not configurable. Each pair once,
+/// sorted, no self-loops. `graph` must be valid.
+pub fn meta_edges(graph: &Graph, hops: usize) -> Vec<[i64; 2]> {
+    let n = graph.num_nodes();
+    let mut pos = vec![usize::MAX; n];
+    for (i, &id) in graph.node_config_ids.iter().enumerate() {
+        pos[id as usize] = i;
+    }
+    // Consumers of each producer, each once (CSR by producer).
+    let mut pairs: Vec<(usize, usize)> = graph
+        .edge_index
+        .iter()
+        .map(|&[c, p]| (p as usize, c as usize))
+        .collect();
+    pairs.sort_unstable();
+    pairs.dedup();
+    let mut start = vec![0usize; n + 1];
+    for &(p, _) in &pairs {
+        start[p + 1] += 1;
+    }
+    for i in 0..n {
+        start[i + 1] += start[i];
+    }
+    let mut found = Vec::new();
+    let mut seen = vec![usize::MAX; n]; // the source that last reached a node
+    let mut frontier = Vec::new();
+    let mut next = Vec::new();
+    for (src, &id) in graph.node_config_ids.iter().enumerate() {
+        frontier.clear();
+        frontier.push(id as usize);
+        seen[id as usize] = src;
+        for _ in 0..hops {
+            next.clear();
+            for &node in &frontier {
+                for &(_, consumer) in &pairs[start[node]..start[node + 1]] {
+                    if pos[consumer] != usize::MAX {
+                        if pos[consumer] != src {
+                            found.push([pos[consumer] as i64, src as i64]);
+                        }
+                    } else if seen[consumer] != src {
+                        // paths go on through non-configurable nodes only
+                        seen[consumer] = src;
+                        next.push(consumer);
+                    }
+                }
+            }
+            if next.is_empty() {
+                break;
+            }
+            std::mem::swap(&mut frontier, &mut next);
+        }
+    }
+    found.sort_unstable();
+    found.dedup();
+    found
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -122,6 +187,52 @@ mod tests {
         assert_eq!(g.node_opcode, vec![2]);
         assert!(g.edge_index.is_empty());
         assert_eq!(g.node_config_ids, vec![0]);
+    }
+
+    /// Configurable nodes 0, 3 and 5 of 0 -> 1 -> 2 -> 3 -> 4 -> 5, 0 -> 5 and
+    /// 6 -> 0 (producer -> consumer), node 6 configurable too.
+    fn meta() -> Graph {
+        let n = 7;
+        Graph {
+            node_feat: vec![0.0; n * NODE_FEAT_DIM],
+            node_opcode: vec![0; n],
+            // [consumer, producer], a duplicate edge included
+            edge_index: vec![
+                [1, 0],
+                [2, 1],
+                [3, 2],
+                [4, 3],
+                [5, 4],
+                [5, 0],
+                [5, 0],
+                [0, 6],
+            ],
+            node_config_ids: vec![5, 0, 3, 6],
+            node_splits: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn meta_edges_join_configurable_nodes_through_unconfigurable_paths() {
+        // positions: 5 -> 0, 0 -> 1, 3 -> 2, 6 -> 3
+        // 0 reaches 3 in 3 edges (0->1->2->3) and 5 directly; 3 reaches 5 in
+        // 2; 6 reaches 0 in 1 (and stops there: 0 is configurable).
+        assert_eq!(meta_edges(&meta(), 3), vec![[0, 1], [0, 2], [1, 3], [2, 1]]);
+        // at most 2 edges: 0 -> 3 (3 edges) is gone
+        assert_eq!(meta_edges(&meta(), 2), vec![[0, 1], [0, 2], [1, 3]]);
+        assert!(meta_edges(&meta(), 0).is_empty());
+    }
+
+    #[test]
+    fn meta_edges_of_the_pruned_graph_are_those_of_the_full_graph() {
+        let g = meta();
+        for k in 2..4 {
+            assert_eq!(
+                meta_edges(&prune_khop(&g, k), 3),
+                meta_edges(&g, 3),
+                "k = {k}"
+            );
+        }
     }
 
     #[test]

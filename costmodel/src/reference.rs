@@ -136,6 +136,7 @@ impl CostModel for ReferenceModel {
                     graph: graph.clone(),
                     state,
                     state_shape: vec![nc, 2],
+                    meta_edges: Vec::new(),
                 })
             }
             Task::Tile => {
@@ -148,6 +149,7 @@ impl CostModel for ReferenceModel {
                     graph: graph.clone(),
                     state: vec![elems],
                     state_shape: vec![1],
+                    meta_edges: Vec::new(),
                 })
             }
         }

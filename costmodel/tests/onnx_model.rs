@@ -34,6 +34,13 @@ fn testdata(name: &str) -> PathBuf {
         .join(name)
 }
 
+/// A small early-join layout model (MODEL.md "Early join"; its `model.json`
+/// names the command that trained it).
+fn early_join_model() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../testdata/costmodel/models/layout_early_join.hlocm")
+}
+
 fn layout_file() -> NpzGraphFile {
     NpzGraphFile::open(testdata("layout_xla_default_test_cd708819.npz")).expect("layout test npz")
 }
@@ -67,7 +74,12 @@ fn rezip(entries: &[(String, Vec<u8>)]) -> Vec<u8> {
 
 /// The embedded layout model with `model.json` edited by `edit`.
 fn layout_with_json(edit: impl Fn(&mut serde_json::Value)) -> Vec<u8> {
-    let mut entries = unzip(DEFAULT_LAYOUT_MODEL);
+    model_with_json(DEFAULT_LAYOUT_MODEL, edit)
+}
+
+/// A `.hlocm` with `model.json` edited by `edit`.
+fn model_with_json(model: &[u8], edit: impl Fn(&mut serde_json::Value)) -> Vec<u8> {
+    let mut entries = unzip(model);
     for (name, data) in entries.iter_mut() {
         if name == "model.json" {
             let mut json: serde_json::Value = serde_json::from_slice(data).expect("json");
@@ -355,6 +367,7 @@ fn unsorted_configurable_ids_score_like_the_same_graph_sorted() {
     )];
     if ort_available() {
         models.push(load_model(None, Task::Layout, 1).expect("layout default"));
+        models.push(load_model(Some(&early_join_model()), Task::Layout, 1).expect("early join"));
     }
     for model in &models {
         let a = model
@@ -377,8 +390,17 @@ fn a_layout_score_does_not_depend_on_the_rest_of_its_batch() {
     }
     // Configuration 40 scored with 0..64, alone, and with 40..104 (another
     // position, other neighbours) gets the same score: a score is a function
-    // of the graph and the configuration only.
-    let model = load_model(None, Task::Layout, 1).expect("layout default");
+    // of the graph and the configuration only. The default and an early-join
+    // model (its [NC, C, H] message passing runs per configuration).
+    for model in [
+        load_model(None, Task::Layout, 1).expect("layout default"),
+        load_model(Some(&early_join_model()), Task::Layout, 1).expect("early join"),
+    ] {
+        one_score_in_three_batches(model.as_ref());
+    }
+}
+
+fn one_score_in_three_batches(model: &dyn CostModel) {
     let f = layout_file();
     let prepared = model.prepare(f.graph()).expect("prepare");
     let a = model
@@ -406,4 +428,31 @@ fn a_layout_score_does_not_depend_on_the_rest_of_its_batch() {
             );
         }
     }
+}
+
+#[test]
+fn an_early_join_head_needs_meta_hops_within_khop_plus_one() {
+    if !ort_available() {
+        return;
+    }
+    let bytes = std::fs::read(early_join_model()).expect("early-join model");
+    let m = OnnxModel::from_bytes(&bytes, "ej", Task::Layout, 1).expect("loads");
+    assert_eq!(m.info().meta_hops, Some(3));
+    let prepared = m.prepare(layout_file().graph()).expect("prepare");
+    assert_eq!(prepared.meta_edges.len(), 38, "the test graph's meta-graph");
+    let no_hops = model_with_json(&bytes, |j| {
+        j.as_object_mut().expect("object").remove("meta_hops");
+    });
+    let msg = model_error(OnnxModel::from_bytes(&no_hops, "x", Task::Layout, 1));
+    assert!(
+        msg.contains("config_edge_index") && msg.contains("meta_hops"),
+        "{msg}"
+    );
+    let too_deep = model_with_json(&bytes, |j| j["meta_hops"] = serde_json::json!(5));
+    let msg = model_error(OnnxModel::from_bytes(&too_deep, "x", Task::Layout, 1));
+    assert!(msg.contains("exceeds `khop` + 1"), "{msg}");
+    // A two-input head (the default) with meta_hops named: the head lacks the input.
+    let default_hops = layout_with_json(|j| j["meta_hops"] = serde_json::json!(3));
+    let msg = model_error(OnnxModel::from_bytes(&default_hops, "x", Task::Layout, 1));
+    assert!(msg.contains("config_edge_index"), "{msg}");
 }

@@ -2,7 +2,10 @@
 //! `costmodel/training/model.py` (parameters read back from the model file,
 //! full unpruned graph; `training/forward.py`) and ONNX Runtime from Rust
 //! (`OnnxModel`, k-hop pruned graph) agree within 1e-4 on the same graph and
-//! configurations, for the embedded layout and tile models.
+//! configurations, for the embedded layout and tile models and for a small
+//! early-join layout model (`testdata/costmodel/models/layout_early_join.hlocm`,
+//! the command that made it is in its `model.json`: `training.command`),
+//! whose meta-graph Rust computes on the pruned graph and Python on the full one.
 //!
 //! Needs `HLO_OPT_PYTHON` (a Python with the training requirements, set by
 //! `scripts/test`) and the ONNX Runtime library; prints "skipped: ..." and
@@ -70,7 +73,7 @@ fn python_scores(py: &str, model: &Path, npz: &Path, first: usize) -> Vec<f32> {
         .collect()
 }
 
-fn check_parity(task: Task, npz_name: &str, first: usize) {
+fn check_parity(task: Task, model_file: Option<&str>, npz_name: &str, first: usize) {
     let Some(py) = python() else { return };
     if let Err(e) = costmodel::onnx::environment() {
         report::skipped(&format!("ONNX Runtime unavailable: {e}"));
@@ -79,15 +82,22 @@ fn check_parity(task: Task, npz_name: &str, first: usize) {
     report::ran();
     let npz = repo().join("testdata/costmodel/npz").join(npz_name);
     let file = NpzGraphFile::open(&npz).expect("open npz");
-    let model = load_model(None, task, 1).expect("embedded model");
+    let model_file = model_file.map(|m| repo().join("testdata/costmodel/models").join(m));
+    let model = load_model(model_file.as_deref(), task, 1).expect("model");
     let prepared = model.prepare(file.graph()).expect("prepare");
     let rust = model
         .score(&prepared, &file.configs(0..first).expect("configs"))
         .expect("score");
 
-    let model_path = embedded_model_file(task);
-    let py_scores = python_scores(&py, &model_path, &npz, first);
-    let _ = std::fs::remove_file(&model_path);
+    let py_scores = match &model_file {
+        Some(path) => python_scores(&py, path, &npz, first),
+        None => {
+            let model_path = embedded_model_file(task);
+            let scores = python_scores(&py, &model_path, &npz, first);
+            let _ = std::fs::remove_file(&model_path);
+            scores
+        }
+    };
 
     assert_eq!(rust.len(), first);
     assert_eq!(py_scores.len(), first);
@@ -117,10 +127,26 @@ fn check_parity(task: Task, npz_name: &str, first: usize) {
 fn layout_python_and_rust_agree_on_a_pruned_graph() {
     // 490 nodes, 38 configurable: k-hop pruning drops nodes on the Rust side
     // only, so this also checks that pruning is exact.
-    check_parity(Task::Layout, "layout_xla_default_test_cd708819.npz", 200);
+    check_parity(
+        Task::Layout,
+        None,
+        "layout_xla_default_test_cd708819.npz",
+        200,
+    );
+}
+
+#[test]
+fn early_join_layout_python_and_rust_agree_on_a_pruned_graph() {
+    // 38 configurable nodes, 38 meta-graph edges (data.meta_edges).
+    check_parity(
+        Task::Layout,
+        Some("layout_early_join.hlocm"),
+        "layout_xla_default_test_cd708819.npz",
+        200,
+    );
 }
 
 #[test]
 fn tile_python_and_rust_agree() {
-    check_parity(Task::Tile, "tile_xla_test_0a8a2b24.npz", 300);
+    check_parity(Task::Tile, None, "tile_xla_test_0a8a2b24.npz", 300);
 }

@@ -116,6 +116,33 @@ def summary(out_dir: str) -> str:
 
 NETWORK_KEYS = ["hidden", "opcode_dim", "num_layers", "channels", "config_expand", "mlp_hidden", "tpu_features",
                 "ridge_prefit"]
+EJ_KEYS = ["ej_hidden", "ej_layers"]
+
+
+def trained_network(out_dir: str, hp: dict, train_graphs, stats, seed: int, args, train_files) -> dict:
+    """`T.fit` of one network (`hp`) on a fold's graphs, kept in OUT_DIR/networks/
+    under a key of everything the training depends on (network options,
+    training options, seed, training files): a rerun, or another variant with
+    the same networks, loads it instead of training again (training is
+    deterministic, so this is the network training would give)."""
+    import hashlib
+
+    keys = NETWORK_KEYS + (["early_join"] + EJ_KEYS if hp.get("early_join") else [])
+    spec = {"net": {k: hp.get(k, 0) for k in keys}, "seed": seed, "steps": args.steps, "batch": args.batch,
+            "lr": args.lr, "loss": args.loss, "margin": args.margin, "weight_decay": args.weight_decay,
+            "files": sorted(os.path.basename(f) for f in train_files)}
+    key = hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:16]
+    path = os.path.join(out_dir, "networks", f"{'ej' if hp.get('early_join') else 'net'}.{key}.npz")
+    if os.path.exists(path):
+        return dict(np.load(path))
+    params = T.fit("layout", hp, train_graphs, stats, steps=args.steps, batch=args.batch, lr=args.lr, loss=args.loss,
+                   margin=args.margin, weight_decay=args.weight_decay, seed=seed, log=None)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    np.savez(path + ".tmp.npz", **params)
+    os.replace(path + ".tmp.npz", path)
+    with open(path[: -len(".npz")] + ".json", "w") as f:
+        json.dump(spec, f, indent=1)
+    return params
 
 
 def reused_network(path: str, hp: dict) -> dict:
@@ -210,6 +237,11 @@ def main(argv=None):
     ap.add_argument("--ensemble", type=int, default=1, metavar="N",
                     help="each seed s is an ensemble of N networks, those of seeds N*s ... N*s+N-1 "
                          "(train.ensemble_params; with --reuse, VARIANT's networks of those seeds)")
+    ap.add_argument("--early-join", type=int, default=0, metavar="J",
+                    help="add J early-join networks (model.ej_score; seeds J*s ... J*s+J-1) to each seed's model "
+                         "(train.ensemble_params; --reuse applies to the other networks only)")
+    ap.add_argument("--train-only", action="store_true",
+                    help="train (and keep in OUT_DIR/networks) every fold's networks, export and evaluate nothing")
     ap.add_argument("--ridge-only", action="store_true", help="no network: the ridge ranker alone (train.py --ridge-only)")
     ap.add_argument("--reuse", metavar="VARIANT",
                     help="take each fold's network from VARIANT's finished run in OUT_DIR instead of training it "
@@ -226,7 +258,7 @@ def main(argv=None):
         if value is not None:
             hp[key] = value
     if args.ridge_only:
-        if args.ridge_blend or args.ridge_prefit or args.reuse or args.ensemble > 1:
+        if args.ridge_blend or args.ridge_prefit or args.reuse or args.ensemble > 1 or args.early_join:
             sys.exit("--ridge-only excludes --ridge-blend, --ridge-prefit, --reuse and --ensemble")
         hp.update(ridge_only=True, ridge_blend=1.0)
     khop = hp["num_layers"]
@@ -248,7 +280,7 @@ def main(argv=None):
     for f, name in zip(files, names):
         results[name] = {}
         for who, model in [("reference", "reference"), ("old", args.old_model)]:
-            if model is None:
+            if model is None or args.train_only:
                 continue
             key = f"{who}:{os.path.abspath(model) if who == 'old' else model}:{name}"
             if key not in baselines:
@@ -270,12 +302,18 @@ def main(argv=None):
                         members.append(reused_network(
                             os.path.join(args.out_dir, f"{args.reuse}.{name}.seed{member_seed}.hlocm"), hp))
                     else:
-                        members.append(T.fit("layout", hp, train_graphs, stats, steps=args.steps, batch=args.batch,
-                                             lr=args.lr, loss=args.loss, margin=args.margin,
-                                             weight_decay=args.weight_decay, seed=member_seed, log=None))
+                        members.append(trained_network(args.out_dir, hp, train_graphs, stats, member_seed, args,
+                                                       train_files))
+                for member_seed in range(args.early_join * seed, args.early_join * seed + args.early_join):
+                    members.append(trained_network(args.out_dir, dict(hp, early_join=1), train_graphs, stats,
+                                                   member_seed, args, train_files))
+                if args.train_only:
+                    print(f"{name} seed {seed}: networks trained ({time.time() - t0:.0f}s, "
+                          f"total {time.time() - t_start:.0f}s)", flush=True)
+                    continue
                 fold_hp, params = dict(hp), members[0]
-                if args.ensemble > 1:
-                    fold_hp, params = T.ensemble_params(fold_hp, members, train_graphs)
+                if len(members) > 1:
+                    fold_hp, params = T.ensemble_params(fold_hp, members, train_graphs, early_join=args.early_join)
             params = T.finish_ridge_term(fold_hp, params, train_graphs)
             train_seconds.append(time.time() - t0)
             path = os.path.join(args.out_dir, f"{args.name}.{name}.seed{seed}.hlocm")
@@ -284,10 +322,15 @@ def main(argv=None):
             per_seed.append(m)
             print(f"{name} seed {seed}: tau {fmt(m['kendall_tau'])} top-1 {fmt(m['top1_slowdown'], True)} "
                   f"(train {train_seconds[-1]:.0f}s, total {time.time() - t_start:.0f}s)", flush=True)
+        if args.train_only:
+            continue
         new = {k: mean([m[k] for m in per_seed]) for k, _ in METRICS}
         new["kendall_tau_per_seed"] = [m["kendall_tau"] for m in per_seed]
         new["top1_slowdown_per_seed"] = [m["top1_slowdown"] for m in per_seed]
         results[name]["new"] = new
+    if args.train_only:
+        print(f"trained every fold's networks in {time.time() - t_start:.0f}s")
+        return
     results["mean"] = {
         who: {k: mean([results[n][who][k] for n in names]) for k, _ in METRICS}
         for who in ["new", "reference", "old"]

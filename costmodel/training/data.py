@@ -30,6 +30,9 @@ class GraphData:
     node_config_ids: np.ndarray | None  # [NC] i32 (layout)
     config_feat: np.ndarray  # [C, NC, 18] or [C, 24] f32
     runtime: np.ndarray  # [C] f64 (normalised for tile)
+    # layout early join: the configurable nodes' meta-graph (`meta_edges`),
+    # computed on first use (`meta_edge_index`), never cached on disk
+    meta_edges: np.ndarray | None = dataclasses.field(default=None, repr=False)
 
 
 def list_npz(paths: list[str]) -> list[str]:
@@ -101,6 +104,50 @@ def prune_khop(num_nodes: int, edge_index: np.ndarray, seeds: np.ndarray, k: int
     remap[kept] = np.arange(len(kept))
     e = edge_index[keep[edge_index[:, 0]] & keep[edge_index[:, 1]]]
     return kept, remap[e], remap[seeds]
+
+
+META_HOPS = 3  # the meta-graph joins configurable nodes at most this many directed edges apart
+
+
+def meta_edges(num_nodes: int, edge_index: np.ndarray, ids: np.ndarray, hops: int = META_HOPS) -> np.ndarray:
+    """The meta-graph of the configurable nodes, [EC, 2] int64 rows [consumer,
+    producer] over positions in `ids` (0..NC): producer -> consumer when the
+    producer reaches the consumer by a directed path of at most `hops` edges
+    whose inner nodes are not configurable. Each pair once, sorted, no
+    self-loops. The same algorithm as `costmodel/src/prune.rs::meta_edges`;
+    every such path lies within `hops - 1` hops of a configurable node, so
+    the k-hop pruned graph (k >= hops - 1) gives the same meta-graph."""
+    nc = len(ids)
+    configurable = np.zeros(num_nodes, bool)
+    configurable[ids] = True
+    pos = np.full(num_nodes, -1, np.int64)
+    pos[ids] = np.arange(nc)
+    # producer -> consumers adjacency, each producer's consumers once
+    e = np.unique(np.asarray(edge_index, np.int64).reshape(-1, 2), axis=0)
+    order = np.argsort(e[:, 1], kind="stable")
+    cons, prod = e[order, 0], e[order, 1]
+    start = np.searchsorted(prod, np.arange(num_nodes + 1))
+    found = set()
+    for src in range(nc):
+        frontier = np.array([ids[src]], np.int64)
+        seen = np.zeros(num_nodes, bool)
+        for _ in range(hops):
+            if not len(frontier):
+                break
+            nxt = np.unique(np.concatenate([cons[start[n] : start[n + 1]] for n in frontier]))
+            hit = nxt[configurable[nxt]]
+            found.update((int(pos[c]), src) for c in hit)
+            nxt = nxt[~configurable[nxt] & ~seen[nxt]]  # paths go on through non-configurable nodes only
+            seen[nxt] = True
+            frontier = nxt
+    return np.array(sorted((c, p) for c, p in found if c != p), np.int64).reshape(-1, 2)
+
+
+def meta_edge_index(g: "GraphData", hops: int = META_HOPS) -> np.ndarray:
+    """`meta_edges` of a layout GraphData, computed once and kept on it."""
+    if g.meta_edges is None:
+        g.meta_edges = meta_edges(len(g.node_opcode), g.edge_index, g.node_config_ids, hops)
+    return g.meta_edges
 
 
 def dedup_configs(config_feat: np.ndarray, runtime: np.ndarray):
@@ -203,7 +250,7 @@ def load_graph_cached(path: str, task: str, khop: int | None, cache_dir: str | N
     g = load_graph(path, task, khop)
     os.makedirs(cache_dir, exist_ok=True)
     tmp = entry + ".tmp.npz"
-    arrays = {k: v for k, v in dataclasses.asdict(g).items() if k != "name" and v is not None}
+    arrays = {k: v for k, v in dataclasses.asdict(g).items() if k not in ("name", "meta_edges") and v is not None}
     np.savez(tmp, **arrays)
     os.replace(tmp, entry)
     return g

@@ -26,8 +26,9 @@ on the fold's training graphs, inputs clipped, both in units of their spread
 on the training graphs) and prints Kendall tau / top-1 slowdown per held-out
 graph. `--with-scores F` adds a second network's scores (same format, e.g.
 from the shipped network's fold models) to the blend, each over its spread.
-MODEL.md ("Screened") has the results; the Rust side cannot run this network
-(its head needs the meta-graph).
+MODEL.md ("Screened") has the results. The shipped form of this network is
+model.ej_score (`train.py --early-join`, `cv.py --early-join`), which the
+Rust head runs with the meta-graph as a third input.
 
     .venv/bin/python costmodel/training/early_join_screen.py --data ../shared/data/tpugraphs/npz \\
         --cache-dir /tmp/cv/cache --out /tmp/ej.npy --seeds 0 1 2
@@ -47,7 +48,6 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 import optax  # noqa: E402
-import scipy.sparse as sp  # noqa: E402
 
 import cv  # noqa: E402
 import data as D  # noqa: E402
@@ -59,27 +59,9 @@ jax.config.update("jax_default_matmul_precision", "highest")
 
 
 def meta_edges(num_nodes: int, edge_index: np.ndarray, ids: np.ndarray, hops: int) -> np.ndarray:
-    """[EC, 2] rows [consumer, producer] over configurable-node positions (0..NC):
-    the producer reaches the consumer by a directed path of at most `hops`
-    edges whose inner nodes are not configurable. Sorted, no self-loops."""
-    a = sp.csr_matrix((np.ones(len(edge_index)), (edge_index[:, 0], edge_index[:, 1])), shape=(num_nodes, num_nodes))
-    nc = len(ids)
-    configurable = np.zeros(num_nodes, bool)
-    configurable[ids] = True
-    pos = np.full(num_nodes, -1)
-    pos[ids] = np.arange(nc)
-    reach = sp.csr_matrix((np.ones(nc), (ids, np.arange(nc))), shape=(num_nodes, nc))  # [node, source]
-    inner = sp.diags((~configurable).astype(np.float64))
-    found = set()
-    for _ in range(hops):
-        reach = (a @ reach).tocsr()
-        reach.data[:] = 1.0
-        coo = reach.tocoo()
-        hit = configurable[coo.row]
-        found.update(zip(pos[coo.row[hit]].tolist(), coo.col[hit].tolist()))
-        reach = (inner @ reach).tocsr()  # paths continue through non-configurable nodes only
-        reach.eliminate_zeros()
-    return np.array(sorted((c, p) for c, p in found if c != p), np.int32).reshape(-1, 2)
+    """data.meta_edges (the shipped meta-graph; this screen's own sparse-matrix
+    version gave the same edges on every labeled graph)."""
+    return D.meta_edges(num_nodes, edge_index, ids, hops)
 
 
 def init_params(hp, h, layers, seed, stats):

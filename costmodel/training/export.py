@@ -21,6 +21,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+import data as D
 import model as M
 
 OPSET = 17
@@ -89,13 +90,16 @@ class _Builder:
         cat = self.op("Concat", [x, e], axis=-1)
         return self.dense(cat, "in_w", "in_b", relu=True)
 
-    def message_passing(self, h: str, num_layers: int, rank: int) -> str:
-        """`h` is [N, D] (rank 2) or [N, C, D] (rank 3)."""
-        consumer = self.op("Gather", ["edge_index", self.const(0, np.int64)], axis=1)  # [E]
-        producer = self.op("Gather", ["edge_index", self.const(1, np.int64)], axis=1)
+    def message_passing(self, h: str, num_layers: int, rank: int, edges: str = "edge_index", count: str | None = None,
+                        layer_stem: str = "l") -> str:
+        """`h` is [N, D] (rank 2) or [N, C, D] (rank 3); `edges` [E, 2] rows [consumer,
+        producer]; `count` a [1] int64 tensor holding N (default: the shape of
+        node_opcode); the layer parameters are `{layer_stem}{layer}_*`."""
+        consumer = self.op("Gather", [edges, self.const(0, np.int64)], axis=1)  # [E]
+        producer = self.op("Gather", [edges, self.const(1, np.int64)], axis=1)
         cons_idx = self.op("Unsqueeze", [consumer, self.const([1], np.int64)])  # [E, 1]
         prod_idx = self.op("Unsqueeze", [producer, self.const([1], np.int64)])
-        n1 = self.op("Concat", [self.op("Shape", ["node_opcode"]), self.const([1], np.int64)], axis=0)
+        n1 = self.op("Concat", [count or self.op("Shape", ["node_opcode"]), self.const([1], np.int64)], axis=0)
         zeros_n1 = self.op("ConstantOfShape", [n1], value=numpy_helper.from_array(np.zeros(1, np.float32)))
         ones_e1 = self.op(
             "ConstantOfShape", [self.op("Shape", [cons_idx])], value=numpy_helper.from_array(np.ones(1, np.float32))
@@ -114,10 +118,10 @@ class _Builder:
             from_cons = self.op("Gather", [h, consumer], axis=0)
             m_in = self.op("Mul", [self.op("ScatterND", [zeros, cons_idx, from_prod], reduction="add"), inv_in])
             m_out = self.op("Mul", [self.op("ScatterND", [zeros, prod_idx, from_cons], reduction="add"), inv_out])
-            u = self.op("MatMul", [h, self.param(f"l{layer}_self_w")])
-            u = self.op("Add", [u, self.op("MatMul", [m_in, self.param(f"l{layer}_in_w")])])
-            u = self.op("Add", [u, self.op("MatMul", [m_out, self.param(f"l{layer}_out_w")])])
-            u = self.op("Add", [u, self.param(f"l{layer}_b")])
+            u = self.op("MatMul", [h, self.param(f"{layer_stem}{layer}_self_w")])
+            u = self.op("Add", [u, self.op("MatMul", [m_in, self.param(f"{layer_stem}{layer}_in_w")])])
+            u = self.op("Add", [u, self.op("MatMul", [m_out, self.param(f"{layer_stem}{layer}_out_w")])])
+            u = self.op("Add", [u, self.param(f"{layer_stem}{layer}_b")])
             h = self.rms_norm(self.op("Add", [h, self.op("Relu", [u])]))
         return h
 
@@ -185,17 +189,22 @@ class _Builder:
         """model.layout_head: [C] scores from config_node_emb and config_feat."""
         d, n = hp["hidden"], M.ensemble_size(hp)
         shape = self.slice_last(emb_in, n * d, n * d + M.NODE_EXTRA) if M.shape_in_embedding(hp) else None
+
+        def score(emb, i):
+            if M.is_early_join(hp, i):
+                return self.ej_score(emb, hp)
+            return self.network_score(emb, shape, hp)
+
         if n > 1:
             y = None
             for i in range(n):
                 self.prefix = f"m{i}_"
-                yi = self.op("Mul", [self.network_score(self.slice_last(emb_in, i * d, (i + 1) * d), shape, hp),
-                                     self.param("scale")])
+                yi = self.op("Mul", [score(self.slice_last(emb_in, i * d, (i + 1) * d), i), self.param("scale")])
                 y = yi if y is None else self.op("Add", [y, yi])
             self.prefix = ""
         else:
             emb = self.slice_last(emb_in, 0, d) if M.shape_in_embedding(hp) else emb_in
-            y = self.network_score(emb, shape, hp)
+            y = score(emb, 0)
         if "blend_w" in self.params:
             wmean = self.weighted_tpu_features("config_feat", shape)  # [C, G]
             wmean = self.op("Min", [self.op("Max", [wmean, self.param("blend_lo")]), self.param("blend_hi")])
@@ -233,6 +242,19 @@ class _Builder:
                 ref = self.op("MatMul", [agg, self.const(M.reference_weights())])
                 y = self.op("Add", [y, self.op("Mul", [ref, self.const(np.float32(hp["ref_blend"]))])])
         return y
+
+    def ej_score(self, emb: str, hp: dict) -> str:
+        """model.ej_score: [C, 1] from one early-join network's embeddings [NC, D],
+        config_feat and the meta-graph `config_edge_index`."""
+        a = self.op("Unsqueeze", [self.op("MatMul", [emb, self.param("ej_emb_w")]), self.const([1], np.int64)])
+        c = self.op("MatMul", [self.op("Transpose", ["config_feat"], perm=[1, 0, 2]), self.param("ej_cfg_w")])
+        x = self.op("Relu", [self.op("Add", [self.op("Add", [a, c]), self.param("ej_b")])])  # [NC, C, H]
+        nc = self.op("Slice", [self.op("Shape", [emb]), self.const([0], np.int64), self.const([1], np.int64)])
+        x = self.message_passing(x, hp["ej_layers"], rank=3, edges="config_edge_index", count=nc, layer_stem="ej_l")
+        mean = self.op("ReduceMean", [x], axes=[0], keepdims=0)
+        mx = self.op("ReduceMax", [x], axes=[0], keepdims=0)
+        z = self.dense(self.op("Concat", [mean, mx], axis=-1), "ej_mlp_w", "ej_mlp_b", relu=True)
+        return self.dense(z, "ej_out_w", "ej_out_b")  # [C, 1]
 
     def weighted_tpu_features(self, cfg: str, shape: str) -> str:
         """model.weighted_tpu_features: [C, G], the node-weighted mean of tpu_features."""
@@ -309,12 +331,16 @@ def build_layout_head(params, hp) -> onnx.ModelProto:
         ("config_node_emb", TensorProto.FLOAT, ["NC", emb_width(hp)]),
         ("config_feat", TensorProto.FLOAT, ["C", "NC", M.LAYOUT_CONFIG_DIM]),
     ]
+    if hp.get("early_join"):
+        inputs.append(("config_edge_index", TensorProto.INT64, ["EC", 2]))
     meta = {"task": "layout", "feature_version": FEATURE_VERSION, "stage": "head"}
     return _finish(b, "layout_head", inputs, [("score", TensorProto.FLOAT, ["C"])], meta)
 
 
 def build_layout_single(params, hp) -> onnx.ModelProto:
     """Encoder and head in one graph (the plain `.onnx` form of a layout model)."""
+    if hp.get("early_join"):
+        raise ValueError("an early-join layout model needs the meta-graph: only the two-stage .hlocm form holds one")
     b = _Builder(params)
     emb = b.op("Gather", [_encoder_body(b, hp), "node_config_ids"], axis=0)
     b.rename_output(b.layout_head(emb, hp), "score")
@@ -366,6 +392,8 @@ def write_hlocm(path: str, task: str, params, hp, info: dict) -> dict:
         "opset": OPSET,
         "stages": list(graphs.keys()),
         "khop": hp["num_layers"] if task == "layout" else None,
+        # early join: the head reads the configurable nodes' meta-graph of this depth (data.meta_edges)
+        **({"meta_hops": D.META_HOPS} if task == "layout" and hp.get("early_join") else {}),
         "hparams": hp,
         **({"log_runtime_per_score": hp["ridge_fit"]["log_runtime_per_score"]} if "ridge_fit" in hp else {}),
         **({"log_runtime_resolution": hp["ridge_fit"]["log_runtime_resolution"]}

@@ -24,6 +24,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
 
+import data as D  # noqa: E402
 import export as X  # noqa: E402
 import model as M  # noqa: E402
 
@@ -44,6 +45,8 @@ def load_inputs(npz_path: str, task: str, configs):
     g["config_feat"] = cfg
     if task == "layout":
         g["node_config_ids"] = d["node_config_ids"].astype(np.int64)
+        # the early join's meta-graph, from the full graph (Rust: from the pruned one)
+        g["config_edge_index"] = D.meta_edges(len(g["node_opcode"]), g["edge_index"], g["node_config_ids"])
     return g
 
 
@@ -52,7 +55,7 @@ def jax_scores(meta, graphs, g):
     hp = meta["hparams"]
     if meta["task"] == "layout":
         emb = M.layout_encoder(p, hp, g["node_feat"], g["node_opcode"], g["edge_index"], g["node_config_ids"])
-        return np.asarray(M.layout_head(p, hp, emb, g["config_feat"]))
+        return np.asarray(M.layout_head(p, hp, emb, g["config_feat"], g["config_edge_index"]))
     return np.asarray(M.tile_forward(p, hp, g["node_feat"], g["node_opcode"], g["edge_index"], g["config_feat"]))
 
 
@@ -66,7 +69,8 @@ def ort_scores(meta, graphs, g):
 
     if meta["task"] == "layout":
         emb = run(graphs["encoder.onnx"], g)
-        return run(graphs["head.onnx"], {"config_node_emb": emb, "config_feat": g["config_feat"]})
+        return run(graphs["head.onnx"], {"config_node_emb": emb, "config_feat": g["config_feat"],
+                                         "config_edge_index": g["config_edge_index"]})
     return run(graphs["model.onnx"], g)
 
 

@@ -52,6 +52,9 @@ def default_hparams(task: str) -> dict:
             "tpu_features": 0,  # 1: TPU tiling features computed in the model (tpu_features); off: CV, MODEL.md
             "ridge_blend": 0.0,  # a > 0: add a times a ridge ranker over size-weighted TPU features (MODEL.md)
             "ridge_prefit": 0.0,  # c > 0: the ridge ranker fitted before training, c times it in the trained score
+            "early_join": 0,  # the last `early_join` of the model's networks are early-join networks (ej_head)
+            "ej_hidden": 32,  # H: width of the early join
+            "ej_layers": 2,  # SAGE layers over the configurable nodes' meta-graph (data.meta_edges)
         }
     return {
         "hidden": 32,
@@ -91,7 +94,9 @@ def init_params(task: str, hp: dict, seed: int, node_mu, node_inv_sigma, cfg_mu=
         p[f"l{layer}_in_w"] = _dense(rng, d, d, 0.5)
         p[f"l{layer}_out_w"] = _dense(rng, d, d, 0.5)
         p[f"l{layer}_b"] = np.zeros(d, np.float32)
-    if task == "layout":
+    if task == "layout" and is_early_join(hp, 0):
+        p.update(ej_init_params(hp, seed))
+    elif task == "layout":
         k, mh = hp["channels"], hp["mlp_hidden"]
         f = head_config_dim(hp)
         a = 2 * TPU_FEATURES if hp.get("tpu_features") else 0
@@ -114,6 +119,28 @@ def init_params(task: str, hp: dict, seed: int, node_mu, node_inv_sigma, cfg_mu=
         p["out_w"] = _dense(rng, mh, 1, 0.5)
         p["out_b"] = np.zeros(1, np.float32)
     return p
+
+
+def ej_init_params(hp, seed):
+    """The early-join head's parameters (`ej_*`, `ej_head`), from their own stream (seed + 1000)."""
+    rng = np.random.default_rng(seed + 1000)
+    d, h, mh = hp["hidden"], hp["ej_hidden"], hp["mlp_hidden"]
+    p = {"ej_emb_w": _dense(rng, d, h), "ej_cfg_w": _dense(rng, LAYOUT_CONFIG_DIM, h), "ej_b": np.zeros(h, np.float32)}
+    for layer in range(hp["ej_layers"]):
+        for name in ["self", "in", "out"]:
+            p[f"ej_l{layer}_{name}_w"] = _dense(rng, h, h, 0.5)
+        p[f"ej_l{layer}_b"] = np.zeros(h, np.float32)
+    p["ej_mlp_w"] = _dense(rng, 2 * h, mh)
+    p["ej_mlp_b"] = np.zeros(mh, np.float32)
+    p["ej_out_w"] = _dense(rng, mh, 1, 0.5)
+    p["ej_out_b"] = np.zeros(1, np.float32)
+    return p
+
+
+def is_early_join(hp, i: int) -> bool:
+    """Whether network `i` of the model is an early-join network: the last
+    `early_join` of its `ensemble_size` networks are."""
+    return i >= ensemble_size(hp) - int(hp.get("early_join") or 0)
 
 
 def node_input(p, node_feat, node_opcode):
@@ -262,7 +289,7 @@ def head_config_dim(hp) -> int:
     return LAYOUT_CONFIG_DIM * hp["config_expand"] + (TPU_FEATURES if hp.get("tpu_features") else 0)
 
 
-def layout_head(p, hp, config_node_emb, config_feat):
+def layout_head(p, hp, config_node_emb, config_feat, config_edge_index=None):
     """Stage 2 (per batch): one score per configuration, [C].
 
     Each configurable node turns its embedding into a weight matrix over its
@@ -274,16 +301,24 @@ def layout_head(p, hp, config_node_emb, config_feat):
     input and a linear term; `ref_blend` adds that many times the reference
     heuristic's score (`reference_weights`), a fixed term. Every step is per configuration: a score depends
     on the graph and its configuration only, never on the rest of the batch.
+    Early-join networks (`early_join`) score with `ej_score` and need
+    `config_edge_index` (data.meta_edges).
     """
     d, n = hp["hidden"], ensemble_size(hp)
     shape = config_node_emb[:, n * d :]
+
+    def score(q, i):
+        emb = config_node_emb[:, i * d : (i + 1) * d]
+        if is_early_join(hp, i):
+            return ej_score(q, hp, emb, config_feat, config_edge_index)
+        return network_score(q, hp, emb, shape, config_feat)
+
     if n > 1:
         # The members' scores, each over its spread on the training graphs
         # (`m{i}_scale`, train.ensemble_params), summed: their mean in common units.
-        y = sum(network_score(member_params(p, i), hp, config_node_emb[:, i * d : (i + 1) * d], shape, config_feat)
-                * p[f"m{i}_scale"][0] for i in range(n))
+        y = sum(score(member_params(p, i), i) * p[f"m{i}_scale"][0] for i in range(n))
     else:
-        y = network_score(p, hp, config_node_emb[:, :d], shape, config_feat)
+        y = score(p, 0)
     if "blend_w" in p:
         # ridge_blend (fitted after training, train.ridge_blend): the network's
         # score in units of its spread on the training graphs, plus the ridge
@@ -321,6 +356,25 @@ def network_score(p, hp, emb, shape, config_feat):
         if hp.get("ref_blend"):
             y = y + hp["ref_blend"] * (agg @ reference_weights())[:, 0]
     return y
+
+
+def ej_score(p, hp, emb, config_feat, config_edge_index):
+    """An early-join network's score, [C] (the Kaggle "Fast or Slow" layout
+    winners' join; the tile model's): each configuration's 18 raw values are
+    joined to its configurable nodes' embeddings before message passing, so a
+    node sees its neighbours' layouts. On the configurable nodes alone, to keep
+    the per-configuration work small: `ej_layers` SAGE layers over their
+    meta-graph (`config_edge_index` [EC, 2], data.meta_edges), then mean and
+    max over the nodes and an MLP. Every step is per configuration.
+
+        x[n, c] = relu(emb[n] W_e + config_feat[c, n] W_c + b)       [NC, C, H]
+    """
+    x = jax.nn.relu((emb @ p["ej_emb_w"])[:, None, :] + jnp.swapaxes(config_feat, 0, 1) @ p["ej_cfg_w"] + p["ej_b"])
+    q = {f"l{layer}_{k}": p[f"ej_l{layer}_{k}"] for layer in range(hp["ej_layers"]) for k in ["self_w", "in_w", "out_w", "b"]}
+    x = message_passing(q, x, config_edge_index, hp["ej_layers"])  # [NC, C, H]
+    pooled = jnp.concatenate([jnp.mean(x, axis=0), jnp.max(x, axis=0)], axis=-1)
+    z = jax.nn.relu(pooled @ p["ej_mlp_w"] + p["ej_mlp_b"])
+    return (z @ p["ej_out_w"] + p["ej_out_b"])[:, 0]
 
 
 def reference_weights() -> np.ndarray:

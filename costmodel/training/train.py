@@ -59,14 +59,14 @@ def resolve(data_root: str, spec: str) -> str:
 def forward_fn(task, hp):
     if task == "layout":
 
-        def f(p, g_feat, g_op, g_edge, g_ids, cfg):
+        def f(p, g_feat, g_op, g_edge, g_ids, cfg, g_cedges=None):
             emb = M.layout_encoder(p, hp, g_feat, g_op, g_edge, g_ids)
-            return M.layout_head(p, hp, emb, cfg)
+            return M.layout_head(p, hp, emb, cfg, g_cedges)
 
     else:
 
-        def f(p, g_feat, g_op, g_edge, g_ids, cfg):
-            del g_ids
+        def f(p, g_feat, g_op, g_edge, g_ids, cfg, g_cedges=None):
+            del g_ids, g_cedges
             return M.tile_forward(p, hp, g_feat, g_op, g_edge, cfg)
 
     return f
@@ -84,6 +84,39 @@ def jitted_forward(task, hp):
     if key not in _FORWARD:
         _FORWARD[key] = jax.jit(forward_fn(task, dict(hp)))
     return _FORWARD[key]
+
+
+def needs_meta_edges(task, hp) -> bool:
+    """Whether the forward pass reads the configurable nodes' meta-graph (early join)."""
+    return task == "layout" and bool(hp.get("early_join"))
+
+
+def meta_edges_of(task, hp, g):
+    return D.meta_edge_index(g) if needs_meta_edges(task, hp) else None
+
+
+EJ_CHUNK = 1024  # configurations per forward pass of an early-join model ([NC, C, H] tensors)
+
+
+def graph_scores(task, hp, params, g, cfg=None) -> np.ndarray:
+    """The model's scores of `cfg` (default: all of `g`'s configurations), f64 [C].
+    An early-join model scores them in chunks of EJ_CHUNK (padded: one compiled
+    shape per graph); a score depends on its configuration alone, so chunking
+    changes nothing but the memory."""
+    fwd = jitted_forward(task, hp)
+    cfg = g.config_feat if cfg is None else cfg
+    args = (g.node_feat, g.node_opcode, g.edge_index, g.node_config_ids)
+    if not needs_meta_edges(task, hp):
+        return np.asarray(fwd(params, *args, cfg), np.float64)
+    cedges = meta_edges_of(task, hp, g)
+    out = []
+    for i in range(0, cfg.shape[0], EJ_CHUNK):
+        c = cfg[i : i + EJ_CHUNK]
+        n = c.shape[0]
+        if n < EJ_CHUNK:
+            c = np.concatenate([c, np.repeat(c[-1:], EJ_CHUNK - n, axis=0)])
+        out.append(np.asarray(fwd(params, *args, c, cedges), np.float64)[:n])
+    return np.concatenate(out)
 
 
 def pairwise_hinge(scores, runtime, margin):
@@ -129,13 +162,9 @@ def batches_for(g: D.GraphData, rng: np.random.Generator, batch: int):
 
 def evaluate(task, hp, params, graphs):
     """Per-graph metrics over all (deduplicated) configurations of each graph."""
-    fwd = jitted_forward(task, hp)
     out = {}
     for g in graphs:
-        s = np.asarray(
-            fwd(params, g.node_feat, g.node_opcode, g.edge_index, g.node_config_ids, g.config_feat), np.float64
-        )
-        out[g.name] = metrics.ranking_metrics(s, g.runtime)
+        out[g.name] = metrics.ranking_metrics(graph_scores(task, hp, params, g), g.runtime)
     return out
 
 
@@ -162,12 +191,12 @@ def make_step(task, hp, loss, margin, steps, lr, weight_decay):
     fwd = forward_fn(task, hp)
     loss_of = LOSSES[loss]
 
-    def loss_fn(tp, consts, g_feat, g_op, g_edge, g_ids, cfg, rt):
-        return loss_of(fwd({**tp, **consts}, g_feat, g_op, g_edge, g_ids, cfg), rt, margin)
+    def loss_fn(tp, consts, g_feat, g_op, g_edge, g_ids, cfg, rt, g_cedges):
+        return loss_of(fwd({**tp, **consts}, g_feat, g_op, g_edge, g_ids, cfg, g_cedges), rt, margin)
 
     @jax.jit
-    def step_fn(tp, st, consts, g_feat, g_op, g_edge, g_ids, cfg, rt):
-        value, grads = jax.value_and_grad(loss_fn)(tp, consts, g_feat, g_op, g_edge, g_ids, cfg, rt)
+    def step_fn(tp, st, consts, g_feat, g_op, g_edge, g_ids, cfg, rt, g_cedges=None):
+        value, grads = jax.value_and_grad(loss_fn)(tp, consts, g_feat, g_op, g_edge, g_ids, cfg, rt, g_cedges)
         upd, st = opt.update(grads, st, tp)
         return optax.apply_updates(tp, upd), st, value
 
@@ -256,6 +285,7 @@ def fit(task, hp, graphs, stats, *, steps, batch, lr, loss, margin, weight_decay
             put_graph(g.node_config_ids),
             put_batch(g.config_feat[idx]),
             put_batch(np.asarray(relative_runtime(g.runtime[idx]))),
+            put_graph(meta_edges_of(task, hp, g)),
         )
         losses.append(float(DataParallel.fetch(value) if parallel is not None else value))
         if log and ((step + 1) % 50 == 0 or step == steps - 1):
@@ -302,11 +332,10 @@ def _calibrate(hp, params, graphs, fit_summary):
     spread of log runtime over that of the final score on `graphs`, and
     `log_runtime_resolution` (metrics.log_runtime_resolution): how far such a
     predicted ratio can be trusted."""
-    fwd = jitted_forward("layout", hp)
     score_spread, log_spread, scored = [], [], []
     for g in graphs:
         g = g() if callable(g) else g
-        s = np.asarray(fwd(params, g.node_feat, g.node_opcode, g.edge_index, g.node_config_ids, g.config_feat), np.float64)
+        s = graph_scores("layout", hp, params, g)
         y = np.log(np.asarray(g.runtime, np.float64))
         score_spread.append(s.std())
         log_spread.append(y.std())
@@ -336,16 +365,13 @@ def ridge_blend(hp, params, graphs, a, network=True):
     `network=False` (`ridge_only`): the network's weight is 0 (`gnn_scale`),
     so the score is the ridge ranker alone; `params` need not be trained.
     """
-    fwd = jitted_forward("layout", hp)
     w, ridge_spread, lo, hi = ridge_fit(graphs)
     gnn = 0.0
     if network:
         gnn_spread = []
         for g in graphs:
             g = g() if callable(g) else g
-            s = np.asarray(fwd(params, g.node_feat, g.node_opcode, g.edge_index, g.node_config_ids, g.config_feat),
-                           np.float64)
-            gnn_spread.append(s.std())
+            gnn_spread.append(graph_scores("layout", hp, params, g).std())
         gnn = float(np.mean(gnn_spread))
         if not gnn > 0:
             raise ValueError(f"ridge_blend: degenerate network spread {gnn}")
@@ -374,9 +400,10 @@ def ridge_prefit_params(graphs, c):
     }
 
 
-def ensemble_params(hp, members, graphs):
-    """One model from n separately trained networks of the same architecture
-    (`hp`: theirs, without `ensemble`): each member's parameters under
+def ensemble_params(hp, members, graphs, early_join=0):
+    """One model from n separately trained networks (`hp`: theirs, without
+    `ensemble`; the last `early_join` of them are early-join networks, trained
+    with `dict(hp, early_join=1)`): each member's parameters under
     `m{i}_NAME` (model.member_params), and `m{i}_scale` = 1 / (n x its spread:
     the mean over `graphs` of the standard deviation of its scores within a
     graph), so the ensemble scores the mean of its members in common units. A
@@ -388,7 +415,8 @@ def ensemble_params(hp, members, graphs):
         raise ValueError("an ensemble needs at least 2 networks")
     if hp.get("ridge_prefit"):
         raise ValueError("an ensemble of networks trained with ridge_prefit is not supported")
-    fwd = jax.jit(forward_fn("layout", hp))
+    if hp.get("early_join") or not 0 <= early_join <= n:
+        raise ValueError("ensemble_params: pass the members' plain hparams and the number of early-join members")
     out = {}
     for k in M.SHARED_PARAMS:
         if k in members[0]:
@@ -396,16 +424,16 @@ def ensemble_params(hp, members, graphs):
                 raise ValueError(f"ensemble: the members' {k} differ (trained on other graphs?)")
             out[k] = members[0][k]
     for i, m in enumerate(members):
+        member_hp = dict(hp, early_join=1) if i >= n - early_join else hp
         spread = []
         for g in graphs:
             g = g() if callable(g) else g
-            s = fwd(m, g.node_feat, g.node_opcode, g.edge_index, g.node_config_ids, g.config_feat)
-            spread.append(float(np.std(np.asarray(s, np.float64))))
+            spread.append(float(np.std(graph_scores("layout", member_hp, m, g))))
         if not np.mean(spread) > 0:
             raise ValueError(f"ensemble: member {i} has a degenerate spread {np.mean(spread)}")
         out.update({f"m{i}_{k}": v for k, v in m.items() if k not in M.SHARED_PARAMS})
         out[f"m{i}_scale"] = np.asarray([1.0 / (n * np.mean(spread))], np.float32)
-    return dict(hp, ensemble=n), out
+    return dict(hp, ensemble=n, early_join=early_join), out
 
 
 def finish_ridge_term(hp, params, graphs):
@@ -462,6 +490,9 @@ def main(argv=None):
     ap.add_argument("--ensemble", type=int, default=1,
                     help="layout: train this many networks (seeds SEED, SEED+1, ...) and export their mean "
                          "(each over its spread) as one model")
+    ap.add_argument("--early-join", type=int, default=0, metavar="J",
+                    help="layout: also train J early-join networks (seeds SEED ... SEED+J-1; model.ej_score) and "
+                         "export the mean of all the networks (each over its spread) as one model")
     ap.add_argument("--weight-decay", type=float, default=0.05)
     ap.add_argument("--device", help="the hardware the training runtimes were measured on, recorded in model.json "
                     "(`tpu`, `xla-cpu`, ...); default: the device of the `hlo-cost collect` manifest.json beside "
@@ -553,22 +584,26 @@ def main(argv=None):
     valid = [D.load_graph_cached(p, task, khop, args.cache_dir) for p in valid_files]
     valid = [g for g in valid if usable_graph(g)]
 
-    if args.ensemble > 1 and task != "layout":
-        sys.exit("--ensemble is a layout option")
-    if args.ensemble > 1 and hp.get("ridge_only"):
-        sys.exit("--ridge-only trains no network: --ensemble does not apply")
+    if (args.ensemble > 1 or args.early_join) and task != "layout":
+        sys.exit("--ensemble and --early-join are layout options")
+    if (args.ensemble > 1 or args.early_join) and hp.get("ridge_only"):
+        sys.exit("--ridge-only trains no network: --ensemble and --early-join do not apply")
+    if args.early_join < 0 or args.ensemble < 1:
+        sys.exit("--ensemble must be >= 1 and --early-join >= 0")
     members = []
     # --ridge-only: no network trained; untrained parameters, weighted 0 by finish_ridge_term.
-    network_seeds = [] if hp.get("ridge_only") else range(args.seed, args.seed + max(args.ensemble, 1))
+    network_seeds = [] if hp.get("ridge_only") else [(s, False) for s in range(args.seed, args.seed + args.ensemble)]
+    network_seeds += [(s, True) for s in range(args.seed, args.seed + args.early_join)]
     if hp.get("ridge_only"):
         cfg = stats.get("cfg", (None, None))
         members.append(M.init_params(task, hp, args.seed, *stats["node"], *cfg))
-    for seed in network_seeds:
-        if args.ensemble > 1:
-            print(f"ensemble member {len(members) + 1}/{args.ensemble}: seed {seed}", flush=True)
+    for seed, early in network_seeds:
+        if len(network_seeds) > 1:
+            print(f"network {len(members) + 1}/{len(network_seeds)}: {'early join, ' if early else ''}seed {seed}",
+                  flush=True)
         members.append(fit(
             task,
-            hp,
+            dict(hp, early_join=1) if early else hp,
             graphs,
             stats,
             steps=steps,
@@ -585,7 +620,9 @@ def main(argv=None):
         return  # every process holds the same parameters; process 0 writes them
     final = members[0]
     if len(members) > 1:
-        hp, final = ensemble_params(hp, members, [get(p) for p in usable])
+        hp, final = ensemble_params(hp, members, [get(p) for p in usable], early_join=args.early_join)
+    elif args.early_join:
+        hp = dict(hp, early_join=1)
     if task == "layout":
         final = finish_ridge_term(hp, final, [get(p) for p in usable])
     train_ev = evaluate(task, hp, final, [get(p) for p in usable])

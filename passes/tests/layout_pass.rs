@@ -370,6 +370,7 @@ impl CostModel for Explicit {
             graph: g.clone(),
             state: Vec::new(),
             state_shape: Vec::new(),
+            meta_edges: Vec::new(),
         })
     }
     fn score(&self, p: &Prepared, c: &ConfigBatch) -> costmodel::Result<Vec<f32>> {
