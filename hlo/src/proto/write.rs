@@ -334,17 +334,78 @@ pub fn literal_proto(
         }
         _ => return Err("a literal needs an array shape".into()),
     };
-    let values =
+    let mut values =
         literal::decode(a, text)?.ok_or("an elided literal `{...}` has no values to write")?;
     let mut shape = shape_proto(m, s);
-    // Values are in row-major order: the literal's layout says so.
-    shape.layout = Some(layout_proto(m, &Layout::default_for_rank(a.rank())));
+    // XLA requires a constant's literal to have the instruction's
+    // minor-to-major order and stores the values in that (physical) order;
+    // the text lists them row-major. Tiles and the rest of the layout are
+    // the instruction's, not the literal's.
+    let rank = a.rank();
+    let minor_to_major = match &a.layout {
+        Some(l) if is_permutation(&l.minor_to_major, rank) => l.minor_to_major.to_vec(),
+        _ => Layout::default_for_rank(rank).minor_to_major.to_vec(),
+    };
+    if minor_to_major
+        .iter()
+        .rev()
+        .enumerate()
+        .any(|(k, &d)| d != k as i64)
+    {
+        values = to_physical_order(&a.dims, &minor_to_major, values);
+    }
+    shape.layout = Some(xla::LayoutProto {
+        minor_to_major,
+        ..Default::default()
+    });
     let mut lit = xla::LiteralProto {
         shape: Some(shape),
         ..Default::default()
     };
     fill_literal(&mut lit, a.elem, &values)?;
     Ok(lit)
+}
+
+/// Whether `m2m` orders all `rank` dimensions, each once.
+fn is_permutation(m2m: &[i64], rank: usize) -> bool {
+    let mut seen = vec![false; rank];
+    m2m.len() == rank
+        && m2m.iter().all(|&d| {
+            usize::try_from(d)
+                .ok()
+                .filter(|&d| d < rank)
+                .is_some_and(|d| !std::mem::replace(&mut seen[d], true))
+        })
+}
+
+/// Row-major `values` of an array of `dims` in the physical order of the
+/// layout `m2m` (a permutation of the dimensions): the minor-most
+/// dimension varies fastest.
+fn to_physical_order(dims: &[i64], m2m: &[i64], values: Vec<Value>) -> Vec<Value> {
+    let rank = dims.len();
+    let mut stride = vec![0usize; rank];
+    let mut s = 1usize;
+    for &d in m2m {
+        stride[d as usize] = s;
+        s *= dims[d as usize].max(0) as usize;
+    }
+    if values.len() != s {
+        return values; // the decoder checked the count; nothing to reorder
+    }
+    let mut out = values.clone();
+    let mut idx = vec![0usize; rank];
+    for v in values {
+        let at: usize = idx.iter().zip(&stride).map(|(i, s)| i * s).sum();
+        out[at] = v;
+        for k in (0..rank).rev() {
+            idx[k] += 1;
+            if (idx[k] as i64) < dims[k] {
+                break;
+            }
+            idx[k] = 0;
+        }
+    }
+    out
 }
 
 fn fill_literal(
@@ -1246,11 +1307,16 @@ impl<'m> Writer<'m> {
                 if inst.opcode == Opcode::Convolution {
                     p.feature_group_count = 1;
                     p.batch_group_count = 1;
+                    // A convolution without `window=` has a window of no
+                    // dimensions, which XLA requires to be present.
+                    p.window = Some(Default::default());
                 }
             }
             _ => {}
         }
-        let mut dot = false;
+        // A dot without dimension attributes (`dot(a, b)` of vectors) still
+        // has dimension numbers (XLA requires the field).
+        let mut dot = inst.opcode == Opcode::Dot;
         let mut gather = xla::GatherDimensionNumbers::default();
         let mut scatter = xla::ScatterDimensionNumbers::default();
         let mut has_gather = false;
@@ -1668,6 +1734,12 @@ impl<'m> Writer<'m> {
                 ragged.dot_dimension_numbers = Some(dd);
             } else {
                 p.dot_dimension_numbers = Some(dd);
+            }
+        }
+        if inst.opcode == Opcode::Outfeed && p.outfeed_shape.is_none() {
+            // Without `outfeed_shape=`, XLA outfeeds its operand's shape.
+            if let Some(&o) = inst.operands.first() {
+                p.outfeed_shape = Some(shape_proto(m, m.inst(o).shape));
             }
         }
         if has_ragged {
