@@ -103,6 +103,7 @@ pub(crate) enum ValueKind {
     ConvDims,
     Domain,
     Statistics,
+    OriginalValue,
     Str,
     /// `direction=` of a compare.
     Direction,
@@ -178,6 +179,7 @@ pub(crate) fn value_kind(key: &str, op: Opcode) -> Option<ValueKind> {
         "dim_labels" => ConvDims,
         "domain" => Domain,
         "statistics" => Statistics,
+        "origin" => OriginalValue,
         "custom_call_target" | "async_execution_thread" | "infeed_config" | "outfeed_config" => Str,
         "direction" if op == Opcode::Compare => Direction,
         // Keys with another meaning on other opcodes, or too generic to
@@ -246,6 +248,7 @@ pub(crate) fn decode_typed(key: &str, kind: ValueKind, text: &str) -> Result<Att
         ValueKind::Str => AttrValue::Str(xla::string_value(text)?.into_boxed_slice()),
         ValueKind::Domain => AttrValue::Domain(Box::new(xla::domain(text)?)),
         ValueKind::Statistics => AttrValue::Statistics(Box::new(xla::statistics(text)?)),
+        ValueKind::OriginalValue => AttrValue::OriginalValue(Box::new(xla::original_value(text)?)),
         ValueKind::ConvDims => {
             AttrValue::ConvDims(Box::new(ConvDims::parse(text).map_err(|e| e.0)?))
         }
@@ -288,6 +291,7 @@ fn mismatch(key: &str, v: &AttrValue, want: &str) -> AttrError {
         AttrValue::Str(_) => "a string".to_string(),
         AttrValue::Statistics(_) => "statistics".to_string(),
         AttrValue::ResultAccuracy(_) => "a result accuracy".to_string(),
+        AttrValue::OriginalValue(_) => "an original value".to_string(),
     };
     bad(key, format!("expected {want}, found {found}"))
 }
@@ -545,6 +549,15 @@ impl Instruction {
             None => Ok(None),
             Some(AttrValue::Statistics(s)) => Ok(Some(s)),
             Some(o) => Err(mismatch("statistics", o, "statistics")),
+        }
+    }
+
+    /// `origin={...}`.
+    pub fn original_value(&self) -> AttrResult<&crate::attrs::xla::OriginalValue> {
+        match self.attr("origin") {
+            None => Ok(None),
+            Some(AttrValue::OriginalValue(v)) => Ok(Some(v)),
+            Some(o) => Err(mismatch("origin", o, "an original value")),
         }
     }
 

@@ -446,6 +446,9 @@ pub enum AttrValue {
     /// `result_accuracy={mode=highest}` or `{tolerance={...}}`, as XLA's
     /// `ResultAccuracy`.
     ResultAccuracy(Box<crate::proto::xla::ResultAccuracy>),
+    /// `origin={{"name"}}`, `{({"a"}, {"b" {1}})}`, `{[synthetic_call]}`:
+    /// the value's origin in the unoptimized module.
+    OriginalValue(Box<crate::attrs::xla::OriginalValue>),
     /// A string XLA defines (`custom_call_target="foo"`,
     /// `async_execution_thread=`, `infeed_config=`, `outfeed_config=`),
     /// unescaped; `backend_config` stays [`AttrValue::Raw`].

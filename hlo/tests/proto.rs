@@ -134,12 +134,12 @@ fn unknown_and_unmodeled_fields_are_reported() {
     );
 
     let mut p = module_proto();
-    p.computations[1].instructions[2].original_value = Some(Default::default());
+    p.computations[1].instructions[2].all_reduce_id = 7;
     p.device_type = "tpu".into();
     let e = proto::from_bytes(&p.encode_to_vec()).expect_err("unmodeled fields are an error");
     let msg = e.to_string();
     assert!(
-        msg.contains("computations[1].instructions[2].original_value"),
+        msg.contains("computations[1].instructions[2].all_reduce_id"),
         "{msg}"
     );
     assert!(msg.contains("device_type"), "{msg}");

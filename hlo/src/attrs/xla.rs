@@ -1548,3 +1548,223 @@ mod tests {
         assert!(sharding_from_proto(&bad_type).is_err());
     }
 }
+
+/// `origin={...}`: where an instruction's value comes from in the module
+/// before optimization (XLA's `OriginalValue`). Either a synthetic call
+/// (`{[synthetic_call]}`) or a tree shaped as the instruction's shape:
+/// tuples `(a, b)`, leaves `{"name"}`, `{"name" {0,1}}` (an element of a
+/// tuple-shaped original) or `{}` (unknown).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OriginalValue {
+    pub synthetic_call: bool,
+    pub tree: Option<OriginalNode>,
+}
+
+/// One node of an [`OriginalValue`] tree.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum OriginalNode {
+    /// The original array (instruction name, shape index), if known.
+    Leaf(Option<(String, Vec<i64>)>),
+    Tuple(Vec<OriginalNode>),
+}
+
+/// Nesting bound of an `origin=` tree (as deep as a shape may nest).
+const MAX_ORIGIN_DEPTH: usize = 64;
+
+/// `origin={...}` (see [`OriginalValue`]).
+pub fn original_value(text: &str) -> R<OriginalValue> {
+    let mut c = Cur::new(text);
+    c.expect("{")?;
+    let v = if c.eat("[") {
+        c.expect("synthetic_call")?;
+        c.expect("]")?;
+        OriginalValue {
+            synthetic_call: true,
+            tree: None,
+        }
+    } else {
+        OriginalValue {
+            synthetic_call: false,
+            tree: Some(original_node(&mut c, 0)?),
+        }
+    };
+    c.expect("}")?;
+    c.end()?;
+    Ok(v)
+}
+
+fn original_node(c: &mut Cur, depth: usize) -> R<OriginalNode> {
+    if depth > MAX_ORIGIN_DEPTH {
+        return Err("an original value nests too deeply".into());
+    }
+    if c.eat("(") {
+        let mut elems = Vec::new();
+        if !c.eat(")") {
+            loop {
+                elems.push(original_node(c, depth + 1)?);
+                if !c.eat(",") {
+                    c.expect(")")?;
+                    break;
+                }
+            }
+        }
+        return Ok(OriginalNode::Tuple(elems));
+    }
+    c.expect("{")?;
+    if c.eat("}") {
+        return Ok(OriginalNode::Leaf(None));
+    }
+    let name = c.quoted()?;
+    let index = if c.peek() == Some(b'{') {
+        c.int_list()?
+    } else {
+        Vec::new()
+    };
+    c.expect("}")?;
+    Ok(OriginalNode::Leaf(Some((name, index))))
+}
+
+/// An original value in XLA's spelling, as [`original_value`] reads it.
+pub fn write_original_value(v: &OriginalValue, o: &mut String) {
+    o.push('{');
+    if v.synthetic_call {
+        o.push_str("[synthetic_call]");
+    } else if let Some(t) = &v.tree {
+        write_original_node(t, o);
+    }
+    o.push('}');
+}
+
+fn write_original_node(n: &OriginalNode, o: &mut String) {
+    match n {
+        OriginalNode::Tuple(elems) => {
+            o.push('(');
+            for (k, e) in elems.iter().enumerate() {
+                if k > 0 {
+                    o.push_str(", ");
+                }
+                write_original_node(e, o);
+            }
+            o.push(')');
+        }
+        OriginalNode::Leaf(None) => o.push_str("{}"),
+        OriginalNode::Leaf(Some((name, index))) => {
+            o.push('{');
+            write_quoted(name.as_bytes(), o);
+            if !index.is_empty() {
+                o.push_str(" {");
+                for (k, i) in index.iter().enumerate() {
+                    if k > 0 {
+                        o.push(',');
+                    }
+                    let _ = write!(o, "{i}");
+                }
+                o.push('}');
+            }
+            o.push('}');
+        }
+    }
+}
+
+/// An original value as XLA's `OriginalValueProto`: one element per known
+/// leaf, at its shape index in the tree.
+pub fn original_value_proto(v: &OriginalValue) -> xla::OriginalValueProto {
+    fn walk(n: &OriginalNode, at: &mut Vec<i64>, out: &mut Vec<xla::OriginalValueElementProto>) {
+        match n {
+            OriginalNode::Tuple(elems) => {
+                for (k, e) in elems.iter().enumerate() {
+                    at.push(k as i64);
+                    walk(e, at, out);
+                    at.pop();
+                }
+            }
+            // XLA writes an unknown leaf as an element without an array.
+            OriginalNode::Leaf(None) => out.push(xla::OriginalValueElementProto {
+                shape_index: at.clone(),
+                original_array: None,
+            }),
+            OriginalNode::Leaf(Some((name, index))) => out.push(xla::OriginalValueElementProto {
+                shape_index: at.clone(),
+                original_array: Some(xla::OriginalArrayProto {
+                    instruction_name: name.clone(),
+                    shape_index: index.clone(),
+                }),
+            }),
+        }
+    }
+    let mut elements = Vec::new();
+    if let Some(t) = &v.tree {
+        walk(t, &mut Vec::new(), &mut elements);
+    }
+    xla::OriginalValueProto {
+        elements,
+        is_synthetic_call: v.synthetic_call,
+    }
+}
+
+/// An `OriginalValueProto` of an instruction of shape `shape` as its tree:
+/// the tree follows the shape's tuples, one element a leaf (an element
+/// without an original array is an unknown leaf, `{}`). A leaf without an
+/// element, an element at a shape index that is not a leaf of the shape,
+/// or two at one index is an error.
+pub fn original_value_from_proto(
+    p: &xla::OriginalValueProto,
+    shape: &xla::ShapeProto,
+) -> R<OriginalValue> {
+    if p.is_synthetic_call {
+        if !p.elements.is_empty() {
+            return Err("a synthetic-call original value has elements".into());
+        }
+        return Ok(OriginalValue {
+            synthetic_call: true,
+            tree: None,
+        });
+    }
+    type Leaves = std::collections::HashMap<Vec<i64>, Option<(String, Vec<i64>)>>;
+    let mut by_index: Leaves = std::collections::HashMap::new();
+    for e in &p.elements {
+        let a = e
+            .original_array
+            .as_ref()
+            .map(|a| (a.instruction_name.clone(), a.shape_index.clone()));
+        let old = by_index.insert(e.shape_index.clone(), a);
+        if old.is_some() {
+            return Err(format!(
+                "two original value elements at shape index {:?}",
+                e.shape_index
+            ));
+        }
+    }
+    fn build(s: &xla::ShapeProto, at: &mut Vec<i64>, by_index: &mut Leaves) -> R<OriginalNode> {
+        if at.len() > MAX_ORIGIN_DEPTH {
+            return Err("an original value's shape nests too deeply".into());
+        }
+        // 13: TUPLE.
+        if s.element_type == 13 {
+            let mut elems = Vec::with_capacity(s.tuple_shapes.len());
+            for (k, t) in s.tuple_shapes.iter().enumerate() {
+                at.push(k as i64);
+                elems.push(build(t, at, by_index)?);
+                at.pop();
+            }
+            return Ok(OriginalNode::Tuple(elems));
+        }
+        match by_index.remove(at.as_slice()) {
+            Some(leaf) => Ok(OriginalNode::Leaf(leaf)),
+            // XLA's text has no spelling for a leaf without an element.
+            None => Err(format!(
+                "an original value has no element at shape index {at:?}"
+            )),
+        }
+    }
+    let tree = build(shape, &mut Vec::new(), &mut by_index)?;
+    if let Some(idx) = by_index.keys().next() {
+        return Err(format!(
+            "an original value element at shape index {idx:?}, not a leaf of the instruction's shape"
+        ));
+    }
+    Ok(OriginalValue {
+        synthetic_call: false,
+        tree: Some(tree),
+    })
+}

@@ -1988,6 +1988,12 @@ impl<'p> Reader<'p> {
             self.typed.push(AttrValue::Statistics(Box::new(s)));
             a.push("statistics".into());
         }
+        if let Some(v) = &i.original_value {
+            let shape = i.shape.clone().unwrap_or_default();
+            let v = ax::original_value_from_proto(v, &shape).map_err(ebad)?;
+            self.typed.push(AttrValue::OriginalValue(Box::new(v)));
+            a.push("origin".into());
+        }
         if i.num_carries != 0 {
             a.push(format!("num_carries={}", i.num_carries));
         }
@@ -2045,9 +2051,14 @@ impl<'p> Reader<'p> {
                 a.push(format!("backend_config={}", quote(bc)));
             }
         }
+        match i.padding_type {
+            0 => {}
+            1 => a.push("padding_type=PADDING_VALID".into()),
+            2 => a.push("padding_type=PADDING_SAME".into()),
+            v => return Err(ebad(format!("unknown padding type {v}"))),
+        }
         // Fields the IR does not carry.
         for (set, name) in [
-            (i.original_value.is_some(), "original_value"),
             (
                 // XLA writes an empty config on every dot and convolution: no sparsity.
                 i.sparsity_config
@@ -2056,7 +2067,6 @@ impl<'p> Reader<'p> {
                 "sparsity_config",
             ),
             (i.backend_config_payload.is_some(), "backend_config_payload"),
-            (i.padding_type != 0, "padding_type"),
             (i.conv_kind != 0, "conv_kind"),
             (i.all_reduce_id != 0, "all_reduce_id"),
             (i.is_cross_program_prefetch, "is_cross_program_prefetch"),

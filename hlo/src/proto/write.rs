@@ -1626,6 +1626,15 @@ impl<'m> Writer<'m> {
                     }
                 }
                 "fft_length" => p.fft_length = ints()?,
+                // `PaddingType` numbers.
+                "padding_type" => {
+                    p.padding_type = match t.trim() {
+                        "PADDING_INVALID" => 0,
+                        "PADDING_VALID" => 1,
+                        "PADDING_SAME" => 2,
+                        o => return Err(e(format!("unknown padding_type `{o}`"))),
+                    }
+                }
                 "distribution" => {
                     p.distribution = match t.trim() {
                         "rng_uniform" => 1,
@@ -1711,6 +1720,12 @@ impl<'m> Writer<'m> {
                     p.result_accuracy = inst.result_accuracy().map_err(ae)?.cloned()
                 }
                 "statistics" => p.statistics_viz = inst.statistics().map_err(ae)?.cloned(),
+                "origin" => {
+                    p.original_value = inst
+                        .original_value()
+                        .map_err(ae)?
+                        .map(ax::original_value_proto)
+                }
                 "num_carries" => p.num_carries = int()?,
                 "is_associative" => p.is_associative = if boolean()? { 1 } else { 2 },
                 other => {
