@@ -2292,8 +2292,25 @@ mod literal_tests {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod depth_scan_tests {
     use super::*;
+
+    /// Attribute values are delimited by the grammar's group scans: strings
+    /// holding braces, nested groups and strings inside nested groups end
+    /// the value exactly where the group closes.
+    #[test]
+    fn groups_end_at_their_closing_bracket() {
+        let backend = r#"{"a":{"b":[1,{"c":"}{"}],"d":"\"}"},"e":"{"}"#;
+        let text = format!(
+            "ENTRY e {{\n  p = f32[2]{{0}} parameter(0)\n  ROOT n = f32[2]{{0}} negate(p), backend_config={backend}, custom_attr={{x, {{y}}, \"}}\"}}, other=k\n}}\n"
+        );
+        let m = parse_module(&text).unwrap();
+        let root = m.inst(m.comp(m.entry).root);
+        assert_eq!(root.raw_attr("backend_config"), Some(backend));
+        assert_eq!(root.raw_attr("custom_attr"), Some("{x, {y}, \"}\"}"));
+        assert_eq!(root.raw_attr("other"), Some("k"));
+    }
 
     /// The vectorised scan finds the same byte as a byte-by-byte one, for
     /// every special byte at every offset of blocks longer than 16 bytes.
