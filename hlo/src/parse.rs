@@ -857,6 +857,9 @@ impl<'a> Lowerer<'a> {
         let mut root: Option<InstId> = None;
         let mut root_marked = false;
         let mut params: Vec<(i64, InstId, usize)> = Vec::new();
+        // One name per instruction (nested ones aside): sized once instead
+        // of rehashed as it grows.
+        self.names.reserve(insts.len());
         for p in insts {
             let at = self.pos(&p);
             let (iid, marked) = self.instruction(p, cid, &mut params)?;
