@@ -135,6 +135,8 @@ def trained_network(out_dir: str, hp: dict, train_graphs, stats, seed: int, args
     path = os.path.join(out_dir, "networks", f"{'ej' if hp.get('early_join') else 'net'}.{key}.npz")
     if os.path.exists(path):
         return dict(np.load(path))
+    if args.require_trained:
+        raise SystemExit(f"--require-trained: no trained network {path} ({spec})")
     params = T.fit("layout", hp, train_graphs, stats, steps=args.steps, batch=args.batch, lr=args.lr, loss=args.loss,
                    margin=args.margin, weight_decay=args.weight_decay, seed=seed, log=None)
     os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -242,6 +244,12 @@ def main(argv=None):
                          "(train.ensemble_params; --reuse applies to the other networks only)")
     ap.add_argument("--train-only", action="store_true",
                     help="train (and keep in OUT_DIR/networks) every fold's networks, export and evaluate nothing")
+    ap.add_argument("--folds", nargs="+", metavar="GRAPH",
+                    help="run only these held-out graphs (names without .npz; the training sets stay the whole "
+                         "leave-one-out's); each fold's results go to OUT_DIR/cv.NAME.fold.GRAPH.json and the table "
+                         "and cv.NAME.json are written once every fold has one")
+    ap.add_argument("--require-trained", action="store_true",
+                    help="fail instead of training a network that OUT_DIR/networks lacks")
     ap.add_argument("--ridge-only", action="store_true", help="no network: the ridge ranker alone (train.py --ridge-only)")
     ap.add_argument("--reuse", metavar="VARIANT",
                     help="take each fold's network from VARIANT's finished run in OUT_DIR instead of training it "
@@ -277,7 +285,11 @@ def main(argv=None):
     baseline_path = os.path.join(args.out_dir, "baselines.json")
     baselines = json.load(open(baseline_path)) if os.path.exists(baseline_path) else {}
     results, train_seconds = {}, []
+    if args.folds and set(args.folds) - set(names):
+        sys.exit(f"--folds: unknown graphs {sorted(set(args.folds) - set(names))} (have {names})")
     for f, name in zip(files, names):
+        if args.folds and name not in args.folds:
+            continue
         results[name] = {}
         for who, model in [("reference", "reference"), ("old", args.old_model)]:
             if model is None or args.train_only:
@@ -287,6 +299,7 @@ def main(argv=None):
                 baselines[key] = hlo_cost_eval(args.hlo_cost, model, f)
                 json.dump(baselines, open(baseline_path, "w"), indent=1)
             results[name][who] = baselines[key]
+        t_fold = time.time()
         train_files = [p for p in files + extra if p != f]
         train_graphs = [graphs[p] for p in train_files if p in graphs]
         stats = D.feature_stats(train_files, "layout")
@@ -328,8 +341,23 @@ def main(argv=None):
         new["kendall_tau_per_seed"] = [m["kendall_tau"] for m in per_seed]
         new["top1_slowdown_per_seed"] = [m["top1_slowdown"] for m in per_seed]
         results[name]["new"] = new
+        fold = {"results": results[name], "train_seconds": train_seconds[-len(args.seeds):],
+                "wall_seconds": time.time() - t_fold}
+        json.dump(fold, open(os.path.join(args.out_dir, f"cv.{args.name}.fold.{name}.json"), "w"), indent=1)
     if args.train_only:
         print(f"trained every fold's networks in {time.time() - t_start:.0f}s")
+        return
+    fold_wall = 0.0
+    for name in names:
+        part = os.path.join(args.out_dir, f"cv.{args.name}.fold.{name}.json")
+        if name not in results and os.path.exists(part):
+            doc = json.load(open(part))
+            results[name] = doc["results"]
+            train_seconds += doc["train_seconds"]
+            fold_wall += doc["wall_seconds"]
+    missing = [n for n in names if n not in results]
+    if missing:
+        print(f"folds without results yet: {missing}; cv.{args.name}.json is written once they have them")
         return
     results["mean"] = {
         who: {k: mean([results[n][who][k] for n in names]) for k, _ in METRICS}
@@ -337,7 +365,7 @@ def main(argv=None):
         if all(who in results[n] for n in names)
     }
     print(table(results, names))
-    wall = time.time() - t_start
+    wall = time.time() - t_start + fold_wall  # with --folds: this run's and the earlier folds' runs
     print(f"\nvariant {args.name}: {len(names)} folds x {len(args.seeds)} seeds, "
           f"mean training {np.mean(train_seconds):.0f}s, wall {wall:.0f}s")
     out = {"variant": args.name, "hparams": hp, "options": vars(args), "results": results,
