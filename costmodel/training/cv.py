@@ -95,7 +95,7 @@ def summary(out_dir: str) -> str:
     """One markdown row per variant (cv.*.json in out_dir): per-graph mean tau / top-1, means."""
     rows = []
     for f in sorted(os.listdir(out_dir)):
-        if not (f.startswith("cv.") and f.endswith(".json")):
+        if not (f.startswith("cv.") and f.endswith(".json")) or ".fold." in f:  # --folds parts: not a variant
             continue
         doc = json.load(open(os.path.join(out_dir, f)))
         res = doc["results"]
@@ -244,10 +244,10 @@ def main(argv=None):
                          "(train.ensemble_params; --reuse applies to the other networks only)")
     ap.add_argument("--train-only", action="store_true",
                     help="train (and keep in OUT_DIR/networks) every fold's networks, export and evaluate nothing")
-    ap.add_argument("--folds", nargs="+", metavar="GRAPH",
+    ap.add_argument("--folds", nargs="*", metavar="GRAPH",
                     help="run only these held-out graphs (names without .npz; the training sets stay the whole "
                          "leave-one-out's); each fold's results go to OUT_DIR/cv.NAME.fold.GRAPH.json and the table "
-                         "and cv.NAME.json are written once every fold has one")
+                         "and cv.NAME.json are written once every fold has one (`--folds` alone: run none, write them)")
     ap.add_argument("--require-trained", action="store_true",
                     help="fail instead of training a network that OUT_DIR/networks lacks")
     ap.add_argument("--ridge-only", action="store_true", help="no network: the ridge ranker alone (train.py --ridge-only)")
@@ -285,10 +285,10 @@ def main(argv=None):
     baseline_path = os.path.join(args.out_dir, "baselines.json")
     baselines = json.load(open(baseline_path)) if os.path.exists(baseline_path) else {}
     results, train_seconds = {}, []
-    if args.folds and set(args.folds) - set(names):
+    if args.folds is not None and set(args.folds) - set(names):
         sys.exit(f"--folds: unknown graphs {sorted(set(args.folds) - set(names))} (have {names})")
     for f, name in zip(files, names):
-        if args.folds and name not in args.folds:
+        if args.folds is not None and name not in args.folds:
             continue
         results[name] = {}
         for who, model in [("reference", "reference"), ("old", args.old_model)]:
@@ -367,7 +367,7 @@ def main(argv=None):
     print(table(results, names))
     wall = time.time() - t_start + fold_wall  # with --folds: this run's and the earlier folds' runs
     print(f"\nvariant {args.name}: {len(names)} folds x {len(args.seeds)} seeds, "
-          f"mean training {np.mean(train_seconds):.0f}s, wall {wall:.0f}s")
+          f"mean training {np.mean(train_seconds) if train_seconds else 0:.0f}s, wall {wall:.0f}s")
     out = {"variant": args.name, "hparams": hp, "options": vars(args), "results": results,
            "mean_train_seconds": float(np.mean(train_seconds)), "wall_seconds": wall}
     json.dump(out, open(os.path.join(args.out_dir, f"cv.{args.name}.json"), "w"), indent=1)
