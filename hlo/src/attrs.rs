@@ -211,13 +211,11 @@ pub(crate) fn value_kind(key: &str, op: Opcode) -> Option<ValueKind> {
 pub(crate) fn decode(key: &str, op: Opcode, text: &str) -> Option<Result<AttrValue, String>> {
     match value_kind(key, op)? {
         ValueKind::Float => None,
-        // A named sharding (newer XLA) is kept as text.
+        // A named sharding in newer syntax is kept as text.
         ValueKind::Sharding => match xla::sharding(text) {
-            Err(e) if e == xla::NAMED_SHARDING => None,
+            Err(e) if e == xla::NAMED_SHARDING_NEWER => None,
             r => Some(r.map(|s| AttrValue::Sharding(Box::new(s)))),
         },
-        // So are replica groups over mesh axes (`mesh[...] {...}`, newer XLA).
-        ValueKind::ReplicaGroups if text.trim_start().starts_with("mesh") => None,
         kind => Some(decode_typed(key, kind, text)),
     }
 }

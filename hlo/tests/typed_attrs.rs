@@ -309,14 +309,21 @@ const CANONICAL: &[(&str, &str)] = &[
         "frontend_attributes={composite.attributes=\"{n = 1 : i32}\",composite.name=\"f\"}",
     ),
     (
-        // Replica groups over mesh axes (newer XLA) are kept as written.
-        "ROOT r = f32[4,6]{1,0} all-reduce(p), replica_groups=mesh['a'=2,'b'=2] {'b'}, to_apply=add",
+        // Replica groups over mesh axes.
+        "ROOT r = f32[4,6]{1,0} all-reduce(p), replica_groups=mesh[ 'a'=2, 'b'=2 ] { 'b' }, to_apply=add",
         "replica_groups=mesh['a'=2,'b'=2] {'b'},",
     ),
     (
-        // A named sharding (newer XLA) is kept as written.
-        "ROOT n = f32[4,6]{1,0} negate(p), sharding={mesh['x'=2] [{'x'}, {}]}",
-        "sharding={mesh['x'=2] [{'x'}, {}]}",
+        // A named sharding, in XLA's spelling (`, ` separators; an empty
+        // dimension list with every axis unreduced is `unreduced`).
+        "ROOT n = f32[4,6]{1,0} negate(p), sharding={{mesh['x'=2] [{'x'},{?}]}, {mesh['x'=2] [], unreduced={'x'}}}",
+        "sharding={{mesh['x'=2], [{'x'}, {?}]}, {mesh['x'=2], unreduced}}",
+    ),
+    (
+        // A named sharding in syntax newer than jaxlib 0.10.2 (a reduction
+        // kind) is kept as written.
+        "ROOT n = f32[4,6]{1,0} negate(p), sharding={mesh['x'=2], [{}, {}], unreduced=max{'x'}}",
+        "sharding={mesh['x'=2], [{}, {}], unreduced=max{'x'}}",
     ),
 ];
 

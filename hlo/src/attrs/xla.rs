@@ -605,14 +605,29 @@ fn iota_list(c: &mut Cur) -> R<IotaList> {
 
 /// The device list of a collective: `replica_groups={{0,1},{2,3}}` or the
 /// iota form `replica_groups=[2,2]<=[4]`.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum ReplicaGroups {
     List(Vec<Vec<i64>>),
     Iota(IotaList),
+    /// `mesh['a'=2,'b'=2] {'b'}`: groups over axes of a mesh (newer XLA).
+    Mesh(xla::MeshAxesReplicaGroupListProto),
 }
 
 pub fn replica_groups(text: &str) -> R<ReplicaGroups> {
     let t = text.trim();
+    if let Some(rest) = t.strip_prefix("mesh") {
+        let mut c = Cur::new(rest);
+        let axes = mesh_axes(&mut c)?;
+        let refs = axis_refs(&mut c, &axes)?;
+        c.end()?;
+        return Ok(ReplicaGroups::Mesh(xla::MeshAxesReplicaGroupListProto {
+            mesh: Some(xla::MeshProto {
+                axes,
+                ..Default::default()
+            }),
+            axes: refs,
+        }));
+    }
     if t.starts_with('[') {
         let mut c = Cur::new(t);
         let l = iota_list(&mut c)?;
@@ -639,6 +654,24 @@ pub fn write_replica_groups(g: &ReplicaGroups, o: &mut String) {
                 o.push('{');
                 write_joined(g, o);
                 o.push('}');
+            }
+            o.push('}');
+        }
+        ReplicaGroups::Mesh(g) => {
+            let mesh = g.mesh.clone().unwrap_or_default();
+            o.push_str("mesh[");
+            for (k, a) in mesh.axes.iter().enumerate() {
+                if k > 0 {
+                    o.push(',');
+                }
+                let _ = write!(o, "'{}'={}", a.name, a.size);
+            }
+            o.push_str("] {");
+            for (j, a) in g.axes.iter().enumerate() {
+                if j > 0 {
+                    o.push_str(", ");
+                }
+                write_axis_ref(a, &mesh, o);
             }
             o.push('}');
         }
@@ -791,9 +824,321 @@ pub fn sharding(text: &str) -> R<xla::OpSharding> {
     Ok(s)
 }
 
-/// What [`sharding`] says of a named sharding (`{mesh[...] ...}`, newer
-/// XLA), which the IR keeps as text.
-pub const NAMED_SHARDING: &str = "named shardings (`mesh[...]`) are not decoded";
+/// What [`sharding`] says of a named sharding in syntax newer than jaxlib
+/// 0.10.2 (axes with a reduction kind, `unreduced=max{'x'}`), which the IR
+/// keeps as text.
+pub const NAMED_SHARDING_NEWER: &str =
+    "named shardings with reduction kinds (`unreduced=max{...}`) are not decoded";
+
+/// A single-quoted mesh axis name (`'x'`; no escapes).
+fn axis_name(c: &mut Cur) -> R<String> {
+    c.expect("'")?;
+    let r = c.rest();
+    let end = r
+        .find('\'')
+        .ok_or_else(|| format!("unterminated axis name at `{}`", snippet(r)))?;
+    let name = r[..end].to_string();
+    c.i += end + 1;
+    Ok(name)
+}
+
+/// An axis of `axes` by name: `'x'`, or a sub-axis `'x':(pre)size`.
+fn axis_ref(c: &mut Cur, axes: &[xla::MeshAxis]) -> R<xla::AxisRefProto> {
+    let name = axis_name(c)?;
+    let index = axes
+        .iter()
+        .position(|a| a.name == name)
+        .ok_or_else(|| format!("axis '{name}' is not an axis of the mesh"))?;
+    let sub_axis_info = if c.eat(":") {
+        c.expect("(")?;
+        let pre_size = c.int()?;
+        c.expect(")")?;
+        let size = c.int()?;
+        Some(xla::SubAxis { pre_size, size })
+    } else {
+        None
+    };
+    Ok(xla::AxisRefProto {
+        mesh_axis_index: index as i64,
+        sub_axis_info,
+    })
+}
+
+/// `{'x', 'y':(1)2}`: axes of a mesh.
+fn axis_refs(c: &mut Cur, axes: &[xla::MeshAxis]) -> R<Vec<xla::AxisRefProto>> {
+    c.expect("{")?;
+    let mut out = Vec::new();
+    if c.eat("}") {
+        return Ok(out);
+    }
+    loop {
+        out.push(axis_ref(c, axes)?);
+        if !c.eat(",") {
+            c.expect("}")?;
+            return Ok(out);
+        }
+    }
+}
+
+/// `['x'=2,'y'=2]`: the axes of a mesh (after `mesh`).
+fn mesh_axes(c: &mut Cur) -> R<Vec<xla::MeshAxis>> {
+    c.expect("[")?;
+    let mut axes = Vec::new();
+    if c.eat("]") {
+        return Ok(axes);
+    }
+    loop {
+        let name = axis_name(c)?;
+        c.expect("=")?;
+        let size = c.int()?;
+        axes.push(xla::MeshAxis { name, size });
+        if !c.eat(",") {
+            c.expect("]")?;
+            return Ok(axes);
+        }
+    }
+}
+
+/// The body of a named sharding after `mesh` (newer XLA):
+/// `['x'=2,'y'=2], device_ids=(3,2,1,0), [{'x'}, {?}], replicated={'y'},
+/// unreduced={...}, manual={...}`; `replicated` for no dimension list,
+/// `unreduced` for no dimension list and every axis unreduced.
+/// A dimension `{..., ?}` is open (`is_closed` false).
+fn named_sharding(c: &mut Cur) -> R<xla::NamedShardingProto> {
+    let axes = mesh_axes(c)?;
+    let mut n = xla::NamedShardingProto::default();
+    c.eat(",");
+    if c.eat("device_ids") {
+        c.expect("=")?;
+        c.expect("(")?;
+        if !c.eat(")") {
+            loop {
+                let mesh_ids = &mut n.mesh.get_or_insert_with(Default::default).device_ids;
+                mesh_ids.push(c.int()?);
+                if !c.eat(",") {
+                    c.expect(")")?;
+                    break;
+                }
+            }
+        }
+        c.eat(",");
+    }
+    if c.eat("[") {
+        if !c.eat("]") {
+            loop {
+                c.expect("{")?;
+                let mut d = xla::DimensionSharding {
+                    is_closed: true,
+                    ..Default::default()
+                };
+                if !c.eat("}") {
+                    loop {
+                        if c.eat("?") {
+                            d.is_closed = false;
+                            c.expect("}")?;
+                            break;
+                        }
+                        d.axes.push(axis_ref(c, &axes)?);
+                        if !c.eat(",") {
+                            c.expect("}")?;
+                            break;
+                        }
+                    }
+                }
+                n.dim_shardings.push(d);
+                if !c.eat(",") {
+                    c.expect("]")?;
+                    break;
+                }
+            }
+        }
+    } else {
+        match c.word() {
+            "replicated" => {}
+            // Every axis of the mesh unreduced.
+            "unreduced" => n.unreduced_axes = whole_mesh(&axes),
+            _ => {
+                return Err(format!(
+                    "expected a dimension list `[...]`, `replicated` or `unreduced` at `{}`",
+                    snippet(c.rest())
+                ))
+            }
+        }
+    }
+    while c.eat(",") {
+        let field = match c.word() {
+            "replicated" => &mut n.replicated_axes,
+            "unreduced" => &mut n.unreduced_axes,
+            "manual" => &mut n.manual_axes,
+            other => {
+                return Err(format!(
+                    "unknown named sharding field `{other}`; expected replicated=, unreduced= or manual="
+                ))
+            }
+        };
+        c.expect("=")?;
+        if c.peek() != Some(b'{') {
+            // `unreduced=max{'x'}`: a reduction kind (newer than jaxlib
+            // 0.10.2), which `NamedShardingProto` here does not carry.
+            return Err(NAMED_SHARDING_NEWER.into());
+        }
+        *field = axis_refs(c, &axes)?;
+    }
+    n.mesh.get_or_insert_with(Default::default).axes = axes;
+    Ok(n)
+}
+
+/// Every axis of a mesh, in order, as axis references.
+fn whole_mesh(axes: &[xla::MeshAxis]) -> Vec<xla::AxisRefProto> {
+    (0..axes.len() as i64)
+        .map(|k| xla::AxisRefProto {
+            mesh_axis_index: k,
+            sub_axis_info: None,
+        })
+        .collect()
+}
+
+/// `'x'` or `'x':(pre)size`: an axis of `mesh` by name.
+fn write_axis_ref(a: &xla::AxisRefProto, mesh: &xla::MeshProto, o: &mut String) {
+    let name = usize::try_from(a.mesh_axis_index)
+        .ok()
+        .and_then(|k| mesh.axes.get(k))
+        .map_or("", |x| x.name.as_str());
+    let _ = write!(o, "'{name}'");
+    if let Some(s) = &a.sub_axis_info {
+        let _ = write!(o, ":({}){}", s.pre_size, s.size);
+    }
+}
+
+/// Mesh replica groups read from a proto: as they are, or what is wrong
+/// (see [`named_sharding_from_proto`]: the same mesh and axis checks).
+pub fn mesh_replica_groups_from_proto(
+    g: &xla::MeshAxesReplicaGroupListProto,
+) -> R<xla::MeshAxesReplicaGroupListProto> {
+    let n = named_sharding_from_proto(&xla::NamedShardingProto {
+        mesh: g.mesh.clone(),
+        replicated_axes: g.axes.clone(),
+        ..Default::default()
+    })?;
+    if n.mesh.as_ref().is_some_and(|m| !m.device_ids.is_empty()) {
+        return Err("mesh replica groups with device ids are not supported".into());
+    }
+    Ok(xla::MeshAxesReplicaGroupListProto {
+        mesh: n.mesh,
+        axes: n.replicated_axes,
+    })
+}
+
+/// A named sharding in XLA's spelling (inside the group's braces), as
+/// [`named_sharding`] reads it.
+fn write_named_sharding(n: &xla::NamedShardingProto, o: &mut String) {
+    let mesh = n.mesh.clone().unwrap_or_default();
+    let axis = |a: &xla::AxisRefProto, o: &mut String| write_axis_ref(a, &mesh, o);
+    o.push_str("mesh[");
+    for (k, a) in mesh.axes.iter().enumerate() {
+        if k > 0 {
+            o.push(',');
+        }
+        let _ = write!(o, "'{}'={}", a.name, a.size);
+    }
+    o.push_str("], ");
+    if !mesh.device_ids.is_empty() {
+        o.push_str("device_ids=(");
+        write_joined(&mesh.device_ids, o);
+        o.push_str("), ");
+    }
+    let no_lists = n.replicated_axes.is_empty() && n.manual_axes.is_empty();
+    if n.dim_shardings.is_empty() && no_lists && n.unreduced_axes.is_empty() {
+        o.push_str("replicated");
+        return;
+    }
+    if n.dim_shardings.is_empty() && no_lists && n.unreduced_axes == whole_mesh(&mesh.axes) {
+        o.push_str("unreduced");
+        return;
+    }
+    {
+        o.push('[');
+        for (k, d) in n.dim_shardings.iter().enumerate() {
+            if k > 0 {
+                o.push_str(", ");
+            }
+            o.push('{');
+            for (j, a) in d.axes.iter().enumerate() {
+                if j > 0 {
+                    o.push_str(", ");
+                }
+                axis(a, o);
+            }
+            if !d.is_closed {
+                o.push_str(if d.axes.is_empty() { "?" } else { ", ?" });
+            }
+            o.push('}');
+        }
+        o.push(']');
+    }
+    for (key, list) in [
+        ("replicated", &n.replicated_axes),
+        ("unreduced", &n.unreduced_axes),
+        ("manual", &n.manual_axes),
+    ] {
+        if !list.is_empty() {
+            let _ = write!(o, ", {key}={{");
+            for (j, a) in list.iter().enumerate() {
+                if j > 0 {
+                    o.push_str(", ");
+                }
+                axis(a, o);
+            }
+            o.push('}');
+        }
+    }
+}
+
+/// A named sharding read from a proto: the fields its text carries, or
+/// what is wrong (an axis index outside the mesh, an axis name that text
+/// cannot carry, an iota mesh or metadata, which the text form here does
+/// not write).
+fn named_sharding_from_proto(n: &xla::NamedShardingProto) -> R<xla::NamedShardingProto> {
+    let mesh = n.mesh.clone().unwrap_or_default();
+    if mesh.iota_transform.is_some() {
+        return Err("a named sharding's iota mesh is not supported".into());
+    }
+    if !n.metadata.is_empty() {
+        return Err("a named sharding's metadata is not supported".into());
+    }
+    for a in &mesh.axes {
+        if a.name.is_empty() || a.name.contains('\'') {
+            return Err(format!(
+                "mesh axis name `{}` cannot be written in HLO text",
+                a.name.escape_debug()
+            ));
+        }
+    }
+    let refs = n
+        .dim_shardings
+        .iter()
+        .flat_map(|d| &d.axes)
+        .chain(&n.replicated_axes)
+        .chain(&n.unreduced_axes)
+        .chain(&n.manual_axes);
+    for a in refs {
+        if usize::try_from(a.mesh_axis_index).map_or(true, |k| k >= mesh.axes.len()) {
+            return Err(format!(
+                "axis index {} is outside the mesh's {} axes",
+                a.mesh_axis_index,
+                mesh.axes.len()
+            ));
+        }
+    }
+    Ok(xla::NamedShardingProto {
+        mesh: Some(mesh),
+        dim_shardings: n.dim_shardings.clone(),
+        replicated_axes: n.replicated_axes.clone(),
+        unreduced_axes: n.unreduced_axes.clone(),
+        manual_axes: n.manual_axes.clone(),
+        metadata: Vec::new(),
+    })
+}
 
 fn sharding_group(c: &mut Cur) -> R<xla::OpSharding> {
     use sharding_type::*;
@@ -902,7 +1247,12 @@ fn sharding_group(c: &mut Cur) -> R<xla::OpSharding> {
                 }
             }
             "" => return Err(format!("unexpected sharding text `{}`", snippet(c.rest()))),
-            "mesh" => return Err(NAMED_SHARDING.into()),
+            "mesh" => {
+                // A named sharding is the whole group.
+                s.named_sharding = Some(named_sharding(c)?);
+                c.expect("}")?;
+                return Ok(s);
+            }
             other => {
                 return Err(format!(
                     "unknown sharding keyword `{other}`; expected replicated, maximal, manual, unknown, unreduced, devices=, last_tile_dim_replicate, last_tile_dims=, shard_as, shard_like or metadata="
@@ -944,6 +1294,11 @@ fn write_joined<T: std::fmt::Display>(v: &[T], o: &mut String) {
 pub fn write_sharding(s: &xla::OpSharding, o: &mut String) {
     use sharding_type::*;
     o.push('{');
+    if let Some(n) = &s.named_sharding {
+        write_named_sharding(n, o);
+        o.push('}');
+        return;
+    }
     if s.r#type == TUPLE {
         for (k, e) in s.tuple_shardings.iter().enumerate() {
             if k > 0 {
@@ -1058,8 +1413,11 @@ pub(crate) fn strip_profile(m: &xla::OpMetadata) -> xla::OpMetadata {
 /// without a device.
 pub fn sharding_from_proto(s: &xla::OpSharding) -> R<xla::OpSharding> {
     use sharding_type::*;
-    if s.named_sharding.is_some() {
-        return Err("named shardings are not supported".into());
+    if let Some(n) = &s.named_sharding {
+        return Ok(xla::OpSharding {
+            named_sharding: Some(named_sharding_from_proto(n)?),
+            ..Default::default()
+        });
     }
     let mut out = xla::OpSharding {
         r#type: s.r#type,
@@ -1536,11 +1894,62 @@ mod tests {
             write_sharding(&typed, &mut text);
             assert_eq!(sharding(&text).unwrap(), typed, "{text}");
         }
-        let named = xla::OpSharding {
-            named_sharding: Some(Default::default()),
+        let axis = |k: i64| xla::AxisRefProto {
+            mesh_axis_index: k,
+            sub_axis_info: None,
+        };
+        let mut named = xla::OpSharding {
+            named_sharding: Some(xla::NamedShardingProto {
+                mesh: Some(xla::MeshProto {
+                    axes: vec![
+                        xla::MeshAxis {
+                            name: "x".into(),
+                            size: 2,
+                        },
+                        xla::MeshAxis {
+                            name: "y".into(),
+                            size: 4,
+                        },
+                    ],
+                    device_ids: vec![7, 6, 5, 4, 3, 2, 1, 0],
+                    iota_transform: None,
+                }),
+                dim_shardings: vec![
+                    xla::DimensionSharding {
+                        axes: vec![xla::AxisRefProto {
+                            mesh_axis_index: 1,
+                            sub_axis_info: Some(xla::SubAxis {
+                                pre_size: 1,
+                                size: 2,
+                            }),
+                        }],
+                        is_closed: false,
+                    },
+                    xla::DimensionSharding {
+                        axes: vec![],
+                        is_closed: true,
+                    },
+                ],
+                replicated_axes: vec![axis(0)],
+                ..Default::default()
+            }),
             ..Default::default()
         };
-        assert!(sharding_from_proto(&named).is_err());
+        let typed = sharding_from_proto(&named).unwrap();
+        let mut text = String::new();
+        write_sharding(&typed, &mut text);
+        assert_eq!(
+            text,
+            "{mesh['x'=2,'y'=4], device_ids=(7,6,5,4,3,2,1,0), [{'y':(1)2, ?}, {}], replicated={'x'}}"
+        );
+        assert_eq!(sharding(&text).unwrap(), typed, "{text}");
+        if let Some(n) = &mut named.named_sharding {
+            n.unreduced_axes = vec![axis(2)];
+        }
+        assert!(
+            sharding_from_proto(&named).is_err(),
+            "an axis outside the mesh"
+        );
         let bad_type = xla::OpSharding {
             r#type: 42,
             ..Default::default()

@@ -1746,7 +1746,11 @@ impl<'p> Reader<'p> {
         let lists = |groups: &[xla::ReplicaGroup]| {
             ax::ReplicaGroups::List(groups.iter().map(|g| g.replica_ids.clone()).collect())
         };
-        let groups = if let Some(l) = &i.iota_collective_device_list {
+        let groups = if let Some(g) = &i.mesh_axes_replica_group_list {
+            Some(ax::ReplicaGroups::Mesh(
+                ax::mesh_replica_groups_from_proto(g).map_err(ebad)?,
+            ))
+        } else if let Some(l) = &i.iota_collective_device_list {
             Some(ax::ReplicaGroups::Iota(ax::IotaList {
                 dims: vec![l.num_replica_groups, l.num_devices_per_group],
                 reshape: l.iota_reshape_dims.clone(),
@@ -1766,9 +1770,6 @@ impl<'p> Reader<'p> {
         } else {
             None
         };
-        if i.mesh_axes_replica_group_list.is_some() {
-            self.ignore(format!("{path}.mesh_axes_replica_group_list"));
-        }
         let collective = matches!(
             op,
             Opcode::AllReduce

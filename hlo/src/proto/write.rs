@@ -1383,7 +1383,7 @@ impl<'m> Writer<'m> {
                 "sharding" => {
                     let AttrValue::Sharding(sh) = &a.value else {
                         return Err(e(format!(
-                            "`{key}`: a named sharding (`mesh[...]`) cannot be written to a proto yet"
+                            "`{key}`: a named sharding in syntax newer than jaxlib 0.10.2 (`unreduced=max{{...}}`) cannot be written to a proto"
                         )));
                     };
                     p.sharding = Some(xla::OpSharding::clone(sh));
@@ -1572,6 +1572,9 @@ impl<'m> Writer<'m> {
                                 })
                                 .collect(),
                         })
+                    }
+                    Some(ax::ReplicaGroups::Mesh(g)) => {
+                        p.mesh_axes_replica_group_list = Some(g.clone())
                     }
                     Some(ax::ReplicaGroups::Iota(l)) => {
                         let [num_replica_groups, num_devices_per_group] = l.dims[..] else {
