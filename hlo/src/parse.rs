@@ -20,6 +20,13 @@
 //! ([`AttrValue::Raw`]). Nesting of
 //! brackets is bounded by [`MAX_DEPTH`] before pest runs, so no input can
 //! overflow the stack.
+//!
+//! The grammar runs in steps (the text before the computations, then up to
+//! eight computations at a time), each lowered before the next is parsed so
+//! that pest's tokens are read back while they are still in the cache. The
+//! steps accept exactly what the `module` rule accepts; on any error the
+//! whole module is parsed in that one rule, so errors are the ones a
+//! one-pass parse reports.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -64,11 +71,20 @@ pub fn parse_module(text: &str) -> Result<Module> {
 pub fn parse_module_named(text: &str, filename: &str) -> Result<Module> {
     check_text(text, filename)?;
     check_depth(text, filename)?;
-    let pairs =
-        HloParser::parse(Rule::module, text).map_err(|e| pest_error(e, text, filename, 0))?;
     let scratch = bumpalo::Bump::new();
     let mut lowerer = Lowerer::new(text, filename, &scratch);
-    let module = lowerer.module(pairs)?;
+    let module = match lowerer.module() {
+        Ok(m) => m,
+        Err(e) => {
+            // A step of the grammar failed, or lowering failed before the
+            // rest of the text was parsed. A parse of the whole module in one
+            // rule reports what a one-pass parser would: a syntax error
+            // anywhere in the text comes first, and it is the same error
+            // wherever the steps stopped.
+            HloParser::parse(Rule::module, text).map_err(|e| pest_error(e, text, filename, 0))?;
+            return Err(e);
+        }
+    };
     // Rules XLA's parser enforces beyond the syntax (attribute formats,
     // per-opcode requirements, async wrapping); reported at the instruction.
     if let Err(f) = crate::semantic::check(&module) {
@@ -667,12 +683,45 @@ impl<'a> Lowerer<'a> {
         error_at(self.text, self.file, offset, msg)
     }
 
-    fn module(&mut self, mut pairs: Pairs<'a, Rule>) -> Result<Module> {
-        let module = pairs.next().ok_or_else(|| self.err(0, "empty input"))?;
+    /// Parses and lowers the module in steps: the text before the first
+    /// computation (`module_head`), then up to eight computations at a time
+    /// (`module_step`), each lowered right after it is parsed, while pest's
+    /// tokens for it are still in the cache (one parse of a large module
+    /// leaves megabytes of tokens that lowering then reads back from
+    /// memory). The steps are the `module` rule cut at its repetition, so
+    /// they accept exactly what it accepts; on any error the caller parses
+    /// the whole module once to report the grammar's own error.
+    fn module(&mut self) -> Result<Module> {
+        let text = self.text;
+        let head = HloParser::parse(Rule::module_head, text)
+            .map_err(|e| pest_error(e, text, self.file, 0))?;
+        let mut steps: Vec<Pair<'a, Rule>> = Vec::new();
+        let mut pos = 0;
+        for h in head {
+            pos = h.as_span().end();
+            steps.extend(h.into_inner());
+        }
         let mut name: Option<&str> = None;
         let mut entry: Option<CompId> = None;
         let mut last: Option<CompId> = None;
-        for p in module.into_inner() {
+        let mut steps = steps.into_iter();
+        loop {
+            let p = match steps.next() {
+                Some(p) => p,
+                None if pos < text.len() => {
+                    let rest = &text[pos..];
+                    let step = HloParser::parse(Rule::module_step, rest)
+                        .map_err(|e| pest_error(e, text, self.file, pos))?;
+                    let mut inner = Vec::new();
+                    for s in step {
+                        pos += s.as_str().len();
+                        inner.extend(s.into_inner());
+                    }
+                    steps = inner.into_iter();
+                    continue;
+                }
+                None => break,
+            };
             match p.as_rule() {
                 Rule::header => {
                     for h in p.into_inner() {
@@ -2296,8 +2345,28 @@ mod literal_tests {
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
-mod depth_scan_tests {
+mod scan_and_step_tests {
     use super::*;
+
+    /// The module is parsed and lowered one step of computations at a time,
+    /// but errors are those of a one-pass parse: a syntax error in a later
+    /// computation wins over a lowering error in an earlier one.
+    #[test]
+    fn a_later_syntax_error_wins_over_an_earlier_lowering_error() {
+        let mut text = String::new();
+        // More computations than one step takes, the first one broken.
+        text.push_str("c0 {\n  ROOT r = f32[] negate(undefined_name)\n}\n");
+        for k in 1..12 {
+            text.push_str(&format!("c{k} {{\n  ROOT p = f32[] parameter(0)\n}}\n"));
+        }
+        text.push_str("ENTRY e {\n  p = f32[] parameter(0)\n  ROOT n = f32[] negate(p) $\n}\n");
+        let e = parse_module(&text).unwrap_err().to_string();
+        assert!(e.contains(":39:28:"), "{e}");
+        // Without the syntax error, the lowering error is reported.
+        let fixed = text.replace(" $", "");
+        let e = parse_module(&fixed).unwrap_err().to_string();
+        assert!(e.contains(":2:") && e.contains("undefined_name"), "{e}");
+    }
 
     /// Attribute values are delimited by the grammar's group scans: strings
     /// holding braces, nested groups and strings inside nested groups end
