@@ -104,6 +104,7 @@ pub(crate) enum ValueKind {
     Domain,
     Statistics,
     OriginalValue,
+    Sparsity,
     Str,
     /// `direction=` of a compare.
     Direction,
@@ -180,6 +181,7 @@ pub(crate) fn value_kind(key: &str, op: Opcode) -> Option<ValueKind> {
         "domain" => Domain,
         "statistics" => Statistics,
         "origin" => OriginalValue,
+        "sparsity_config" if op == Opcode::Convolution => Sparsity,
         "custom_call_target" | "async_execution_thread" | "infeed_config" | "outfeed_config" => Str,
         "direction" if op == Opcode::Compare => Direction,
         // Keys with another meaning on other opcodes, or too generic to
@@ -246,6 +248,7 @@ pub(crate) fn decode_typed(key: &str, kind: ValueKind, text: &str) -> Result<Att
         ValueKind::Str => AttrValue::Str(xla::string_value(text)?.into_boxed_slice()),
         ValueKind::Domain => AttrValue::Domain(Box::new(xla::domain(text)?)),
         ValueKind::Statistics => AttrValue::Statistics(Box::new(xla::statistics(text)?)),
+        ValueKind::Sparsity => AttrValue::Sparsity(Box::new(xla::sparsity_config(text)?)),
         ValueKind::OriginalValue => AttrValue::OriginalValue(Box::new(xla::original_value(text)?)),
         ValueKind::ConvDims => {
             AttrValue::ConvDims(Box::new(ConvDims::parse(text).map_err(|e| e.0)?))
@@ -290,6 +293,7 @@ fn mismatch(key: &str, v: &AttrValue, want: &str) -> AttrError {
         AttrValue::Statistics(_) => "statistics".to_string(),
         AttrValue::ResultAccuracy(_) => "a result accuracy".to_string(),
         AttrValue::OriginalValue(_) => "an original value".to_string(),
+        AttrValue::Sparsity(_) => "a sparsity config".to_string(),
     };
     bad(key, format!("expected {want}, found {found}"))
 }
@@ -547,6 +551,15 @@ impl Instruction {
             None => Ok(None),
             Some(AttrValue::Statistics(s)) => Ok(Some(s)),
             Some(o) => Err(mismatch("statistics", o, "statistics")),
+        }
+    }
+
+    /// `sparsity_config={...}`.
+    pub fn sparsity_config(&self) -> AttrResult<&crate::proto::xla::SparsityConfig> {
+        match self.attr("sparsity_config") {
+            None => Ok(None),
+            Some(AttrValue::Sparsity(s)) => Ok(Some(s)),
+            Some(o) => Err(mismatch("sparsity_config", o, "a sparsity config")),
         }
     }
 

@@ -449,6 +449,9 @@ pub enum AttrValue {
     /// `origin={{"name"}}`, `{({"a"}, {"b" {1}})}`, `{[synthetic_call]}`:
     /// the value's origin in the unoptimized module.
     OriginalValue(Box<crate::attrs::xla::OriginalValue>),
+    /// `sparsity_config={rhs={sparsity=3x4 dimension=0 stride=1}}`, as
+    /// XLA's `SparsityConfig`.
+    Sparsity(Box<crate::proto::xla::SparsityConfig>),
     /// A string XLA defines (`custom_call_target="foo"`,
     /// `async_execution_thread=`, `infeed_config=`, `outfeed_config=`),
     /// unescaped; `backend_config` stays [`AttrValue::Raw`].

@@ -409,6 +409,7 @@ impl<'m> Printer<'m> {
             AttrValue::Domain(d) => crate::attrs::xla::write_domain(d, &mut self.out),
             AttrValue::Str(b) => crate::attrs::xla::write_quoted(b, &mut self.out),
             AttrValue::Statistics(s) => crate::attrs::xla::write_statistics(s, &mut self.out),
+            AttrValue::Sparsity(s) => crate::attrs::xla::write_sparsity_config(s, &mut self.out),
             AttrValue::OriginalValue(v) => {
                 crate::attrs::xla::write_original_value(v, &mut self.out)
             }

@@ -2177,3 +2177,71 @@ pub fn original_value_from_proto(
         tree: Some(tree),
     })
 }
+
+/// `sparsity_config={rhs={sparsity=3x4 dimension=0 stride=1}}` of a dot or
+/// convolution (`N`x`M`: `N` non-zero values in each block of `M`), as
+/// XLA's `SparsityConfig`.
+pub fn sparsity_config(text: &str) -> R<xla::SparsityConfig> {
+    let mut c = Cur::new(text);
+    c.expect("{")?;
+    let mut out = xla::SparsityConfig::default();
+    if !c.eat("}") {
+        loop {
+            let side = c.word();
+            let slot = match side {
+                "lhs" => &mut out.lhs,
+                "rhs" => &mut out.rhs,
+                other => return Err(format!("expected lhs= or rhs=, found `{other}`")),
+            };
+            c.expect("=")?;
+            c.expect("{")?;
+            let mut t = xla::TensorSparsityConfig::default();
+            while !c.eat("}") {
+                let key = c.word();
+                c.expect("=")?;
+                match key {
+                    "sparsity" => {
+                        t.num_non_zero = c.int()?;
+                        c.expect("x")?;
+                        t.block_size = c.int()?;
+                    }
+                    "dimension" => t.dimension = c.int()?,
+                    "stride" => t.stride = c.int()?,
+                    other => {
+                        return Err(format!(
+                            "unknown sparsity field `{other}`; expected sparsity=, dimension= or stride="
+                        ))
+                    }
+                }
+                c.eat(",");
+            }
+            *slot = Some(t);
+            // The sides are separated by a space.
+            if c.eat("}") {
+                break;
+            }
+        }
+    }
+    c.end()?;
+    Ok(out)
+}
+
+/// A sparsity config in XLA's spelling, as [`sparsity_config`] reads it.
+pub fn write_sparsity_config(s: &xla::SparsityConfig, o: &mut String) {
+    o.push('{');
+    let mut first = true;
+    for (side, t) in [("lhs", &s.lhs), ("rhs", &s.rhs)] {
+        if let Some(t) = t {
+            if !first {
+                o.push(' ');
+            }
+            first = false;
+            let _ = write!(
+                o,
+                "{side}={{sparsity={}x{} dimension={} stride={}}}",
+                t.num_non_zero, t.block_size, t.dimension, t.stride
+            );
+        }
+    }
+    o.push('}');
+}

@@ -1989,6 +1989,15 @@ impl<'p> Reader<'p> {
             self.typed.push(AttrValue::Statistics(Box::new(s)));
             a.push("statistics".into());
         }
+        // XLA writes an empty config on every dot and convolution: no sparsity.
+        if let Some(s) = i
+            .sparsity_config
+            .as_ref()
+            .filter(|s| s.lhs.is_some() || s.rhs.is_some())
+        {
+            self.typed.push(AttrValue::Sparsity(Box::new(s.clone())));
+            a.push("sparsity_config".into());
+        }
         if let Some(v) = &i.original_value {
             let shape = i.shape.clone().unwrap_or_default();
             let v = ax::original_value_from_proto(v, &shape).map_err(ebad)?;
@@ -2060,13 +2069,6 @@ impl<'p> Reader<'p> {
         }
         // Fields the IR does not carry.
         for (set, name) in [
-            (
-                // XLA writes an empty config on every dot and convolution: no sparsity.
-                i.sparsity_config
-                    .as_ref()
-                    .is_some_and(|s| s.lhs.is_some() || s.rhs.is_some()),
-                "sparsity_config",
-            ),
             (i.backend_config_payload.is_some(), "backend_config_payload"),
             (i.conv_kind != 0, "conv_kind"),
             (i.all_reduce_id != 0, "all_reduce_id"),

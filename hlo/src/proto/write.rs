@@ -1723,6 +1723,9 @@ impl<'m> Writer<'m> {
                     p.result_accuracy = inst.result_accuracy().map_err(ae)?.cloned()
                 }
                 "statistics" => p.statistics_viz = inst.statistics().map_err(ae)?.cloned(),
+                "sparsity_config" => {
+                    p.sparsity_config = inst.sparsity_config().map_err(ae)?.cloned()
+                }
                 "origin" => {
                     p.original_value = inst
                         .original_value()
