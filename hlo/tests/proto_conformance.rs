@@ -186,9 +186,9 @@ fn testdata_protos_conform_to_xla() {
 /// process restarted every 50 modules (4.1 GB peak, on the modules whose
 /// protos XLA writes at 768 MB), and XLA protos over 64 MB are not read back
 /// (reported as skipped). Every module that does not match is listed in
-/// `proto_known_differences.tsv` with its reason (named shardings,
-/// `original_value`, mesh replica groups, sparsity, `padding_type`, tuple
-/// literals: fields the IR does not model); counts are in README.md.
+/// `proto_known_differences.tsv` with its reason (XLA's own aborts and
+/// out-of-bounds reads, the async shorthand, constant literals,
+/// `origin_recovery_table`); counts are in README.md.
 #[test]
 #[ignore = "whole shared-corpus sweep (~8 min); run by hand with --ignored (see the doc comment)"]
 fn shared_corpus_protos_conform_to_xla() {

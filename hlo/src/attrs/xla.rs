@@ -2,9 +2,10 @@
 //! messages ([`crate::proto::xla`]): shardings, op metadata, frontend
 //! attributes, replica groups, source-target pairs, aliasing, literals,
 //! precision, result accuracy, original values, statistics. The parser
-//! decodes op metadata, shardings, replica groups, frontend attributes,
-//! aliasing, domains, statistics, result accuracy and strings with them at
-//! parse time, and the `write_*` functions here print them in XLA's
+//! decodes op metadata, shardings (named mesh shardings included), replica
+//! groups (mesh-axes groups included), frontend attributes, aliasing,
+//! domains, statistics, result accuracy, original values (`origin=`),
+//! sparsity configs and strings with them at parse time, and the `write_*` functions here print them in XLA's
 //! spelling; the proto reader checks a message (`*_from_proto`) instead of
 //! going through text; the proto writer decodes only what is still kept as
 //! text (module header attributes, the stack frame sections). They are the
@@ -1408,9 +1409,9 @@ pub(crate) fn strip_profile(m: &xla::OpMetadata) -> xla::OpMetadata {
 
 /// The sharding a module holds for an `OpSharding` read from a proto: the
 /// fields HLO text carries (as [`sharding`] would read them back from
-/// [`write_sharding`]'s text), or what is wrong: a named sharding, a type
-/// or subgroup type `OpSharding` does not define, a maximal sharding
-/// without a device.
+/// [`write_sharding`]'s text), or what is wrong: a named sharding text
+/// cannot carry (see `named_sharding_from_proto`), a type or subgroup type
+/// `OpSharding` does not define, a maximal sharding without a device.
 pub fn sharding_from_proto(s: &xla::OpSharding) -> R<xla::OpSharding> {
     use sharding_type::*;
     if let Some(n) = &s.named_sharding {
