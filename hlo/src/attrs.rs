@@ -10,8 +10,8 @@
 //! output-operand aliasing, convolution dimension labels, sharding domains,
 //! statistics, result accuracy and the strings XLA defines once (a malformed value is a parse error with `file:line:col`); the
 //! accessors return the stored values and never parse text. Attributes the
-//! IR still keeps as text (strings, the other proto-message
-//! kinds of [`xla`], constant literals) are validated at parse time by [`crate::semantic`].
+//! IR still keeps as text (the other proto-message kinds of [`xla`]) are
+//! validated at parse time by [`crate::semantic`].
 //!
 //! Convention of every accessor: `Ok(None)` when the attribute is absent,
 //! `Err` when it is present with a value of another kind (only possible in a
@@ -27,7 +27,8 @@ pub use crate::shape_infer::{ConvDims, DotDims, PadDim, SliceDim, WindowDim};
 /// attributes kept as text (used by [`crate::semantic`]).
 pub mod validate;
 
-/// Constant literals decoded to values; small float encodings.
+/// Constant literals: the one decoder of literal text, the typed
+/// [`literal::Literal`] the IR keeps, its printer and proto values.
 pub mod literal;
 
 /// Attribute kinds whose typed form is an XLA proto message (shardings,

@@ -472,6 +472,15 @@ pub struct Attr {
     pub value: AttrValue,
 }
 
+/// What a parameter or constant holds in place of operands.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Payload {
+    /// `parameter(3)`: the parameter number.
+    Parameter(i64),
+    /// `constant(...)`: the literal, decoded against the constant's shape.
+    Literal(Box<crate::attrs::literal::Literal>),
+}
+
 /// One HLO instruction.
 #[derive(Clone, Debug)]
 pub struct Instruction {
@@ -480,11 +489,11 @@ pub struct Instruction {
     pub opcode: Opcode,
     pub shape: ShapeId,
     pub operands: SmallVec<[InstId; 3]>,
-    /// The operation's payload in parentheses that is not an operand list:
-    /// `parameter(3)` -> `3`, `constant({1,2})` -> the literal text verbatim
-    /// (trimmed). `None` for every other opcode (`iota()` has no payload,
+    /// The operation's payload in parentheses that is not an operand list,
+    /// decoded at parse time: `parameter(3)`'s number, `constant({1,2})`'s
+    /// literal. `None` for every other opcode (`iota()` has no payload,
     /// just no operands).
-    pub payload: Option<Box<str>>,
+    pub payload: Option<Payload>,
     /// `key=value` attributes in source order (including `control-predecessors`,
     /// calls, metadata, backend_config, sharding, ...).
     pub attrs: Vec<Attr>,
@@ -540,7 +549,17 @@ impl Instruction {
         if self.opcode != Opcode::Parameter {
             return None;
         }
-        self.payload.as_deref()?.trim().parse().ok()
+        match self.payload {
+            Some(Payload::Parameter(n)) => Some(n),
+            _ => None,
+        }
+    }
+    /// A constant's literal.
+    pub fn literal(&self) -> Option<&crate::attrs::literal::Literal> {
+        match &self.payload {
+            Some(Payload::Literal(l)) => Some(l),
+            _ => None,
+        }
     }
 }
 

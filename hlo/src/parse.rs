@@ -17,7 +17,9 @@
 //! shardings, replica groups, frontend attributes, aliasing, `dim_labels`,
 //! domains, statistics, result accuracy, strings) is decoded into a typed
 //! [`AttrValue`]; the other attribute values are kept as their source text
-//! ([`AttrValue::Raw`]). Nesting of
+//! ([`AttrValue::Raw`]). Parameter numbers and constant literals are decoded
+//! into [`Payload`] (literals by [`crate::attrs::literal::decode`], against
+//! the constant's shape). Nesting of
 //! brackets is bounded by [`MAX_DEPTH`] before pest runs, so no input can
 //! overflow the stack.
 //!
@@ -1209,14 +1211,16 @@ impl<'a> Lowerer<'a> {
             .ok_or_else(|| self.err(name_off, "instruction without an operation"))?;
         let call_off = self.pos(&call);
         let mut operands: SmallVec<[InstId; 3]> = SmallVec::new();
-        let mut payload = None;
+        let mut payload: Option<Payload> = None;
+        // A constant's literal text, decoded once the shape is known.
+        let mut lit_text: Option<&'a str> = None;
         let mut pend: Vec<PendingRef<'a>> = Vec::new();
         let placeholder = InstId::from_index(0);
         let mut wrapped_op: Option<&'a str> = None;
         let opcode = match call.as_rule() {
             Rule::constant_call => {
                 let lit = call.into_inner().next().map_or("", |p| p.as_str()).trim();
-                payload = Some(lit.into());
+                lit_text = Some(lit);
                 Opcode::Constant
             }
             _ => {
@@ -1234,19 +1238,24 @@ impl<'a> Lowerer<'a> {
                     let open = text.find('(').map_or(text.len(), |p| p + 1);
                     let close = text.rfind(')').unwrap_or(text.len()).max(open);
                     let inner_text = text[open..close].trim();
-                    if opcode == Opcode::Parameter
-                        && (inner_text.is_empty()
-                            || !inner_text.bytes().all(|b| b.is_ascii_digit()))
-                    {
-                        return Err(self.err(
-                            call_off + open,
-                            format!("`parameter` expects its number, e.g. `parameter(0)`, found `{inner_text}`"),
-                        ));
+                    if opcode == Opcode::Parameter {
+                        if inner_text.is_empty() || !inner_text.bytes().all(|b| b.is_ascii_digit())
+                        {
+                            return Err(self.err(
+                                call_off + open,
+                                format!("`parameter` expects its number, e.g. `parameter(0)`, found `{inner_text}`"),
+                            ));
+                        }
+                        let n = inner_text
+                            .parse::<i64>()
+                            .map_err(|_| self.err(call_off, "parameter number out of range"))?;
+                        payload = Some(Payload::Parameter(n));
+                    } else {
+                        lit_text = Some(inner_text);
                     }
-                    payload = Some(inner_text.into());
                 }
                 for operand in inner {
-                    if payload.is_some() {
+                    if payload.is_some() || lit_text.is_some() {
                         break;
                     }
                     let otext = operand.as_str();
@@ -1363,18 +1372,6 @@ impl<'a> Lowerer<'a> {
                 attrs.push(self.inst_attr(a, opcode, placeholder_user, &mut pend)?);
             }
         }
-        if let (Opcode::Constant, Some(sid), Some(lit)) = (opcode, shape, payload.as_deref()) {
-            if let Shape::Array(a) = self.m.shape(sid) {
-                if let Err((o, msg)) = check_literal(a, lit) {
-                    let lit_off = self
-                        .text
-                        .get(call_off..)
-                        .and_then(|t| t.find(lit))
-                        .map_or(call_off, |p| call_off + p);
-                    return Err(self.err(lit_off + o, msg));
-                }
-            }
-        }
         let shape = match shape {
             Some(s) => s,
             None => {
@@ -1396,6 +1393,18 @@ impl<'a> Lowerer<'a> {
                 self.m.intern_shape(s)
             }
         };
+        if let Some(lit) = lit_text {
+            let decoded =
+                crate::attrs::literal::decode(&self.m, shape, lit).map_err(|(o, msg)| {
+                    let lit_off = self
+                        .text
+                        .get(call_off..)
+                        .and_then(|t| t.find(lit))
+                        .map_or(call_off, |p| call_off + p);
+                    self.err(lit_off + o, msg)
+                })?;
+            payload = Some(Payload::Literal(Box::new(decoded)));
+        }
         // Slot 0 is the placeholder of an operand defined later.
         let first = operands.first().copied().filter(|op| op.index() != 0);
         let id = append_lowered(
@@ -1412,18 +1421,8 @@ impl<'a> Lowerer<'a> {
             first,
         );
         self.note_inst_offset(id, name_off);
-        if opcode == Opcode::Parameter {
-            let n = self
-                .m
-                .inst(id)
-                .payload
-                .as_deref()
-                .unwrap_or("")
-                .parse::<i64>();
-            match n {
-                Ok(n) => params.push((n, id, call_off)),
-                Err(_) => return Err(self.err(call_off, "parameter number out of range")),
-            }
+        if let Some(n) = self.m.inst(id).parameter_number() {
+            params.push((n, id, call_off));
         }
         if self.names.insert(name, id).is_some() {
             return Err(self.err(
@@ -2012,404 +2011,4 @@ fn shapes_equal_ignoring(m: &Module, a: ShapeId, b: ShapeId, ignore_dynamic: boo
 #[doc(hidden)]
 pub fn grammar_only(text: &str) -> usize {
     HloParser::parse(Rule::module, text).map_or(0, |p| p.flatten().count())
-}
-
-// ---------------------------------------------------------------------------
-// constant literals
-
-/// Checks a `constant(...)` literal against the instruction's array shape the
-/// way XLA does: nesting depth equal to the rank, element counts equal to the
-/// dimensions, and each value in range of the element type. Elided
-/// literals (`{...}`) and tuple shapes are accepted as they are. Returns the
-/// byte offset (within `lit`) and message of the first problem.
-pub(crate) fn check_literal(a: &ArrayShape, lit: &str) -> std::result::Result<(), (usize, String)> {
-    let lit_trim = lit.trim();
-    if lit_trim == "{...}" || lit_trim.is_empty() {
-        return Ok(());
-    }
-    let mut c = LitCursor {
-        s: lit.as_bytes(),
-        i: 0,
-    };
-    c.skip_ws();
-    if a.rank() > 0 && c.peek() != Some(b'{') {
-        // XLA fills an array from a single value: `f32[3,3] constant(1)`.
-        c.value(a.elem)?;
-    } else if a.rank() == 0 {
-        if c.peek() == Some(b'{') {
-            // XLA accepts one level of braces around a scalar: `{5}`? No: it
-            // reports "expects nested array in rank 0, but sees larger".
-            return Err((
-                c.i,
-                "a scalar constant takes a single value, not a nested array `{...}`".into(),
-            ));
-        }
-        c.value(a.elem)?;
-    } else {
-        c.level(a, 0)?;
-    }
-    c.skip_ws();
-    if c.i < c.s.len() {
-        return Err((c.i, "unexpected text after the literal".into()));
-    }
-    Ok(())
-}
-
-struct LitCursor<'s> {
-    s: &'s [u8],
-    i: usize,
-}
-
-impl LitCursor<'_> {
-    fn peek(&self) -> Option<u8> {
-        self.s.get(self.i).copied()
-    }
-    fn skip_ws(&mut self) {
-        while matches!(self.peek(), Some(b' ' | b'\t' | b'\n' | b'\r')) {
-            self.i += 1;
-        }
-        // `/*index=5*/`-style comments XLA prints in long literals.
-        if self.s.get(self.i..self.i + 2) == Some(b"/*") {
-            if let Some(p) = self.s[self.i + 2..].windows(2).position(|w| w == b"*/") {
-                self.i += p + 4;
-                self.skip_ws();
-            }
-        }
-    }
-    fn eat(&mut self, b: u8) -> bool {
-        self.skip_ws();
-        if self.peek() == Some(b) {
-            self.i += 1;
-            true
-        } else {
-            false
-        }
-    }
-
-    /// One nesting level `{...}` for dimension `d`.
-    fn level(&mut self, a: &ArrayShape, d: usize) -> std::result::Result<(), (usize, String)> {
-        let rank = a.rank();
-        let start = self.i;
-        if !self.eat(b'{') {
-            return Err((
-                self.i,
-                format!(
-                    "expects a nested array `{{...}}` for dimension {d} of a rank-{rank} literal"
-                ),
-            ));
-        }
-        let mut count: i64 = 0;
-        self.skip_ws();
-        if self.peek() == Some(b'.') && self.s.get(self.i..self.i + 4) == Some(b"...}") {
-            self.i += 4;
-            return Ok(());
-        }
-        if !self.eat(b'}') {
-            loop {
-                self.skip_ws();
-                if d + 1 < rank {
-                    if self.peek() != Some(b'{') {
-                        return Err((
-                            self.i,
-                            format!("expects nested array in rank {rank}, but sees {}", d + 1),
-                        ));
-                    }
-                    self.level(a, d + 1)?;
-                } else {
-                    if self.peek() == Some(b'{') {
-                        return Err((
-                            self.i,
-                            format!("expects nested array in rank {rank}, but sees larger"),
-                        ));
-                    }
-                    self.value(a.elem)?;
-                }
-                count += 1;
-                if self.eat(b',') {
-                    continue;
-                }
-                if self.eat(b'}') {
-                    break;
-                }
-                return Err((self.i, "expects `,` or `}` in the literal".into()));
-            }
-        }
-        let want = a.dims[d];
-        if !a.is_dynamic_dim(d) && want >= 0 && count != want {
-            return Err((
-                start,
-                format!(
-                    "dimension {d} of the shape has {want} elements but the literal has {count}"
-                ),
-            ));
-        }
-        Ok(())
-    }
-
-    /// One element value of type `t`.
-    fn value(&mut self, t: PrimType) -> std::result::Result<(), (usize, String)> {
-        self.skip_ws();
-        let start = self.i;
-        if t.is_complex() {
-            if !self.eat(b'(') {
-                return Err((self.i, format!("a {t} value is written `(real, imag)`")));
-            }
-            let part = if t == PrimType::C64 {
-                PrimType::F32
-            } else {
-                PrimType::F64
-            };
-            self.value(part)
-                .map_err(|(o, m)| (o, format!("real part: {m}")))?;
-            if !self.eat(b',') {
-                return Err((
-                    self.i,
-                    "expects `,` between the real and imaginary parts".into(),
-                ));
-            }
-            self.value(part)
-                .map_err(|(o, m)| (o, format!("imaginary part: {m}")))?;
-            if !self.eat(b')') {
-                return Err((self.i, "expects `)` after the imaginary part".into()));
-            }
-            return Ok(());
-        }
-        self.i = crate::attrs::literal::token_end(self.s, start);
-        let tok = std::str::from_utf8(&self.s[start..self.i]).unwrap_or("");
-        if tok.is_empty() {
-            return Err((start, "expects a value".into()));
-        }
-        check_value(t, tok).map_err(|m| (start, m))
-    }
-}
-
-/// Range check of one scalar value token for element type `t`.
-fn check_value(t: PrimType, tok: &str) -> std::result::Result<(), String> {
-    use PrimType::*;
-    let int_range: Option<(i128, i128)> = match t {
-        S1 => Some((-1, 0)),
-        S2 => Some((-2, 1)),
-        S4 => Some((-8, 7)),
-        S8 => Some((i8::MIN as i128, i8::MAX as i128)),
-        S16 => Some((i16::MIN as i128, i16::MAX as i128)),
-        S32 => Some((i32::MIN as i128, i32::MAX as i128)),
-        S64 => Some((i64::MIN as i128, i64::MAX as i128)),
-        U1 => Some((0, 1)),
-        U2 => Some((0, 3)),
-        U4 => Some((0, 15)),
-        U8 => Some((0, u8::MAX as i128)),
-        U16 => Some((0, u16::MAX as i128)),
-        U32 => Some((0, u32::MAX as i128)),
-        // XLA reads u64 literals through int64 as well: `u64[] constant(-1)`.
-        U64 => Some((i64::MIN as i128, u64::MAX as i128)),
-        _ => None,
-    };
-    if let Some((lo, hi)) = int_range {
-        return match tok.parse::<i128>() {
-            Ok(v) if v < lo || v > hi => {
-                Err(format!("value {tok} is out of range for {t} [{lo}, {hi}]"))
-            }
-            _ => Ok(()),
-        };
-    }
-    if t == Pred {
-        return Ok(());
-    }
-    if !t.is_float() {
-        return Ok(());
-    }
-    let body = tok.trim_start_matches(['-', '+']);
-    let head = body.get(..3);
-    if head.is_some_and(|h| h.eq_ignore_ascii_case("nan")) {
-        return check_nan_payload(t, &body[3..], tok);
-    }
-    if head.is_some_and(|h| h.eq_ignore_ascii_case("inf")) {
-        return Ok(());
-    }
-    let Ok(v) = tok.parse::<f64>() else {
-        return Ok(()); // spellings XLA may accept that we do not model (hex floats)
-    };
-    if v.is_infinite() {
-        return Err(format!(
-            "value {tok} is out of range for a double (±1.79769e+308)"
-        ));
-    }
-    // Largest finite value and the bound past which it rounds to infinity
-    // (largest value plus half a unit in the last place).
-    let (max, limit) = match t {
-        F16 => (65504.0, 65520.0),
-        Bf16 => (
-            3.3895313892515355e38,
-            3.3895313892515355e38 + 2f64.powi(119),
-        ),
-        F32 => (f32::MAX as f64, f32::MAX as f64 + 2f64.powi(103)),
-        _ => return Ok(()),
-    };
-    if v.abs() >= limit {
-        return Err(format!(
-            "value {tok} is out of range for {t} [-{max:e}, {max:e}]"
-        ));
-    }
-    Ok(())
-}
-
-/// Payload bits of a NaN of element type `t` as XLA counts them
-/// (`NanPayloadBits`): the mantissa bits of types with signaling NaNs, 0 for
-/// the `fn`/`fnuz`/`fnu` types, whose single NaN encoding has no payload.
-fn nan_payload_bits(t: PrimType) -> u32 {
-    match t {
-        PrimType::F16 => 10,
-        PrimType::Bf16 => 7,
-        PrimType::F32 => 23,
-        PrimType::F64 => 52,
-        PrimType::F8E5M2 => 2,
-        PrimType::F8E4M3 => 3,
-        PrimType::F8E3M4 => 4,
-        _ => 0,
-    }
-}
-
-/// `nan` or `nan(0x<hex>)` (`rest` is what follows `nan`): XLA
-/// reads the payload into a double NaN, then requires it to fit the
-/// element type's payload bits. The payload of a plain quiet NaN
-/// (`0x8000000000000`) fits every type.
-fn check_nan_payload(t: PrimType, rest: &str, tok: &str) -> std::result::Result<(), String> {
-    if rest.is_empty() {
-        return Ok(());
-    }
-    let hex = rest
-        .strip_prefix("(0x")
-        .or_else(|| rest.strip_prefix("(0X"))
-        .and_then(|r| r.strip_suffix(')'))
-        .filter(|h| !h.is_empty() && h.bytes().all(|b| b.is_ascii_hexdigit()));
-    let payload = hex.and_then(|h| u64::from_str_radix(h, 16).ok());
-    const DOUBLE_MASK: u64 = (1 << 52) - 1;
-    const QUIET_WITHOUT_PAYLOAD: u64 = 1 << 51;
-    let Some(payload) = payload.filter(|p| (1..=DOUBLE_MASK).contains(p)) else {
-        return Err(format!(
-            "a NaN with payload is written `nan(0x<hex>)` with a payload between 0x1 and 0x{DOUBLE_MASK:x}, found `{tok}`"
-        ));
-    };
-    if payload == QUIET_WITHOUT_PAYLOAD {
-        return Ok(());
-    }
-    let bits = nan_payload_bits(t);
-    if bits == 0 {
-        return Err(format!(
-            "{t} does not support NaN payloads; write `nan` instead of `{tok}`"
-        ));
-    }
-    let largest = (1u64 << bits) - 1;
-    if payload > largest {
-        return Err(format!(
-            "NaN payload 0x{payload:x} is out of range for {t}: the largest payload is 0x{largest:x}"
-        ));
-    }
-    Ok(())
-}
-
-#[cfg(test)]
-#[allow(clippy::unwrap_used)]
-mod literal_tests {
-    use super::*;
-
-    #[test]
-    fn nan_payloads_fit_the_element_type() {
-        // XLA: payload bits are the mantissa bits of types with signaling NaNs.
-        assert!(check_value(PrimType::Bf16, "nan(0x7f)").is_ok());
-        assert!(check_value(PrimType::Bf16, "-nan(0x3ff)")
-            .unwrap_err()
-            .contains("0x7f"));
-        assert!(check_value(PrimType::F16, "nan(0x3ff)").is_ok());
-        assert!(check_value(PrimType::F32, "nan(0x400000)").is_ok());
-        // The payload of a plain quiet NaN fits every type.
-        assert!(check_value(PrimType::F8E4M3FN, "nan(0x8000000000000)").is_ok());
-        assert!(check_value(PrimType::F8E4M3FN, "nan").is_ok());
-        assert!(check_value(PrimType::F8E4M3FN, "nan(0x1)")
-            .unwrap_err()
-            .contains("does not support NaN payloads"));
-        assert!(check_value(PrimType::F32, "nan(0x)").is_err());
-        assert!(check_value(PrimType::F32, "nan(0x0)").is_err());
-        assert!(check_value(PrimType::F64, "nan(0x10000000000000)").is_err());
-    }
-
-    #[test]
-    fn values_are_checked_without_case_sensitivity() {
-        assert!(check_value(PrimType::F32, "INF").is_ok());
-        assert!(check_value(PrimType::F32, "-NaN").is_ok());
-        assert!(check_value(PrimType::F32, "1E3").is_ok());
-        assert!(check_value(PrimType::F16, "7e4").is_err());
-        assert!(check_value(PrimType::S8, "128").is_err());
-    }
-}
-
-#[cfg(test)]
-#[allow(clippy::unwrap_used)]
-mod scan_and_step_tests {
-    use super::*;
-
-    /// The module is parsed and lowered one step of computations at a time,
-    /// but errors are those of a one-pass parse: a syntax error in a later
-    /// computation wins over a lowering error in an earlier one.
-    #[test]
-    fn a_later_syntax_error_wins_over_an_earlier_lowering_error() {
-        let mut text = String::new();
-        // More computations than one step takes, the first one broken.
-        text.push_str("c0 {\n  ROOT r = f32[] negate(undefined_name)\n}\n");
-        for k in 1..12 {
-            text.push_str(&format!("c{k} {{\n  ROOT p = f32[] parameter(0)\n}}\n"));
-        }
-        text.push_str("ENTRY e {\n  p = f32[] parameter(0)\n  ROOT n = f32[] negate(p) $\n}\n");
-        let e = parse_module(&text).unwrap_err().to_string();
-        assert!(e.contains(":39:28:"), "{e}");
-        // Without the syntax error, the lowering error is reported.
-        let fixed = text.replace(" $", "");
-        let e = parse_module(&fixed).unwrap_err().to_string();
-        assert!(e.contains(":2:") && e.contains("undefined_name"), "{e}");
-    }
-
-    /// Attribute values are delimited by the grammar's group scans: strings
-    /// holding braces, nested groups and strings inside nested groups end
-    /// the value exactly where the group closes.
-    #[test]
-    fn groups_end_at_their_closing_bracket() {
-        let backend = r#"{"a":{"b":[1,{"c":"}{"}],"d":"\"}"},"e":"{"}"#;
-        let text = format!(
-            "ENTRY e {{\n  p = f32[2]{{0}} parameter(0)\n  ROOT n = f32[2]{{0}} negate(p), backend_config={backend}, custom_attr={{x, {{y}}, \"}}\"}}, other=k\n}}\n"
-        );
-        let m = parse_module(&text).unwrap();
-        let root = m.inst(m.comp(m.entry).root);
-        assert_eq!(root.raw_attr("backend_config"), Some(backend));
-        assert_eq!(root.raw_attr("custom_attr"), Some("{x, {y}, \"}\"}"));
-        assert_eq!(root.raw_attr("other"), Some("k"));
-    }
-
-    /// The vectorised scan finds the same byte as a byte-by-byte one, for
-    /// every special byte at every offset of blocks longer than 16 bytes.
-    #[test]
-    fn next_special_matches_a_byte_scan() {
-        for &special in b"{}()[]\"/" {
-            for len in [0usize, 1, 15, 16, 17, 31, 32, 33, 70] {
-                for at in 0..=len {
-                    let mut bytes = vec![b'a'; len];
-                    // Bytes next to the specials in value, which must not match.
-                    for (k, b) in bytes.iter_mut().enumerate() {
-                        *b = [b'a', b'z', b'|', b'~', b'Z', b'\\', b'^', b'.', b'%'][k % 9];
-                    }
-                    if at < len {
-                        bytes[at] = special;
-                    }
-                    for from in [0, 1, 16, at] {
-                        let naive = bytes
-                            .iter()
-                            .enumerate()
-                            .skip(from)
-                            .find(|&(_, &b)| DEPTH_SPECIAL[b as usize])
-                            .map(|(k, _)| k);
-                        assert_eq!(next_depth_special(&bytes, from), naive, "{len} {at} {from}");
-                    }
-                }
-            }
-        }
-    }
 }

@@ -324,7 +324,12 @@ impl<'m> Printer<'m> {
         }
         self.out.push('(');
         if let Some(p) = &inst.payload {
-            self.out.push_str(p);
+            match p {
+                Payload::Parameter(n) => {
+                    let _ = write!(self.out, "{n}");
+                }
+                Payload::Literal(l) => l.write_text(&mut self.out),
+            }
         } else {
             for (k, &op) in inst.operands.iter().enumerate() {
                 if k > 0 {

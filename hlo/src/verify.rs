@@ -394,14 +394,7 @@ impl<'m> Verifier<'m> {
         for &id in &params {
             let inst = m.inst(id);
             let n = inst.parameter_number().ok_or_else(|| {
-                self.fail(
-                    c,
-                    &inst.name,
-                    format!(
-                        "parameter number `{}` is not an integer",
-                        inst.payload.as_deref().unwrap_or("")
-                    ),
-                )
+                self.fail(c, &inst.name, "a parameter without its number".to_string())
             })?;
             if n < 0 || n as u64 >= params.len() as u64 {
                 return Err(self.fail(c, &inst.name, format!(
@@ -868,6 +861,10 @@ impl<'m> Verifier<'m> {
         match inst.opcode {
             Parameter | Constant | Iota | ReplicaId | PartitionId => {
                 self.operand_count(inst, 0)?;
+                if inst.opcode == Constant {
+                    let lit = inst.literal().ok_or("a constant without a literal")?;
+                    crate::attrs::literal::fits(m, inst.shape, lit)?;
+                }
                 if inst.opcode == Iota {
                     let out = self.out_array(inst)?;
                     let d = self.int_attr(inst, "iota_dimension")?.unwrap_or(0);
@@ -1834,7 +1831,7 @@ mod tests {
             opcode,
             shape,
             operands: operands.iter().copied().collect(),
-            payload: (opcode == Opcode::Parameter).then(|| "0".into()),
+            payload: (opcode == Opcode::Parameter).then_some(crate::Payload::Parameter(0)),
             attrs: Vec::new(),
             parent,
         }
@@ -1885,9 +1882,29 @@ mod tests {
     }
 
     #[test]
+    fn a_constant_literal_has_its_constant_shape() {
+        use crate::attrs::literal::{ArrayLiteral, Literal};
+        let (mut m, c, _, n) = small_module();
+        let s = m.inst(n).shape;
+        let k = m.append_inst(inst("k", Opcode::Constant, s, &[], c));
+        let msg = message(verify(&m));
+        assert!(msg.contains("a constant without a literal"), "{msg}");
+        // Six f32 values fit f32[2,3]; two s32 values do not.
+        let fits =
+            ArrayLiteral::new(PrimType::F32, &[2, 3], vec![0; 24], false).expect("six f32 values");
+        m.inst_mut(k).payload = Some(crate::Payload::Literal(Box::new(Literal::Array(fits))));
+        assert!(verify(&m).is_ok());
+        let other =
+            ArrayLiteral::new(PrimType::S32, &[2], vec![0; 8], false).expect("two s32 values");
+        m.inst_mut(k).payload = Some(crate::Payload::Literal(Box::new(Literal::Array(other))));
+        let msg = message(verify(&m));
+        assert!(msg.contains("not of the constant's shape"), "{msg}");
+    }
+
+    #[test]
     fn parameter_numbers_must_be_dense() {
         let (mut m, _, p, _) = small_module();
-        m.inst_mut(p).payload = Some("1".into());
+        m.inst_mut(p).payload = Some(crate::Payload::Parameter(1));
         let msg = message(verify(&m));
         assert!(msg.contains("parameter(1) is out of range"), "{msg}");
     }

@@ -65,8 +65,8 @@ impl Drop for RemoveOnDrop {
 /// XLA's protos larger than this are not read back (reported as skipped):
 /// XLA writes constants element by element, so a 5 KB module declaring
 /// `f32[96,8,6,2048,1]` constants (host_offloader_test__28..31) comes back
-/// as an 805 MB proto, and reading it (the IR keeps literals as text) takes
-/// gigabytes.
+/// as an 805 MB proto, and reading it (prost's message, then the typed
+/// literal) takes gigabytes.
 const MAX_READ_BYTES: u64 = 64 << 20;
 
 /// Modules per XLA worker process (`check_proto.py --chunk`): jaxlib's

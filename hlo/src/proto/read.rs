@@ -11,7 +11,9 @@
 //! metadata), the others through the parser's decoders
 //! ([`crate::attrs::decode`]: the kinds XLA types are stored typed, the
 //! rest verbatim in XLA's spelling) and
-//! constants through the parser's literal check. The lowered module then
+//! constants straight from their `LiteralProto` into the typed literal
+//! (tuples included; a literal whose shape is not its constant's is an
+//! error). The lowered module then
 //! passes the checks the parser applies after lowering
 //! ([`crate::semantic::check`]: attribute formats, per-opcode attributes,
 //! async wrapping) and the verifier (shapes, call-graph cycles), so a module
@@ -28,6 +30,7 @@ use smallvec::SmallVec;
 
 use super::write::{BUFFER_TYPE, TUPLE_TYPE};
 use super::xla;
+use crate::attrs::literal::{ArrayLiteral, Literal};
 use crate::error::{Error, Result};
 use crate::ir::*;
 use crate::opcode::Opcode;
@@ -519,80 +522,30 @@ fn f32_text(v: f32) -> String {
     }
 }
 
-/// The value of a small float of type `t` with bits `b`.
-fn small_float_value(t: PrimType, b: u32) -> f64 {
-    // Decode by search over the encoder: exact for every type here (at most
-    // 2^16 codes, but only for f16/bf16 do we need the direct formula).
-    let (e, m, bias): (u32, u32, i32) = match t {
-        PrimType::F16 => (5, 10, 15),
-        PrimType::Bf16 => (8, 7, 127),
-        PrimType::F8E5M2 => (5, 2, 15),
-        PrimType::F8E4M3 => (4, 3, 7),
-        PrimType::F8E3M4 => (3, 4, 3),
-        PrimType::F8E4M3FN => (4, 3, 7),
-        PrimType::F8E4M3FNUZ => (4, 3, 8),
-        PrimType::F8E5M2FNUZ => (5, 2, 16),
-        PrimType::F8E4M3B11FNUZ => (4, 3, 11),
-        PrimType::F8E8M0FNU => {
-            return if b == 0xff {
-                f64::NAN
-            } else {
-                2f64.powi(b as i32 - 127)
-            }
-        }
-        PrimType::F4E2M1FN => (2, 1, 1),
-        _ => return f64::NAN,
-    };
-    let sign = (b >> (e + m)) & 1 == 1;
-    let ef = (b >> m) & ((1 << e) - 1);
-    let mf = b & ((1 << m) - 1);
-    let ieee = matches!(
-        t,
-        PrimType::F16 | PrimType::Bf16 | PrimType::F8E5M2 | PrimType::F8E4M3 | PrimType::F8E3M4
-    );
-    let fnuz = matches!(
-        t,
-        PrimType::F8E4M3FNUZ | PrimType::F8E5M2FNUZ | PrimType::F8E4M3B11FNUZ
-    );
-    if ieee && ef == (1 << e) - 1 {
-        return if mf == 0 {
-            if sign {
-                f64::NEG_INFINITY
-            } else {
-                f64::INFINITY
-            }
-        } else if sign {
-            -f64::NAN
-        } else {
-            f64::NAN
-        };
-    }
-    if fnuz && sign && ef == 0 && mf == 0 {
-        return f64::NAN;
-    }
-    if t == PrimType::F8E4M3FN && ef == 15 && mf == 7 {
-        return if sign { -f64::NAN } else { f64::NAN };
-    }
-    let v = if ef == 0 {
-        mf as f64 * 2f64.powi(1 - bias - m as i32)
-    } else {
-        (1.0 + mf as f64 / (1u32 << m) as f64) * 2f64.powi(ef as i32 - bias)
-    };
-    if sign {
-        -v
-    } else {
-        v
-    }
-}
-
-/// A literal's values as text, nested by the shape's dimensions.
-fn literal_text(l: &xla::LiteralProto) -> Result<String> {
+/// The typed literal of a `LiteralProto` (tuple literals element by
+/// element, at most [`MAX_LITERAL_DEPTH`] deep).
+fn literal_of(l: &xla::LiteralProto, depth: usize) -> Result<Literal> {
     let shape = l
         .shape
         .as_ref()
         .ok_or_else(|| bad("a literal without a shape"))?;
     if shape.element_type == TUPLE_TYPE {
-        return Err(bad("tuple literals are not supported"));
+        if depth >= MAX_LITERAL_DEPTH {
+            return Err(bad("tuple literals nested too deeply"));
+        }
+        if l.tuple_literals.len() != shape.tuple_shapes.len() {
+            return Err(bad(format!(
+                "a tuple literal of {} elements holds {}",
+                shape.tuple_shapes.len(),
+                l.tuple_literals.len()
+            )));
+        }
+        let elems = l
+            .tuple_literals
+            .iter()
+            .map(|e| literal_of(e, depth + 1))
+            .collect::<Result<Vec<_>>>()?;
+        return Ok(Literal::Tuple(elems.into()));
     }
     let t = prim_type(shape.element_type).ok_or_else(|| {
         bad(format!(
@@ -607,144 +560,30 @@ fn literal_text(l: &xla::LiteralProto) -> Result<String> {
             usize::try_from(d).ok().and_then(|d| a.checked_mul(d))
         })
         .ok_or_else(|| bad("a literal shape with a negative or huge size"))?;
-    let n_of = |len: usize| -> Result<()> {
-        if len != count {
-            Err(bad(format!(
-                "a {t} literal of {count} elements holds {len} values"
-            )))
-        } else {
-            Ok(())
-        }
-    };
-    use PrimType::*;
-    let mut vals: Vec<String> = Vec::with_capacity(count.min(1 << 20));
-    let bytes_of = |b: &Vec<u8>| -> Vec<u8> { b.clone() };
-    match t {
-        Pred => {
-            n_of(l.preds.len())?;
-            vals.extend(
-                l.preds
-                    .iter()
-                    .map(|&b| if b { "true" } else { "false" }.to_string()),
-            );
-        }
-        S1 | S2 | S4 | S8 | U1 | U2 | U4 | U8 => {
-            let b = bytes_of(match t {
-                S1 => &l.s1s,
-                S2 => &l.s2s,
-                S4 => &l.s4s,
-                S8 => &l.s8s,
-                U1 => &l.u1s,
-                U2 => &l.u2s,
-                U4 => &l.u4s,
-                _ => &l.u8s,
-            });
-            n_of(b.len())?;
-            let bits = t.bit_width();
-            vals.extend(b.iter().map(|&x| {
-                if matches!(t, S1 | S2 | S4 | S8) {
-                    let shift = 8 - bits;
-                    (((x << shift) as i8) >> shift).to_string()
-                } else {
-                    let mask = if bits == 8 { 0xff } else { (1u8 << bits) - 1 };
-                    (x & mask).to_string()
-                }
-            }));
-        }
-        S16 | U16 => {
-            let b = if t == S16 { &l.s16s } else { &l.u16s };
-            n_of(b.len() / 2)?;
-            vals.extend(b.chunks_exact(2).map(|c| {
-                let v = u16::from_le_bytes([c[0], c[1]]);
-                if t == S16 {
-                    (v as i16).to_string()
-                } else {
-                    v.to_string()
-                }
-            }));
-        }
-        S32 => {
-            n_of(l.s32s.len())?;
-            vals.extend(l.s32s.iter().map(|v| v.to_string()));
-        }
-        S64 => {
-            n_of(l.s64s.len())?;
-            vals.extend(l.s64s.iter().map(|v| v.to_string()));
-        }
-        U32 => {
-            n_of(l.u32s.len())?;
-            vals.extend(l.u32s.iter().map(|v| v.to_string()));
-        }
-        U64 => {
-            n_of(l.u64s.len())?;
-            vals.extend(l.u64s.iter().map(|v| v.to_string()));
-        }
-        F32 => {
-            n_of(l.f32s.len())?;
-            vals.extend(l.f32s.iter().map(|&v| f32_text(v)));
-        }
-        F64 => {
-            n_of(l.f64s.len())?;
-            vals.extend(l.f64s.iter().map(|&v| float_text(v)));
-        }
-        C64 => {
-            n_of(l.c64s.len() / 2)?;
-            vals.extend(
-                l.c64s
-                    .chunks_exact(2)
-                    .map(|c| format!("({}, {})", f32_text(c[0]), f32_text(c[1]))),
-            );
-        }
-        C128 => {
-            n_of(l.c128s.len() / 2)?;
-            vals.extend(
-                l.c128s
-                    .chunks_exact(2)
-                    .map(|c| format!("({}, {})", float_text(c[0]), float_text(c[1]))),
-            );
-        }
-        Token | Opaque => return Err(bad("token and opaque literals are not supported")),
-        _ => {
-            let b = match t {
-                F16 => &l.f16s,
-                Bf16 => &l.bf16s,
-                F8E5M2 => &l.f8e5m2s,
-                F8E4M3 => &l.f8e4m3s,
-                F8E4M3FN => &l.f8e4m3fns,
-                F8E4M3B11FNUZ => &l.f8e4m3b11fnuzs,
-                F8E5M2FNUZ => &l.f8e5m2fnuzs,
-                F8E4M3FNUZ => &l.f8e4m3fnuzs,
-                F8E3M4 => &l.f8e3m4s,
-                F8E8M0FNU => &l.f8e8m0fnus,
-                _ => &l.f4e2m1fns,
-            };
-            if t.bit_width() == 16 {
-                n_of(b.len() / 2)?;
-                vals.extend(b.chunks_exact(2).map(|c| {
-                    float_text(small_float_value(
-                        t,
-                        u16::from_le_bytes([c[0], c[1]]) as u32,
-                    ))
-                }));
-            } else {
-                n_of(b.len())?;
-                vals.extend(
-                    b.iter()
-                        .map(|&x| float_text(small_float_value(t, x as u32))),
-                );
-            }
-        }
+    // The value count is checked before the layout's order is built.
+    let a = ArrayLiteral::from_proto(t, &shape.dimensions, l, None).map_err(bad)?;
+    // The literal's own layout orders its values.
+    match physical_to_logical(shape, count)? {
+        None => Ok(Literal::Array(a)),
+        Some(order) => Ok(Literal::Array(
+            ArrayLiteral::from_proto(t, &shape.dimensions, l, Some(&order)).map_err(bad)?,
+        )),
     }
-    // The literal's own layout orders its values; nest them by dimension.
-    let dims = &shape.dimensions;
-    let order = physical_to_logical(shape, count)?;
-    let mut o = String::new();
-    if dims.is_empty() {
-        o.push_str(vals.first().map_or("", String::as_str));
-        return Ok(o);
-    }
-    nest(&mut o, dims, 0, &mut 0, &vals, order.as_deref());
-    Ok(o)
+}
+
+/// Nesting limit of tuple literals read from a proto.
+const MAX_LITERAL_DEPTH: usize = 64;
+
+/// Element type and dimensions agree (layouts aside), element by element
+/// for tuples.
+fn same_literal_shape(a: &xla::ShapeProto, b: &xla::ShapeProto) -> bool {
+    a.element_type == b.element_type
+        && a.dimensions == b.dimensions
+        && a.tuple_shapes.len() == b.tuple_shapes.len()
+        && a.tuple_shapes
+            .iter()
+            .zip(&b.tuple_shapes)
+            .all(|(x, y)| same_literal_shape(x, y))
 }
 
 /// For a literal whose layout is not row-major, the position in the data of
@@ -792,30 +631,6 @@ fn physical_to_logical(shape: &xla::ShapeProto, count: usize) -> Result<Option<V
         }
     }
     Ok(Some(out))
-}
-
-fn nest(
-    o: &mut String,
-    dims: &[i64],
-    d: usize,
-    k: &mut usize,
-    vals: &[String],
-    order: Option<&[usize]>,
-) {
-    o.push('{');
-    for j in 0..dims[d] {
-        if j > 0 {
-            o.push_str(", ");
-        }
-        if d + 1 < dims.len() {
-            nest(o, dims, d + 1, k, vals, order);
-        } else {
-            let at = order.map_or(*k, |ord| ord[*k]);
-            o.push_str(&vals[at]);
-            *k += 1;
-        }
-    }
-    o.push('}');
 }
 
 /// The ids inside a stack frame index point into its own lists (1-based; a
@@ -1312,7 +1127,7 @@ impl<'p> Reader<'p> {
             }
         };
         let mut operands: SmallVec<[InstId; 3]> = SmallVec::new();
-        let mut payload: Option<Box<str>> = None;
+        let mut payload: Option<Payload> = None;
         match opcode {
             Opcode::Parameter => {
                 if i.parameter_number < 0 {
@@ -1321,7 +1136,7 @@ impl<'p> Reader<'p> {
                         i.parameter_number
                     )));
                 }
-                payload = Some(i.parameter_number.to_string().into());
+                payload = Some(Payload::Parameter(i.parameter_number));
             }
             Opcode::Constant => {
                 let lit = i
@@ -1332,7 +1147,7 @@ impl<'p> Reader<'p> {
                 // constant is that shape, so it must be the instruction's
                 // (element type and dimensions; layouts may differ).
                 if let (Some(ls), Some(is)) = (&lit.shape, &i.shape) {
-                    if ls.element_type != is.element_type || ls.dimensions != is.dimensions {
+                    if !same_literal_shape(ls, is) {
                         return Err(bad(format!(
                             "{path}: the literal's shape {} is not the instruction's {}",
                             shape_text(ls, 0)?,
@@ -1340,12 +1155,8 @@ impl<'p> Reader<'p> {
                         )));
                     }
                 }
-                let text = literal_text(lit).map_err(|e| bad(format!("{path}: {e}")))?;
-                if let Shape::Array(a) = self.m.shape(shape) {
-                    crate::parse::check_literal(a, &text)
-                        .map_err(|(_, msg)| bad(format!("{path}: literal: {msg}")))?;
-                }
-                payload = Some(text.into());
+                let lit = literal_of(lit, 0).map_err(|e| bad(format!("{path}: {e}")))?;
+                payload = Some(Payload::Literal(Box::new(lit)));
             }
             _ => {
                 for &op in &i.operand_ids {
@@ -1728,7 +1539,7 @@ impl<'p> Reader<'p> {
                 a.push(format!(
                     "literal={} {}",
                     shape_text(s, 0)?,
-                    literal_text(l)?
+                    literal_of(l, 0)?.to_text()
                 ));
             }
         } else if i.constrain_layout {

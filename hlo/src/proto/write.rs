@@ -5,8 +5,10 @@
 //! groups, frontend attributes, aliasing, convolution dimension numbers,
 //! domains, statistics, result accuracy, strings); the kinds still kept as
 //! text are decoded by the shared decoders of [`crate::attrs`] (header
-//! attributes and the rest through [`crate::attrs::xla`], literals through
-//! [`crate::attrs::literal`], layout constraint shapes through the parser). An attribute with no `HloInstructionProto`
+//! attributes and the rest through [`crate::attrs::xla`], a custom call's
+//! `literal=` through [`crate::attrs::literal::decode`], layout constraint
+//! shapes through the parser); constant literals are converted from their
+//! typed values ([`literal_proto`]). An attribute with no `HloInstructionProto`
 //! field is an error naming it: nothing is dropped. [`module_to_bytes`]
 //! encodes while it builds (see there).
 //!
@@ -21,7 +23,7 @@ use std::collections::HashMap;
 use prost::Message as _;
 
 use super::xla;
-use crate::attrs::literal::{self, Value};
+use crate::attrs::literal::{self, Literal};
 use crate::attrs::xla as ax;
 use crate::error::{Error, Result};
 use crate::ir::*;
@@ -321,49 +323,75 @@ fn layout_proto(m: &Module, l: &Layout) -> xla::LayoutProto {
     }
 }
 
-/// A constant's literal text (or a custom call's `literal=`) of shape `s`.
+/// A constant's literal (or a custom call's `literal=`) of shape `s` as a
+/// `LiteralProto`: tuple literals element by element; an array's values
+/// in the physical order of the instruction's minor-to-major (XLA requires
+/// a constant's literal to have it; the literal's layout is that order
+/// only, tiles and the rest of the layout are the instruction's).
 pub fn literal_proto(
     m: &Module,
     s: ShapeId,
-    text: &str,
+    lit: &Literal,
 ) -> std::result::Result<xla::LiteralProto, String> {
-    let a = match m.shape(s) {
-        Shape::Array(a) => a,
-        Shape::Tuple(_) => {
-            return Err("tuple-shaped literals cannot be written to a proto yet".into())
+    match (m.shape(s), lit) {
+        (_, Literal::Elided) => Err("an elided literal `{...}` has no values to write".into()),
+        (Shape::Tuple(elems), Literal::Tuple(values)) if elems.len() == values.len() => {
+            let tuple_literals = elems
+                .iter()
+                .zip(values.iter())
+                .map(|(&e, v)| literal_proto(m, e, v))
+                .collect::<std::result::Result<Vec<_>, _>>()?;
+            let shape = xla::ShapeProto {
+                element_type: TUPLE_TYPE,
+                tuple_shapes: tuple_literals
+                    .iter()
+                    .filter_map(|l| l.shape.clone())
+                    .collect(),
+                ..Default::default()
+            };
+            Ok(xla::LiteralProto {
+                shape: Some(shape),
+                tuple_literals,
+                ..Default::default()
+            })
         }
-        _ => return Err("a literal needs an array shape".into()),
-    };
-    let mut values =
-        literal::decode(a, text)?.ok_or("an elided literal `{...}` has no values to write")?;
-    let mut shape = shape_proto(m, s);
-    // XLA requires a constant's literal to have the instruction's
-    // minor-to-major order and stores the values in that (physical) order;
-    // the text lists them row-major. Tiles and the rest of the layout are
-    // the instruction's, not the literal's.
-    let rank = a.rank();
-    let minor_to_major = match &a.layout {
-        Some(l) if is_permutation(&l.minor_to_major, rank) => l.minor_to_major.to_vec(),
-        _ => Layout::default_for_rank(rank).minor_to_major.to_vec(),
-    };
-    if minor_to_major
-        .iter()
-        .rev()
-        .enumerate()
-        .any(|(k, &d)| d != k as i64)
-    {
-        values = to_physical_order(&a.dims, &minor_to_major, values);
+        (Shape::Array(a), Literal::Array(v)) => {
+            if v.elem() != a.elem || v.dims() != &a.dims[..] {
+                return Err(if a.dynamic.is_empty() {
+                    "the literal does not have its constant's shape".into()
+                } else {
+                    "a literal of a dynamic shape below its bounds cannot be written to a proto"
+                        .into()
+                });
+            }
+            let rank = a.rank();
+            let minor_to_major = match &a.layout {
+                Some(l) if is_permutation(&l.minor_to_major, rank) => l.minor_to_major.to_vec(),
+                _ => Layout::default_for_rank(rank).minor_to_major.to_vec(),
+            };
+            let row_major = minor_to_major
+                .iter()
+                .rev()
+                .enumerate()
+                .all(|(k, &d)| d == k as i64);
+            let mut shape = shape_proto(m, s);
+            shape.layout = Some(xla::LayoutProto {
+                minor_to_major: minor_to_major.clone(),
+                ..Default::default()
+            });
+            let mut lit = xla::LiteralProto {
+                shape: Some(shape),
+                ..Default::default()
+            };
+            if row_major {
+                v.fill_proto(&mut lit)?;
+            } else {
+                v.in_physical_order(&minor_to_major).fill_proto(&mut lit)?;
+            }
+            Ok(lit)
+        }
+        _ => Err("the literal does not have its constant's shape".into()),
     }
-    shape.layout = Some(xla::LayoutProto {
-        minor_to_major,
-        ..Default::default()
-    });
-    let mut lit = xla::LiteralProto {
-        shape: Some(shape),
-        ..Default::default()
-    };
-    fill_literal(&mut lit, a.elem, &values)?;
-    Ok(lit)
 }
 
 /// Whether `m2m` orders all `rank` dimensions, each once.
@@ -376,179 +404,6 @@ fn is_permutation(m2m: &[i64], rank: usize) -> bool {
                 .filter(|&d| d < rank)
                 .is_some_and(|d| !std::mem::replace(&mut seen[d], true))
         })
-}
-
-/// Row-major `values` of an array of `dims` in the physical order of the
-/// layout `m2m` (a permutation of the dimensions): the minor-most
-/// dimension varies fastest.
-fn to_physical_order(dims: &[i64], m2m: &[i64], values: Vec<Value>) -> Vec<Value> {
-    let rank = dims.len();
-    let mut stride = vec![0usize; rank];
-    let mut s = 1usize;
-    for &d in m2m {
-        stride[d as usize] = s;
-        s *= dims[d as usize].max(0) as usize;
-    }
-    if values.len() != s {
-        return values; // the decoder checked the count; nothing to reorder
-    }
-    let mut out = values.clone();
-    let mut idx = vec![0usize; rank];
-    for v in values {
-        let at: usize = idx.iter().zip(&stride).map(|(i, s)| i * s).sum();
-        out[at] = v;
-        for k in (0..rank).rev() {
-            idx[k] += 1;
-            if (idx[k] as i64) < dims[k] {
-                break;
-            }
-            idx[k] = 0;
-        }
-    }
-    out
-}
-
-fn fill_literal(
-    lit: &mut xla::LiteralProto,
-    t: PrimType,
-    values: &[Value],
-) -> std::result::Result<(), String> {
-    use PrimType::*;
-    let int = |v: &Value| -> std::result::Result<i128, String> {
-        match *v {
-            Value::Int(i) => Ok(i),
-            Value::Bool(b) => Ok(i128::from(b)),
-            _ => Err(format!("{t} literal holds a non-integer value")),
-        }
-    };
-    let float = |v: &Value| -> std::result::Result<f64, String> {
-        match *v {
-            Value::Float(f) => Ok(f),
-            Value::Int(i) => Ok(i as f64),
-            _ => Err(format!("{t} literal holds a non-float value")),
-        }
-    };
-    match t {
-        Pred => {
-            lit.preds = values
-                .iter()
-                .map(|v| match *v {
-                    Value::Bool(b) => Ok(b),
-                    Value::Int(i) => Ok(i != 0),
-                    _ => Err("pred literal holds a non-boolean".to_string()),
-                })
-                .collect::<std::result::Result<_, _>>()?
-        }
-        S1 | S2 | S4 | S8 | U1 | U2 | U4 | U8 => {
-            let bytes = values
-                .iter()
-                .map(|v| int(v).map(|i| i as u8))
-                .collect::<std::result::Result<Vec<u8>, _>>()?;
-            *match t {
-                S1 => &mut lit.s1s,
-                S2 => &mut lit.s2s,
-                S4 => &mut lit.s4s,
-                S8 => &mut lit.s8s,
-                U1 => &mut lit.u1s,
-                U2 => &mut lit.u2s,
-                U4 => &mut lit.u4s,
-                _ => &mut lit.u8s,
-            } = bytes;
-        }
-        S16 | U16 => {
-            let mut b = Vec::with_capacity(values.len() * 2);
-            for v in values {
-                b.extend_from_slice(&(int(v)? as u16).to_le_bytes());
-            }
-            if t == S16 {
-                lit.s16s = b;
-            } else {
-                lit.u16s = b;
-            }
-        }
-        S32 => {
-            lit.s32s = values
-                .iter()
-                .map(|v| int(v).map(|i| i as i32))
-                .collect::<std::result::Result<_, _>>()?
-        }
-        S64 => {
-            lit.s64s = values
-                .iter()
-                .map(|v| int(v).map(|i| i as i64))
-                .collect::<std::result::Result<_, _>>()?
-        }
-        U32 => {
-            lit.u32s = values
-                .iter()
-                .map(|v| int(v).map(|i| i as u32))
-                .collect::<std::result::Result<_, _>>()?
-        }
-        U64 => {
-            lit.u64s = values
-                .iter()
-                .map(|v| int(v).map(|i| i as u64))
-                .collect::<std::result::Result<_, _>>()?
-        }
-        F32 => {
-            lit.f32s = values
-                .iter()
-                .map(|v| float(v).map(|f| f as f32))
-                .collect::<std::result::Result<_, _>>()?
-        }
-        F64 => {
-            lit.f64s = values
-                .iter()
-                .map(float)
-                .collect::<std::result::Result<_, _>>()?
-        }
-        C64 | C128 => {
-            let mut parts = Vec::with_capacity(values.len() * 2);
-            for v in values {
-                match *v {
-                    Value::Complex(re, im) => {
-                        parts.push(re);
-                        parts.push(im);
-                    }
-                    _ => return Err(format!("{t} literal holds a non-complex value")),
-                }
-            }
-            if t == C64 {
-                lit.c64s = parts.into_iter().map(|f| f as f32).collect();
-            } else {
-                lit.c128s = parts;
-            }
-        }
-        Token | Opaque => return Err(format!("{t} has no literal")),
-        _ => {
-            // The small float types: one or two bytes each, little endian.
-            let two = t.bit_width() == 16;
-            let mut b = Vec::with_capacity(values.len() * if two { 2 } else { 1 });
-            for v in values {
-                let bits = literal::small_float_bits(t, float(v)?)
-                    .ok_or_else(|| format!("{t} literals cannot be written"))?;
-                if two {
-                    b.extend_from_slice(&(bits as u16).to_le_bytes());
-                } else {
-                    b.push(bits as u8);
-                }
-            }
-            *match t {
-                F16 => &mut lit.f16s,
-                Bf16 => &mut lit.bf16s,
-                F8E5M2 => &mut lit.f8e5m2s,
-                F8E4M3 => &mut lit.f8e4m3s,
-                F8E4M3FN => &mut lit.f8e4m3fns,
-                F8E4M3B11FNUZ => &mut lit.f8e4m3b11fnuzs,
-                F8E5M2FNUZ => &mut lit.f8e5m2fnuzs,
-                F8E4M3FNUZ => &mut lit.f8e4m3fnuzs,
-                F8E3M4 => &mut lit.f8e3m4s,
-                F8E8M0FNU => &mut lit.f8e8m0fnus,
-                _ => &mut lit.f4e2m1fns,
-            } = b;
-        }
-    }
-    Ok(())
 }
 
 /// Parses a shape written in an attribute (comments removed).
@@ -1265,8 +1120,10 @@ impl<'m> Writer<'m> {
                 // XLA writes operand-less instructions without operands.
             }
             Opcode::Constant => {
-                let text = inst.payload.as_deref().unwrap_or("");
-                p.literal = Some(literal_proto(m, inst.shape, text).map_err(e)?);
+                let lit = inst
+                    .literal()
+                    .ok_or_else(|| e("a constant without a literal".into()))?;
+                p.literal = Some(literal_proto(m, inst.shape, lit).map_err(e)?);
             }
             _ => {}
         }
@@ -1554,8 +1411,10 @@ impl<'m> Writer<'m> {
                         ))
                     })?;
                     let sid = parse_attr_shape(&mut self.scratch, &body[..split])?;
+                    let lit = literal::decode(&self.scratch, sid, &body[split..])
+                        .map_err(|(_, x)| e(format!("`literal`: {x}")))?;
                     p.literal = Some(
-                        literal_proto(&self.scratch, sid, &body[split..])
+                        literal_proto(&self.scratch, sid, &lit)
                             .map_err(|x| e(format!("`literal`: {x}")))?,
                     );
                 }

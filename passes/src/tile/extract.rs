@@ -155,7 +155,7 @@ pub fn extract_kernel(m: &Module, kernel: InstId) -> Module {
             opcode: Opcode::Parameter,
             shape,
             operands: Default::default(),
-            payload: Some(n.to_string().into()),
+            payload: Some(hlo::Payload::Parameter(n as i64)),
             attrs: Vec::new(),
             parent: entry,
         }));

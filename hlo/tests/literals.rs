@@ -1,0 +1,119 @@
+//! Constant literals are decoded once, at parse time, into typed values
+//! (`hlo::attrs::literal`):
+//! - a module with constants of every primitive type (range limits, -0,
+//!   infinities, NaN payloads, complex values, a single value for an array, dynamic
+//!   dimensions, tuples) reads back as the same values from our printed
+//!   text and from our HloModuleProto;
+//! - the printed text is the snapshot (floats as the shortest decimal that
+//!   reads back as the element type's value);
+//! - what a proto cannot hold (elided values, a dynamic dimension below its
+//!   bound) is a clear error when writing one;
+//! - a malformed literal is an error at its `file:line:col`.
+
+mod common;
+
+use common::*;
+use hlo::attrs::literal::Literal;
+
+fn read(name: &str) -> String {
+    std::fs::read_to_string(testdata().join("hlo").join(name)).expect("readable test file")
+}
+
+/// `text` parsed, printed and the print parsed again.
+fn parse_print_parse(text: &str, name: &str) -> (hlo::Module, String, hlo::Module) {
+    let m1 = hlo::parse_module_named(text, name).expect("parses");
+    let printed = hlo::print_module(&m1);
+    let m2 = hlo::parse_module_named(&printed, "printed").expect("printed text parses");
+    (m1, printed, m2)
+}
+
+/// Every constant's name and literal, in instruction order.
+fn literals(m: &hlo::Module) -> Vec<(String, Literal)> {
+    m.computations()
+        .flat_map(|c| m.comp(c).order.iter().copied())
+        .filter_map(|i| {
+            let inst = m.inst(i);
+            inst.literal().map(|l| (inst.name.to_string(), l.clone()))
+        })
+        .collect()
+}
+
+#[test]
+fn literals_of_every_type_round_trip_through_text() {
+    let (m1, printed, m2) = parse_print_parse(&read("own_literals.hlo"), "own_literals.hlo");
+    assert_eq!(literals(&m1), literals(&m2));
+    assert_eq!(literals(&m1).len(), 34);
+    assert_eq!(printed, hlo::print_module(&m2));
+    insta::assert_snapshot!(printed);
+}
+
+#[test]
+fn literals_of_every_type_round_trip_through_a_proto() {
+    let text = read("own_literals.hlo");
+    let m1 = hlo::parse_module_named(&text, "own_literals.hlo").expect("parses");
+    let bytes = hlo::proto::to_bytes(&m1).expect("writes a proto");
+    let m2 = hlo::proto::from_bytes(&bytes).expect("reads the proto back");
+    assert_eq!(literals(&m1), literals(&m2));
+    // One value written for an array is its first element, the others zero
+    // (as XLA's parser reads it); the proto holds them all.
+    let fill = |m: &hlo::Module| {
+        literals(m)
+            .into_iter()
+            .find(|(n, _)| n == "fill")
+            .map(|(_, l)| l)
+    };
+    match fill(&m2) {
+        Some(Literal::Array(a)) => {
+            assert!(!a.is_single() && a.len() == 6);
+            assert_eq!(a.element(0), 1.5f32.to_le_bytes());
+            assert!((1..6).all(|k| a.element(k) == [0; 4]));
+        }
+        other => panic!("fill read back as {other:?}"),
+    }
+}
+
+#[test]
+fn literals_a_proto_cannot_hold_are_errors_when_writing_one() {
+    let text = read("own_literals_text.hlo");
+    let (m, _, m2) = parse_print_parse(&text, "own_literals_text.hlo");
+    assert_eq!(literals(&m), literals(&m2));
+    let err = hlo::proto::to_bytes(&m).expect_err("elided values cannot be written");
+    assert!(err.to_string().contains("elided literal"), "{err}");
+    let only_dynamic = text.replace(
+        "%elided = f32[2] constant({...})",
+        "%elided = f32[2] constant({1, 2})",
+    );
+    let m = hlo::parse_module_named(&only_dynamic, "dynamic").expect("parses");
+    let err = hlo::proto::to_bytes(&m).expect_err("a dynamic literal below its bound");
+    assert!(err.to_string().contains("below its bounds"), "{err}");
+}
+
+/// (constant line, `line:col` of the problem, a word the message must hold).
+const MALFORMED: &[(&str, &str, &str)] = &[
+    ("c = s8[2] constant({1, 128})", "6:26", "out of range"),
+    ("c = f32[2] constant({1, x})", "6:27", "floating-point"),
+    ("c = s32[2] constant({1, 2.5})", "6:27", "integer"),
+    ("c = f32[2] constant({1, 2, 3})", "6:23", "2 elements"),
+    ("c = f32[] constant({1})", "6:22", "single value"),
+    ("c = bf16[] constant(nan(0x3ff))", "6:23", "payload"),
+    ("c = f8e4m3fn[] constant(nan(0x1))", "6:27", "NaN payloads"),
+    ("c = c64[] constant(1)", "6:22", "(real, imag)"),
+    ("c = (f32[], s32[]) constant((1 2))", "6:34", "`,`"),
+    ("c = (f32[], s32[]) constant((1, 2, 3))", "6:36", "`)`"),
+    ("c = pred[] constant(2)", "6:23", "pred"),
+    ("c = s32[<=2] constant({1, 2, 3})", "6:25", "at most 2"),
+    ("c = f16[] constant(1e5)", "6:22", "out of range"),
+];
+
+#[test]
+fn malformed_literals_are_errors_at_their_position() {
+    for (line, at, word) in MALFORMED {
+        let text = format!("HloModule m\n\nENTRY e {{\n  p = f32[] parameter(0)\n  n = f32[] negate(p)\n  {line}\n  ROOT t = () tuple()\n}}\n");
+        let err = match hlo::parse_module_named(&text, "m.hlo") {
+            Ok(_) => panic!("{line}: accepted"),
+            Err(e) => e.to_string(),
+        };
+        assert!(err.contains(&format!("m.hlo:{at}:")), "{line}: {err}");
+        assert!(err.contains(word), "{line}: {err}");
+    }
+}
