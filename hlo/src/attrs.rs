@@ -3,15 +3,20 @@
 //! [`AttrValue`] variants ([`decode`]), and the accessors consumers read them
 //! through.
 //!
-//! The parser decodes integers, booleans, integer lists, windows, padding,
-//! slices, enumerations (fusion kind, comparison direction and type, custom-call
-//! API version and schedule, ...), operand precisions, source-target pairs,
+//! The parser decodes integers, floats, booleans and boolean lists, integer
+//! lists and lists of them, windows, padding, slices, enumerations (fusion
+//! kind, comparison direction and type, custom-call API version and
+//! schedule, dot algorithm, ...), operand precisions, source-target pairs,
 //! op metadata, shardings, replica groups, frontend attributes,
 //! output-operand aliasing, convolution dimension labels, sharding domains,
-//! statistics, result accuracy and the strings XLA defines once (a malformed value is a parse error with `file:line:col`); the
-//! accessors return the stored values and never parse text. Attributes the
-//! IR still keeps as text (the other proto-message kinds of [`xla`]) are
-//! validated at parse time by [`crate::semantic`].
+//! statistics, result accuracy, the strings XLA defines and the module
+//! header's attributes ([`decode_header`]) once (a malformed value is a parse
+//! error with `file:line:col`); shapes in values (`operand_layout_constraints`,
+//! `outfeed_shape`, `entry_computation_layout`) are interned by the parser
+//! itself. The accessors (of instructions and of the module header) return
+//! the stored values and never parse text. What the IR keeps as text
+//! (`backend_config`, a newer XLA's attributes) is checked at parse time by
+//! [`crate::semantic`] where XLA checks it.
 //!
 //! Convention of every accessor: `Ok(None)` when the attribute is absent,
 //! `Err` when it is present with a value of another kind (only possible in a
@@ -107,6 +112,10 @@ pub(crate) enum ValueKind {
     OriginalValue,
     Sparsity,
     Str,
+    BoolList,
+    IntLists,
+    /// `algorithm=` of a dot (`PrecisionConfig.Algorithm`).
+    DotAlgorithm,
     /// `direction=` of a compare.
     Direction,
     /// One of the listed names; ASCII case ignored when the flag is set.
@@ -166,6 +175,7 @@ pub(crate) fn value_kind(key: &str, op: Opcode) -> Option<ValueKind> {
         | "fft_length" => IntList,
         // collective-permute's `slice_sizes={{..},{..}}` is a list of lists.
         "slice_sizes" if op == Opcode::Gather => IntList,
+        "slice_sizes" => IntLists,
         "window" => Window,
         "padding" => Padding,
         "result_accuracy" => ResultAccuracy,
@@ -196,7 +206,19 @@ pub(crate) fn value_kind(key: &str, op: Opcode) -> Option<ValueKind> {
         "algorithm" if op == Opcode::RngBitGenerator => {
             Enum(&["rng_default", "rng_three_fry", "rng_philox"], true)
         }
+        "algorithm"
+            if matches!(
+                op,
+                Opcode::Dot | Opcode::RaggedDot | Opcode::ScaledDot | Opcode::Convolution
+            ) =>
+        {
+            DotAlgorithm
+        }
+        "parameter_replication" => BoolList,
         "fft_type" => Enum(&["FFT", "IFFT", "RFFT", "IRFFT"], false),
+        "transpose_a" if op == Opcode::TriangularSolve => {
+            Enum(&["NO_TRANSPOSE", "TRANSPOSE", "ADJOINT"], false)
+        }
         "distribution" => Enum(&["rng_invalid", "rng_uniform", "rng_normal"], true),
         "schedule" => Enum(
             &["SCHEDULE_NONE", "SCHEDULE_LATEST", "SCHEDULE_EARLIEST"],
@@ -213,7 +235,6 @@ pub(crate) fn value_kind(key: &str, op: Opcode) -> Option<ValueKind> {
 /// the message saying what is wrong.
 pub(crate) fn decode(key: &str, op: Opcode, text: &str) -> Option<Result<AttrValue, String>> {
     match value_kind(key, op)? {
-        ValueKind::Float => None,
         // A named sharding in newer syntax is kept as text.
         ValueKind::Sharding => match xla::sharding(text) {
             Err(e) if e == xla::NAMED_SHARDING_NEWER => None,
@@ -221,6 +242,38 @@ pub(crate) fn decode(key: &str, op: Opcode, text: &str) -> Option<Result<AttrVal
         },
         kind => Some(decode_typed(key, kind, text)),
     }
+}
+
+/// Decodes `text` as the value of the module header attribute `key`
+/// (`HloModule name, key=value, ...`): `None` when the IR keeps it as text
+/// (`entry_computation_layout` is read by the parser, whose shapes it holds),
+/// else the typed value or the message saying what is wrong.
+pub(crate) fn decode_header(key: &str, text: &str) -> Option<Result<AttrValue, String>> {
+    Some(match key {
+        "is_scheduled" | "alias_passthrough_params" | "use_spmd_partitioning" => {
+            validate::boolean(key, text).map(AttrValue::Bool)
+        }
+        "replica_count" | "num_partitions" => validate::integer(key, text).map(AttrValue::Int),
+        // A single boolean or one per parameter (output).
+        "allow_spmd_sharding_propagation_to_parameters"
+        | "allow_spmd_sharding_propagation_to_output" => {
+            if text.trim_start().starts_with('{') {
+                validate::bool_list(key, text).map(AttrValue::Bools)
+            } else {
+                validate::boolean(key, text).map(AttrValue::Bool)
+            }
+        }
+        "input_output_alias" => xla::input_output_alias(text)
+            .map(|a| AttrValue::InputOutputAlias(Box::new(a)))
+            .map_err(|e| format!("`input_output_alias=`: {e}")),
+        "buffer_donor" => xla::buffer_donor(text)
+            .map(|b| AttrValue::BufferDonor(Box::new(b)))
+            .map_err(|e| format!("`buffer_donor=`: {e}")),
+        "frontend_attributes" => {
+            xla::frontend_attributes(text).map(|f| AttrValue::FrontendAttributes(Box::new(f)))
+        }
+        _ => return None,
+    })
 }
 
 /// The typed value of a typed `kind` (see [`decode`]).
@@ -260,7 +313,18 @@ pub(crate) fn decode_typed(key: &str, kind: ValueKind, text: &str) -> Result<Att
         ValueKind::FrontendAttributes => {
             AttrValue::FrontendAttributes(Box::new(xla::frontend_attributes(text)?))
         }
-        ValueKind::Float => AttrValue::Raw(text.into()),
+        ValueKind::Float => AttrValue::Float(v::float(key, text)?),
+        ValueKind::BoolList => AttrValue::Bools(v::bool_list(key, text)?),
+        ValueKind::IntLists => AttrValue::IntLists(
+            xla::int_list_list(text)
+                .map_err(|e| format!("`{key}=` expects a list of integer lists: {e}"))?
+                .into_iter()
+                .map(Vec::into_boxed_slice)
+                .collect(),
+        ),
+        ValueKind::DotAlgorithm => {
+            AttrValue::Enum(xla::DOT_ALGORITHMS[xla::dot_algorithm(text)? as usize])
+        }
     })
 }
 
@@ -295,6 +359,14 @@ fn mismatch(key: &str, v: &AttrValue, want: &str) -> AttrError {
         AttrValue::ResultAccuracy(_) => "a result accuracy".to_string(),
         AttrValue::OriginalValue(_) => "an original value".to_string(),
         AttrValue::Sparsity(_) => "a sparsity config".to_string(),
+        AttrValue::Float(_) => "a float".to_string(),
+        AttrValue::Bools(_) => "a boolean list".to_string(),
+        AttrValue::IntLists(_) => "a list of integer lists".to_string(),
+        AttrValue::Shape(_) => "a shape".to_string(),
+        AttrValue::Shapes(_) => "a shape list".to_string(),
+        AttrValue::ProgramLayout(_) => "a computation layout".to_string(),
+        AttrValue::InputOutputAlias(_) => "input-output aliasing".to_string(),
+        AttrValue::BufferDonor(_) => "buffer donors".to_string(),
     };
     bad(key, format!("expected {want}, found {found}"))
 }
@@ -582,6 +654,43 @@ impl Instruction {
         }
     }
 
+    /// A floating-point attribute (`epsilon=0.001`).
+    pub fn float_attr(&self, key: &str) -> AttrResult<f32> {
+        match self.attr(key) {
+            None => Ok(None),
+            Some(AttrValue::Float(x)) => Ok(Some(*x)),
+            Some(o) => Err(mismatch(key, o, "a float")),
+        }
+    }
+
+    /// A boolean list (`parameter_replication={false,true}`).
+    pub fn bool_list_attr(&self, key: &str) -> AttrResult<&[bool]> {
+        match self.attr(key) {
+            None => Ok(None),
+            Some(AttrValue::Bools(v)) => Ok(Some(v)),
+            Some(o) => Err(mismatch(key, o, "a boolean list")),
+        }
+    }
+
+    /// `operand_layout_constraints={shape, ...}` of a custom-call: one shape
+    /// (with its layout) an operand.
+    pub fn operand_layout_constraints(&self) -> AttrResult<&[crate::ir::ShapeId]> {
+        match self.attr("operand_layout_constraints") {
+            None => Ok(None),
+            Some(AttrValue::Shapes(v)) => Ok(Some(v)),
+            Some(o) => Err(mismatch("operand_layout_constraints", o, "a shape list")),
+        }
+    }
+
+    /// `outfeed_shape=...` of an outfeed.
+    pub fn outfeed_shape(&self) -> AttrResult<crate::ir::ShapeId> {
+        match self.attr("outfeed_shape") {
+            None => Ok(None),
+            Some(AttrValue::Shape(s)) => Ok(Some(*s)),
+            Some(o) => Err(mismatch("outfeed_shape", o, "a shape")),
+        }
+    }
+
     /// `custom_call_target="..."`, unquoted.
     pub fn custom_call_target(&self) -> Option<String> {
         self.string_attr("custom_call_target")
@@ -595,6 +704,32 @@ impl Instruction {
     /// `batch_group_count=N` (1 when absent).
     pub fn batch_group_count(&self) -> Result<i64, AttrError> {
         Ok(self.int_attr("batch_group_count")?.unwrap_or(1))
+    }
+}
+
+impl crate::ir::Module {
+    /// The value of the module header attribute `key` (`HloModule m, key=...`).
+    pub fn header_attr(&self, key: &str) -> Option<&AttrValue> {
+        find(&self.attrs, key)
+    }
+
+    /// `entry_computation_layout={(params)->result}` of the header.
+    pub fn entry_computation_layout(&self) -> AttrResult<&crate::ir::ProgramLayout> {
+        let key = "entry_computation_layout";
+        match self.header_attr(key) {
+            None => Ok(None),
+            Some(AttrValue::ProgramLayout(l)) => Ok(Some(l)),
+            Some(o) => Err(mismatch(key, o, "a computation layout")),
+        }
+    }
+
+    /// `is_scheduled=true` of the header (false when absent).
+    pub fn is_scheduled(&self) -> Result<bool, AttrError> {
+        match self.header_attr("is_scheduled") {
+            None => Ok(false),
+            Some(AttrValue::Bool(b)) => Ok(*b),
+            Some(o) => Err(mismatch("is_scheduled", o, "true or false")),
+        }
     }
 }
 

@@ -382,15 +382,18 @@ impl Shape {
 /// The value of an instruction attribute (`key=value` after the operands).
 ///
 /// The parser decodes every attribute whose key XLA types into a typed
-/// variant (integers, booleans, integer lists, windows, padding, slices,
-/// enumerations, operand precisions, source-target pairs, op metadata,
-/// shardings, replica groups, frontend attributes, output-operand
-/// aliasing, convolution dimension labels, domains, statistics, result
-/// accuracy, strings, called computations, control predecessors); the printer prints the typed
-/// form in XLA's spelling, and consumers read the typed value through the
-/// accessors of [`crate::attrs`] (never re-parsing text). Everything else is
-/// kept as the exact source text and printed back verbatim, so attributes of
-/// a newer XLA survive a round trip.
+/// variant (integers, floats, booleans and boolean lists, integer lists and
+/// lists of them, windows, padding, slices, enumerations, operand
+/// precisions, source-target pairs, op metadata, shardings, replica groups,
+/// frontend attributes, output-operand aliasing, convolution dimension
+/// labels, domains, statistics, result accuracy, strings, shapes
+/// (`operand_layout_constraints`, `outfeed_shape`), called computations,
+/// control predecessors; in the module header also the entry computation
+/// layout, input-output aliasing and buffer donors); the printer prints the
+/// typed form in XLA's spelling, and consumers read the typed value through
+/// the accessors of [`crate::attrs`] (never re-parsing text). Everything
+/// else (`backend_config`, a newer XLA's attributes) is kept as the exact
+/// source text and printed back verbatim, so nothing is lost in a round trip.
 #[derive(Clone, PartialEq, Debug)]
 pub enum AttrValue {
     /// Verbatim text of the value, e.g. `"{...json...}"` (`backend_config`),
@@ -456,6 +459,36 @@ pub enum AttrValue {
     /// `async_execution_thread=`, `infeed_config=`, `outfeed_config=`),
     /// unescaped; `backend_config` stays [`AttrValue::Raw`].
     Str(Box<[u8]>),
+    /// A floating-point value (`epsilon=0.001` of the batch-norms; XLA holds
+    /// it as an `f32`).
+    Float(f32),
+    /// A list of integer lists (`slice_sizes={{128,32},{1}}` of a
+    /// collective-permute).
+    IntLists(Box<[Box<[i64]>]>),
+    /// A list of booleans (`parameter_replication={false,true}`,
+    /// `allow_spmd_sharding_propagation_to_output={true}` of the header).
+    Bools(Box<[bool]>),
+    /// A shape with its layout (`outfeed_shape=(u32[3]{0}, pred[])`).
+    Shape(ShapeId),
+    /// Shapes with their layouts, one an operand
+    /// (`operand_layout_constraints={f32[2,3]{1,0}, token[]}` of a custom-call).
+    Shapes(Box<[ShapeId]>),
+    /// `entry_computation_layout={(f32[2]{0}, ...)->f32[2]{0}}` of the module
+    /// header: the entry's parameter and result shapes as the caller sees them.
+    ProgramLayout(Box<ProgramLayout>),
+    /// `input_output_alias={ {0}: (0, {}, may-alias), ... }` of the module
+    /// header, as XLA's `HloInputOutputAliasProto`.
+    InputOutputAlias(Box<crate::proto::xla::HloInputOutputAliasProto>),
+    /// `buffer_donor={ (0, {}), ... }` of the module header, as XLA's
+    /// `HloBufferDonorProto`.
+    BufferDonor(Box<crate::proto::xla::HloBufferDonorProto>),
+}
+
+/// The shapes of `entry_computation_layout={(params)->result}`.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct ProgramLayout {
+    pub params: Box<[ShapeId]>,
+    pub result: ShapeId,
 }
 
 /// Key of the attribute that records the wrapped opcode of XLA's async
@@ -574,7 +607,8 @@ pub struct Computation {
     pub params: Vec<InstId>,
     pub root: InstId,
     pub is_entry: bool,
-    /// Trailing attributes after the body, e.g. `, execution_thread="foo"`, verbatim.
+    /// Trailing attributes after the body, e.g. `, execution_thread="foo"`
+    /// (a [`AttrValue::Str`]; others verbatim).
     pub attrs: Vec<Attr>,
 }
 
@@ -584,8 +618,11 @@ pub struct Module {
     pub name: Box<str>,
     /// Header attributes (`is_scheduled=true`, `entry_computation_layout={...}`, ...) in source order.
     pub attrs: Vec<Attr>,
-    /// The FileNames/FunctionNames/FileLocations/StackFrames sections, verbatim.
-    pub debug_sections: Option<Box<str>>,
+    /// The `FileNames`/`FunctionNames`/`FileLocations`/`StackFrames`
+    /// sections, as XLA's stack frame index (the ids op metadata's
+    /// `stack_frame_id` refers to; a frame's `parent_frame_id` as the proto
+    /// counts it, one less than the text's). `None` when the module has none.
+    pub stack_frames: Option<Box<crate::proto::xla::StackFrameIndexProto>>,
     pub entry: CompId,
     insts: Vec<Instruction>,
     comps: Vec<Computation>,
@@ -622,7 +659,7 @@ impl Module {
         Module {
             name: name.into(),
             attrs: Vec::new(),
-            debug_sections: None,
+            stack_frames: None,
             entry: CompId::from_index(0),
             insts: Vec::new(),
             comps: Vec::new(),

@@ -12,14 +12,17 @@
 //! - exactly one entry computation (`ENTRY`, or the last computation).
 //!
 //! Called computations and control predecessors become ids; every
-//! attribute kind [`crate::attrs`] types (integers, lists, windows, padding,
-//! slices, enumerations, precisions, source-target pairs, op metadata,
-//! shardings, replica groups, frontend attributes, aliasing, `dim_labels`,
-//! domains, statistics, result accuracy, strings) is decoded into a typed
-//! [`AttrValue`]; the other attribute values are kept as their source text
-//! ([`AttrValue::Raw`]). Parameter numbers and constant literals are decoded
-//! into [`Payload`] (literals by [`crate::attrs::literal::decode`], against
-//! the constant's shape). Nesting of
+//! attribute kind [`crate::attrs`] types (integers, floats, lists, windows,
+//! padding, slices, enumerations, precisions, source-target pairs, op
+//! metadata, shardings, replica groups, frontend attributes, aliasing,
+//! `dim_labels`, domains, statistics, result accuracy, strings, the module
+//! header's attributes) is decoded into a typed [`AttrValue`], shapes in
+//! attribute values (`operand_layout_constraints`, `outfeed_shape`,
+//! `entry_computation_layout`) are interned like other shapes, and the stack
+//! frame sections become [`Module::stack_frames`]; the other attribute values
+//! are kept as their source text ([`AttrValue::Raw`]). Parameter numbers and
+//! constant literals are decoded into [`Payload`] (literals by
+//! [`crate::attrs::literal::decode`], against the constant's shape). Nesting of
 //! brackets is bounded by [`MAX_DEPTH`] before pest runs, so no input can
 //! overflow the stack.
 //!
@@ -289,6 +292,9 @@ fn describe(rule: &Rule) -> &'static str {
         Rule::mem_space => "`S(n)`",
         Rule::phys_shape => "`P(shape)`",
         Rule::dyn_meta => "`M(n)`",
+        Rule::shape_list_full => "a list of shapes `{f32[2]{0}, ...}`",
+        Rule::shape_one_full => "a shape",
+        Rule::program_shape_full => "a computation layout `{(parameter shapes)->result shape}`",
         _ => "valid HLO",
     }
 }
@@ -733,14 +739,19 @@ impl<'a> Lowerer<'a> {
                                 name = Some(h.as_str());
                             }
                             Rule::attr => {
-                                let a = self.raw_attr(h)?;
+                                let a = self.header_attr(h)?;
                                 self.m.attrs.push(a);
                             }
                             _ => {}
                         }
                     }
                 }
-                Rule::debug_sections => self.m.debug_sections = Some(p.as_str().trim_end().into()),
+                Rule::debug_sections => {
+                    let at = self.pos(&p);
+                    let sf = crate::attrs::xla::stack_frame_index(p.as_str())
+                        .map_err(|(off, msg)| self.err(at + off, msg))?;
+                    self.m.stack_frames = Some(Box::new(sf));
+                }
                 Rule::computation => {
                     let start = self.pos(&p);
                     let (id, is_entry) = self.computation(p)?;
@@ -830,7 +841,7 @@ impl<'a> Lowerer<'a> {
                     }
                 }
                 Rule::instruction => insts.push(p),
-                Rule::attr => attrs.push(self.raw_attr(p)?),
+                Rule::attr => attrs.push(self.comp_attr(p)?),
                 _ => {}
             }
         }
@@ -1059,6 +1070,22 @@ impl<'a> Lowerer<'a> {
         })
     }
 
+    /// A computation attribute (`}, execution_thread="x"`): the string
+    /// XLA defines decoded (an error at `key=` when malformed), others kept
+    /// verbatim.
+    fn comp_attr(&self, pair: Pair<'a, Rule>) -> Result<Attr> {
+        let (key, value, _) = self.split_attr(&pair)?;
+        if key != "execution_thread" {
+            return self.raw_attr(pair);
+        }
+        let s = crate::attrs::xla::string_value(value)
+            .map_err(|e| self.err(self.pos(&pair), format!("`execution_thread=`: {e}")))?;
+        Ok(Attr {
+            key: key.into(),
+            value: AttrValue::Str(s.into_boxed_slice()),
+        })
+    }
+
     /// A value kept verbatim is printed back as is, so a `/*` comment opened in
     /// it must also close in it: otherwise the comment would swallow text after
     /// the value when the module is read back (the opaque-span scan of the
@@ -1150,6 +1177,15 @@ impl<'a> Lowerer<'a> {
                 });
             }
             AttrValue::Insts(SmallVec::new())
+        } else if key == "operand_layout_constraints" {
+            let s = self.value_shapes(key, Rule::shape_list_full, value, voff)?;
+            AttrValue::Shapes(s.into_iter().collect())
+        } else if key == "outfeed_shape" {
+            let s = self.value_shapes(key, Rule::shape_one_full, value, voff)?;
+            match s[..] {
+                [one] => AttrValue::Shape(one),
+                _ => return Err(self.err(voff, "`outfeed_shape=` expects one shape")),
+            }
         } else if let Some(typed) = crate::attrs::decode(key, op, value) {
             typed.map_err(|msg| self.err(self.pos(&pair), msg))?
         } else {
@@ -1160,6 +1196,74 @@ impl<'a> Lowerer<'a> {
             key: key.into(),
             value: v,
         })
+    }
+
+    /// A module header attribute: `entry_computation_layout`'s shapes
+    /// interned, the kinds [`crate::attrs::decode_header`] types decoded (a
+    /// malformed value is an error at `key=`), others kept verbatim.
+    fn header_attr(&mut self, pair: Pair<'a, Rule>) -> Result<Attr> {
+        let (key, value, voff) = self.split_attr(&pair)?;
+        let v = if key == "entry_computation_layout" {
+            let mut s = self.value_shapes(key, Rule::program_shape_full, value, voff)?;
+            let result = s
+                .pop()
+                .ok_or_else(|| self.err(voff, "expected `{(parameters)->result}`"))?;
+            AttrValue::ProgramLayout(Box::new(ProgramLayout {
+                params: s.into_iter().collect(),
+                result,
+            }))
+        } else if let Some(typed) = crate::attrs::decode_header(key, value) {
+            typed.map_err(|msg| self.err(self.pos(&pair), msg))?
+        } else {
+            self.check_raw_value(value, voff)?;
+            AttrValue::Raw(value.into())
+        };
+        Ok(Attr {
+            key: key.into(),
+            value: v,
+        })
+    }
+
+    /// The shapes of an attribute value (`value`, a slice of the module text
+    /// at byte `voff`) read with `rule` (one of the `*_full` rules of
+    /// shapes in values), in order; each through the shape cache. Errors are
+    /// at their position in the text.
+    fn value_shapes(
+        &mut self,
+        key: &str,
+        rule: Rule,
+        value: &'a str,
+        voff: usize,
+    ) -> Result<SmallVec<[ShapeId; 4]>> {
+        self.check_raw_value(value, voff)?;
+        let mut pairs = HloParser::parse(rule, value).map_err(|e| {
+            use pest::error::InputLocation::{Pos, Span};
+            match e.location {
+                // The value's structure (not one of its shapes) is wrong:
+                // say what the key expects.
+                Pos(0) | Span((0, _)) => {
+                    let shown: String = value.chars().take(60).collect();
+                    let more = if shown.len() < value.len() { "..." } else { "" };
+                    self.err(
+                        voff,
+                        format!(
+                            "`{key}=` expects {}, found `{shown}{more}`",
+                            describe(&rule)
+                        ),
+                    )
+                }
+                _ => pest_error(e, self.text, self.file, voff),
+            }
+        })?;
+        let mut out = SmallVec::new();
+        if let Some(full) = pairs.next() {
+            for p in full.into_inner() {
+                if p.as_rule() == Rule::shape {
+                    out.push(self.shape(p)?);
+                }
+            }
+        }
+        Ok(out)
     }
 
     /// Lowers an `instruction` pair into computation `cid`. Returns the id and

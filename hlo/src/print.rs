@@ -250,9 +250,12 @@ impl<'m> Printer<'m> {
             self.attr(a);
         }
         self.out.push_str("\n\n");
-        if let Some(d) = &m.debug_sections {
-            self.out.push_str(d);
-            self.out.push_str("\n\n");
+        if let Some(sf) = &m.stack_frames {
+            let at = self.out.len();
+            crate::attrs::xla::write_stack_frame_index(sf, &mut self.out);
+            if self.out.len() > at {
+                self.out.push_str("\n\n");
+            }
         }
         let n = m.num_computations();
         for (k, c) in m.computations().enumerate() {
@@ -424,6 +427,43 @@ impl<'m> Printer<'m> {
             AttrValue::Aliasing(v) => {
                 crate::attrs::xla::write_output_operand_aliasing(v, &mut self.out)
             }
+            AttrValue::Float(x) => crate::attrs::xla::write_f32_attr(*x, &mut self.out),
+            AttrValue::Bools(v) => {
+                self.out.push('{');
+                for (k, b) in v.iter().enumerate() {
+                    if k > 0 {
+                        self.out.push(',');
+                    }
+                    self.out.push_str(if *b { "true" } else { "false" });
+                }
+                self.out.push('}');
+            }
+            AttrValue::IntLists(v) => {
+                self.out.push('{');
+                for (k, l) in v.iter().enumerate() {
+                    if k > 0 {
+                        self.out.push(',');
+                    }
+                    write_int_list(l, &mut self.out);
+                }
+                self.out.push('}');
+            }
+            AttrValue::Shape(s) => write_shape(m, *s, true, &mut self.out),
+            AttrValue::Shapes(v) => {
+                self.out.push('{');
+                for (k, &s) in v.iter().enumerate() {
+                    if k > 0 {
+                        self.out.push_str(", ");
+                    }
+                    write_shape(m, s, true, &mut self.out);
+                }
+                self.out.push('}');
+            }
+            AttrValue::ProgramLayout(l) => write_program_layout(m, l, &mut self.out),
+            AttrValue::InputOutputAlias(a) => {
+                crate::attrs::xla::write_input_output_alias(a, &mut self.out)
+            }
+            AttrValue::BufferDonor(b) => crate::attrs::xla::write_buffer_donor(b, &mut self.out),
             AttrValue::Pairs(ps) => {
                 self.out.push('{');
                 for (k, [a, b]) in ps.iter().enumerate() {
@@ -440,6 +480,24 @@ impl<'m> Printer<'m> {
             }
         }
     }
+}
+
+/// `{(f32[2]{0}, ..., /*index=5*/f32[]...)->f32[2]{0}}` as XLA prints an
+/// entry computation layout: a comment before every fifth parameter.
+fn write_program_layout(m: &Module, l: &ProgramLayout, out: &mut String) {
+    out.push_str("{(");
+    for (k, &s) in l.params.iter().enumerate() {
+        if k > 0 {
+            out.push_str(", ");
+            if k % 5 == 0 {
+                let _ = write!(out, "/*index={k}*/");
+            }
+        }
+        write_shape(m, s, true, out);
+    }
+    out.push_str(")->");
+    write_shape(m, l.result, true, out);
+    out.push('}');
 }
 
 /// `{1,0}`.

@@ -19,7 +19,6 @@
 //! allocated unless a module has async-starts (a small list) or a finding.
 
 use crate::attrs::validate as v;
-use crate::attrs::ValueKind;
 use crate::ir::*;
 use crate::opcode::Opcode;
 use crate::print::print_shape;
@@ -107,19 +106,13 @@ pub fn check(m: &Module) -> Check {
 // ---------------------------------------------------------------------------
 // module attributes and layouts
 
-/// `input_output_alias`, `buffer_donor` and `debug_attributes` of the header.
+/// `debug_attributes` of the header (the attributes XLA types are decoded
+/// by the parser).
 fn check_module_attrs(m: &Module) -> Check {
     for a in &m.attrs {
-        let AttrValue::Raw(text) = &a.value else {
-            continue;
-        };
-        let r = match &*a.key {
-            "input_output_alias" => v::check_input_output_alias(text),
-            "buffer_donor" => v::check_buffer_donor(text),
-            "debug_attributes" => v::check_debug_attributes(text),
-            _ => Ok(()),
-        };
-        r.map_err(|msg| Finding::module_attr(&a.key, msg))?;
+        if let ("debug_attributes", AttrValue::Raw(text)) = (&*a.key, &a.value) {
+            v::check_debug_attributes(text).map_err(|msg| Finding::module_attr(&a.key, msg))?;
+        }
     }
     Ok(())
 }
@@ -178,21 +171,12 @@ fn check_attr_values(id: InstId, inst: &Instruction) -> Check {
         let AttrValue::Raw(text) = &a.value else {
             continue;
         };
-        let Some(kind) = crate::attrs::value_kind(&a.key, inst.opcode) else {
-            continue;
-        };
+        // Typed kinds are decoded by the parser (a malformed one is a parse
+        // error there); raw text under such a key comes only from a module
+        // edited in code.
         let key = &*a.key;
-        let t = text.trim();
-        let r = match kind {
-            ValueKind::Float => match t.parse::<f64>() {
-                Ok(x) if x.is_finite() && x.abs() <= f32::MAX as f64 => Ok(()),
-                _ => Err(format!("`{key}=` expects a float number, found `{t}`")),
-            },
-            // The other kinds are decoded into typed values by the parser (a
-            // malformed one is a parse error there); raw text under such a
-            // key comes only from a module edited in code.
-            _ => crate::attrs::decode(key, inst.opcode, t).map_or(Ok(()), |r| r.map(|_| ())),
-        };
+        let r =
+            crate::attrs::decode(key, inst.opcode, text.trim()).map_or(Ok(()), |r| r.map(|_| ()));
         r.map_err(|msg| Finding::attr(id, key, msg))?;
     }
     Ok(())
@@ -598,24 +582,14 @@ fn check_conditional(m: &Module, id: InstId, inst: &Instruction) -> Check {
 /// `operand_layout_constraints={shape, ...}` of a custom-call: one shape per
 /// operand, each with that operand's element type and dimensions.
 fn check_custom_call(m: &Module, id: InstId, inst: &Instruction) -> Check {
-    let Some(text) = inst.raw_attr("operand_layout_constraints") else {
-        return Ok(());
-    };
     let key = "operand_layout_constraints";
-    let t = text.trim();
-    let Some(inner) = t.strip_prefix('{').and_then(|r| r.strip_suffix('}')) else {
-        return Err(Finding::attr(
-            id,
-            key,
-            format!("`{key}=` expects a list of shapes in braces, found `{t}`"),
-        ));
+    let shapes = match inst.operand_layout_constraints() {
+        Ok(Some(s)) => s,
+        Ok(None) => return Ok(()),
+        Err(e) => return Err(Finding::attr(id, key, e.message)),
     };
     let n = inst.operands.len();
-    let given = if inner.trim().is_empty() {
-        0
-    } else {
-        v::split_top_level(inner, b',').count()
-    };
+    let given = shapes.len();
     if given != n {
         return Err(Finding::attr(
             id,
@@ -628,20 +602,15 @@ fn check_custom_call(m: &Module, id: InstId, inst: &Instruction) -> Check {
             ),
         ));
     }
-    if n == 0 {
-        return Ok(());
-    }
-    for (k, item) in v::split_top_level(inner, b',').enumerate() {
-        let operand = inst.operands[k];
-        let compatible = match (v::array_head(item), m.inst_shape(operand)) {
-            (Some((PrimType::Token, _)), s) => matches!(s, Shape::Token),
-            (Some((elem, dims)), Shape::Array(a)) => {
-                elem == a.elem && v::dims_text_equal(dims, &a.dims)
-            }
-            (Some(_), _) => false,
+    for (k, (&c, &operand)) in shapes.iter().zip(&inst.operands).enumerate() {
+        let compatible = match (m.shape(c), m.inst_shape(operand)) {
+            (Shape::Token, s) => matches!(s, Shape::Token),
+            (Shape::Array(ca), Shape::Array(a)) => ca.elem == a.elem && ca.dims == a.dims,
+            (Shape::Array(_), _) => false,
             // A tuple constraint needs a tuple operand; other forms are not
             // compared.
-            (None, s) => !item.trim_start().starts_with('(') || s.is_tuple(),
+            (Shape::Tuple(_), s) => s.is_tuple(),
+            _ => true,
         };
         if !compatible {
             return Err(Finding::attr(
@@ -649,7 +618,7 @@ fn check_custom_call(m: &Module, id: InstId, inst: &Instruction) -> Check {
                 key,
                 format!(
                     "operand layout constraint {} for operand {k} is not compatible with the operand's shape {}; it must have the same element type and dimensions",
-                    item.trim(),
+                    print_shape(m, c),
                     print_shape(m, m.inst(operand).shape)
                 ),
             ));

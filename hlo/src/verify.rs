@@ -143,66 +143,41 @@ impl<'m> Verifier<'m> {
     /// (they are the caller's view).
     fn check_entry_computation_layout(&self) -> Result<()> {
         let m = self.m;
-        let Some(text) = m
-            .attrs
-            .iter()
-            .find(|a| &*a.key == "entry_computation_layout")
-            .and_then(|a| match &a.value {
-                AttrValue::Raw(t) => Some(&**t),
-                _ => None,
-            })
-        else {
+        let fail = |msg: String| Error::Module(format!("entry_computation_layout: {msg}"));
+        let Some(layout) = m.entry_computation_layout().map_err(|e| fail(e.message))? else {
             return Ok(());
         };
-        let fail = |msg: String| Error::Module(format!("entry_computation_layout: {msg}"));
-        let t = text.trim();
-        let inner = t
-            .strip_prefix('{')
-            .and_then(|r| r.strip_suffix('}'))
-            .unwrap_or(t)
-            .trim();
-        let Some((params, result)) = split_arrow(inner) else {
-            return Err(fail(format!(
-                "expected `(parameters)->result`, found `{inner}`"
-            )));
-        };
-        let params = params.trim();
-        let Some(params) = params.strip_prefix('(').and_then(|r| r.strip_suffix(')')) else {
-            return Err(fail(format!(
-                "expected a parenthesized parameter list, found `{params}`"
-            )));
-        };
-        let items = split_top_level(params);
         let entry = m.entry_computation();
-        if items.len() != entry.params.len() {
+        if layout.params.len() != entry.params.len() {
             return Err(fail(format!(
                 "lists {} parameter{}, but the entry computation %{} has {}",
-                items.len(),
-                if items.len() == 1 { "" } else { "s" },
+                layout.params.len(),
+                if layout.params.len() == 1 { "" } else { "s" },
                 entry.name,
                 entry.params.len()
             )));
         }
-        let pairs = items
+        let pairs = layout
+            .params
             .iter()
             .zip(&entry.params)
             .enumerate()
-            .map(|(i, (&t, &p))| (format!("parameter {i}"), t, p))
+            .map(|(i, (&s, &p))| (format!("parameter {i}"), s, p))
             .chain(std::iter::once((
                 "the result".to_string(),
-                result,
+                layout.result,
                 entry.root,
             )));
-        for (what, text, inst) in pairs {
-            let (Some((elem, dims)), Shape::Array(a)) = (parse_array_dims(text), self.shape(inst))
-            else {
+        for (what, s, inst) in pairs {
+            let (Shape::Array(l), Shape::Array(a)) = (m.shape(s), self.shape(inst)) else {
                 continue;
             };
-            if !si::same_type_ignoring_fp_precision(elem, a.elem) || !si::dims_match(&dims, &a.dims)
+            if !si::same_type_ignoring_fp_precision(l.elem, a.elem)
+                || !si::dims_match(&l.dims, &a.dims)
             {
                 return Err(fail(format!(
                     "{what} is {} here, but %{} is {}",
-                    text.trim(),
+                    crate::print::print_shape(m, s),
                     m.inst(inst).name,
                     si::fmt_array(a)
                 )));
@@ -602,14 +577,6 @@ impl<'m> Verifier<'m> {
     }
 
     // ---- attributes ----
-
-    fn raw<'a>(&self, inst: &'a Instruction, key: &str) -> Check<Option<&'a str>> {
-        match inst.attr(key) {
-            None => Ok(None),
-            Some(AttrValue::Raw(s)) => Ok(Some(s)),
-            Some(_) => Err(format!("attribute {key}= has an unexpected kind of value")),
-        }
-    }
 
     fn int_list(&self, inst: &Instruction, key: &str) -> Check<Option<Dims>> {
         inst.int_list_attr(key).map_err(|e| e.to_string())
@@ -1594,32 +1561,29 @@ impl<'m> Verifier<'m> {
     /// `operand_layout_constraints={shape, ...}` of a custom-call: one shape
     /// per operand, each with that operand's element type and dimensions.
     fn check_operand_layout_constraints(&self, inst: &Instruction) -> Check {
-        let Some(text) = self.raw(inst, "operand_layout_constraints")? else {
+        let Some(shapes) = inst
+            .operand_layout_constraints()
+            .map_err(|e| e.to_string())?
+        else {
             return Ok(());
         };
-        let t = text.trim();
-        let inner = t
-            .strip_prefix('{')
-            .and_then(|r| r.strip_suffix('}'))
-            .unwrap_or(t);
-        let items = split_top_level(inner);
-        if items.len() != inst.operands.len() {
+        if shapes.len() != inst.operands.len() {
             return Err(format!(
                 "operand_layout_constraints lists {} shapes, but the custom-call has {} operands",
-                items.len(),
+                shapes.len(),
                 inst.operands.len()
             ));
         }
-        for (k, item) in items.iter().enumerate() {
-            let (Some((elem, dims)), Shape::Array(op)) =
-                (parse_array_dims(item), self.shape(inst.operands[k]))
+        for (k, &s) in shapes.iter().enumerate() {
+            let (Shape::Array(c), Shape::Array(op)) =
+                (self.m.shape(s), self.shape(inst.operands[k]))
             else {
                 continue;
             };
-            if elem != op.elem || !si::dims_match(&dims, &op.dims) {
+            if c.elem != op.elem || !si::dims_match(&c.dims, &op.dims) {
                 return Err(format!(
                     "operand layout constraint {} for operand {k} does not match the operand's shape {}",
-                    item.trim(),
+                    crate::print::print_shape(self.m, s),
                     si::fmt_array(op)
                 ));
             }
@@ -1672,56 +1636,6 @@ impl<'m> Verifier<'m> {
         }
         Ok(())
     }
-}
-
-/// Splits `(params)->result` at the `->` outside brackets.
-fn split_arrow(s: &str) -> Option<(&str, &str)> {
-    let mut depth = 0i32;
-    for (i, c) in s.char_indices() {
-        match c {
-            '(' | '[' | '{' => depth += 1,
-            ')' | ']' | '}' => depth -= 1,
-            '-' if depth == 0 && s[i..].starts_with("->") => return Some((&s[..i], &s[i + 2..])),
-            _ => {}
-        }
-    }
-    None
-}
-
-/// Splits `a, (b, c), d[1,2]{1,0}` at the commas outside brackets.
-fn split_top_level(s: &str) -> Vec<&str> {
-    let mut items = Vec::new();
-    let (mut depth, mut start) = (0i32, 0);
-    for (i, c) in s.char_indices() {
-        match c {
-            '(' | '[' | '{' => depth += 1,
-            ')' | ']' | '}' => depth -= 1,
-            ',' if depth == 0 => {
-                items.push(&s[start..i]);
-                start = i + 1;
-            }
-            _ => {}
-        }
-    }
-    if !s[start..].trim().is_empty() || !items.is_empty() {
-        items.push(&s[start..]);
-    }
-    items
-}
-
-/// Element type and dimensions of an array shape's text, `f32[2,<=3]{1,0}`;
-/// `None` for anything else (tuples, `?` dims), which callers then skip.
-fn parse_array_dims(text: &str) -> Option<(PrimType, Dims)> {
-    let t = text.trim();
-    let (elem, rest) = t.split_once('[')?;
-    let elem = PrimType::from_name(elem.trim())?;
-    let (dims, _) = rest.split_once(']')?;
-    let dims = dims
-        .split(',')
-        .filter(|d| !d.trim().is_empty())
-        .map(|d| d.trim().trim_start_matches("<=").parse::<i64>().ok())
-        .collect::<Option<Dims>>()?;
-    Some((elem, dims))
 }
 
 fn complex_component(t: PrimType) -> Option<PrimType> {

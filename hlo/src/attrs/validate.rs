@@ -1,16 +1,16 @@
 //! Attribute values against the grammar XLA's parser applies to them
 //! (`xla/hlo/parser/hlo_parser.cc`). The decoders ([`integer`], [`boolean`],
 //! [`int_list`], [`window`], [`padding`], [`slice`]) are the one place the
-//! parser turns that text into typed values; the checks (`check_*`: shape
-//! indices, aliasing and buffer-donor lists, custom-call API versions, operand layout constraints, debug attributes) validate
-//! attributes the IR still keeps as text.
+//! parser turns that text into typed values, with [`float`], [`bool_list`]
+//! and the enumerations; [`check_debug_attributes`] validates an attribute
+//! the IR keeps as text.
 //!
 //! Every function takes the verbatim attribute text and returns `Err(message)`
 //! naming what is wrong and what was expected. The checks do not allocate on
 //! well-formed input (they run on every parse) and nothing here panics on any
 //! text.
 
-use crate::ir::{PadDim, PrimType, SliceDim, WindowDim};
+use crate::ir::{PadDim, SliceDim, WindowDim};
 
 /// Splits `text` at `sep` characters that are not nested inside `()`, `[]`,
 /// `{}` or a string, without allocating.
@@ -59,10 +59,6 @@ fn strip_outer(text: &str, open: char, close: char) -> Option<&str> {
         .strip_prefix(open)
         .and_then(|r| r.strip_suffix(close))
         .map(str::trim)
-}
-
-fn is_int(s: &str) -> bool {
-    int(s).is_some()
 }
 
 fn int(s: &str) -> Option<i64> {
@@ -203,6 +199,40 @@ pub fn boolean(key: &str, text: &str) -> Result<bool, String> {
     }
 }
 
+/// A floating-point attribute (`epsilon=0.001`) as XLA holds it, an `f32`:
+/// finite and within the `f32` range.
+pub fn float(key: &str, text: &str) -> Result<f32, String> {
+    let t = text.trim();
+    match t.parse::<f64>() {
+        Ok(x) if x.is_finite() && x.abs() <= f32::MAX as f64 && !t.starts_with('+') => Ok(x as f32),
+        _ => Err(format!("`{key}=` expects a float number, found `{t}`")),
+    }
+}
+
+/// A boolean list in braces (`parameter_replication={false,true}`, `{}`
+/// is empty).
+pub fn bool_list(key: &str, text: &str) -> Result<Box<[bool]>, String> {
+    let t = text.trim();
+    let Some(inner) = t.strip_prefix('{').and_then(|r| r.strip_suffix('}')) else {
+        return Err(format!(
+            "`{key}=` expects a list of booleans in braces, e.g. `{{true,false}}`, found `{t}`"
+        ));
+    };
+    if inner.trim().is_empty() {
+        return Ok(Box::default());
+    }
+    inner
+        .split(',')
+        .map(|item| match item.trim() {
+            "true" => Ok(true),
+            "false" => Ok(false),
+            o => Err(format!(
+                "`{key}=` expects a list of booleans in braces, found `{o}` in `{t}`"
+            )),
+        })
+        .collect()
+}
+
 /// An integer list attribute in braces (`dimensions={1,0}`, `{}` is empty).
 pub fn int_list(key: &str, text: &str) -> Result<Box<[i64]>, String> {
     let t = text.trim();
@@ -225,127 +255,6 @@ pub fn int_list(key: &str, text: &str) -> Result<Box<[i64]>, String> {
             })
         })
         .collect()
-}
-
-/// A shape index `{}` or `{0, 1}`.
-pub fn check_shape_index(text: &str) -> Result<(), String> {
-    let inner = braced(
-        text,
-        "expects a shape index `{i, j, ...}` starting with '{'",
-    )?;
-    if inner.is_empty() {
-        return Ok(());
-    }
-    for item in inner.split(',') {
-        if !is_int(item) {
-            return Err(format!(
-                "expects integers in the shape index `{{{inner}}}`, found `{}`",
-                item.trim()
-            ));
-        }
-    }
-    Ok(())
-}
-
-/// Module attribute `input_output_alias={ {out_index}: (param, {param_index}[, must-alias|may-alias]), ... }`.
-pub fn check_input_output_alias(text: &str) -> Result<(), String> {
-    let inner = braced(
-        text,
-        "input_output_alias expects `{ {output_index}: (param, {param_index}), ... }`",
-    )?;
-    if inner.is_empty() {
-        return Ok(());
-    }
-    for entry in split_top_level(inner, b',') {
-        let entry = entry.trim();
-        let Some((out, rest)) = split_once_top_level(entry, b':') else {
-            return Err(format!(
-                "input_output_alias entries are `{{output_index}}: (param, {{param_index}})`, found `{entry}`"
-            ));
-        };
-        check_shape_index(out).map_err(|m| format!("input_output_alias output index: {m}"))?;
-        let Some(body) = strip_outer(rest, '(', ')') else {
-            return Err(format!(
-                "input_output_alias expects `(param, {{param_index}})` after `{}:`, found `{}`",
-                out.trim(),
-                rest.trim()
-            ));
-        };
-        let mut parts = split_top_level(body, b',');
-        let param = parts.next().unwrap_or("");
-        if !is_int(param) {
-            return Err(format!(
-                "input_output_alias expects an integer parameter number, found `{}`",
-                param.trim()
-            ));
-        }
-        let Some(index) = parts.next() else {
-            return Err(format!(
-                "input_output_alias expects `(param, {{param_index}})`, found `({body})`"
-            ));
-        };
-        check_shape_index(index).map_err(|m| format!("input_output_alias parameter index: {m}"))?;
-        if let Some(kind) = parts.next() {
-            let kind = kind.trim();
-            if kind != "must-alias" && kind != "may-alias" {
-                return Err(format!(
-                    "input_output_alias kind must be `must-alias` or `may-alias`, found `{kind}`"
-                ));
-            }
-        }
-        if let Some(extra) = parts.next() {
-            return Err(format!(
-                "input_output_alias entry has unexpected `{}`",
-                extra.trim()
-            ));
-        }
-    }
-    Ok(())
-}
-
-/// Module attribute `buffer_donor={ (param, {param_index}), ... }`.
-pub fn check_buffer_donor(text: &str) -> Result<(), String> {
-    let inner = braced(
-        text,
-        "buffer_donor expects `{ (param, {param_index}), ... }`",
-    )?;
-    if inner.is_empty() {
-        return Ok(());
-    }
-    for entry in split_top_level(inner, b',') {
-        let entry = entry.trim();
-        let Some(body) = strip_outer(entry, '(', ')') else {
-            return Err(format!(
-                "buffer_donor entries are `(param, {{param_index}})`, found `{entry}`"
-            ));
-        };
-        let mut parts = split_top_level(body, b',');
-        let param = parts.next().unwrap_or("");
-        if !is_int(param) {
-            return Err(format!(
-                "buffer_donor expects an integer parameter number, found `{}`",
-                param.trim()
-            ));
-        }
-        match (parts.next(), parts.next()) {
-            (Some(index), None) => check_shape_index(index)
-                .map_err(|m| format!("buffer_donor parameter index: {m}"))?,
-            _ => {
-                return Err(format!(
-                    "buffer_donor entries are `(param, {{param_index}})`, found `{entry}`"
-                ))
-            }
-        }
-    }
-    Ok(())
-}
-
-fn split_once_top_level(text: &str, sep: u8) -> Option<(&str, &str)> {
-    let first = split_top_level(text, sep).next()?;
-    if first.len() >= text.len() {
-        return None;
-    }
-    Some((first, &text[first.len() + 1..]))
 }
 
 /// The custom-call API versions XLA accepts in `api_version=`
@@ -530,42 +439,6 @@ pub fn precisions(text: &str) -> Result<Box<[u8]>, String> {
         .collect()
 }
 
-/// The element type and dimension sizes of an array shape text
-/// `f32[2,<=3]{1,0}` (layout ignored); `None` for tuples, tokens and
-/// anything else that is not an array.
-pub fn array_head(text: &str) -> Option<(PrimType, &str)> {
-    let t = text.trim();
-    let open = t.find('[')?;
-    let elem = PrimType::from_name(t[..open].trim())?;
-    let close = open + t[open..].find(']')?;
-    Some((elem, &t[open + 1..close]))
-}
-
-/// Whether the dimension list text `2,<=3,?` equals `dims` (bounds of
-/// dynamic dimensions compared as written; `?` matches anything).
-pub fn dims_text_equal(text: &str, dims: &[i64]) -> bool {
-    let t = text.trim();
-    if t.is_empty() {
-        return dims.is_empty();
-    }
-    let mut n = 0usize;
-    for item in t.split(',') {
-        let item = item.trim();
-        let Some(&d) = dims.get(n) else {
-            return false;
-        };
-        n += 1;
-        if item == "?" {
-            continue;
-        }
-        match item.trim_start_matches("<=").trim().parse::<i64>() {
-            Ok(v) if v == d || d == crate::ir::UNBOUNDED_DIM => {}
-            _ => return false,
-        }
-    }
-    n == dims.len()
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -591,14 +464,30 @@ mod tests {
 
     #[test]
     fn aliasing_and_donor_lists_need_integers_and_shape_indices() {
-        assert!(check_input_output_alias("{ {0}: (0, {}, may-alias), {1}: (1, {}) }").is_ok());
-        assert!(check_input_output_alias("{}").is_ok());
-        assert!(check_input_output_alias("{ {0, a}: (0, {0}) }").is_err());
-        assert!(check_input_output_alias("{ {0, 0}: (0, {0}), (0, {1}) }").is_err());
-        assert!(check_input_output_alias("{ {0}: (zero, {0}) }").is_err());
-        assert!(check_buffer_donor("{ (0, {0}), (0, {1}) }").is_ok());
-        assert!(check_buffer_donor("{ (0, {0, a}) }").is_err());
-        assert!(check_buffer_donor("{ (zero, {0}) }").is_err());
+        use crate::attrs::xla::{buffer_donor, input_output_alias};
+        assert!(input_output_alias("{ {0}: (0, {}, may-alias), {1}: (1, {}) }").is_ok());
+        assert!(input_output_alias("{}").is_ok());
+        assert!(input_output_alias("{ {0, a}: (0, {0}) }").is_err());
+        assert!(input_output_alias("{ {0, 0}: (0, {0}), (0, {1}) }").is_err());
+        assert!(input_output_alias("{ {0}: (zero, {0}) }").is_err());
+        assert!(input_output_alias("{ {0}: (0, {}, maybe-alias) }").is_err());
+        assert!(buffer_donor("{ (0, {0}), (0, {1}) }").is_ok());
+        assert!(buffer_donor("{ (0, {0, a}) }").is_err());
+        assert!(buffer_donor("{ (zero, {0}) }").is_err());
+    }
+
+    #[test]
+    fn floats_and_boolean_lists() {
+        assert_eq!(float("epsilon", "1e-05"), Ok(1e-5));
+        assert!(float("epsilon", "1e39").is_err());
+        assert!(float("epsilon", "nan").is_err());
+        assert_eq!(
+            bool_list("p", "{false,true}").unwrap().as_ref(),
+            &[false, true]
+        );
+        assert!(bool_list("p", "{}").unwrap().is_empty());
+        assert!(bool_list("p", "{yes}").is_err());
+        assert!(bool_list("p", "true").is_err());
     }
 
     #[test]
@@ -631,12 +520,7 @@ mod tests {
     }
 
     #[test]
-    fn shape_heads_and_dims() {
-        let (t, d) = array_head("f32[555,5]{1,0}").unwrap();
-        assert_eq!(t, PrimType::F32);
-        assert!(dims_text_equal(d, &[555, 5]));
-        assert!(!dims_text_equal(d, &[123, 4]));
-        assert!(array_head("(f32[1], s32[])").is_none());
+    fn top_level_split() {
         let items: Vec<&str> = split_top_level("f32[1,2]{1,0}, (s32[], f32[3])", b',').collect();
         assert_eq!(items, vec!["f32[1,2]{1,0}", " (s32[], f32[3])"]);
     }

@@ -806,6 +806,55 @@ pub fn buffer_donor(text: &str) -> R<xla::HloBufferDonorProto> {
     Ok(p)
 }
 
+/// `{ {0}: (0, {}, may-alias), ... }` as XLA prints an input-output alias
+/// config (`{}` when empty).
+pub fn write_input_output_alias(a: &xla::HloInputOutputAliasProto, o: &mut String) {
+    if a.entries.is_empty() {
+        o.push_str("{}");
+        return;
+    }
+    o.push_str("{ ");
+    for (k, e) in a.entries.iter().enumerate() {
+        if k > 0 {
+            o.push_str(", ");
+        }
+        write_shape_index(&e.output_shape_index, o);
+        let _ = write!(o, ": ({}, ", e.parameter_number);
+        write_shape_index(&e.parameter_shape_index, o);
+        o.push_str(if e.kind == 2 {
+            ", must-alias)"
+        } else {
+            ", may-alias)"
+        });
+    }
+    o.push_str(" }");
+}
+
+/// `{ (0, {}), (1, {0}) }` as XLA prints buffer donors (`{}` when empty).
+pub fn write_buffer_donor(b: &xla::HloBufferDonorProto, o: &mut String) {
+    if b.entries.is_empty() {
+        o.push_str("{}");
+        return;
+    }
+    o.push_str("{ ");
+    for (k, e) in b.entries.iter().enumerate() {
+        if k > 0 {
+            o.push_str(", ");
+        }
+        let _ = write!(o, "({}, ", e.parameter_number);
+        write_shape_index(&e.parameter_shape_index, o);
+        o.push(')');
+    }
+    o.push_str(" }");
+}
+
+/// A shape index `{0,1}` as XLA's `ShapeIndex::ToString` writes it.
+fn write_shape_index(v: &[i64], o: &mut String) {
+    o.push('{');
+    write_joined(v, o);
+    o.push('}');
+}
+
 /// Sharding type numbers of `OpSharding.Type`.
 pub mod sharding_type {
     pub const REPLICATED: i32 = 0;
@@ -1538,31 +1587,77 @@ pub(crate) fn float_text(v: f64) -> String {
     }
 }
 
-/// `algorithm=dot_bf16_bf16_f32`: `PrecisionConfig.Algorithm`.
+/// An `f32` attribute (`epsilon=`) as XLA prints it (`absl::StrCat` of a
+/// float: six significant digits, `%g` style: `0.001`, `1e-05`) when that
+/// reads back as the same value, else the shortest decimal that does (so
+/// printing never changes the value).
+pub fn write_f32_attr(v: f32, o: &mut String) {
+    if !v.is_finite() {
+        o.push_str(&float_text(f64::from(v)));
+        return;
+    }
+    let g = g6(f64::from(v));
+    if g.parse::<f32>() == Ok(v) {
+        o.push_str(&g);
+    } else if v != 0.0 && !(1e-5..1e16).contains(&v.abs()) {
+        let _ = write!(o, "{v:e}");
+    } else {
+        let _ = write!(o, "{v}");
+    }
+}
+
+/// C's `%.6g` of a finite value.
+fn g6(x: f64) -> String {
+    if x == 0.0 {
+        return if x.is_sign_negative() { "-0" } else { "0" }.into();
+    }
+    let sci = format!("{x:.5e}");
+    let (mant, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let trim = |s: &str| -> String {
+        if s.contains('.') {
+            s.trim_end_matches('0').trim_end_matches('.').to_string()
+        } else {
+            s.to_string()
+        }
+    };
+    if !(-4..6).contains(&exp) {
+        let sign = if exp < 0 { '-' } else { '+' };
+        format!("{}e{sign}{:02}", trim(mant), exp.abs())
+    } else {
+        let decimals = usize::try_from(5 - exp).unwrap_or(0);
+        trim(&format!("{x:.decimals$}"))
+    }
+}
+
+/// `PrecisionConfig.Algorithm` names in XLA's text spelling, by number.
+pub const DOT_ALGORITHMS: [&str; 14] = [
+    "unset",
+    "dot_any_f8_any_f8_f32",
+    "dot_any_f8_any_f8_f32_fast_accum",
+    "dot_f16_f16_f16",
+    "dot_f16_f16_f32",
+    "dot_bf16_bf16_bf16",
+    "dot_bf16_bf16_f32",
+    "dot_bf16_bf16_f32_x3",
+    "dot_bf16_bf16_f32_x6",
+    "dot_tf32_tf32_f32",
+    "dot_tf32_tf32_f32_x3",
+    "dot_f32_f32_f32",
+    "dot_f64_f64_f64",
+    "dot_bf16_bf16_f32_x9",
+];
+
+/// `algorithm=dot_bf16_bf16_f32`: the number of a `PrecisionConfig.Algorithm`
+/// ([`DOT_ALGORITHMS`]; ASCII case and an `ALG_` prefix ignored).
 pub fn dot_algorithm(text: &str) -> R<i32> {
-    const NAMES: [&str; 14] = [
-        "unset",
-        "dot_any_f8_any_f8_f32",
-        "dot_any_f8_any_f8_f32_fast_accum",
-        "dot_f16_f16_f16",
-        "dot_f16_f16_f32",
-        "dot_bf16_bf16_bf16",
-        "dot_bf16_bf16_f32",
-        "dot_bf16_bf16_f32_x3",
-        "dot_bf16_bf16_f32_x6",
-        "dot_tf32_tf32_f32",
-        "dot_tf32_tf32_f32_x3",
-        "dot_f32_f32_f32",
-        "dot_f64_f64_f64",
-        "dot_bf16_bf16_f32_x9",
-    ];
     let t = text.trim().to_ascii_lowercase();
     let t = t.strip_prefix("alg_").unwrap_or(&t);
-    NAMES
+    DOT_ALGORITHMS
         .iter()
         .position(|n| *n == t)
         .map(|p| p as i32)
-        .ok_or_else(|| format!("unknown dot algorithm `{text}`"))
+        .ok_or_else(|| format!("unknown dot algorithm `{}`", text.trim()))
 }
 
 /// `result_accuracy={mode=highest}` or `{tolerance={atol=0,rtol=0,ulps=1}}`.
@@ -1746,92 +1841,129 @@ pub fn statistics(text: &str) -> R<xla::StatisticsViz> {
     Ok(s)
 }
 
-/// `parameter_replication={true,false}`.
-pub fn bool_list(text: &str) -> R<Vec<bool>> {
-    let inner = crate::shape_infer::strip_braces(text);
-    if inner.is_empty() {
-        return Ok(Vec::new());
-    }
-    inner
-        .split(',')
-        .map(|b| match b.trim() {
-            "true" => Ok(true),
-            "false" => Ok(false),
-            o => Err(format!("`{o}` is not true or false")),
-        })
-        .collect()
-}
-
 /// The `FileNames`/`FunctionNames`/`FileLocations`/`StackFrames` sections
 /// of a module's text, as XLA's stack frame index (ids as the proto counts
-/// them: the text's `parent_frame_id` is one more than the proto's).
-pub fn stack_frame_index(text: &str) -> R<xla::StackFrameIndexProto> {
+/// them: the text's `parent_frame_id` is one more than the proto's). An
+/// error carries the byte offset in `text` of the line it is about.
+pub fn stack_frame_index(text: &str) -> Result<xla::StackFrameIndexProto, (usize, String)> {
     let mut p = xla::StackFrameIndexProto::default();
     let mut section = "";
-    for line in text.lines() {
-        let l = line.trim();
+    let mut start = 0usize;
+    for raw in text.split_inclusive('\n') {
+        let line_start = start;
+        start += raw.len();
+        let l = raw.trim();
         if l.is_empty() {
             continue;
         }
-        if matches!(
-            l,
-            "FileNames" | "FunctionNames" | "FileLocations" | "StackFrames"
-        ) {
-            section = match l {
-                "FileNames" => "f",
-                "FunctionNames" => "n",
-                "FileLocations" => "l",
-                _ => "s",
-            };
-            continue;
-        }
-        let mut c = Cur::new(l);
-        let _index = c.int()?;
-        match section {
-            "f" => p.file_names.push(c.quoted()?),
-            "n" => p.function_names.push(c.quoted()?),
-            "l" | "s" => {
-                c.expect("{")?;
-                let mut loc = xla::FileLocation::default();
-                let mut frame = xla::StackFrame::default();
-                loop {
-                    if c.eat("}") {
-                        break;
-                    }
-                    let k = c.word();
-                    c.expect("=")?;
-                    let v = i32::try_from(c.int()?).map_err(|_| "value does not fit 32 bits")?;
-                    match (section, k) {
-                        ("l", "file_name_id") => loc.file_name_id = v,
-                        ("l", "function_name_id") => loc.function_name_id = v,
-                        ("l", "line") => loc.line = v,
-                        ("l", "end_line") => loc.end_line = v,
-                        ("l", "column") => loc.column = v,
-                        ("l", "end_column") => loc.end_column = v,
-                        ("s", "file_location_id") => frame.file_location_id = v,
-                        // The text counts parents from 1 where the proto
-                        // counts from 0 (0 = no parent in the proto).
-                        ("s", "parent_frame_id") => frame.parent_frame_id = v - 1,
-                        _ => return Err(format!("unknown stack frame field `{k}`")),
-                    }
-                    c.eat(",");
-                }
-                if section == "l" {
-                    p.file_locations.push(loc);
-                } else {
-                    p.stack_frames.push(frame);
-                }
-            }
-            _ => {
-                return Err(format!(
-                    "unexpected line `{}` before a section name",
-                    snippet(l)
-                ))
-            }
-        }
-        c.end()?;
+        let at = line_start + (raw.len() - raw.trim_start().len());
+        stack_frame_line(l, &mut section, &mut p).map_err(|e| (at, e))?;
     }
     Ok(p)
+}
+
+/// One non-empty line of [`stack_frame_index`]: a section name or an entry
+/// of the current section.
+fn stack_frame_line(
+    l: &str,
+    section: &mut &'static str,
+    p: &mut xla::StackFrameIndexProto,
+) -> R<()> {
+    for name in ["FileNames", "FunctionNames", "FileLocations", "StackFrames"] {
+        if l == name {
+            *section = name;
+            return Ok(());
+        }
+    }
+    let mut c = Cur::new(l);
+    let _index = c.int()?;
+    match *section {
+        "FileNames" => p.file_names.push(c.quoted()?),
+        "FunctionNames" => p.function_names.push(c.quoted()?),
+        "FileLocations" | "StackFrames" => {
+            let locations = *section == "FileLocations";
+            c.expect("{")?;
+            let mut loc = xla::FileLocation::default();
+            let mut frame = xla::StackFrame::default();
+            loop {
+                if c.eat("}") {
+                    break;
+                }
+                let k = c.word();
+                c.expect("=")?;
+                let v = i32::try_from(c.int()?).map_err(|_| "value does not fit 32 bits")?;
+                match (locations, k) {
+                    (true, "file_name_id") => loc.file_name_id = v,
+                    (true, "function_name_id") => loc.function_name_id = v,
+                    (true, "line") => loc.line = v,
+                    (true, "end_line") => loc.end_line = v,
+                    (true, "column") => loc.column = v,
+                    (true, "end_column") => loc.end_column = v,
+                    (false, "file_location_id") => frame.file_location_id = v,
+                    // The text counts parents from 1 where the proto
+                    // counts from 0 (0 = no parent in the proto).
+                    (false, "parent_frame_id") => frame.parent_frame_id = v - 1,
+                    _ => return Err(format!("unknown field `{k}` in {section}")),
+                }
+                c.eat(",");
+            }
+            if locations {
+                p.file_locations.push(loc);
+            } else {
+                p.stack_frames.push(frame);
+            }
+        }
+        _ => {
+            return Err(format!(
+                "unexpected line `{}` before a section name",
+                snippet(l)
+            ))
+        }
+    }
+    c.end()
+}
+
+/// The sections [`stack_frame_index`] reads, as XLA prints them (sections
+/// with entries only, a blank line between; no trailing newline).
+pub fn write_stack_frame_index(sf: &xla::StackFrameIndexProto, o: &mut String) {
+    let mut first = true;
+    let mut section = |o: &mut String, name: &str, n: usize, f: &dyn Fn(usize, &mut String)| {
+        if n == 0 {
+            return;
+        }
+        if !first {
+            o.push_str("\n\n");
+        }
+        first = false;
+        o.push_str(name);
+        for k in 0..n {
+            let _ = write!(o, "\n{} ", k + 1);
+            f(k, o);
+        }
+    };
+    section(o, "FileNames", sf.file_names.len(), &|k, o| {
+        write_quoted(sf.file_names[k].as_bytes(), o)
+    });
+    section(o, "FunctionNames", sf.function_names.len(), &|k, o| {
+        write_quoted(sf.function_names[k].as_bytes(), o)
+    });
+    section(o, "FileLocations", sf.file_locations.len(), &|k, o| {
+        let l = &sf.file_locations[k];
+        let _ = write!(
+            o,
+            "{{file_name_id={} function_name_id={} line={} end_line={} column={} end_column={}}}",
+            l.file_name_id, l.function_name_id, l.line, l.end_line, l.column, l.end_column
+        );
+    });
+    section(o, "StackFrames", sf.stack_frames.len(), &|k, o| {
+        let f = &sf.stack_frames[k];
+        let _ = write!(
+            o,
+            "{{file_location_id={} parent_frame_id={}}}",
+            f.file_location_id,
+            i64::from(f.parent_frame_id) + 1
+        );
+    });
 }
 
 #[cfg(test)]

@@ -8,7 +8,10 @@
 //! values typed straight from their messages where the IR holds one
 //! (shardings, replica groups, frontend attributes, aliasing, convolution
 //! dimension numbers, domains, statistics, result accuracy, strings, op
-//! metadata), the others through the parser's decoders
+//! metadata, operand layout constraints and other shapes, `epsilon`,
+//! parameter replication; the header's entry layout, input-output aliasing,
+//! buffer donors and frontend attributes; the stack frame index), the others
+//! through the parser's decoders
 //! ([`crate::attrs::decode`]: the kinds XLA types are stored typed, the
 //! rest verbatim in XLA's spelling) and
 //! constants straight from their `LiteralProto` into the typed literal
@@ -146,7 +149,7 @@ struct Reader<'p> {
     typed: Vec<AttrValue>,
 }
 
-use crate::attrs::xla::{self as ax, float_text, quote, strip_profile};
+use crate::attrs::xla::{self as ax, quote, strip_profile};
 
 /// `computations[C].instructions[I]`, formatted only when a message or a
 /// report needs it.
@@ -510,18 +513,6 @@ fn write_layout(l: &xla::LayoutProto, depth: usize, o: &mut String) -> Result<()
     Ok(())
 }
 
-fn f32_text(v: f32) -> String {
-    if v.is_nan() || v.is_infinite() {
-        return float_text(v as f64);
-    }
-    let a = v.abs();
-    if a != 0.0 && !(1e-5..1e16).contains(&a) {
-        format!("{v:e}")
-    } else {
-        format!("{v}")
-    }
-}
-
 /// The typed literal of a `LiteralProto` (tuple literals element by
 /// element, at most [`MAX_LITERAL_DEPTH`] deep).
 fn literal_of(l: &xla::LiteralProto, depth: usize) -> Result<Literal> {
@@ -691,7 +682,7 @@ impl<'p> Reader<'p> {
     /// the checks of [`write_shape`]) and read by the parser's shape lowering
     /// once per distinct shape, so shapes pass the checks text shapes do. A
     /// proto equal to one seen before reuses its shape.
-    fn shape(&mut self, s: &'p xla::ShapeProto, path: &InstPath) -> Result<ShapeId> {
+    fn shape(&mut self, s: &'p xla::ShapeProto, path: &dyn std::fmt::Display) -> Result<ShapeId> {
         let key = {
             let mut h = crate::parse::FxHasher::default();
             hash_shape(s, &mut h, 0);
@@ -745,7 +736,11 @@ impl<'p> Reader<'p> {
         }))
     }
 
-    fn shape_from_text(&mut self, s: &xla::ShapeProto, path: &InstPath) -> Result<ShapeId> {
+    fn shape_from_text(
+        &mut self,
+        s: &xla::ShapeProto,
+        path: &dyn std::fmt::Display,
+    ) -> Result<ShapeId> {
         self.shape_buf.clear();
         let mut text = std::mem::take(&mut self.shape_buf);
         let r = write_shape(s, 0, &mut text);
@@ -842,114 +837,69 @@ impl<'p> Reader<'p> {
             .flat_map(|s| s.sequences.iter().map(|(k, v)| (*k, &v.instruction_ids)))
             .collect();
         // Header attributes, in the order XLA prints them.
-        let mut header: Vec<(&str, String)> = Vec::new();
+        let mut header: Vec<(&str, AttrValue)> = Vec::new();
         if p.schedule.is_some() {
-            header.push(("is_scheduled", "true".into()));
+            header.push(("is_scheduled", AttrValue::Bool(true)));
         }
         if let Some(hs) = &p.host_program_shape {
-            let params: Result<Vec<String>> =
-                hs.parameters.iter().map(|s| shape_text(s, 0)).collect();
-            let result = hs
-                .result
-                .as_ref()
-                .map(|s| shape_text(s, 0))
-                .transpose()?
-                .unwrap_or_else(|| "()".into());
+            let path = "host_program_shape";
+            let params = hs
+                .parameters
+                .iter()
+                .map(|s| self.shape(s, &path))
+                .collect::<Result<_>>()?;
+            let result = match &hs.result {
+                Some(s) => self.shape(s, &path)?,
+                None => self.m.intern_shape(Shape::Tuple(SmallVec::new())),
+            };
             header.push((
                 "entry_computation_layout",
-                format!("{{({})->{}}}", params?.join(", "), result),
+                AttrValue::ProgramLayout(Box::new(ProgramLayout { params, result })),
             ));
         }
         if let Some(a) = &p.input_output_alias {
             if !a.entries.is_empty() {
-                let parts: Vec<String> = a
-                    .entries
-                    .iter()
-                    .map(|e| {
-                        let kind = if e.kind == 2 { ", must-alias" } else { "" };
-                        format!(
-                            "{{{}}}: ({}, {{{}}}{kind})",
-                            join(&e.output_shape_index),
-                            e.parameter_number,
-                            join(&e.parameter_shape_index)
-                        )
-                    })
-                    .collect();
-                header.push(("input_output_alias", format!("{{ {} }}", parts.join(", "))));
+                let mut a = a.clone();
+                for e in &mut a.entries {
+                    // The text knows may-alias (1) and must-alias (2).
+                    if e.kind != 2 {
+                        e.kind = 1;
+                    }
+                }
+                header.push((
+                    "input_output_alias",
+                    AttrValue::InputOutputAlias(Box::new(a)),
+                ));
             }
         }
         if let Some(b) = &p.buffer_donor {
             if !b.entries.is_empty() {
-                let parts: Vec<String> = b
-                    .entries
-                    .iter()
-                    .map(|e| {
-                        format!(
-                            "({}, {{{}}})",
-                            e.parameter_number,
-                            join(&e.parameter_shape_index)
-                        )
-                    })
-                    .collect();
-                header.push(("buffer_donor", format!("{{ {} }}", parts.join(", "))));
+                header.push(("buffer_donor", AttrValue::BufferDonor(Box::new(b.clone()))));
             }
         }
         if let Some(f) = &p.frontend_attributes {
             if !f.map.is_empty() {
                 let f = ax::frontend_attributes_from_proto(f).map_err(bad)?;
-                let mut text = String::new();
-                ax::write_frontend_attributes(&f, &mut text);
-                header.push(("frontend_attributes", text));
+                header.push((
+                    "frontend_attributes",
+                    AttrValue::FrontendAttributes(Box::new(f)),
+                ));
             }
         }
-        for (k, v) in header {
-            let a = Self::attr(&"module header", None, k, &v)?;
-            self.m.attrs.push(a);
+        for (k, value) in header {
+            self.m.attrs.push(Attr {
+                key: k.into(),
+                value,
+            });
         }
         if let Some(sf) = &p.stack_frame_index {
             check_stack_frames(sf)?;
-            let mut s = String::new();
-            if !sf.file_names.is_empty() {
-                s.push_str("FileNames\n");
-                for (k, f) in sf.file_names.iter().enumerate() {
-                    let _ = writeln!(s, "{} {}", k + 1, quote(f.as_bytes()));
-                }
-                s.push('\n');
-            }
-            if !sf.function_names.is_empty() {
-                s.push_str("FunctionNames\n");
-                for (k, f) in sf.function_names.iter().enumerate() {
-                    let _ = writeln!(s, "{} {}", k + 1, quote(f.as_bytes()));
-                }
-                s.push('\n');
-            }
-            if !sf.file_locations.is_empty() {
-                s.push_str("FileLocations\n");
-                for (k, l) in sf.file_locations.iter().enumerate() {
-                    let _ = writeln!(
-                        s,
-                        "{} {{file_name_id={} function_name_id={} line={} end_line={} column={} end_column={}}}",
-                        k + 1, l.file_name_id, l.function_name_id, l.line, l.end_line, l.column, l.end_column
-                    );
-                }
-                s.push('\n');
-            }
-            if !sf.stack_frames.is_empty() {
-                s.push_str("StackFrames\n");
-                for (k, f) in sf.stack_frames.iter().enumerate() {
-                    let _ = writeln!(
-                        s,
-                        "{} {{file_location_id={} parent_frame_id={}}}",
-                        k + 1,
-                        f.file_location_id,
-                        f.parent_frame_id + 1
-                    );
-                }
-                s.push('\n');
-            }
-            let s = s.trim_end();
-            if !s.is_empty() {
-                self.m.debug_sections = Some(s.into());
+            let empty = sf.file_names.is_empty()
+                && sf.function_names.is_empty()
+                && sf.file_locations.is_empty()
+                && sf.stack_frames.is_empty();
+            if !empty {
+                self.m.stack_frames = Some(Box::new(sf.clone()));
             }
         }
         // Fields of the module the IR does not hold.
@@ -1086,8 +1036,10 @@ impl<'p> Reader<'p> {
         }
         let mut attrs = Vec::new();
         if !c.execution_thread.is_empty() && c.execution_thread != "main" {
-            let v = quote(c.execution_thread.as_bytes());
-            attrs.push(Self::attr(&c.name, None, "execution_thread", &v)?);
+            attrs.push(Attr {
+                key: "execution_thread".into(),
+                value: AttrValue::Str(c.execution_thread.as_bytes().into()),
+            });
         }
         let comp = self.m.comp_mut(cid);
         comp.root = ids[&c.root_id];
@@ -1275,7 +1227,7 @@ impl<'p> Reader<'p> {
         &mut self,
         path: &InstPath,
         op: Opcode,
-        i: &xla::HloInstructionProto,
+        i: &'p xla::HloInstructionProto,
         a: &mut Vec<String>,
     ) -> Result<()> {
         let ebad = |m: String| bad(format!("{path}: {m}"));
@@ -1460,25 +1412,9 @@ impl<'p> Reader<'p> {
                 a.push(format!("operand_precision={{{}}}", names.join(",")));
             }
             if pc.algorithm != 0 {
-                const NAMES: [&str; 14] = [
-                    "unset",
-                    "dot_any_f8_any_f8_f32",
-                    "dot_any_f8_any_f8_f32_fast_accum",
-                    "dot_f16_f16_f16",
-                    "dot_f16_f16_f32",
-                    "dot_bf16_bf16_bf16",
-                    "dot_bf16_bf16_f32",
-                    "dot_bf16_bf16_f32_x3",
-                    "dot_bf16_bf16_f32_x6",
-                    "dot_tf32_tf32_f32",
-                    "dot_tf32_tf32_f32_x3",
-                    "dot_f32_f32_f32",
-                    "dot_f64_f64_f64",
-                    "dot_bf16_bf16_f32_x9",
-                ];
                 let n = usize::try_from(pc.algorithm)
                     .ok()
-                    .and_then(|k| NAMES.get(k))
+                    .and_then(|k| ax::DOT_ALGORITHMS.get(k))
                     .ok_or_else(|| ebad(format!("unknown dot algorithm {}", pc.algorithm)))?;
                 a.push(format!("algorithm={n}"));
             }
@@ -1500,15 +1436,13 @@ impl<'p> Reader<'p> {
                 a.push("custom_call_has_side_effect=true".into());
             }
             if i.constrain_layout {
-                let shapes: Result<Vec<String>> = i
+                let shapes = i
                     .operand_shapes_with_layout
                     .iter()
-                    .map(|s| shape_text(s, 0))
-                    .collect();
-                a.push(format!(
-                    "operand_layout_constraints={{{}}}",
-                    shapes?.join(", ")
-                ));
+                    .map(|s| self.shape(s, path))
+                    .collect::<Result<_>>()?;
+                self.typed.push(AttrValue::Shapes(shapes));
+                a.push("operand_layout_constraints".into());
             }
             if i.custom_call_schedule != 0 {
                 a.push(format!(
@@ -1622,7 +1556,8 @@ impl<'p> Reader<'p> {
             op,
             Opcode::BatchNormGrad | Opcode::BatchNormInference | Opcode::BatchNormTraining
         ) {
-            a.push(format!("epsilon={}", f32_text(i.epsilon)));
+            self.typed.push(AttrValue::Float(i.epsilon));
+            a.push("epsilon".into());
             a.push(format!("feature_index={}", i.feature_index));
         }
         if op == Opcode::ReducePrecision {
@@ -1746,7 +1681,9 @@ impl<'p> Reader<'p> {
         }
         if let Some(s) = &i.outfeed_shape {
             if op == Opcode::Outfeed {
-                a.push(format!("outfeed_shape={}", shape_text(s, 0)?));
+                let s = self.shape(s, path)?;
+                self.typed.push(AttrValue::Shape(s));
+                a.push("outfeed_shape".into());
             }
         }
         if !i.outfeed_config.is_empty() {
@@ -1761,10 +1698,10 @@ impl<'p> Reader<'p> {
         }
         if let Some(pr) = &i.parameter_replication {
             if !pr.replicated_at_leaf_buffers.is_empty() {
-                a.push(format!(
-                    "parameter_replication={{{}}}",
-                    join(&pr.replicated_at_leaf_buffers)
+                self.typed.push(AttrValue::Bools(
+                    pr.replicated_at_leaf_buffers.as_slice().into(),
                 ));
+                a.push("parameter_replication".into());
             }
         }
         if let (Some(en), Some(ex)) = (&i.domain_entry_sharding, &i.domain_exit_sharding) {

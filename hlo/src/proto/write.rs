@@ -3,12 +3,11 @@
 //! Typed attributes are read as the parser stored them (dimension lists,
 //! windows, slices, padding, enumerations, op metadata, shardings, replica
 //! groups, frontend attributes, aliasing, convolution dimension numbers,
-//! domains, statistics, result accuracy, strings); the kinds still kept as
-//! text are decoded by the shared decoders of [`crate::attrs`] (header
-//! attributes and the rest through [`crate::attrs::xla`], a custom call's
-//! `literal=` through [`crate::attrs::literal::decode`], layout constraint
-//! shapes through the parser); constant literals are converted from their
-//! typed values ([`literal_proto`]). An attribute with no `HloInstructionProto`
+//! domains, statistics, result accuracy, strings, floats, boolean lists,
+//! shapes, the module header's attributes, the stack frame index); a custom
+//! call's `literal=`, still kept as text, is decoded by
+//! [`crate::attrs::literal::decode`]; constant literals are converted from
+//! their typed values ([`literal_proto`]). An attribute with no `HloInstructionProto`
 //! field is an error naming it: nothing is dropped. [`module_to_bytes`]
 //! encodes while it builds (see there).
 //!
@@ -511,16 +510,10 @@ struct Writer<'m> {
     /// The canonical stack frame index and the renumbering of frame ids.
     frames: Option<xla::StackFrameIndexProto>,
     frame_map: HashMap<i32, i32>,
-    /// Shapes of the entry layout in `scratch`, by their text.
-    layout_shapes: crate::parse::FxMap<Box<str>, ShapeId>,
     /// Scratch of [`Writer::instruction_order`].
     seen: Vec<bool>,
     /// Encoded shapes of `m` (see [`ShapeBytes`]).
     shapes: ShapeBytes,
-}
-
-fn wrap<T>(inst: &str, key: &str, r: std::result::Result<T, String>) -> Result<T> {
-    r.map_err(|x| err(inst, format!("`{key}`: {x}")))
 }
 
 fn err(inst: &str, msg: impl std::fmt::Display) -> Error {
@@ -602,7 +595,6 @@ impl<'m> Writer<'m> {
             scratch: Module::new("scratch"),
             frames: None,
             frame_map: HashMap::new(),
-            layout_shapes: Default::default(),
             seen: Vec::new(),
             shapes: ShapeBytes::default(),
         }
@@ -748,11 +740,9 @@ impl<'m> Writer<'m> {
     /// renumbers `stack_frame_id`s; so does the writer.
     fn canonical_frames(&mut self) -> Result<()> {
         let m = self.m;
-        let Some(d) = &m.debug_sections else {
+        let Some(old) = &m.stack_frames else {
             return Ok(());
         };
-        let old = ax::stack_frame_index(d)
-            .map_err(|e| Error::Module(format!("stack frame sections: {e}")))?;
         let mut new = xla::StackFrameIndexProto::default();
         let mut names: HashMap<String, i32> = HashMap::new();
         let mut funcs: HashMap<String, i32> = HashMap::new();
@@ -892,11 +882,8 @@ impl<'m> Writer<'m> {
             };
             for a in &comp.attrs {
                 match (&*a.key, &a.value) {
-                    ("execution_thread", AttrValue::Raw(t)) => {
-                        cp.execution_thread = String::from_utf8_lossy(
-                            &ax::string_value(t).map_err(|e| err(&comp.name, e))?,
-                        )
-                        .into_owned()
+                    ("execution_thread", AttrValue::Str(t)) => {
+                        cp.execution_thread = String::from_utf8_lossy(t).into_owned()
                     }
                     (k, _) => {
                         return Err(Error::Module(format!(
@@ -970,25 +957,36 @@ impl<'m> Writer<'m> {
         let mut host_shape = None;
         let mut scheduled = false;
         for a in &m.attrs {
-            let AttrValue::Raw(t) = &a.value else {
-                return Err(Error::Module(format!(
-                    "module attribute `{}` is not a value",
-                    a.key
-                )));
-            };
-            let merr = |e: String| Error::Module(format!("module attribute `{}`: {e}", a.key));
-            match &*a.key {
-                "is_scheduled" => scheduled = t.trim() == "true",
-                "entry_computation_layout" => host_shape = Some(self.entry_layout(t)?),
-                "input_output_alias" => {
-                    p.input_output_alias = Some(ax::input_output_alias(t).map_err(merr)?)
+            let kind =
+                |what: &str| Error::Module(format!("module attribute `{}` is not {what}", a.key));
+            match (&*a.key, &a.value) {
+                ("is_scheduled", AttrValue::Bool(b)) => scheduled = *b,
+                ("entry_computation_layout", AttrValue::ProgramLayout(l)) => {
+                    host_shape = Some(xla::ProgramShapeProto {
+                        parameters: l.params.iter().map(|&s| shape_proto(m, s)).collect(),
+                        result: Some(shape_proto(m, l.result)),
+                        ..Default::default()
+                    })
                 }
-                "buffer_donor" => p.buffer_donor = Some(ax::buffer_donor(t).map_err(merr)?),
-                "frontend_attributes" => {
-                    p.frontend_attributes = Some(ax::frontend_attributes(t).map_err(merr)?)
+                ("input_output_alias", AttrValue::InputOutputAlias(x)) => {
+                    p.input_output_alias = Some(xla::HloInputOutputAliasProto::clone(x))
                 }
-                k if CONFIG_ONLY_HEADER_ATTRS.contains(&k) => {}
-                k => {
+                ("buffer_donor", AttrValue::BufferDonor(x)) => {
+                    p.buffer_donor = Some(xla::HloBufferDonorProto::clone(x))
+                }
+                ("frontend_attributes", AttrValue::FrontendAttributes(x)) => {
+                    p.frontend_attributes = Some(xla::FrontendAttributes::clone(x))
+                }
+                (
+                    "is_scheduled"
+                    | "entry_computation_layout"
+                    | "input_output_alias"
+                    | "buffer_donor"
+                    | "frontend_attributes",
+                    _,
+                ) => return Err(kind("of the kind the parser makes")),
+                (k, _) if CONFIG_ONLY_HEADER_ATTRS.contains(&k) => {}
+                (k, _) => {
                     return Err(Error::Module(format!(
                         "module attribute `{k}` has no HloModuleProto field"
                     )))
@@ -1032,57 +1030,6 @@ impl<'m> Writer<'m> {
             p.schedule = Some(sched);
         }
         Ok(p)
-    }
-
-    /// `entry_computation_layout={(params)->result}` as the host program shape.
-    fn entry_layout(&mut self, text: &str) -> Result<xla::ProgramShapeProto> {
-        let fail = |e: String| Error::Module(format!("entry_computation_layout: {e}"));
-        let clean = strip_comments(text);
-        let inner = crate::shape_infer::strip_braces(&clean);
-        let (params, result) = inner
-            .split_once("->")
-            .ok_or_else(|| fail("expected `(parameters)->result`".into()))?;
-        let params = params
-            .trim()
-            .strip_prefix('(')
-            .and_then(|r| r.strip_suffix(')'))
-            .ok_or_else(|| fail("expected a parenthesized parameter list".into()))?;
-        let mut out = xla::ProgramShapeProto::default();
-        let entry = self.m.comp(self.m.entry);
-        if !params.trim().is_empty() {
-            for (k, ptext) in crate::attrs::validate::split_top_level(params, b',').enumerate() {
-                let like = entry.params.get(k).map(|&p| self.m.inst(p).shape);
-                out.parameters.push(self.layout_shape_proto(ptext, like)?);
-            }
-        }
-        let like = Some(self.m.inst(entry.root).shape);
-        out.result = Some(self.layout_shape_proto(result, like)?);
-        Ok(out)
-    }
-
-    /// The `ShapeProto` of a shape in the entry layout: that of `like` (the
-    /// entry's own parameter or result shape) when the text is how `like`
-    /// prints, as it nearly always is (printing is cheaper than parsing),
-    /// else of the text parsed.
-    fn layout_shape_proto(&mut self, text: &str, like: Option<ShapeId>) -> Result<xla::ShapeProto> {
-        if let Some(s) = like {
-            if crate::print::print_shape(self.m, s) == text.trim() {
-                return Ok(shape_proto(self.m, s));
-            }
-        }
-        let s = self.layout_shape(text)?;
-        Ok(shape_proto(&self.scratch, s))
-    }
-
-    /// [`parse_attr_shape`] into the scratch module, once per distinct text
-    /// (an entry layout repeats few shapes over many parameters).
-    fn layout_shape(&mut self, text: &str) -> Result<ShapeId> {
-        if let Some(&s) = self.layout_shapes.get(text) {
-            return Ok(s);
-        }
-        let s = parse_attr_shape(&mut self.scratch, text)?;
-        self.layout_shapes.insert(text.into(), s);
-        Ok(s)
     }
 
     /// Instruction `id` into `p` (cleared first, so that the byte sink
@@ -1359,7 +1306,11 @@ impl<'m> Writer<'m> {
                 "algorithm" => {
                     p.precision_config
                         .get_or_insert_with(Default::default)
-                        .algorithm = wrap(name, key, ax::dot_algorithm(t))?
+                        .algorithm = ax::DOT_ALGORITHMS
+                        .iter()
+                        .position(|n| *n == t)
+                        .ok_or_else(|| e(format!("unknown dot algorithm `{t}`")))?
+                        as i32
                 }
                 "direction" => p.comparison_direction = t.trim().to_string(),
                 "type" => p.comparison_type = t.trim().to_string(),
@@ -1393,14 +1344,13 @@ impl<'m> Writer<'m> {
                 }
                 "operand_layout_constraints" => {
                     p.constrain_layout = true;
-                    let inner = crate::shape_infer::strip_braces(t);
-                    if !inner.is_empty() {
-                        for s in crate::attrs::validate::split_top_level(inner, b',') {
-                            let sid = parse_attr_shape(&mut self.scratch, s)?;
-                            p.operand_shapes_with_layout
-                                .push(shape_proto(&self.scratch, sid));
-                        }
-                    }
+                    p.operand_shapes_with_layout = inst
+                        .operand_layout_constraints()
+                        .map_err(ae)?
+                        .unwrap_or_default()
+                        .iter()
+                        .map(|&s| shape_proto(m, s))
+                        .collect();
                 }
                 "literal" => {
                     // `literal=s32[2]{0} {1, 2}`: a shape, then the values.
@@ -1470,11 +1420,10 @@ impl<'m> Writer<'m> {
                 }
                 "feature_index" => p.feature_index = int()?,
                 "epsilon" => {
-                    p.epsilon = t
-                        .trim()
-                        .parse::<f64>()
-                        .map_err(|_| e(format!("`epsilon`: `{t}` is not a number")))?
-                        as f32
+                    p.epsilon = inst
+                        .float_attr(key)
+                        .map_err(ae)?
+                        .ok_or_else(|| e("`epsilon` has no value".into()))?
                 }
                 "exponent_bits" => p.exponent_bits = int()? as i32,
                 "mantissa_bits" => p.mantissa_bits = int()? as i32,
@@ -1517,7 +1466,10 @@ impl<'m> Writer<'m> {
                 }
                 "slice_sizes" if !is_gather => {
                     // collective-permute's `{{128,32}, ...}`: flattened.
-                    p.dynamic_slice_sizes = wrap(name, key, ax::int_list_list(t))?.concat()
+                    p.dynamic_slice_sizes = match &a.value {
+                        AttrValue::IntLists(v) => v.concat(),
+                        _ => return Err(e(format!("`{key}` is not a list of integer lists"))),
+                    }
                 }
                 "slice_sizes" => p.gather_slice_sizes = ints()?,
                 "index_vector_dim" if is_gather => {
@@ -1555,14 +1507,17 @@ impl<'m> Writer<'m> {
                 }
                 "lower" => (has_tri, tri.lower) = (true, boolean()?),
                 "outfeed_shape" => {
-                    let sid = parse_attr_shape(&mut self.scratch, t)?;
-                    p.outfeed_shape = Some(shape_proto(&self.scratch, sid));
+                    p.outfeed_shape = inst.outfeed_shape().map_err(ae)?.map(|s| shape_proto(m, s))
                 }
                 "outfeed_config" => p.outfeed_config = string()?,
                 "infeed_config" => p.infeed_config = string()?,
                 "parameter_replication" => {
                     p.parameter_replication = Some(xla::ParameterReplication {
-                        replicated_at_leaf_buffers: wrap(name, key, ax::bool_list(t))?,
+                        replicated_at_leaf_buffers: inst
+                            .bool_list_attr(key)
+                            .map_err(ae)?
+                            .unwrap_or_default()
+                            .to_vec(),
                     })
                 }
                 "domain" => {

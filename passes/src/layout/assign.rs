@@ -36,7 +36,7 @@ use smallvec::SmallVec;
 
 use super::attrs;
 use super::dims::{self, M2M};
-use super::shapes::{self, TextShape};
+use super::shapes;
 use crate::PassError;
 
 /// What the search decided for one configurable node: its output layout and
@@ -256,31 +256,19 @@ impl Assigner<'_> {
     /// `entry_computation_layout`.
     fn constrain_entry(&mut self) -> Result<(), PassError> {
         let entry = self.m.entry;
-        let ecl = match self
+        let ecl = self
             .m
-            .attrs
-            .iter()
-            .find(|a| &*a.key == "entry_computation_layout")
-        {
-            Some(Attr {
-                value: AttrValue::Raw(text),
-                ..
-            }) => {
-                let text = text.trim();
-                let inner = text
-                    .strip_prefix('{')
-                    .and_then(|t| t.strip_suffix('}'))
-                    .unwrap_or(text);
-                Some(shapes::parse_program_shape(inner).ok_or_else(|| {
-                    conflict(format!("cannot read entry_computation_layout={text}"))
-                })?)
-            }
-            _ => None,
-        };
+            .entry_computation_layout()
+            .map_err(|e| conflict(e.to_string()))?
+            .map(|l| (l.params.to_vec(), l.result));
         if let Some((eparams, eresult)) = &ecl {
             // The header is not checked by the verifier: a layout there that
             // is not a permutation would reach the module's shapes.
-            if let Some(bad) = eparams.iter().chain([eresult]).find_map(bad_text_layout) {
+            if let Some(bad) = eparams
+                .iter()
+                .chain([eresult])
+                .find_map(|&t| shapes::bad_layout(self.m, t))
+            {
                 return Err(conflict(format!(
                     "entry_computation_layout has the layout {bad}, not a permutation of its array's dimensions"
                 )));
@@ -299,15 +287,15 @@ impl Assigner<'_> {
         for (k, &p) in params.iter().enumerate() {
             let mut s = self.m.inst(p).shape;
             if let Some((eparams, _)) = &ecl {
-                if !shapes::agrees(self.m, s, &eparams[k]) {
+                if !shapes::agrees(self.m, s, eparams[k]) {
                     return Err(conflict(format!(
                         "parameter %{} has shape {} but entry_computation_layout requires parameter {k} to be {}",
                         self.m.inst(p).name,
                         shapes::show(self.m, s),
-                        show_text(&eparams[k])
+                        shapes::show(self.m, eparams[k])
                     )));
                 }
-                s = shapes::apply_text_layout(self.m, s, &eparams[k]);
+                s = shapes::apply_layout_of(self.m, s, eparams[k]);
             }
             let s = shapes::fill_default(self.m, s);
             self.fix(p, s);
@@ -315,15 +303,15 @@ impl Assigner<'_> {
         let root = self.m.comp(entry).root;
         let mut r = self.m.inst(root).shape;
         if let Some((_, eresult)) = &ecl {
-            if !shapes::agrees(self.m, r, eresult) {
+            if !shapes::agrees(self.m, r, *eresult) {
                 return Err(conflict(format!(
                     "root %{} has shape {} but entry_computation_layout requires the result to be {}",
                     self.m.inst(root).name,
                     shapes::show(self.m, r),
-                    show_text(eresult)
+                    shapes::show(self.m, *eresult)
                 )));
             }
-            r = shapes::apply_text_layout(self.m, r, eresult);
+            r = shapes::apply_layout_of(self.m, r, *eresult);
         }
         let r = shapes::fill_default(self.m, r);
         self.pin[root.index()] = Some(r);
@@ -656,15 +644,14 @@ impl Assigner<'_> {
                 self.get(p)
             }
             Opcode::CustomCall => {
-                let raw = self
+                let t = *self
                     .m
                     .inst(user)
-                    .raw_attr("operand_layout_constraints")?
-                    .to_string();
-                let list = shapes::parse_shape_list(&raw)?;
-                let t = list.get(k)?;
+                    .operand_layout_constraints()
+                    .ok()??
+                    .get(k)?;
                 let s = self.shape_of(op);
-                Some(shapes::apply_text_layout(self.m, s, t))
+                Some(shapes::apply_layout_of(self.m, s, t))
             }
             Opcode::Bitcast => {
                 let s = *self.original.get(op.index())?;
@@ -897,30 +884,6 @@ impl Assigner<'_> {
     }
 }
 
-fn show_text(t: &TextShape) -> String {
-    match t {
-        TextShape::Array { dims, m2m } => {
-            let d: Vec<String> = dims.iter().map(|x| x.to_string()).collect();
-            match m2m {
-                Some(o) => format!(
-                    "[{}]{{{}}}",
-                    d.join(","),
-                    o.iter()
-                        .map(|x| x.to_string())
-                        .collect::<Vec<_>>()
-                        .join(",")
-                ),
-                None => format!("[{}]", d.join(",")),
-            }
-        }
-        TextShape::Tuple(e) => format!(
-            "({})",
-            e.iter().map(show_text).collect::<Vec<_>>().join(", ")
-        ),
-        TextShape::Other => "token/opaque".into(),
-    }
-}
-
 fn comp_attr(inst: &Instruction, key: &str) -> Option<CompId> {
     match inst.attr(key)? {
         AttrValue::Comp(c) => Some(*c),
@@ -996,16 +959,4 @@ pub fn topo_order(m: &Module, c: CompId) -> Vec<InstId> {
         }
     }
     out
-}
-
-/// The first layout of `t` (recursively) that is not a permutation of its
-/// array's dimensions, shown.
-fn bad_text_layout(t: &TextShape) -> Option<String> {
-    match t {
-        TextShape::Array { dims, m2m: Some(l) } if !dims::is_permutation(l, dims.len()) => {
-            Some(show_text(t))
-        }
-        TextShape::Tuple(e) => e.iter().find_map(bad_text_layout),
-        _ => None,
-    }
 }

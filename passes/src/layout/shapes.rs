@@ -1,7 +1,8 @@
 //! Shape helpers for layout assignment: reading and replacing the
 //! minor-to-major order of interned shapes, filling missing layouts with the
-//! default, and a small reader for the shapes XLA writes in attribute text
-//! (`entry_computation_layout={(...)->...}`, `operand_layout_constraints={...}`).
+//! default, and the comparison with shapes attributes require
+//! (`entry_computation_layout={(...)->...}`, `operand_layout_constraints={...}`,
+//! typed by the parser).
 //!
 //! Invariant: functions that return a [`ShapeId`] intern it in the module;
 //! a "filled" shape has a layout on every array (recursively).
@@ -109,207 +110,62 @@ pub fn tuple_elem(m: &Module, s: ShapeId, k: usize) -> Option<ShapeId> {
     }
 }
 
-/// A shape as written in attribute text, reduced to what layout checks need.
-#[derive(Clone, Debug, PartialEq)]
-pub enum TextShape {
-    Array {
-        dims: Vec<i64>,
-        m2m: Option<Vec<i64>>,
-    },
-    Tuple(Vec<TextShape>),
-    Other,
-}
-
-/// Reads `(shape, shape, ...)->shape` (the entry computation layout).
-pub fn parse_program_shape(text: &str) -> Option<(Vec<TextShape>, TextShape)> {
-    let mut r = Reader {
-        s: text.as_bytes(),
-        i: 0,
-    };
-    let params = match r.shape()? {
-        TextShape::Tuple(p) => p,
-        _ => return None,
-    };
-    r.ws();
-    if !r.eat("->") {
-        return None;
-    }
-    let result = r.shape()?;
-    Some((params, result))
-}
-
-/// Reads a `{shape, shape, ...}` list (operand layout constraints).
-pub fn parse_shape_list(text: &str) -> Option<Vec<TextShape>> {
-    let mut r = Reader {
-        s: text.as_bytes(),
-        i: 0,
-    };
-    r.ws();
-    if !r.eat("{") {
-        return None;
-    }
-    let mut out = Vec::new();
-    loop {
-        r.ws();
-        if r.eat("}") {
-            return Some(out);
-        }
-        out.push(r.shape()?);
-        r.ws();
-        r.eat(",");
-    }
-}
-
-struct Reader<'a> {
-    s: &'a [u8],
-    i: usize,
-}
-
-impl Reader<'_> {
-    fn ws(&mut self) {
-        loop {
-            while self.i < self.s.len() && self.s[self.i].is_ascii_whitespace() {
-                self.i += 1;
-            }
-            if self.s[self.i..].starts_with(b"/*") {
-                match self.s[self.i..].windows(2).position(|w| w == b"*/") {
-                    Some(p) => self.i += p + 2,
-                    None => self.i = self.s.len(),
-                }
-            } else {
-                return;
-            }
-        }
-    }
-    fn eat(&mut self, t: &str) -> bool {
-        if self.s[self.i..].starts_with(t.as_bytes()) {
-            self.i += t.len();
-            true
-        } else {
-            false
-        }
-    }
-    fn int(&mut self) -> Option<i64> {
-        let start = self.i;
-        if self.i < self.s.len() && self.s[self.i] == b'-' {
-            self.i += 1;
-        }
-        while self.i < self.s.len() && self.s[self.i].is_ascii_digit() {
-            self.i += 1;
-        }
-        std::str::from_utf8(&self.s[start..self.i])
-            .ok()?
-            .parse()
-            .ok()
-    }
-    fn shape(&mut self) -> Option<TextShape> {
-        self.ws();
-        if self.eat("(") {
-            let mut elems = Vec::new();
-            loop {
-                self.ws();
-                if self.eat(")") {
-                    return Some(TextShape::Tuple(elems));
-                }
-                elems.push(self.shape()?);
-                self.ws();
-                self.eat(",");
-            }
-        }
-        let start = self.i;
-        while self.i < self.s.len()
-            && (self.s[self.i].is_ascii_alphanumeric() || self.s[self.i] == b'_')
-        {
-            self.i += 1;
-        }
-        if self.i == start {
-            return None;
-        }
-        if !self.eat("[") {
-            return Some(TextShape::Other);
-        }
-        let mut dims = Vec::new();
-        loop {
-            self.ws();
-            if self.eat("]") {
-                break;
-            }
-            self.eat("<=");
-            if self.eat("?") {
-                dims.push(hlo::UNBOUNDED_DIM);
-            } else {
-                dims.push(self.int()?);
-            }
-            self.ws();
-            self.eat(",");
-        }
-        if !self.eat("{") {
-            return Some(TextShape::Array { dims, m2m: None });
-        }
-        let mut order = Vec::new();
-        loop {
-            self.ws();
-            if self.i < self.s.len() && (self.s[self.i].is_ascii_digit()) {
-                order.push(self.int()?);
-                self.ws();
-                self.eat(",");
-                continue;
-            }
-            break;
-        }
-        // Skip the rest of the layout (tiles, memory space, ...), balancing parentheses.
-        let mut depth = 0i32;
-        while self.i < self.s.len() {
-            match self.s[self.i] {
-                b'(' => depth += 1,
-                b')' => depth -= 1,
-                b'}' if depth == 0 => {
-                    self.i += 1;
-                    return Some(TextShape::Array {
-                        dims,
-                        m2m: Some(order),
-                    });
-                }
-                _ => {}
-            }
-            self.i += 1;
-        }
-        None
-    }
-}
-
-/// Whether the module shape `s` agrees with the text shape `t` on dims and
-/// (where the text gives one) minor-to-major order.
-pub fn agrees(m: &Module, s: ShapeId, t: &TextShape) -> bool {
-    match (m.shape(s), t) {
-        (Shape::Array(a), TextShape::Array { dims, m2m }) => {
-            a.dims.as_slice() == dims.as_slice()
-                && match (m2m, &a.layout) {
-                    (Some(o), Some(l)) => l.minor_to_major.as_slice() == o.as_slice(),
+/// Whether the module shape `s` agrees with `t`, a shape an attribute
+/// requires (`entry_computation_layout`, `operand_layout_constraints`), on
+/// dimensions and (where `t` has a layout) minor-to-major order.
+pub fn agrees(m: &Module, s: ShapeId, t: ShapeId) -> bool {
+    match (m.shape(s), m.shape(t)) {
+        (Shape::Array(a), Shape::Array(b)) => {
+            a.dims == b.dims
+                && match (&b.layout, &a.layout) {
+                    (Some(o), Some(l)) => l.minor_to_major == o.minor_to_major,
                     _ => true,
                 }
         }
-        (Shape::Tuple(e), TextShape::Tuple(te)) => {
-            e.len() == te.len() && e.iter().zip(te).all(|(&x, y)| agrees(m, x, y))
+        (Shape::Tuple(e), Shape::Tuple(te)) => {
+            e.len() == te.len() && e.iter().zip(te).all(|(&x, &y)| agrees(m, x, y))
         }
-        (Shape::Token | Shape::Opaque, TextShape::Other) => true,
+        (Shape::Token | Shape::Opaque, Shape::Token | Shape::Opaque) => true,
         _ => false,
     }
 }
 
-/// `s` with the minor-to-major orders given by `t` (where `t` has one).
-pub fn apply_text_layout(m: &mut Module, s: ShapeId, t: &TextShape) -> ShapeId {
-    match (m.shape(s).clone(), t) {
-        (Shape::Array(_), TextShape::Array { m2m: Some(o), .. }) => with_m2m(m, s, o),
-        (Shape::Tuple(e), TextShape::Tuple(te)) if e.len() == te.len() => {
+/// `s` with the minor-to-major orders of `t` (where `t` has one; see
+/// [`agrees`]).
+pub fn apply_layout_of(m: &mut Module, s: ShapeId, t: ShapeId) -> ShapeId {
+    match (m.shape(s).clone(), m.shape(t)) {
+        (Shape::Array(_), Shape::Array(b)) => match &b.layout {
+            Some(l) => {
+                let o = l.minor_to_major.clone();
+                with_m2m(m, s, &o)
+            }
+            None => s,
+        },
+        (Shape::Tuple(e), Shape::Tuple(te)) if e.len() == te.len() => {
+            let te = te.clone();
             let elems: SmallVec<[ShapeId; 4]> = e
                 .iter()
-                .zip(te)
-                .map(|(&x, y)| apply_text_layout(m, x, y))
+                .zip(te.iter())
+                .map(|(&x, &y)| apply_layout_of(m, x, y))
                 .collect();
             m.intern_shape(Shape::Tuple(elems))
         }
         _ => s,
+    }
+}
+
+/// The first array of `t` (recursively) whose layout is not a permutation
+/// of its dimensions, shown.
+pub fn bad_layout(m: &Module, t: ShapeId) -> Option<String> {
+    match m.shape(t) {
+        Shape::Array(a) => match &a.layout {
+            Some(l) if !super::dims::is_permutation(&l.minor_to_major, a.rank()) => {
+                Some(show(m, t))
+            }
+            _ => None,
+        },
+        Shape::Tuple(e) => e.iter().find_map(|&x| bad_layout(m, x)),
+        _ => None,
     }
 }
 
@@ -341,51 +197,5 @@ pub fn show(m: &Module, s: ShapeId) -> String {
         Shape::Buffer(inner) => format!("b({})", show(m, *inner)),
         Shape::Token => "token[]".into(),
         Shape::Opaque => "opaque[]".into(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn reads_entry_computation_layout_with_index_comments() {
-        let (params, result) =
-            parse_program_shape("(f32[3072]{0}, f32[768,3072]{1,0}, /*index=2*/bf16[2,3]{0,1:T(8,128)})->(f32[2]{0}, s32[])")
-                .expect("parses");
-        assert_eq!(params.len(), 3);
-        assert_eq!(
-            params[2],
-            TextShape::Array {
-                dims: vec![2, 3],
-                m2m: Some(vec![0, 1])
-            }
-        );
-        assert_eq!(
-            result,
-            TextShape::Tuple(vec![
-                TextShape::Array {
-                    dims: vec![2],
-                    m2m: Some(vec![0])
-                },
-                TextShape::Array {
-                    dims: vec![],
-                    m2m: None
-                }
-            ])
-        );
-    }
-
-    #[test]
-    fn reads_operand_layout_constraints() {
-        let l = parse_shape_list("{f32[2,3]{0,1}, f32[5]{0}}").expect("parses");
-        assert_eq!(
-            l[0],
-            TextShape::Array {
-                dims: vec![2, 3],
-                m2m: Some(vec![0, 1])
-            }
-        );
-        assert_eq!(l.len(), 2);
     }
 }
