@@ -207,7 +207,7 @@ fn plain_shape(s: &xla::ShapeProto, depth: usize) -> bool {
     if trivial_scalar_layout(s, l) {
         return true;
     }
-    let permutation = is_permutation(&l.minor_to_major, s.dimensions.len());
+    let permutation = crate::shape_infer::is_permutation(&l.minor_to_major, s.dimensions.len());
     let plain_tiles = l.tiles.iter().all(|t| {
         !t.dimensions.is_empty()
             && t.dimensions
@@ -262,18 +262,6 @@ fn permute_slice_sizes(op: Opcode, shape: Option<&xla::ShapeProto>, sizes: &[i64
         return format!("{{{}}}", join(sizes));
     }
     groups.join(",")
-}
-
-/// Whether `m2m` is a permutation of `0..rank`.
-fn is_permutation(m2m: &[i64], rank: usize) -> bool {
-    let mut seen = vec![false; rank];
-    m2m.len() == rank
-        && m2m.iter().all(|&d| {
-            usize::try_from(d)
-                .ok()
-                .and_then(|d| seen.get_mut(d))
-                .is_some_and(|s| !std::mem::replace(s, true))
-        })
 }
 
 /// Feeds the fields that tell shapes apart to `h` (a cache key; equality is
@@ -403,7 +391,7 @@ fn write_shape(s: &xla::ShapeProto, depth: usize, o: &mut String) -> Result<()> 
                 let trivial_scalar = trivial_scalar_layout(s, l);
                 // As XLA validates a layout against its shape: a permutation
                 // of the dimensions.
-                if !is_permutation(&l.minor_to_major, s.dimensions.len()) {
+                if !crate::shape_infer::is_permutation(&l.minor_to_major, s.dimensions.len()) {
                     return Err(bad(format!(
                         "layout {{{}}} is not a permutation of the {} dimensions of its shape",
                         join(&l.minor_to_major),

@@ -365,7 +365,9 @@ pub fn literal_proto(
             }
             let rank = a.rank();
             let minor_to_major = match &a.layout {
-                Some(l) if is_permutation(&l.minor_to_major, rank) => l.minor_to_major.to_vec(),
+                Some(l) if crate::shape_infer::is_permutation(&l.minor_to_major, rank) => {
+                    l.minor_to_major.to_vec()
+                }
                 _ => Layout::default_for_rank(rank).minor_to_major.to_vec(),
             };
             let row_major = minor_to_major
@@ -391,18 +393,6 @@ pub fn literal_proto(
         }
         _ => Err("the literal does not have its constant's shape".into()),
     }
-}
-
-/// Whether `m2m` orders all `rank` dimensions, each once.
-fn is_permutation(m2m: &[i64], rank: usize) -> bool {
-    let mut seen = vec![false; rank];
-    m2m.len() == rank
-        && m2m.iter().all(|&d| {
-            usize::try_from(d)
-                .ok()
-                .filter(|&d| d < rank)
-                .is_some_and(|d| !std::mem::replace(&mut seen[d], true))
-        })
 }
 
 /// Parses a shape written in an attribute (comments removed).
