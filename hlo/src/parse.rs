@@ -1186,15 +1186,42 @@ impl<'a> Lowerer<'a> {
                 [one] => AttrValue::Shape(one),
                 _ => return Err(self.err(voff, "`outfeed_shape=` expects one shape")),
             }
-        } else if let Some(typed) = crate::attrs::decode(key, op, value) {
-            typed.map_err(|msg| self.err(self.pos(&pair), msg))?
         } else {
-            self.check_raw_value(value, voff)?;
-            AttrValue::Raw(value.into())
+            return self.typed_or_raw(
+                &pair,
+                key,
+                value,
+                voff,
+                crate::attrs::decode(key, op, value),
+            );
         };
         Ok(Attr {
             key: key.into(),
             value: v,
+        })
+    }
+
+    /// The attribute `key=value` from its typed decoding (`typed`: `None`
+    /// for a key the IR does not type, then kept verbatim; a decoding error
+    /// is at `key=`).
+    fn typed_or_raw(
+        &self,
+        pair: &Pair<'a, Rule>,
+        key: &str,
+        value: &str,
+        voff: usize,
+        typed: Option<std::result::Result<AttrValue, String>>,
+    ) -> Result<Attr> {
+        let value = match typed {
+            Some(typed) => typed.map_err(|msg| self.err(self.pos(pair), msg))?,
+            None => {
+                self.check_raw_value(value, voff)?;
+                AttrValue::Raw(value.into())
+            }
+        };
+        Ok(Attr {
+            key: key.into(),
+            value,
         })
     }
 
@@ -1212,11 +1239,14 @@ impl<'a> Lowerer<'a> {
                 params: s.into_iter().collect(),
                 result,
             }))
-        } else if let Some(typed) = crate::attrs::decode_header(key, value) {
-            typed.map_err(|msg| self.err(self.pos(&pair), msg))?
         } else {
-            self.check_raw_value(value, voff)?;
-            AttrValue::Raw(value.into())
+            return self.typed_or_raw(
+                &pair,
+                key,
+                value,
+                voff,
+                crate::attrs::decode_header(key, value),
+            );
         };
         Ok(Attr {
             key: key.into(),
