@@ -22,6 +22,11 @@
 //! async wrapping) and the verifier (shapes, call-graph cycles), so a module
 //! read from a proto meets exactly the rules a module read from text does.
 //! The proto's ids are recorded on the module ([`Module::inst_proto_id`]).
+//! Computations, and the instructions of an unscheduled computation, take
+//! the order of their ids, as XLA's `CreateFromProto` sorts them (the
+//! proto's lists are in XLA's post-order; the ids keep the order of the
+//! text XLA read), so that the printed text reads back into XLA as the
+//! module XLA reads from the proto.
 //!
 //! Fields the IR does not carry are listed in [`ReadReport::ignored`] by
 //! path; nothing is dropped silently.
@@ -917,14 +922,23 @@ impl<'p> Reader<'p> {
                 self.ignore(name.into());
             }
         }
+        // Computations in the order of their ids, as XLA's `CreateFromProto`
+        // sorts them: XLA's text of a module lists callees by its call-graph
+        // post-order, which starts from this order (a module XLA read from
+        // text keeps the text's order in its ids, not in the proto's
+        // post-ordered list), so our text must list them in it for XLA to
+        // read the module it reads from the proto.
+        let mut by_id: Vec<(usize, &xla::HloComputationProto)> =
+            p.computations.iter().enumerate().collect();
+        by_id.sort_by_key(|(_, c)| c.id);
         // Every computation has its id before any body refers to it.
-        for c in &p.computations {
+        for (_, c) in &by_id {
             check_name(&c.name, "computation name")?;
             let id = self.m.reserve_computation(c.name.as_str());
             self.comp_ids.insert(c.id, id);
             self.m.set_comp_proto_id(id, c.id);
         }
-        for (ci, c) in p.computations.iter().enumerate() {
+        for (ci, c) in by_id {
             self.computation(ci, c, entry_id, &inst_names, sched.get(&c.id).copied())?;
         }
         self.m.entry = self.comp_ids[&entry_id];
@@ -947,15 +961,20 @@ impl<'p> Reader<'p> {
         inst_names: &HashMap<i64, (&str, i64)>,
         schedule: Option<&Vec<i64>>,
     ) -> Result<()> {
-        let by_id: HashMap<i64, &xla::HloInstructionProto> =
-            c.instructions.iter().map(|i| (i.id, i)).collect();
+        // Each instruction with its index in the proto (for error paths).
+        let by_id: HashMap<i64, (usize, &xla::HloInstructionProto)> = c
+            .instructions
+            .iter()
+            .enumerate()
+            .map(|(k, i)| (i.id, (k, i)))
+            .collect();
         if !by_id.contains_key(&c.root_id) {
             return Err(bad(format!(
                 "computation `{}`: root id {} is not one of its instructions",
                 c.name, c.root_id
             )));
         }
-        let order: Vec<&xla::HloInstructionProto> = match schedule {
+        let order: Vec<(usize, &xla::HloInstructionProto)> = match schedule {
             Some(ids) => {
                 let mut v = Vec::with_capacity(ids.len());
                 for id in ids {
@@ -976,7 +995,14 @@ impl<'p> Reader<'p> {
                 }
                 v
             }
-            None => c.instructions.iter().collect(),
+            // Unscheduled: in the order of their ids, as XLA's
+            // `CreateFromProto` sorts them (see the computations above).
+            None => {
+                let mut v: Vec<(usize, &xla::HloInstructionProto)> =
+                    c.instructions.iter().enumerate().collect();
+                v.sort_by_key(|(_, i)| i.id);
+                v
+            }
         };
         // Instructions get their arena ids in schedule order, so operands
         // defined later in the computation resolve like forward references
@@ -985,7 +1011,7 @@ impl<'p> Reader<'p> {
         let ids: HashMap<i64, InstId> = order
             .iter()
             .enumerate()
-            .map(|(k, i)| (i.id, InstId::from_index(base + k)))
+            .map(|(k, (_, i))| (i.id, InstId::from_index(base + k)))
             .collect();
         if ids.len() != order.len() {
             return Err(bad(format!(
@@ -995,7 +1021,7 @@ impl<'p> Reader<'p> {
         }
         let cid = self.comp_ids[&c.id];
         let mut params: Vec<(i64, InstId)> = Vec::new();
-        for (ii, inst) in order.iter().enumerate() {
+        for &(ii, inst) in &order {
             let path = InstPath { ci, ii };
             let id = self.instruction(&path, inst, c, cid, inst_names, &ids)?;
             if inst.opcode == "parameter" {
