@@ -367,6 +367,7 @@ fn mismatch(key: &str, v: &AttrValue, want: &str) -> AttrError {
         AttrValue::ProgramLayout(_) => "a computation layout".to_string(),
         AttrValue::InputOutputAlias(_) => "input-output aliasing".to_string(),
         AttrValue::BufferDonor(_) => "buffer donors".to_string(),
+        AttrValue::RecoveryTable(_) => "an original value recovery table".to_string(),
     };
     bad(key, format!("expected {want}, found {found}"))
 }

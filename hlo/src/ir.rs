@@ -389,7 +389,8 @@ impl Shape {
 /// labels, domains, statistics, result accuracy, strings, shapes
 /// (`operand_layout_constraints`, `outfeed_shape`), called computations,
 /// control predecessors; in the module header also the entry computation
-/// layout, input-output aliasing and buffer donors); the printer prints the
+/// layout, input-output aliasing, buffer donors and the original value
+/// recovery table, its recovery modules parsed); the printer prints the
 /// typed form in XLA's spelling, and consumers read the typed value through
 /// the accessors of [`crate::attrs`] (never re-parsing text). Everything
 /// else (`backend_config`, a newer XLA's attributes) is kept as the exact
@@ -482,6 +483,9 @@ pub enum AttrValue {
     /// `buffer_donor={ (0, {}), ... }` of the module header, as XLA's
     /// `HloBufferDonorProto`.
     BufferDonor(Box<crate::proto::xla::HloBufferDonorProto>),
+    /// `origin_recovery_table={ {"a"} : {"b"}, "module text" ... }` of the
+    /// module header: each recovery module parsed into a [`Module`].
+    RecoveryTable(Box<crate::attrs::xla::RecoveryTable>),
 }
 
 /// The shapes of `entry_computation_layout={(params)->result}`.

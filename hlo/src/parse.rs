@@ -1226,11 +1226,17 @@ impl<'a> Lowerer<'a> {
     }
 
     /// A module header attribute: `entry_computation_layout`'s shapes
-    /// interned, the kinds [`crate::attrs::decode_header`] types decoded (a
-    /// malformed value is an error at `key=`), others kept verbatim.
+    /// interned, `origin_recovery_table` decoded with its recovery modules
+    /// (an error where it goes wrong), the kinds
+    /// [`crate::attrs::decode_header`] types decoded (a malformed value is an
+    /// error at `key=`), others kept verbatim.
     fn header_attr(&mut self, pair: Pair<'a, Rule>) -> Result<Attr> {
         let (key, value, voff) = self.split_attr(&pair)?;
-        let v = if key == "entry_computation_layout" {
+        let v = if key == "origin_recovery_table" {
+            let t = crate::attrs::xla::recovery_table(value)
+                .map_err(|(off, msg)| self.err(voff + off, format!("`{key}=`: {msg}")))?;
+            AttrValue::RecoveryTable(Box::new(t))
+        } else if key == "entry_computation_layout" {
             let mut s = self.value_shapes(key, Rule::program_shape_full, value, voff)?;
             let result = s
                 .pop()

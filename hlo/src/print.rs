@@ -18,6 +18,15 @@ pub fn print_module(m: &Module) -> String {
     p.out
 }
 
+/// Prints a module with `indent` before its header, computation and
+/// instruction lines (a recovery module inside `origin_recovery_table=`).
+fn print_module_indented(m: &Module, indent: &str) -> String {
+    let mut p = Printer::new(m);
+    p.indent = indent.to_string();
+    p.module();
+    p.out
+}
+
 /// Prints one computation (signature and body).
 pub fn print_computation(m: &Module, c: CompId) -> String {
     let mut p = Printer::new(m);
@@ -217,6 +226,10 @@ struct Printer<'m> {
     out: String,
     /// Printed text of each shape (with layout), filled on first use.
     shape_text: Vec<Option<Box<str>>>,
+    /// Put before each line of the header, the computations and their
+    /// instructions (empty but for a recovery module, see
+    /// [`Printer::recovery_table`]).
+    indent: String,
 }
 
 impl<'m> Printer<'m> {
@@ -225,6 +238,7 @@ impl<'m> Printer<'m> {
             m,
             out: String::with_capacity(m.num_insts() * 96 + 256),
             shape_text: vec![None; m.num_shapes()],
+            indent: String::new(),
         }
     }
 
@@ -243,9 +257,14 @@ impl<'m> Printer<'m> {
 
     fn module(&mut self) {
         let m = self.m;
+        self.out.push_str(&self.indent);
         self.out.push_str("HloModule ");
         self.out.push_str(&m.name);
         for a in &m.attrs {
+            if matches!(&a.value, AttrValue::RecoveryTable(t) if t.entries.is_empty()) {
+                // XLA prints no empty table.
+                continue;
+            }
             self.out.push_str(", ");
             self.attr(a);
         }
@@ -269,6 +288,7 @@ impl<'m> Printer<'m> {
     fn computation(&mut self, cid: CompId) {
         let m = self.m;
         let c = m.comp(cid);
+        self.out.push_str(&self.indent);
         if c.is_entry {
             self.out.push_str("ENTRY ");
         }
@@ -288,16 +308,56 @@ impl<'m> Printer<'m> {
         write_shape(m, m.inst(c.root).shape, false, &mut self.out);
         self.out.push_str(" {\n");
         for &i in &c.order {
+            self.out.push_str(&self.indent);
             self.out.push_str("  ");
             self.instruction(i, i == c.root);
             self.out.push('\n');
         }
+        self.out.push_str(&self.indent);
         self.out.push('}');
         for a in &c.attrs {
             self.out.push_str(", ");
             self.attr(a);
         }
         self.out.push('\n');
+    }
+
+    /// `origin_recovery_table={...}` as XLA prints it: one entry a line,
+    /// indented a level deeper than the header; a recovery module in double
+    /// quotes on the lines after its entry, printed two levels deeper, then
+    /// a line break after the closing brace. Unlike XLA, `"` and `\` in the
+    /// module's text are escaped, so that the string reads back (XLA prints
+    /// them as they are, and cannot read its own text back when the module
+    /// holds a string).
+    fn recovery_table(&mut self, t: &crate::attrs::xla::RecoveryTable) {
+        let tab = format!("{}  ", self.indent);
+        self.out.push_str("{\n");
+        for e in &t.entries {
+            self.out.push_str(&tab);
+            self.out.push('{');
+            crate::attrs::xla::write_original_array(&e.old, &mut self.out);
+            self.out.push_str("} : {");
+            crate::attrs::xla::write_original_array(&e.new, &mut self.out);
+            self.out.push('}');
+            if let Some(m) = &e.module {
+                self.out.push_str(",\n");
+                self.out.push_str(&tab);
+                self.out.push_str("\"\n");
+                let text = print_module_indented(m, &format!("{tab}  "));
+                for ch in text.chars() {
+                    if matches!(ch, '"' | '\\') {
+                        self.out.push('\\');
+                    }
+                    self.out.push(ch);
+                }
+                // XLA's text of a module ends in a blank line.
+                self.out.push_str("\n\n");
+                self.out.push_str(&tab);
+                self.out.push('"');
+            }
+            self.out.push('\n');
+        }
+        self.out.push_str("}\n");
     }
 
     fn instruction(&mut self, id: InstId, is_root: bool) {
@@ -464,6 +524,7 @@ impl<'m> Printer<'m> {
                 crate::attrs::xla::write_input_output_alias(a, &mut self.out)
             }
             AttrValue::BufferDonor(b) => crate::attrs::xla::write_buffer_donor(b, &mut self.out),
+            AttrValue::RecoveryTable(t) => self.recovery_table(t),
             AttrValue::Pairs(ps) => {
                 self.out.push('{');
                 for (k, [a, b]) in ps.iter().enumerate() {

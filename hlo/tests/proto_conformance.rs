@@ -187,8 +187,8 @@ fn testdata_protos_conform_to_xla() {
 /// protos XLA writes at 768 MB), and XLA protos over 64 MB are not read back
 /// (reported as skipped). Every module that does not match is listed in
 /// `proto_known_differences.tsv` with its reason (XLA's own aborts and
-/// out-of-bounds reads, the async shorthand, constant literals,
-/// `origin_recovery_table`); counts are in README.md.
+/// out-of-bounds reads, the async shorthand, constant literals); counts are
+/// in README.md.
 #[test]
 #[ignore = "whole shared-corpus sweep (~8 min); run by hand with --ignored (see the doc comment)"]
 fn shared_corpus_protos_conform_to_xla() {

@@ -627,6 +627,126 @@ fn stack_frame_sections_are_typed() {
     );
 }
 
+/// `origin_recovery_table=` of the header: entries sorted as XLA sorts them
+/// (by original array), each recovery module parsed into a module (a module
+/// without its `HloModule` line is named after its entry, as XLA names it),
+/// printed as XLA prints the table (quotes inside a module escaped, so the
+/// text reads back), and written to and read from
+/// `HloModuleProto.original_value_recovery_table`.
+#[test]
+fn the_original_value_recovery_table_is_typed() {
+    let text = with_header(
+        r#", origin_recovery_table={
+  {"z" {1}} : {"z__ovp0"}, "ENTRY %r (p: f32[2]) -> f32[2] { ROOT %p = f32[2]{0} parameter(0), metadata={op_name=\"a\\\\b\"} }"
+  {"a"}:{"a"}
+}"#,
+    );
+    let m = hlo::parse_module_named(&text, "table.hlo").unwrap_or_else(|e| panic!("{e}"));
+    let Some(hlo::AttrValue::RecoveryTable(t)) = m
+        .attrs
+        .iter()
+        .find(|a| &*a.key == "origin_recovery_table")
+        .map(|a| &a.value)
+    else {
+        panic!("the table is not typed");
+    };
+    assert_eq!(t.entries.len(), 2);
+    assert_eq!(t.entries[0].old, ("a".to_string(), vec![]));
+    assert!(t.entries[0].module.is_none());
+    assert_eq!(t.entries[1].old, ("z".to_string(), vec![1]));
+    assert_eq!(t.entries[1].new, ("z__ovp0".to_string(), vec![]));
+    let r = t.entries[1].module.as_deref().expect("a recovery module");
+    assert_eq!(&*r.name, "module_r");
+    let p = r.inst(r.comp(r.entry).root);
+    assert_eq!(
+        p.metadata().expect("typed").map(|md| md.op_name.as_str()),
+        Some("a\\b")
+    );
+    let printed = hlo::print_module(&m);
+    let expected = "HloModule m, origin_recovery_table={\n  {\"a\"} : {\"a\"}\n  {\"z\" {1}} : {\"z__ovp0\"},\n  \"\n    HloModule module_r\n\n    ENTRY %r (p: f32[2]) -> f32[2] {\n      ROOT %p = f32[2]{0} parameter(0), metadata={op_name=\\\"a\\\\\\\\b\\\"}\n    }\n\n\n  \"\n}\n\n\nENTRY %e";
+    assert!(printed.starts_with(expected), "{printed}");
+    round_trip(&text, "table.hlo").unwrap_or_else(|e| panic!("{e}"));
+
+    let p = hlo::proto::module_to_proto(&m).unwrap_or_else(|e| panic!("{e}"));
+    let table = p.original_value_recovery_table.as_ref().expect("written");
+    assert_eq!(table.entries.len(), 2);
+    assert_eq!(
+        table.entries[1]
+            .new_original_array
+            .as_ref()
+            .map(|a| a.instruction_name.as_str()),
+        Some("z__ovp0")
+    );
+    assert_eq!(
+        table.entries[1]
+            .recovery_module
+            .as_ref()
+            .map(|r| r.name.as_str()),
+        Some("module_r")
+    );
+    let (back, report) = hlo::proto::module_from_proto(&p).unwrap_or_else(|e| panic!("{e}"));
+    assert!(report.ignored.is_empty(), "{:?}", report.ignored);
+    // Read from a proto, a module has its entry layout (as in XLA).
+    let again = hlo::print_module(&back);
+    assert!(
+        again.contains(
+            "\n    HloModule module_r, entry_computation_layout={(f32[2]{0})->f32[2]{0}}\n"
+        ),
+        "{again}"
+    );
+    let rewritten = hlo::proto::module_to_proto(&back).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        rewritten.original_value_recovery_table,
+        p.original_value_recovery_table
+    );
+
+    // An empty table is no table, in text and in the proto (as in XLA).
+    let m = hlo::parse_module(&with_header(", origin_recovery_table={}")).expect("parses");
+    assert!(hlo::print_module(&m).starts_with("HloModule m\n"));
+    let p = hlo::proto::module_to_proto(&m).unwrap_or_else(|e| panic!("{e}"));
+    assert!(p.original_value_recovery_table.is_none());
+}
+
+/// (table, the text the error must point at, a word of the message).
+const MALFORMED_TABLES: &[(&str, &str, &str)] = &[
+    // A comma promises a recovery module.
+    (r#"{ {"a"} : {"b"}, 7 }"#, "7 }", "quoted string"),
+    (r#"{ {"a"} {"b"} }"#, r#"{"b"} }"#, "`:`"),
+    (r#"{ {"a" {x}} : {"b"} }"#, "x}}", "integer"),
+    (
+        r#"{ {"a"} : {"b"} {"a"} : {"c"} }"#,
+        r#"{"a"} : {"c"}"#,
+        "twice",
+    ),
+    // Inside a recovery module, at its place in the file.
+    (
+        r#"{ {"a"} : {"b"}, "ENTRY %r { ROOT %n = f32[] negate(%undefined) }" }"#,
+        "%undefined",
+        "undefined",
+    ),
+];
+
+#[test]
+fn malformed_recovery_tables_are_positioned_parse_errors() {
+    for (table, at, word) in MALFORMED_TABLES {
+        let header = format!(", origin_recovery_table={table}");
+        let text = with_header(&header);
+        let err = match hlo::parse_module_named(&text, "table.hlo") {
+            Ok(_) => panic!("accepted a malformed table: {table}"),
+            Err(e) => e,
+        };
+        let offset = text.find(&header).expect("header in text") + header.len() - table.len()
+            + table.find(at).expect("`at` in the table");
+        let col = offset + 1;
+        let msg = err.to_string();
+        assert!(
+            msg.contains(&format!("table.hlo:1:{col}:")),
+            "{table}: expected 1:{col} in: {msg}"
+        );
+        assert!(msg.contains(word), "{table}: expected `{word}` in: {msg}");
+    }
+}
+
 /// Every attribute XLA (jaxlib 0.10.2) defines is typed at parse time over
 /// the test data and the shared corpus; only these keys may stay text.
 const KEPT_AS_TEXT: &[(&str, &str)] = &[
@@ -635,7 +755,6 @@ const KEPT_AS_TEXT: &[(&str, &str)] = &[
         "#wrapped_opcode",
         "the async shorthand's marker, not an attribute of the text",
     ),
-    ("origin_recovery_table", "original values: not modelled yet"),
     (
         "sharding",
         "named shardings in syntax newer than jaxlib 0.10.2 only",

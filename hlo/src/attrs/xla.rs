@@ -5,8 +5,10 @@
 //! decodes op metadata, shardings (named mesh shardings included), replica
 //! groups (mesh-axes groups included), frontend attributes, aliasing,
 //! domains, statistics, result accuracy, original values (`origin=`),
-//! sparsity configs and strings with them at parse time, and the `write_*` functions here print them in XLA's
-//! spelling; the proto reader checks a message (`*_from_proto`) instead of
+//! sparsity configs, strings and the header's original value recovery table
+//! (`origin_recovery_table=`, its recovery modules read by the module
+//! parser) with them at parse time, and the `write_*` functions here print
+//! them in XLA's spelling; the proto reader checks a message (`*_from_proto`) instead of
 //! going through text; the proto writer decodes only what is still kept as
 //! text (module header attributes, the stack frame sections). They are the
 //! one decoding path for these kinds.
@@ -2206,6 +2208,178 @@ fn write_original_node(n: &OriginalNode, o: &mut String) {
             o.push('}');
         }
     }
+}
+
+/// One original array: the name of the instruction of the unoptimized
+/// module that produced it and the shape index in its value
+/// (`{"name"}`, `{"name" {0,1}}`; XLA's `OriginalArray`).
+pub type OriginalArray = (String, Vec<i64>);
+
+/// `origin_recovery_table={...}` of the module header (XLA's
+/// `OriginalValueRecoveryTable`): for each original array an optimization
+/// replaced, the array standing in for it in this module and, unless the
+/// stand-in *is* the original, the module that recovers the original from
+/// it. Entries are sorted by original array (name, then shape index), the
+/// order XLA prints and writes them in, and name each original array once.
+#[derive(Clone, Debug, Default)]
+pub struct RecoveryTable {
+    pub entries: Vec<RecoveryEntry>,
+}
+
+/// One entry of a [`RecoveryTable`].
+#[derive(Clone, Debug)]
+pub struct RecoveryEntry {
+    /// The original array (the key).
+    pub old: OriginalArray,
+    /// The array that stands in for it.
+    pub new: OriginalArray,
+    /// The recovery module: its entry computation takes the stand-in and
+    /// returns the original. `None` when the stand-in is the original.
+    pub module: Option<Box<crate::ir::Module>>,
+}
+
+/// Modules have no structural equality; two recovery modules are equal when
+/// they print the same text.
+impl PartialEq for RecoveryEntry {
+    fn eq(&self, o: &Self) -> bool {
+        self.old == o.old
+            && self.new == o.new
+            && match (&self.module, &o.module) {
+                (None, None) => true,
+                (Some(a), Some(b)) => crate::print_module(a) == crate::print_module(b),
+                _ => false,
+            }
+    }
+}
+
+impl PartialEq for RecoveryTable {
+    fn eq(&self, o: &Self) -> bool {
+        self.entries == o.entries
+    }
+}
+
+impl RecoveryTable {
+    /// Sorts the entries into XLA's order; an original array named twice is
+    /// an error (`what` says where the entries come from).
+    pub fn sorted(mut entries: Vec<RecoveryEntry>) -> R<RecoveryTable> {
+        entries.sort_by(|a, b| a.old.cmp(&b.old));
+        if let Some(w) = entries.windows(2).find(|w| w[0].old == w[1].old) {
+            let mut a = String::new();
+            write_original_array(&w[0].old, &mut a);
+            return Err(format!(
+                "original array {{{a}}} is recovered twice (XLA keeps one entry per original array)"
+            ));
+        }
+        Ok(RecoveryTable { entries })
+    }
+}
+
+/// `"name"` or `"name" {0,1}` inside braces; `{}` is the empty name (XLA
+/// reads it so and prints it `{""}`). The cursor stands at the `{`.
+fn original_array(c: &mut Cur) -> R<OriginalArray> {
+    c.expect("{")?;
+    if c.eat("}") {
+        return Ok((String::new(), Vec::new()));
+    }
+    let name = c.quoted()?;
+    let index = if c.peek() == Some(b'{') {
+        c.int_list()?
+    } else {
+        Vec::new()
+    };
+    c.expect("}")?;
+    Ok((name, index))
+}
+
+/// An original array in XLA's spelling (without the braces around it).
+pub fn write_original_array(a: &OriginalArray, o: &mut String) {
+    write_quoted(a.0.as_bytes(), o);
+    if !a.1.is_empty() {
+        o.push_str(" {");
+        for (k, i) in a.1.iter().enumerate() {
+            if k > 0 {
+                o.push(',');
+            }
+            let _ = write!(o, "{i}");
+        }
+        o.push('}');
+    }
+}
+
+/// `origin_recovery_table={...}` (see [`RecoveryTable`]): entries
+/// `{old} : {new}`, each followed by `, "module text"` when it has a
+/// recovery module (an HLO module as a C-escaped string, parsed here with
+/// the module parser; a module without the `HloModule` line is named
+/// `module_<entry>`, as XLA names it). Errors carry their byte offset in
+/// `text`; an error inside a recovery module written without escapes is
+/// placed where it is in `text`, otherwise at the string's opening quote.
+pub fn recovery_table(text: &str) -> Result<RecoveryTable, (usize, String)> {
+    let mut c = Cur::new(text);
+    let at = |c: &mut Cur| {
+        c.ws();
+        c.i
+    };
+    c.expect("{").map_err(|e| (at(&mut c), e))?;
+    let mut entries = Vec::new();
+    while !c.eat("}") {
+        let start = at(&mut c);
+        let old = original_array(&mut c).map_err(|e| (at(&mut c), e))?;
+        c.expect(":").map_err(|e| (at(&mut c), e))?;
+        let new = original_array(&mut c).map_err(|e| (at(&mut c), e))?;
+        let module = if c.eat(",") {
+            let quote = at(&mut c);
+            let body = c.quoted().map_err(|e| (quote, e))?;
+            let raw = text.get(quote + 1..c.i.saturating_sub(1)).unwrap_or("");
+            let m = crate::parse::parse_module_named(&body, "recovery module").map_err(|e| {
+                let mut a = String::new();
+                write_original_array(&old, &mut a);
+                match e {
+                    crate::error::Error::Parse { pos, message, .. } if raw == body => (
+                        quote + 1 + offset_of(&body, pos.line, pos.col),
+                        format!("in the recovery module of {{{a}}}: {message}"),
+                    ),
+                    e => (
+                        quote,
+                        format!("the recovery module of {{{a}}} is not a module: {e}"),
+                    ),
+                }
+            })?;
+            Some(Box::new(m))
+        } else {
+            None
+        };
+        entries.push((start, RecoveryEntry { old, new, module }));
+    }
+    c.end().map_err(|e| (at(&mut c), e))?;
+    // A duplicate is reported at its second occurrence in the text.
+    let mut seen = std::collections::HashSet::new();
+    for (start, e) in &entries {
+        if !seen.insert(&e.old) {
+            let mut a = String::new();
+            write_original_array(&e.old, &mut a);
+            return Err((
+                *start,
+                format!("original array {{{a}}} is recovered twice (XLA keeps one entry per original array)"),
+            ));
+        }
+    }
+    RecoveryTable::sorted(entries.into_iter().map(|(_, e)| e).collect()).map_err(|e| (0, e))
+}
+
+/// The byte offset of 1-based `line` and `col` (in characters) in `text`
+/// (clamped to its end).
+fn offset_of(text: &str, line: usize, col: usize) -> usize {
+    let mut start = 0;
+    for _ in 1..line {
+        match memchr::memchr(b'\n', &text.as_bytes()[start..]) {
+            Some(p) => start += p + 1,
+            None => return text.len(),
+        }
+    }
+    text[start..]
+        .char_indices()
+        .nth(col.saturating_sub(1))
+        .map_or(text.len(), |(k, _)| start + k)
 }
 
 /// An original value as XLA's `OriginalValueProto`: one element per known

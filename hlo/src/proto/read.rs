@@ -10,7 +10,8 @@
 //! dimension numbers, domains, statistics, result accuracy, strings, op
 //! metadata, operand layout constraints and other shapes, `epsilon`,
 //! parameter replication; the header's entry layout, input-output aliasing,
-//! buffer donors and frontend attributes; the stack frame index), the others
+//! buffer donors, frontend attributes and original value recovery table,
+//! its recovery modules read as modules; the stack frame index), the others
 //! through the parser's decoders
 //! ([`crate::attrs::decode`]: the kinds XLA types are stored typed, the
 //! rest verbatim in XLA's spelling) and
@@ -879,6 +880,15 @@ impl<'p> Reader<'p> {
                 ));
             }
         }
+        if let Some(t) = &p.original_value_recovery_table {
+            if !t.entries.is_empty() {
+                let t = self.recovery_table(t)?;
+                header.push((
+                    "origin_recovery_table",
+                    AttrValue::RecoveryTable(Box::new(t)),
+                ));
+            }
+        }
         for (k, value) in header {
             self.m.attrs.push(Attr {
                 key: k.into(),
@@ -910,10 +920,6 @@ impl<'p> Reader<'p> {
             (p.use_auto_spmd_partitioning, "use_auto_spmd_partitioning"),
             (!p.profile_info.is_empty(), "profile_info"),
             (p.device_assignment.is_some(), "device_assignment"),
-            (
-                p.original_value_recovery_table.is_some(),
-                "original_value_recovery_table",
-            ),
             (!p.device_type.is_empty(), "device_type"),
             (!p.payloads.is_empty(), "payloads"),
             (p.pjrt_id.is_some(), "pjrt_id"),
@@ -944,6 +950,48 @@ impl<'p> Reader<'p> {
         self.m.entry = self.comp_ids[&entry_id];
         self.m.set_module_proto_id(p.id);
         Ok(())
+    }
+
+    /// `original_value_recovery_table` as the header's table: entries in
+    /// XLA's order (an original array twice is an error, as in text), each
+    /// recovery module read as a module of its own (the fields it holds that
+    /// the IR does not are reported under the entry's path).
+    fn recovery_table(
+        &mut self,
+        t: &xla::OriginalValueRecoveryTableProto,
+    ) -> Result<ax::RecoveryTable> {
+        let array = |a: &Option<xla::OriginalArrayProto>| match a {
+            Some(a) => (a.instruction_name.clone(), a.shape_index.clone()),
+            None => (String::new(), Vec::new()),
+        };
+        let mut entries = Vec::with_capacity(t.entries.len());
+        for (k, e) in t.entries.iter().enumerate() {
+            let path = format!("original_value_recovery_table.entries[{k}].recovery_module");
+            let module = match &e.recovery_module {
+                Some(m) => {
+                    let (m, report) = module_from_proto(m).map_err(|err| {
+                        bad(format!(
+                            "{path}: {}",
+                            err.to_string()
+                                .trim_start_matches("invalid module: ")
+                                .trim_start_matches("invalid HloModuleProto: ")
+                        ))
+                    })?;
+                    for f in report.ignored {
+                        self.ignore(format!("{path}.{f}"));
+                    }
+                    Some(Box::new(m))
+                }
+                None => None,
+            };
+            entries.push(ax::RecoveryEntry {
+                old: array(&e.old_original_array),
+                new: array(&e.new_original_array),
+                module,
+            });
+        }
+        ax::RecoveryTable::sorted(entries)
+            .map_err(|e| bad(format!("original_value_recovery_table: {e}")))
     }
 
     fn comp_id(&self, id: i64) -> Result<CompId> {

@@ -4,7 +4,8 @@
 //! windows, slices, padding, enumerations, op metadata, shardings, replica
 //! groups, frontend attributes, aliasing, convolution dimension numbers,
 //! domains, statistics, result accuracy, strings, floats, boolean lists,
-//! shapes, the module header's attributes, the stack frame index); a custom
+//! shapes, the module header's attributes (the original value recovery
+//! table's recovery modules written as modules), the stack frame index); a custom
 //! call's `literal=`, still kept as text, is decoded by
 //! [`crate::attrs::literal::decode`]; constant literals are converted from
 //! their typed values ([`literal_proto`]). An attribute with no `HloInstructionProto`
@@ -38,6 +39,37 @@ pub const CONFIG_ONLY_HEADER_ATTRS: &[&str] = &[
     "alias_passthrough_params",
     "use_spmd_partitioning",
 ];
+
+/// The header's `origin_recovery_table` as XLA's
+/// `OriginalValueRecoveryTableProto`: the entries in the table's order
+/// (XLA's), each recovery module written as a module of its own.
+fn recovery_table_proto(
+    t: &crate::attrs::xla::RecoveryTable,
+) -> Result<xla::OriginalValueRecoveryTableProto> {
+    let array = |a: &crate::attrs::xla::OriginalArray| xla::OriginalArrayProto {
+        instruction_name: a.0.clone(),
+        shape_index: a.1.clone(),
+    };
+    let mut entries = Vec::with_capacity(t.entries.len());
+    for e in &t.entries {
+        let recovery_module = match &e.module {
+            Some(m) => Some(Box::new(module_to_proto(m).map_err(|err| {
+                let mut a = String::new();
+                ax::write_original_array(&e.old, &mut a);
+                Error::Module(format!(
+                    "origin_recovery_table: the recovery module of {{{a}}}: {err}"
+                ))
+            })?)),
+            None => None,
+        };
+        entries.push(xla::RecoveryEntry {
+            old_original_array: Some(array(&e.old)),
+            new_original_array: Some(array(&e.new)),
+            recovery_module,
+        });
+    }
+    Ok(xla::OriginalValueRecoveryTableProto { entries })
+}
 
 /// Converts a module to XLA's `HloModuleProto`.
 pub fn module_to_proto(m: &Module) -> Result<xla::HloModuleProto> {
@@ -967,12 +999,19 @@ impl<'m> Writer<'m> {
                 ("frontend_attributes", AttrValue::FrontendAttributes(x)) => {
                     p.frontend_attributes = Some(xla::FrontendAttributes::clone(x))
                 }
+                ("origin_recovery_table", AttrValue::RecoveryTable(t)) => {
+                    // XLA writes no empty table.
+                    if !t.entries.is_empty() {
+                        p.original_value_recovery_table = Some(recovery_table_proto(t)?);
+                    }
+                }
                 (
                     "is_scheduled"
                     | "entry_computation_layout"
                     | "input_output_alias"
                     | "buffer_donor"
-                    | "frontend_attributes",
+                    | "frontend_attributes"
+                    | "origin_recovery_table",
                     _,
                 ) => return Err(kind("of the kind the parser makes")),
                 (k, _) if CONFIG_ONLY_HEADER_ATTRS.contains(&k) => {}
