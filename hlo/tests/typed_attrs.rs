@@ -454,6 +454,7 @@ const TYPED_KEYS: &[&str] = &[
     "entry_computation_layout=",
     "input_output_alias=",
     "epsilon=",
+    "origin_recovery_table=",
 ];
 
 #[test]
