@@ -179,6 +179,43 @@ fn testdata_protos_conform_to_xla() {
     check("testdata", &files);
 }
 
+/// The literal values hlo-opt writes (constants, a custom call's
+/// `literal=`), byte for byte as XLA writes them, each module against a
+/// fresh XLA process (`check_literals.py`): this is what checks the values
+/// XLA's parser makes up for elided literals `{...}`
+/// (`own_elided_literals.hlo`), which XLA prints elided again.
+#[test]
+fn testdata_literal_values_are_xlas() {
+    let Ok(python) = std::env::var("HLO_OPT_PYTHON") else {
+        report::skipped("HLO_OPT_PYTHON is not set (XLA conformance needs jaxlib)");
+        return;
+    };
+    report::ran();
+    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("proto-literal-values");
+    let _ = std::fs::remove_dir_all(&out);
+    std::fs::create_dir_all(&out).expect("create output folder");
+    let _cleanup = RemoveOnDrop(out.clone());
+    let mut args: Vec<std::ffi::OsString> = Vec::new();
+    for f in hlo_files(&testdata().join("hlo")) {
+        let text = std::fs::read_to_string(&f).expect("readable module");
+        let has_literal = text.contains("constant(") || text.contains("literal=");
+        let Ok(m) = hlo::parse_module(&text) else {
+            continue;
+        };
+        // Modules XLA cannot take as a proto are covered by check_proto.py.
+        let (true, Ok(bytes)) = (has_literal, hlo::proto::to_bytes(&m)) else {
+            continue;
+        };
+        let name = f.file_name().expect("file name").to_string_lossy();
+        let pb = out.join(format!("{name}.pb"));
+        std::fs::write(&pb, bytes).expect("write proto");
+        args.push(f.clone().into());
+        args.push(pb.into());
+    }
+    let stdout = run(&python, "check_literals.py", &args);
+    assert!(stdout.contains("literal values:"), "{stdout}");
+}
+
 /// A whole-corpus sweep (about 8 minutes on the 2-core machine), so not in
 /// CI; run by hand: `cargo test --release -p hlo --test proto_conformance --
 /// --ignored --nocapture`. Memory stays bounded: our side reads, prints and

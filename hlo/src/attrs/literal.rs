@@ -9,7 +9,9 @@
 //! that fit the type, complex values written `(re, im)`, tuple literals
 //! `( {1, 2}, 3 )`, a single value written for an array (XLA sets the first
 //! element to it and leaves the others zero), `{...}` for values
-//! XLA did not print. Errors carry the byte offset of the problem in the
+//! XLA did not print (kept as [`Literal::Elided`]; [`ElidedFill`] makes the
+//! values XLA's parser makes up for them, for the proto writer). Errors
+//! carry the byte offset of the problem in the
 //! literal text (the parser turns it into `file:line:col`).
 //!
 //! Invariants of an [`ArrayLiteral`]: its bytes hold exactly one element
@@ -707,6 +709,14 @@ impl Literal {
             }
         }
     }
+    /// Whether some part is elided (`{...}`).
+    pub fn has_elided(&self) -> bool {
+        match self {
+            Literal::Elided => true,
+            Literal::Array(_) => false,
+            Literal::Tuple(elems) => elems.iter().any(Literal::has_elided),
+        }
+    }
     /// The literal as HLO text.
     pub fn to_text(&self) -> String {
         let mut s = String::new();
@@ -906,6 +916,105 @@ macro_rules! bytes_field {
             _ => None,
         }
     };
+}
+
+/// Largest elided literal (`{...}`) hlo-opt fills with XLA's values when it
+/// writes a proto, in bytes of XLA's in-memory literal (one byte an element
+/// for `pred` and the sub-byte types). XLA's parser allocates and fills any
+/// size; hlo-opt's writer holds a literal about four times over (the values,
+/// the proto field, the encoded message and the output), so above this it
+/// is an error rather than gigabytes allocated silently.
+pub const MAX_ELIDED_BYTES: u64 = 256 << 20;
+
+/// XLA's values for elided literals (`{...}`), which its text parser makes
+/// up (`HloParserOptions::fill_shortform_constants_with_random_values`, on
+/// by default, as in jaxlib): two counters that live as long as the
+/// process, a 32-bit word counter and an 8-bit byte counter, both from 0.
+/// Each elided array, in the order the parser meets them (text order;
+/// tuple elements in order), is filled in row-major order over the `n`
+/// bytes of its in-memory literal: word `i < n / 4` (bytes `4i..4i+4`,
+/// little-endian) takes the next word, then each of the `n % 4` leftover
+/// bytes takes the next byte, stored at byte `n / 4 + j` (not
+/// `4 * (n / 4) + j`: XLA indexes the bytes with the word count, so they
+/// overwrite bytes of the first words and the last `n % 4` bytes stay zero
+/// when `n >= 4`). For `pred` each byte keeps only its low bit. The bytes
+/// of sub-byte types keep their high bits (XLA writes them to the proto
+/// as they are). A fresh XLA process parsing the module alone makes exactly
+/// these values; a process that parsed elided literals before continues
+/// its counters.
+#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+pub struct ElidedFill {
+    word: u32,
+    byte: u8,
+}
+
+impl ElidedFill {
+    /// Bytes of XLA's in-memory array literal of `count` elements of `elem`
+    /// (`None` for token and opaque, or past `u64`).
+    pub fn literal_bytes(elem: PrimType, count: u64) -> Option<u64> {
+        count.checked_mul(width(elem)? as u64)
+    }
+
+    /// Moves the counters past an elided array of `n` in-memory bytes
+    /// without making its values.
+    pub fn skip(&mut self, n: u64) {
+        self.word = self.word.wrapping_add((n / 4) as u32);
+        self.byte = self.byte.wrapping_add((n % 4) as u8);
+    }
+
+    /// Moves the counters past every elided array of `lit` (of shape
+    /// `shape`), as XLA's parser does when it reads it.
+    pub fn skip_literal(&mut self, m: &Module, shape: ShapeId, lit: &Literal) {
+        match (m.shape(shape), lit) {
+            (Shape::Array(a), Literal::Elided) => {
+                let n = count_of(&a.dims).and_then(|c| Self::literal_bytes(a.elem, c));
+                self.skip(n.unwrap_or(0));
+            }
+            (Shape::Tuple(elems), Literal::Elided) => {
+                for &e in elems {
+                    self.skip_literal(m, e, &Literal::Elided);
+                }
+            }
+            (Shape::Tuple(elems), Literal::Tuple(values)) => {
+                for (&e, v) in elems.iter().zip(values.iter()) {
+                    self.skip_literal(m, e, v);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// XLA's values of an elided `elem` array of dimensions `dims`
+    /// (row-major), moving the counters past it. Fails above
+    /// [`MAX_ELIDED_BYTES`]. The literal's sub-byte elements may carry bits
+    /// above their width (see the type's docs): it is meant for the proto
+    /// writer, which writes such bytes as they are.
+    pub fn array(&mut self, elem: PrimType, dims: &[i64]) -> Result<ArrayLiteral, String> {
+        let n = count_of(dims)
+            .and_then(|c| Self::literal_bytes(elem, c))
+            .ok_or_else(|| format!("an elided {elem} literal of a negative or huge size"))?;
+        if n > MAX_ELIDED_BYTES {
+            return Err(format!(
+                "an elided literal `{{...}}` of {n} bytes: hlo-opt fills one with XLA's \
+                 values only up to {MAX_ELIDED_BYTES} bytes; write its values"
+            ));
+        }
+        let n = n as usize;
+        let mask: u8 = if elem == PrimType::Pred { 0x01 } else { 0xff };
+        let mut data = vec![0u8; n];
+        for w in data.chunks_exact_mut(4) {
+            let v = self.word.to_le_bytes();
+            self.word = self.word.wrapping_add(1);
+            for (b, x) in w.iter_mut().zip(v) {
+                *b = x & mask;
+            }
+        }
+        for j in 0..n % 4 {
+            data[n / 4 + j] = self.byte & mask;
+            self.byte = self.byte.wrapping_add(1);
+        }
+        ArrayLiteral::new(elem, dims, data, false)
+    }
 }
 
 /// Largest literal written to a proto (protobuf messages stop at 2 GiB).

@@ -8,7 +8,10 @@
 //! table's recovery modules written as modules), the stack frame index); a custom
 //! call's `literal=`, still kept as text, is decoded by
 //! [`crate::attrs::literal::decode`]; constant literals are converted from
-//! their typed values ([`literal_proto`]). An attribute with no `HloInstructionProto`
+//! their typed values ([`literal_proto`]); an elided literal `{...}` gets the
+//! values XLA's text parser makes up for it, counted in text order
+//! ([`crate::attrs::literal::ElidedFill`]; an error above
+//! [`crate::attrs::literal::MAX_ELIDED_BYTES`]). An attribute with no `HloInstructionProto`
 //! field is an error naming it: nothing is dropped. [`module_to_bytes`]
 //! encodes while it builds (see there).
 //!
@@ -358,73 +361,98 @@ fn layout_proto(m: &Module, l: &Layout) -> xla::LayoutProto {
 /// `LiteralProto`: tuple literals element by element; an array's values
 /// in the physical order of the instruction's minor-to-major (XLA requires
 /// a constant's literal to have it; the literal's layout is that order
-/// only, tiles and the rest of the layout are the instruction's).
+/// only, tiles and the rest of the layout are the instruction's). An
+/// elided literal (`{...}`) gets the values XLA's parser gives it, from
+/// `fill` (see [`literal::ElidedFill`]).
 pub fn literal_proto(
     m: &Module,
     s: ShapeId,
     lit: &Literal,
+    fill: &mut literal::ElidedFill,
 ) -> std::result::Result<xla::LiteralProto, String> {
     match (m.shape(s), lit) {
-        (_, Literal::Elided) => Err("an elided literal `{...}` has no values to write".into()),
+        (Shape::Array(a), Literal::Elided) => {
+            let v = fill.array(a.elem, &a.dims)?;
+            array_literal_proto(m, s, a, &v)
+        }
+        (Shape::Tuple(elems), Literal::Elided) => {
+            let elided = vec![Literal::Elided; elems.len()];
+            tuple_literal_proto(m, elems, &elided, fill)
+        }
         (Shape::Tuple(elems), Literal::Tuple(values)) if elems.len() == values.len() => {
-            let tuple_literals = elems
-                .iter()
-                .zip(values.iter())
-                .map(|(&e, v)| literal_proto(m, e, v))
-                .collect::<std::result::Result<Vec<_>, _>>()?;
-            let shape = xla::ShapeProto {
-                element_type: TUPLE_TYPE,
-                tuple_shapes: tuple_literals
-                    .iter()
-                    .filter_map(|l| l.shape.clone())
-                    .collect(),
-                ..Default::default()
-            };
-            Ok(xla::LiteralProto {
-                shape: Some(shape),
-                tuple_literals,
-                ..Default::default()
-            })
+            tuple_literal_proto(m, elems, values, fill)
         }
-        (Shape::Array(a), Literal::Array(v)) => {
-            if v.elem() != a.elem || v.dims() != &a.dims[..] {
-                return Err(if a.dynamic.is_empty() {
-                    "the literal does not have its constant's shape".into()
-                } else {
-                    "a literal of a dynamic shape below its bounds cannot be written to a proto"
-                        .into()
-                });
-            }
-            let rank = a.rank();
-            let minor_to_major = match &a.layout {
-                Some(l) if crate::shape_infer::is_permutation(&l.minor_to_major, rank) => {
-                    l.minor_to_major.to_vec()
-                }
-                _ => Layout::default_for_rank(rank).minor_to_major.to_vec(),
-            };
-            let row_major = minor_to_major
-                .iter()
-                .rev()
-                .enumerate()
-                .all(|(k, &d)| d == k as i64);
-            let mut shape = shape_proto(m, s);
-            shape.layout = Some(xla::LayoutProto {
-                minor_to_major: minor_to_major.clone(),
-                ..Default::default()
-            });
-            let mut lit = xla::LiteralProto {
-                shape: Some(shape),
-                ..Default::default()
-            };
-            if row_major {
-                v.fill_proto(&mut lit)?;
-            } else {
-                v.in_physical_order(&minor_to_major).fill_proto(&mut lit)?;
-            }
-            Ok(lit)
-        }
+        (Shape::Array(a), Literal::Array(v)) => array_literal_proto(m, s, a, v),
         _ => Err("the literal does not have its constant's shape".into()),
     }
+}
+
+fn tuple_literal_proto(
+    m: &Module,
+    elems: &[ShapeId],
+    values: &[Literal],
+    fill: &mut literal::ElidedFill,
+) -> std::result::Result<xla::LiteralProto, String> {
+    let tuple_literals = elems
+        .iter()
+        .zip(values.iter())
+        .map(|(&e, v)| literal_proto(m, e, v, fill))
+        .collect::<std::result::Result<Vec<_>, _>>()?;
+    let shape = xla::ShapeProto {
+        element_type: TUPLE_TYPE,
+        tuple_shapes: tuple_literals
+            .iter()
+            .filter_map(|l| l.shape.clone())
+            .collect(),
+        ..Default::default()
+    };
+    Ok(xla::LiteralProto {
+        shape: Some(shape),
+        tuple_literals,
+        ..Default::default()
+    })
+}
+
+fn array_literal_proto(
+    m: &Module,
+    s: ShapeId,
+    a: &ArrayShape,
+    v: &literal::ArrayLiteral,
+) -> std::result::Result<xla::LiteralProto, String> {
+    if v.elem() != a.elem || v.dims() != &a.dims[..] {
+        return Err(if a.dynamic.is_empty() {
+            "the literal does not have its constant's shape".into()
+        } else {
+            "a literal of a dynamic shape below its bounds cannot be written to a proto".into()
+        });
+    }
+    let rank = a.rank();
+    let minor_to_major = match &a.layout {
+        Some(l) if crate::shape_infer::is_permutation(&l.minor_to_major, rank) => {
+            l.minor_to_major.to_vec()
+        }
+        _ => Layout::default_for_rank(rank).minor_to_major.to_vec(),
+    };
+    let row_major = minor_to_major
+        .iter()
+        .rev()
+        .enumerate()
+        .all(|(k, &d)| d == k as i64);
+    let mut shape = shape_proto(m, s);
+    shape.layout = Some(xla::LayoutProto {
+        minor_to_major: minor_to_major.clone(),
+        ..Default::default()
+    });
+    let mut lit = xla::LiteralProto {
+        shape: Some(shape),
+        ..Default::default()
+    };
+    if row_major {
+        v.fill_proto(&mut lit)?;
+    } else {
+        v.in_physical_order(&minor_to_major).fill_proto(&mut lit)?;
+    }
+    Ok(lit)
 }
 
 /// Parses a shape written in an attribute (comments removed).
@@ -536,6 +564,10 @@ struct Writer<'m> {
     seen: Vec<bool>,
     /// Encoded shapes of `m` (see [`ShapeBytes`]).
     shapes: ShapeBytes,
+    /// XLA's fill counters at each instruction holding an elided literal
+    /// (see [`literal::ElidedFill`]): XLA's parser fills them in text
+    /// order, the writer writes instructions operands first.
+    elided_at: HashMap<InstId, literal::ElidedFill>,
 }
 
 fn err(inst: &str, msg: impl std::fmt::Display) -> Error {
@@ -591,6 +623,17 @@ impl<'m> Writer<'m> {
                 .flat_map(|c| m.comp(c).order.iter().map(|&i| &*m.inst(i).name)),
             m.num_insts(),
         );
+        let mut elided_at = HashMap::new();
+        let mut fill = literal::ElidedFill::default();
+        for c in m.computations() {
+            for &i in &m.comp(c).order {
+                let inst = m.inst(i);
+                if let Some(lit) = inst.literal().filter(|l| l.has_elided()) {
+                    elided_at.insert(i, fill);
+                    fill.skip_literal(m, inst.shape, lit);
+                }
+            }
+        }
         for c in m.computations() {
             let name = &*m.comp(c).name;
             comp_names[c.index()] = if comps_kept {
@@ -619,6 +662,7 @@ impl<'m> Writer<'m> {
             frame_map: HashMap::new(),
             seen: Vec::new(),
             shapes: ShapeBytes::default(),
+            elided_at,
         }
     }
 
@@ -1099,7 +1143,8 @@ impl<'m> Writer<'m> {
                 let lit = inst
                     .literal()
                     .ok_or_else(|| e("a constant without a literal".into()))?;
-                p.literal = Some(literal_proto(m, inst.shape, lit).map_err(e)?);
+                let mut fill = self.elided_at.get(&id).copied().unwrap_or_default();
+                p.literal = Some(literal_proto(m, inst.shape, lit, &mut fill).map_err(e)?);
             }
             _ => {}
         }
@@ -1393,7 +1438,7 @@ impl<'m> Writer<'m> {
                     let lit = literal::decode(&self.scratch, sid, &body[split..])
                         .map_err(|(_, x)| e(format!("`literal`: {x}")))?;
                     p.literal = Some(
-                        literal_proto(&self.scratch, sid, &lit)
+                        literal_proto(&self.scratch, sid, &lit, &mut Default::default())
                             .map_err(|x| e(format!("`literal`: {x}")))?,
                     );
                 }
