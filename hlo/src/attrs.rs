@@ -363,6 +363,7 @@ fn mismatch(key: &str, v: &AttrValue, want: &str) -> AttrError {
         AttrValue::Bools(_) => "a boolean list".to_string(),
         AttrValue::IntLists(_) => "a list of integer lists".to_string(),
         AttrValue::Shape(_) => "a shape".to_string(),
+        AttrValue::Literal(..) => "a literal".to_string(),
         AttrValue::Shapes(_) => "a shape list".to_string(),
         AttrValue::ProgramLayout(_) => "a computation layout".to_string(),
         AttrValue::InputOutputAlias(_) => "input-output aliasing".to_string(),
@@ -680,6 +681,17 @@ impl Instruction {
             None => Ok(None),
             Some(AttrValue::Shapes(v)) => Ok(Some(v)),
             Some(o) => Err(mismatch("operand_layout_constraints", o, "a shape list")),
+        }
+    }
+
+    /// `literal=...` of a custom call: the literal's shape and values.
+    pub fn custom_call_literal(
+        &self,
+    ) -> AttrResult<(crate::ir::ShapeId, &crate::attrs::literal::Literal)> {
+        match self.attr("literal") {
+            None => Ok(None),
+            Some(AttrValue::Literal(s, l)) => Ok(Some((*s, l))),
+            Some(o) => Err(mismatch("literal", o, "a literal")),
         }
     }
 

@@ -474,6 +474,10 @@ pub enum AttrValue {
     /// Shapes with their layouts, one an operand
     /// (`operand_layout_constraints={f32[2,3]{1,0}, token[]}` of a custom-call).
     Shapes(Box<[ShapeId]>),
+    /// A custom call's `literal=s32[2]{0} {1, 2}` (a tuple written with each
+    /// element's shape: `( s32[4]{0} {...}, pred[] true )`): the literal's
+    /// shape (with its layout; a tuple's from its elements') and values.
+    Literal(ShapeId, Box<crate::attrs::literal::Literal>),
     /// `entry_computation_layout={(f32[2]{0}, ...)->f32[2]{0}}` of the module
     /// header: the entry's parameter and result shapes as the caller sees them.
     ProgramLayout(Box<ProgramLayout>),

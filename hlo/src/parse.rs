@@ -1180,6 +1180,14 @@ impl<'a> Lowerer<'a> {
         } else if key == "operand_layout_constraints" {
             let s = self.value_shapes(key, Rule::shape_list_full, value, voff)?;
             AttrValue::Shapes(s.into_iter().collect())
+        } else if key == "literal" && op == Opcode::CustomCall {
+            self.check_raw_value(value, voff)?;
+            let (shape, lit) =
+                crate::attrs::literal::decode_shaped(&mut self.m, value, &mut |m, text| {
+                    parse_shape_into(m, text).map_err(|e| e.to_string())
+                })
+                .map_err(|(o, msg)| self.err(voff + o, format!("`literal=`: {msg}")))?;
+            AttrValue::Literal(shape, Box::new(lit))
         } else if key == "outfeed_shape" {
             let s = self.value_shapes(key, Rule::shape_one_full, value, voff)?;
             match s[..] {

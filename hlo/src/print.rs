@@ -96,6 +96,36 @@ fn write_dims(a: &ArrayShape, out: &mut String) {
     out.push(']');
 }
 
+/// A literal with its shapes, as XLA prints a custom call's `literal=`:
+/// `s32[2]{0} {1, 2}`, a tuple `( s32[2]{0} {1, 2}, f32[] 3 )`.
+fn write_shaped_literal(
+    m: &Module,
+    s: ShapeId,
+    lit: &crate::attrs::literal::Literal,
+    out: &mut String,
+) {
+    use crate::attrs::literal::Literal;
+    match (m.shape(s), lit) {
+        (Shape::Tuple(elems), Literal::Tuple(_) | Literal::Elided) => {
+            out.push('(');
+            for (k, &e) in elems.iter().enumerate() {
+                out.push_str(if k > 0 { ", " } else { " " });
+                let v = match lit {
+                    Literal::Tuple(values) => values.get(k).unwrap_or(&Literal::Elided),
+                    _ => &Literal::Elided,
+                };
+                write_shaped_literal(m, e, v, out);
+            }
+            out.push_str(if elems.is_empty() { ")" } else { " )" });
+        }
+        _ => {
+            write_shape(m, s, true, out);
+            out.push(' ');
+            lit.write_text(out);
+        }
+    }
+}
+
 fn write_shape(m: &Module, s: ShapeId, with_layout: bool, out: &mut String) {
     match m.shape(s) {
         Shape::Array(a) => {
@@ -509,6 +539,7 @@ impl<'m> Printer<'m> {
                 self.out.push('}');
             }
             AttrValue::Shape(s) => write_shape(m, *s, true, &mut self.out),
+            AttrValue::Literal(s, l) => write_shaped_literal(m, *s, l, &mut self.out),
             AttrValue::Shapes(v) => {
                 self.out.push('{');
                 for (k, &s) in v.iter().enumerate() {

@@ -764,10 +764,6 @@ const KEPT_AS_TEXT: &[(&str, &str)] = &[
         "replica_groups",
         "mesh-axes replica groups in syntax newer than jaxlib 0.10.2 only",
     ),
-    (
-        "literal",
-        "custom-call literals: decoded by the literal code",
-    ),
     ("debug_attributes", "newer XLA; jaxlib 0.10.2 rejects it"),
 ];
 

@@ -206,6 +206,35 @@ pub fn decode(m: &Module, shape: ShapeId, text: &str) -> Result<Literal, DecodeE
     Ok(lit)
 }
 
+/// Decodes a literal written with its shapes, as a custom call's
+/// `literal=` is (XLA's `ParseLiteral` without a shape): an array shape
+/// with its layout, then the values (`s32[2]{0} {1, 2}`, `f32[] 3`), or a
+/// tuple of such literals, each with its own shape
+/// (`( s32[4]{0} {...}, ( pred[] true, f32[] 3 ) )`). `shape_of` reads
+/// and interns one array shape's text. Returns the literal's shape (a
+/// tuple's interned from its elements') and values, decoded by the same
+/// rules as a constant's.
+pub fn decode_shaped(
+    m: &mut Module,
+    text: &str,
+    shape_of: &mut dyn FnMut(&mut Module, &str) -> Result<ShapeId, String>,
+) -> Result<(ShapeId, Literal), DecodeError> {
+    let mut c = Cursor {
+        s: text.as_bytes(),
+        i: 0,
+    };
+    let out = c.shaped(m, shape_of, 0)?;
+    c.skip_ws();
+    if c.i < c.s.len() {
+        return Err((c.i, "unexpected text after the literal".into()));
+    }
+    Ok(out)
+}
+
+/// Deepest tuple nesting [`decode_shaped`] reads (XLA's parser stops
+/// recursing at a depth limit too).
+const MAX_TUPLE_DEPTH: usize = 64;
+
 struct Cursor<'s> {
     s: &'s [u8],
     i: usize,
@@ -241,6 +270,50 @@ impl Cursor<'_> {
     }
     fn at(&self, lit: &[u8]) -> bool {
         self.s.get(self.i..self.i + lit.len()) == Some(lit)
+    }
+
+    /// One literal with its shapes (see [`decode_shaped`]).
+    fn shaped(
+        &mut self,
+        m: &mut Module,
+        shape_of: &mut dyn FnMut(&mut Module, &str) -> Result<ShapeId, String>,
+        depth: usize,
+    ) -> Result<(ShapeId, Literal), DecodeError> {
+        if depth > MAX_TUPLE_DEPTH {
+            return Err((self.i, "tuple literals nest too deeply".into()));
+        }
+        if self.eat(b'(') {
+            let mut shapes = smallvec::SmallVec::new();
+            let mut values = Vec::new();
+            if !self.eat(b')') {
+                loop {
+                    let (s, v) = self.shaped(m, shape_of, depth + 1)?;
+                    shapes.push(s);
+                    values.push(v);
+                    if self.eat(b')') {
+                        break;
+                    }
+                    if !self.eat(b',') {
+                        return Err((self.i, "expects `,` or `)` in a tuple literal".into()));
+                    }
+                }
+            }
+            let shape = m.intern_shape(Shape::Tuple(shapes));
+            return Ok((shape, Literal::Tuple(values.into())));
+        }
+        let start = self.i;
+        let len = shape_prefix_len(&self.s[start..]).ok_or((
+            start,
+            "expects a shape with its layout, then the values (`s32[2]{0} {1, 2}`)".into(),
+        ))?;
+        let text = std::str::from_utf8(&self.s[start..start + len])
+            .map_err(|_| (start, "a shape is ASCII text".to_string()))?;
+        let shape = shape_of(m, text).map_err(|msg| (start, msg))?;
+        if !matches!(m.shape(shape), Shape::Array(_)) {
+            return Err((start, "expects an array shape".into()));
+        }
+        self.i = start + len;
+        Ok((shape, self.literal(m, shape)?))
     }
 
     fn literal(&mut self, m: &Module, shape: ShapeId) -> Result<Literal, DecodeError> {
@@ -459,6 +532,18 @@ impl Cursor<'_> {
         }
         encode(t, tok, out).map_err(|m| (start, m))
     }
+}
+
+/// Length of the array shape at the start of `s` (`s32[2]{0} {1, 2}`):
+/// through the closing `]` and the layout `{...}` that directly follows
+/// it, if any.
+fn shape_prefix_len(s: &[u8]) -> Option<usize> {
+    let close = s.iter().position(|&b| b == b']')? + 1;
+    if s.get(close) == Some(&b'{') {
+        let end = s[close..].iter().position(|&b| b == b'}')? + close + 1;
+        return Some(end);
+    }
+    Some(close)
 }
 
 /// The end of the value token starting at `start`: up to a `,`, `}`, `)`

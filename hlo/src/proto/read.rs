@@ -1532,11 +1532,10 @@ impl<'p> Reader<'p> {
                     .shape
                     .as_ref()
                     .ok_or_else(|| ebad("a literal without a shape".into()))?;
-                a.push(format!(
-                    "literal={} {}",
-                    shape_text(s, 0)?,
-                    literal_of(l, 0)?.to_text()
-                ));
+                let shape = self.shape(s, path)?;
+                let lit = literal_of(l, 0)?;
+                self.typed.push(AttrValue::Literal(shape, Box::new(lit)));
+                a.push("literal".into());
             }
         } else if i.constrain_layout {
             a.push("constrain_layout=true".into());

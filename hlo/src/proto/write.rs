@@ -5,10 +5,9 @@
 //! groups, frontend attributes, aliasing, convolution dimension numbers,
 //! domains, statistics, result accuracy, strings, floats, boolean lists,
 //! shapes, the module header's attributes (the original value recovery
-//! table's recovery modules written as modules), the stack frame index); a custom
-//! call's `literal=`, still kept as text, is decoded by
-//! [`crate::attrs::literal::decode`]; constant literals are converted from
-//! their typed values ([`literal_proto`]); an elided literal `{...}` gets the
+//! table's recovery modules written as modules), the stack frame index, a
+//! custom call's `literal=`); literals (a constant's, a custom call's) are
+//! converted from their typed values ([`literal_proto`]); an elided literal `{...}` gets the
 //! values XLA's text parser makes up for it, counted in text order
 //! ([`crate::attrs::literal::ElidedFill`]; an error above
 //! [`crate::attrs::literal::MAX_ELIDED_BYTES`]). An attribute with no `HloInstructionProto`
@@ -455,26 +454,6 @@ fn array_literal_proto(
     Ok(lit)
 }
 
-/// Parses a shape written in an attribute (comments removed).
-fn parse_attr_shape(scratch: &mut Module, text: &str) -> Result<ShapeId> {
-    let clean = strip_comments(text);
-    crate::parse::parse_shape_into(scratch, clean.trim())
-}
-
-fn strip_comments(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    let mut rest = s;
-    while let Some(p) = rest.find("/*") {
-        out.push_str(&rest[..p]);
-        match rest[p + 2..].find("*/") {
-            Some(e) => rest = &rest[p + 2 + e + 2..],
-            None => return out,
-        }
-    }
-    out.push_str(rest);
-    out
-}
-
 /// XLA's `NameUniquer`: names in a module are unique; a repeated name gets
 /// the next free numeric suffix of its root (`p0` -> `p0.1`), as XLA's
 /// parser renames repeats (in text order) when it builds a module.
@@ -555,8 +534,6 @@ struct Writer<'m> {
     comp_ids: Vec<i64>,
     /// Computations called by a fusion.
     fused: Vec<bool>,
-    /// Scratch module for shapes parsed out of attribute text.
-    scratch: Module,
     /// The canonical stack frame index and the renumbering of frame ids.
     frames: Option<xla::StackFrameIndexProto>,
     frame_map: HashMap<i32, i32>,
@@ -628,9 +605,15 @@ impl<'m> Writer<'m> {
         for c in m.computations() {
             for &i in &m.comp(c).order {
                 let inst = m.inst(i);
-                if let Some(lit) = inst.literal().filter(|l| l.has_elided()) {
+                // A constant's literal, or a custom call's `literal=`.
+                let lit = match (inst.literal(), inst.custom_call_literal()) {
+                    (Some(l), _) => Some((inst.shape, l)),
+                    (None, Ok(Some((s, l)))) => Some((s, l)),
+                    _ => None,
+                };
+                if let Some((s, lit)) = lit.filter(|(_, l)| l.has_elided()) {
                     elided_at.insert(i, fill);
-                    fill.skip_literal(m, inst.shape, lit);
+                    fill.skip_literal(m, s, lit);
                 }
             }
         }
@@ -657,7 +640,6 @@ impl<'m> Writer<'m> {
             inst_ids,
             comp_ids,
             fused,
-            scratch: Module::new("scratch"),
             frames: None,
             frame_map: HashMap::new(),
             seen: Vec::new(),
@@ -1427,18 +1409,13 @@ impl<'m> Writer<'m> {
                         .collect();
                 }
                 "literal" => {
-                    // `literal=s32[2]{0} {1, 2}`: a shape, then the values.
-                    let body = t.trim();
-                    let split = shape_prefix_len(body).ok_or_else(|| {
-                        e(format!(
-                            "`literal`: expected a shape then values, found `{body}`"
-                        ))
-                    })?;
-                    let sid = parse_attr_shape(&mut self.scratch, &body[..split])?;
-                    let lit = literal::decode(&self.scratch, sid, &body[split..])
-                        .map_err(|(_, x)| e(format!("`literal`: {x}")))?;
+                    let (sid, lit) = inst
+                        .custom_call_literal()
+                        .map_err(ae)?
+                        .ok_or_else(|| e("`literal` is not a literal".into()))?;
+                    let mut fill = self.elided_at.get(&id).copied().unwrap_or_default();
                     p.literal = Some(
-                        literal_proto(&self.scratch, sid, &lit, &mut Default::default())
+                        literal_proto(m, sid, lit, &mut fill)
                             .map_err(|x| e(format!("`literal`: {x}")))?,
                     );
                 }
@@ -1665,33 +1642,4 @@ impl<'m> Writer<'m> {
         }
         Ok(())
     }
-}
-
-/// Length of the shape at the start of `literal=` text (`s32[2]{0} {1,2}`,
-/// `(s32[], f32[])`): through the closing `]`, an optional layout `{...}`
-/// that directly follows, or the tuple's `)`.
-fn shape_prefix_len(s: &str) -> Option<usize> {
-    let b = s.as_bytes();
-    if b.first() == Some(&b'(') {
-        let mut depth = 0i32;
-        for (k, &c) in b.iter().enumerate() {
-            match c {
-                b'(' => depth += 1,
-                b')' => {
-                    depth -= 1;
-                    if depth == 0 {
-                        return Some(k + 1);
-                    }
-                }
-                _ => {}
-            }
-        }
-        return None;
-    }
-    let close = s.find(']')? + 1;
-    if b.get(close) == Some(&b'{') {
-        let end = s[close..].find('}')? + close + 1;
-        return Some(end);
-    }
-    Some(close)
 }
