@@ -571,6 +571,28 @@ fn same_literal_shape(a: &xla::ShapeProto, b: &xla::ShapeProto) -> bool {
             .all(|(x, y)| same_literal_shape(x, y))
 }
 
+/// Whether each element of a tuple literal has the shape the tuple declares
+/// for it (element type and dimensions), at every level.
+fn tuple_shapes_agree(l: &xla::LiteralProto, depth: usize) -> bool {
+    let Some(shape) = &l.shape else {
+        return false;
+    };
+    if shape.element_type != TUPLE_TYPE {
+        return true;
+    }
+    depth < MAX_LITERAL_DEPTH
+        && l.tuple_literals.len() == shape.tuple_shapes.len()
+        && l.tuple_literals
+            .iter()
+            .zip(&shape.tuple_shapes)
+            .all(|(e, want)| {
+                e.shape
+                    .as_ref()
+                    .is_some_and(|es| same_literal_shape(es, want))
+                    && tuple_shapes_agree(e, depth + 1)
+            })
+}
+
 /// For a literal whose layout is not row-major, the position in the data of
 /// each value in row-major order.
 fn physical_to_logical(shape: &xla::ShapeProto, count: usize) -> Result<Option<Vec<usize>>> {
@@ -1532,6 +1554,13 @@ impl<'p> Reader<'p> {
                     .shape
                     .as_ref()
                     .ok_or_else(|| ebad("a literal without a shape".into()))?;
+                // The values are read from each element's own shape: they
+                // must be the shapes the literal declares.
+                if !tuple_shapes_agree(l, 0) {
+                    return Err(ebad(
+                        "a tuple literal whose elements' shapes are not its own".into(),
+                    ));
+                }
                 let shape = self.shape(s, path)?;
                 let lit = literal_of(l, 0)?;
                 self.typed.push(AttrValue::Literal(shape, Box::new(lit)));
