@@ -108,6 +108,18 @@ const MALFORMED: &[(&str, &str, &str)] = &[
     ("c = pred[] constant(2)", "6:23", "pred"),
     ("c = s32[<=2] constant({1, 2, 3})", "6:25", "at most 2"),
     ("c = f16[] constant(1e5)", "6:22", "out of range"),
+    // `{...}` elides a whole array only, as XLA's parser reads it.
+    ("c = f32[] constant({...})", "6:22", "single value"),
+    (
+        "c = (f32[2], s32[]) constant({...})",
+        "6:32",
+        "`(element, ...)`",
+    ),
+    (
+        "c = f32[2,2] constant({{...}, {...}})",
+        "6:27",
+        "nest level 2",
+    ),
 ];
 
 #[test]

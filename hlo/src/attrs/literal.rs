@@ -8,8 +8,9 @@
 //! at most its bound), each value in range of the element type, NaN payloads
 //! that fit the type, complex values written `(re, im)`, tuple literals
 //! `( {1, 2}, 3 )`, a single value written for an array (XLA sets the first
-//! element to it and leaves the others zero), `{...}` for values
-//! XLA did not print (kept as [`Literal::Elided`]; [`ElidedFill`] makes the
+//! element to it and leaves the others zero), `{...}` for an array's values
+//! XLA did not print (the whole array's: a scalar's, a tuple's or a
+//! sub-array's `{...}` is an error, as in XLA's parser; kept as [`Literal::Elided`]; [`ElidedFill`] makes the
 //! values XLA's parser makes up for them, for the proto writer). Errors
 //! carry the byte offset of the problem in the
 //! literal text (the parser turns it into `file:line:col`).
@@ -318,7 +319,9 @@ impl Cursor<'_> {
 
     fn literal(&mut self, m: &Module, shape: ShapeId) -> Result<Literal, DecodeError> {
         self.skip_ws();
-        if self.at(b"{...}") {
+        // `{...}`: XLA elides an array's values only (a scalar's and a
+        // tuple's `{...}` are errors below, as in XLA's parser).
+        if self.at(b"{...}") && matches!(m.shape(shape), Shape::Array(a) if a.rank() > 0) {
             self.i += 5;
             return Ok(Literal::Elided);
         }
@@ -430,6 +433,16 @@ impl Cursor<'_> {
         }
         self.skip_ws();
         if self.at(b"...") {
+            if d > 0 {
+                // XLA elides the whole array, never a sub-array.
+                return Err((
+                    self.i,
+                    format!(
+                        "expects `...` at nest level 1, but sees it at nest level {}",
+                        d + 1
+                    ),
+                ));
+            }
             self.i += 3;
             if !self.eat(b'}') {
                 return Err((self.i, "expects `}` after `...`".into()));
