@@ -197,9 +197,7 @@ pub(crate) fn value_kind(key: &str, op: Opcode) -> Option<ValueKind> {
         "direction" if op == Opcode::Compare => Direction,
         // Keys with another meaning on other opcodes, or too generic to
         // claim everywhere.
-        "kind" if matches!(op, Opcode::Fusion | Opcode::AsyncStart) => {
-            Enum(&["kLoop", "kInput", "kOutput", "kCustom"], false)
-        }
+        "kind" if op == Opcode::Fusion => Enum(&["kLoop", "kInput", "kOutput", "kCustom"], false),
         "type" if op == Opcode::Compare => {
             Enum(&["FLOAT", "TOTALORDER", "SIGNED", "UNSIGNED"], true)
         }

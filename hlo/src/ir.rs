@@ -788,6 +788,11 @@ impl Module {
             .unwrap_or(self.comp_order.len());
         self.comp_order.insert(at, id);
     }
+    /// Drops `id` from the print order (nothing may call it any more); its
+    /// instructions stay in the arena, unscheduled.
+    pub fn remove_computation(&mut self, id: CompId) {
+        self.comp_order.retain(|&c| c != id);
+    }
     pub fn comp(&self, id: CompId) -> &Computation {
         &self.comps[id.index()]
     }

@@ -176,6 +176,18 @@ impl std::fmt::Display for Opcode {
 }
 
 impl Opcode {
+    /// Whether XLA's async shorthand (`<op>-start` / `-update` / `-done`)
+    /// may wrap this opcode: not send / recv (asynchronous already) nor an
+    /// opcode with async opcodes of its own (`all-reduce-start`, ...), nor
+    /// parameter / constant (their parentheses hold no operands).
+    pub fn has_async_shorthand(self) -> bool {
+        use Opcode::*;
+        !matches!(
+            self,
+            Send | Recv | AllGather | AllReduce | CollectivePermute | Copy | Parameter | Constant
+        )
+    }
+
     /// Elementwise operations whose output shape equals each operand's shape
     /// (ignoring element type for compare/convert and friends).
     pub fn is_elementwise(self) -> bool {

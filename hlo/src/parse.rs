@@ -1515,9 +1515,16 @@ impl<'a> Lowerer<'a> {
         // Inline computations in the attributes add instructions; the id is
         // known only once they are lowered (pending references get it below).
         let placeholder_user = InstId::from_index(0);
+        // The shorthand's async-start carries the wrapped op's attributes
+        // (`custom-call-start(...), custom_call_target=...`): they are
+        // decoded as that op's (its update and done carry only their own).
+        let attr_op = match wrapped_op.and_then(Opcode::from_name) {
+            Some(w) if opcode == Opcode::AsyncStart => w,
+            _ => opcode,
+        };
         for a in it {
             if a.as_rule() == Rule::attr {
-                attrs.push(self.inst_attr(a, opcode, placeholder_user, &mut pend)?);
+                attrs.push(self.inst_attr(a, attr_op, placeholder_user, &mut pend)?);
             }
         }
         let shape = match shape {
@@ -1629,6 +1636,7 @@ impl<'a> Lowerer<'a> {
         ] {
             if let Some(base) = s.strip_suffix(suffix) {
                 match Opcode::from_name(base) {
+                    Some(w) if w.has_async_shorthand() => return Ok((op, Some(base))),
                     // These have their own async opcodes (or none at all).
                     Some(Opcode::Send | Opcode::Recv) => {
                         return Err(self.err(
@@ -1636,13 +1644,18 @@ impl<'a> Lowerer<'a> {
                             format!("unknown opcode `{s}`: {base} is asynchronous already; use {base} and {base}-done"),
                         ))
                     }
-                    Some(Opcode::AllGather | Opcode::AllReduce | Opcode::CollectivePermute | Opcode::Copy) => {
+                    Some(Opcode::Parameter | Opcode::Constant) => {
+                        return Err(self.err(
+                            off,
+                            format!("unknown opcode `{s}`: {base} cannot be wrapped in an async op"),
+                        ))
+                    }
+                    Some(_) => {
                         return Err(self.err(
                             off,
                             format!("unknown opcode `{s}`: {base} has its own async form; use {base}-start and {base}-done"),
                         ))
                     }
-                    Some(_) => return Ok((op, Some(base))),
                     None => {}
                 }
             }

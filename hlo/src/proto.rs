@@ -18,6 +18,7 @@
 
 pub mod xla;
 
+mod async_shorthand;
 mod read;
 mod write;
 

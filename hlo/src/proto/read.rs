@@ -28,6 +28,9 @@
 //! proto's lists are in XLA's post-order; the ids keep the order of the
 //! text XLA read), so that the printed text reads back into XLA as the
 //! module XLA reads from the proto.
+//! The wrapped computations XLA's parser builds for the async shorthand are
+//! folded back into the shorthand ([`super::async_shorthand::fold`]), as
+//! the text parser holds it.
 //!
 //! Fields the IR does not carry are listed in [`ReadReport::ignored`] by
 //! path; nothing is dropped silently.
@@ -134,6 +137,10 @@ pub fn module_from_proto(p: &xla::HloModuleProto) -> Result<(Module, ReadReport)
     // whose shapes its verifier would reject.
     crate::verify::verify_structure(&m)
         .map_err(|e| bad(format!("the module it describes is not valid: {e}")))?;
+    // XLA's wrapped computations of the async shorthand become the
+    // shorthand again, as the text parser holds it.
+    let mut m = m;
+    super::async_shorthand::fold(&mut m);
     Ok((m, r.report))
 }
 

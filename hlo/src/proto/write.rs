@@ -14,8 +14,15 @@
 //! field is an error naming it: nothing is dropped. [`module_to_bytes`]
 //! encodes while it builds (see there).
 //!
+//! XLA's async shorthand (`custom-call-start(...)`) is written as the
+//! async-start / update / done chain calling a wrapped computation that XLA's
+//! parser builds for it ([`async_shorthand::expand`], on a copy; the module
+//! itself keeps the shorthand).
+//!
 //! Ids: an element read from a proto keeps its proto id; others get fresh
-//! ids above every kept one. Computations are written callees first and
+//! ids above every kept one, in arena order (so a module read back from its
+//! own proto, its wrapped computations folded, is written with the same
+//! ids). Computations are written callees first and
 //! instructions operands first (XLA's `CreateFromProto` requires both),
 //! otherwise in the module's print and schedule order.
 
@@ -24,7 +31,7 @@ use std::collections::HashMap;
 
 use prost::Message as _;
 
-use super::xla;
+use super::{async_shorthand, xla};
 use crate::attrs::literal::{self, Literal};
 use crate::attrs::xla as ax;
 use crate::error::{Error, Result};
@@ -75,6 +82,8 @@ fn recovery_table_proto(
 
 /// Converts a module to XLA's `HloModuleProto`.
 pub fn module_to_proto(m: &Module) -> Result<xla::HloModuleProto> {
+    let expanded = async_shorthand::expand(m)?;
+    let m = expanded.as_ref().unwrap_or(m);
     let mut w = Writer::new(m);
     w.module(&mut Sink::Tree)
 }
@@ -89,6 +98,8 @@ pub fn module_to_proto(m: &Module) -> Result<xla::HloModuleProto> {
 /// repeated field, the field's elements and the fields after it can be
 /// encoded apart and concatenated).
 pub fn module_to_bytes(m: &Module) -> Result<Vec<u8>> {
+    let expanded = async_shorthand::expand(m)?;
+    let m = expanded.as_ref().unwrap_or(m);
     let mut w = Writer::new(m);
     // Fields 1 and 2 (the names [`Writer::module`] sets) come before
     // `computations` (3), the others after. XLA's modules take about 110
@@ -553,31 +564,48 @@ fn err(inst: &str, msg: impl std::fmt::Display) -> Error {
 
 impl<'m> Writer<'m> {
     fn new(m: &'m Module) -> Self {
-        let max_inst = (0..m.num_insts())
-            .filter_map(|i| m.inst_proto_id(InstId::from_index(i)))
-            .max()
-            .unwrap_or(-1);
-        let mut next = max_inst + 1;
-        let inst_ids = (0..m.num_insts())
-            .map(|i| {
-                m.inst_proto_id(InstId::from_index(i)).unwrap_or_else(|| {
+        // Fresh ids go, in arena order, to the instructions and computations
+        // the module holds, above every kept id of those: elements left in
+        // the arena unscheduled (a wrapped computation the reader folded
+        // into the async shorthand) neither take nor bound them, so a module
+        // read back from its own proto is written with the same ids.
+        let mut inst_ids = vec![None; m.num_insts()];
+        let mut max_inst = -1;
+        for i in m.all_instructions() {
+            let id = m.inst_proto_id(i);
+            inst_ids[i.index()] = Some(id);
+            max_inst = max_inst.max(id.unwrap_or(-1));
+        }
+        let mut next = max_inst;
+        let inst_ids = inst_ids
+            .into_iter()
+            .map(|id| match id {
+                Some(Some(id)) => id,
+                Some(None) => {
                     next += 1;
-                    next - 1
-                })
+                    next
+                }
+                None => -1,
             })
             .collect();
         let n_comps = m.computations().map(|c| c.index() + 1).max().unwrap_or(0);
-        let max_comp = (0..n_comps)
-            .filter_map(|c| m.comp_proto_id(CompId::from_index(c)))
-            .max()
-            .unwrap_or(-1);
-        let mut next = max_comp + 1;
-        let comp_ids = (0..n_comps)
-            .map(|c| {
-                m.comp_proto_id(CompId::from_index(c)).unwrap_or_else(|| {
+        let mut comp_ids = vec![None; n_comps];
+        let mut max_comp = -1;
+        for c in m.computations() {
+            let id = m.comp_proto_id(c);
+            comp_ids[c.index()] = Some(id);
+            max_comp = max_comp.max(id.unwrap_or(-1));
+        }
+        let mut next = max_comp;
+        let comp_ids = comp_ids
+            .into_iter()
+            .map(|id| match id {
+                Some(Some(id)) => id,
+                Some(None) => {
                     next += 1;
-                    next - 1
-                })
+                    next
+                }
+                None => -1,
             })
             .collect();
         let mut fused = vec![false; n_comps];
@@ -1093,12 +1121,11 @@ impl<'m> Writer<'m> {
         let m = self.m;
         let inst = m.inst(id);
         let name = &*inst.name;
-        if inst
-            .attrs
-            .first()
-            .is_some_and(|a| &*a.key == ASYNC_WRAPPED_OPCODE)
-        {
-            return Err(err(name, "the async shorthand (`op-start`) cannot be written to a proto yet; write async-start with calls="));
+        if async_shorthand::is_shorthand(inst) {
+            return Err(err(
+                name,
+                "the async shorthand is expanded before writing (async_shorthand::expand)",
+            ));
         }
         // The name, opcode and shape are set by the caller (the byte sink
         // encodes them from the writer's own copies).
