@@ -636,7 +636,9 @@ pub struct Module {
     comps: Vec<Computation>,
     /// Computations in print order (the source order).
     comp_order: Vec<CompId>,
-    shapes: IndexSet<Shape>,
+    /// Interned shapes (FxHash: hashing a shape with SipHash cost more
+    /// than the rest of interning it; the order is insertion order either way).
+    shapes: IndexSet<Shape, std::hash::BuildHasherDefault<crate::parse::FxHasher>>,
     /// Side table keyed by [`InstId`]: the byte offset of each instruction's
     /// name in the text it was parsed from ([`NO_SOURCE`] for none). Set by
     /// the parser; instructions added later have none. Errors found on the IR
@@ -672,7 +674,7 @@ impl Module {
             insts: Vec::new(),
             comps: Vec::new(),
             comp_order: Vec::new(),
-            shapes: IndexSet::new(),
+            shapes: IndexSet::default(),
             source_offsets: Vec::new(),
             proto_ids: ProtoIds::default(),
         }

@@ -105,7 +105,7 @@ fn decode_module(bytes: &[u8]) -> std::result::Result<xla::HloModuleProto, Strin
         }
         let mut c = xla::HloComputationProto::default();
         c.instructions.reserve_exact(count);
-        c.merge(body).map_err(|mut e| {
+        merge_computation(&mut c, body).map_err(|mut e| {
             // As prost's own decoding names the field.
             e.push("HloModuleProto", "computations");
             e.to_string()
@@ -113,6 +113,47 @@ fn decode_module(bytes: &[u8]) -> std::result::Result<xla::HloModuleProto, Strin
         p.computations.push(c);
     }
     Ok(p)
+}
+
+/// `HloComputationProto::merge`, except for `program_shape` (4): the
+/// reader derives a computation's signature from its parameters and root,
+/// as XLA's does, so its shapes (a few allocations each, as many as the
+/// instructions' in a module of small fusions) are not built. Its bytes are
+/// still checked as prost would decode them: [`walk`] has checked their
+/// wire format, and its `parameter_names` (3) must be UTF-8.
+fn merge_computation(
+    c: &mut xla::HloComputationProto,
+    mut buf: &[u8],
+) -> std::result::Result<(), prost::DecodeError> {
+    use prost::encoding::{decode_key, decode_varint, skip_field, string, DecodeContext, WireType};
+    let mut name = String::new();
+    while !buf.is_empty() {
+        let (tag, wt) = decode_key(&mut buf)?;
+        if tag != 4 || wt != WireType::LengthDelimited {
+            c.merge_field(tag, wt, &mut buf, DecodeContext::default())?;
+            continue;
+        }
+        // The field's bytes, its length checked by skipping it.
+        let mut body = buf;
+        skip_field(wt, tag, &mut buf, DecodeContext::default())?;
+        let len = decode_varint(&mut body)? as usize;
+        let mut body = &body[..len];
+        while !body.is_empty() {
+            let (tag, wt) = decode_key(&mut body)?;
+            if tag == 3 {
+                string::merge(wt, &mut name, &mut body, DecodeContext::default()).map_err(
+                    |mut e| {
+                        e.push("ProgramShapeProto", "parameter_names");
+                        e.push("HloComputationProto", "program_shape");
+                        e
+                    },
+                )?;
+            } else {
+                skip_field(wt, tag, &mut body, DecodeContext::default())?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Whether `bytes` look like a serialized `HloModuleProto` rather than HLO

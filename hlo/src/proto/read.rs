@@ -116,7 +116,7 @@ pub fn module_from_proto(p: &xla::HloModuleProto) -> Result<(Module, ReadReport)
         shapes: HashMap::default(),
         shape_buf: String::new(),
         seen_shapes: Default::default(),
-        typed: Vec::new(),
+        fields: Vec::new(),
     };
     r.build()?;
     let m = std::mem::replace(&mut r.m, Module::new(""));
@@ -157,9 +157,8 @@ struct Reader<'p> {
     shape_buf: String,
     /// Shape protos already interned, by a hash of their fields.
     seen_shapes: crate::parse::FxMap<u64, (&'p xla::ShapeProto, ShapeId)>,
-    /// The typed values of the instruction being read, in the order of
-    /// the bare keys (no `=`) [`Reader::fields`] lists for them.
-    typed: Vec<AttrValue>,
+    /// The attributes of the instruction being read (a buffer reused).
+    fields: Vec<Field>,
 }
 
 use crate::attrs::xla::{self as ax, quote, strip_profile};
@@ -696,6 +695,30 @@ fn int_lists(v: &[Vec<i64>]) -> String {
     format!("{{{}}}", parts.join(","))
 }
 
+/// One attribute of an instruction as [`Reader::fields`] finds it: the text
+/// of its value in XLA's spelling, or its typed value.
+enum Field {
+    Text(&'static str, String),
+    Typed(&'static str, AttrValue),
+}
+
+/// The arena ids of one computation's instructions: by proto id, its
+/// index in the computation's list (`pos`), its place in the order they are
+/// added (`rank`, the schedule's; `None`: the list's own) from `base`.
+struct LocalIds<'a> {
+    pos: &'a HashMap<i64, usize>,
+    rank: Option<&'a [usize]>,
+    base: usize,
+}
+
+impl LocalIds<'_> {
+    fn get(&self, id: i64) -> Option<InstId> {
+        let k = *self.pos.get(&id)?;
+        let at = self.rank.map_or(k, |r| r[k]);
+        Some(InstId::from_index(self.base + at))
+    }
+}
+
 impl<'p> Reader<'p> {
     fn ignore(&mut self, path: String) {
         self.report.ignored.push(path);
@@ -842,11 +865,13 @@ impl<'p> Reader<'p> {
             )));
         }
         // Instruction ids: unique over the module; names as well.
-        let mut inst_names: HashMap<i64, (&str, i64)> = HashMap::default();
-        let mut seen_names = HashSet::default();
+        let total = p.computations.iter().map(|c| c.instructions.len()).sum();
+        let mut inst_comps: HashMap<i64, i64> =
+            HashMap::with_capacity_and_hasher(total, Default::default());
+        let mut seen_names = HashSet::with_capacity_and_hasher(total, Default::default());
         for c in &p.computations {
             for i in &c.instructions {
-                if inst_names.insert(i.id, (&i.name, c.id)).is_some() {
+                if inst_comps.insert(i.id, c.id).is_some() {
                     return Err(bad(format!("instruction id {} appears twice", i.id)));
                 }
                 if !seen_names.insert(&i.name) {
@@ -974,7 +999,7 @@ impl<'p> Reader<'p> {
             self.m.set_comp_proto_id(id, c.id);
         }
         for (ci, c) in by_id {
-            self.computation(ci, c, entry_id, &inst_names, sched.get(&c.id).copied())?;
+            self.computation(ci, c, entry_id, &inst_comps, sched.get(&c.id).copied())?;
         }
         self.m.entry = self.comp_ids[&entry_id];
         self.m.set_module_proto_id(p.id);
@@ -1035,72 +1060,82 @@ impl<'p> Reader<'p> {
         ci: usize,
         c: &'p xla::HloComputationProto,
         entry_id: i64,
-        inst_names: &HashMap<i64, (&str, i64)>,
+        inst_comps: &HashMap<i64, i64>,
         schedule: Option<&Vec<i64>>,
     ) -> Result<()> {
-        // Each instruction with its index in the proto (for error paths).
-        let by_id: HashMap<i64, (usize, &xla::HloInstructionProto)> = c
-            .instructions
-            .iter()
-            .enumerate()
-            .map(|(k, i)| (i.id, (k, i)))
-            .collect();
-        if !by_id.contains_key(&c.root_id) {
+        // Each instruction's index in the computation's list, by proto id.
+        let mut pos: HashMap<i64, usize> =
+            HashMap::with_capacity_and_hasher(c.instructions.len(), Default::default());
+        pos.extend(c.instructions.iter().enumerate().map(|(k, i)| (i.id, k)));
+        if !pos.contains_key(&c.root_id) {
             return Err(bad(format!(
                 "computation `{}`: root id {} is not one of its instructions",
                 c.name, c.root_id
             )));
         }
-        let order: Vec<(usize, &xla::HloInstructionProto)> = match schedule {
+        // Instructions get their arena ids in schedule order (else id order),
+        // so operands defined later in the computation resolve like forward
+        // references in text: `rank[k]` is the place of instruction `k` in it.
+        let (order, rank): (Vec<usize>, Option<Vec<usize>>) = match schedule {
             Some(ids) => {
-                let mut v = Vec::with_capacity(ids.len());
+                let mut order = Vec::with_capacity(ids.len());
+                let mut rank = vec![usize::MAX; c.instructions.len()];
+                let mut twice = false;
                 for id in ids {
-                    v.push(*by_id.get(id).ok_or_else(|| {
+                    let k = *pos.get(id).ok_or_else(|| {
                         bad(format!(
                             "the schedule of `{}` names instruction id {id}, not in it",
                             c.name
                         ))
-                    })?);
+                    })?;
+                    twice |= rank[k] != usize::MAX;
+                    rank[k] = order.len();
+                    order.push(k);
                 }
-                if v.len() != c.instructions.len() {
+                if order.len() != c.instructions.len() {
                     return Err(bad(format!(
                         "the schedule of `{}` lists {} of its {} instructions",
                         c.name,
-                        v.len(),
+                        order.len(),
                         c.instructions.len()
                     )));
                 }
-                v
+                if twice {
+                    return Err(bad(format!(
+                        "the schedule of `{}` names an instruction twice",
+                        c.name
+                    )));
+                }
+                (order, Some(rank))
             }
             // Unscheduled: in the order of their ids, as XLA's
             // `CreateFromProto` sorts them (see the computations above).
             None => {
-                let mut v: Vec<(usize, &xla::HloInstructionProto)> =
-                    c.instructions.iter().enumerate().collect();
-                v.sort_by_key(|(_, i)| i.id);
-                v
+                let mut order: Vec<usize> = (0..c.instructions.len()).collect();
+                order.sort_by_key(|&k| c.instructions[k].id);
+                let mut rank = None;
+                if order.iter().enumerate().any(|(at, &k)| at != k) {
+                    let mut r = vec![0; order.len()];
+                    for (at, &k) in order.iter().enumerate() {
+                        r[k] = at;
+                    }
+                    rank = Some(r);
+                }
+                (order, rank)
             }
         };
-        // Instructions get their arena ids in schedule order, so operands
-        // defined later in the computation resolve like forward references
-        // in text.
-        let base = self.m.num_insts();
-        let ids: HashMap<i64, InstId> = order
-            .iter()
-            .enumerate()
-            .map(|(k, (_, i))| (i.id, InstId::from_index(base + k)))
-            .collect();
-        if ids.len() != order.len() {
-            return Err(bad(format!(
-                "the schedule of `{}` names an instruction twice",
-                c.name
-            )));
-        }
+        let ids = LocalIds {
+            pos: &pos,
+            rank: rank.as_deref(),
+            base: self.m.num_insts(),
+        };
         let cid = self.comp_ids[&c.id];
         let mut params: Vec<(i64, InstId)> = Vec::new();
-        for &(ii, inst) in &order {
-            let path = InstPath { ci, ii };
-            let id = self.instruction(&path, inst, c, cid, inst_names, &ids)?;
+        for &k in &order {
+            // Error paths give the instruction's index in the proto.
+            let path = InstPath { ci, ii: k };
+            let inst = &c.instructions[k];
+            let id = self.instruction(&path, inst, c, cid, inst_comps, &ids)?;
             if inst.opcode == "parameter" {
                 params.push((inst.parameter_number, id));
             }
@@ -1133,7 +1168,7 @@ impl<'p> Reader<'p> {
             });
         }
         let comp = self.m.comp_mut(cid);
-        comp.root = ids[&c.root_id];
+        comp.root = ids.get(c.root_id).expect("the root was checked above");
         comp.params = param_ids;
         comp.attrs = attrs;
         comp.is_entry = c.id == entry_id;
@@ -1147,8 +1182,8 @@ impl<'p> Reader<'p> {
         i: &'p xla::HloInstructionProto,
         c: &xla::HloComputationProto,
         cid: CompId,
-        inst_names: &HashMap<i64, (&str, i64)>,
-        ids: &HashMap<i64, InstId>,
+        inst_comps: &HashMap<i64, i64>,
+        ids: &LocalIds<'_>,
     ) -> Result<InstId> {
         let opcode = Opcode::from_name(&i.opcode)
             .ok_or_else(|| bad(format!("{path}: unknown opcode `{}`", i.opcode)))?;
@@ -1159,10 +1194,10 @@ impl<'p> Reader<'p> {
             .ok_or_else(|| bad(format!("{path}: no shape")))?;
         let shape = self.shape(shape, path)?;
         let id_of = |id: i64| -> Result<InstId> {
-            match ids.get(&id) {
-                Some(&x) => Ok(x),
-                None => match inst_names.get(&id) {
-                    Some((_, other)) if *other != c.id => Err(bad(format!(
+            match ids.get(id) {
+                Some(x) => Ok(x),
+                None => match inst_comps.get(&id) {
+                    Some(&other) if other != c.id => Err(bad(format!(
                         "{path}: instruction id {id} belongs to another computation"
                     ))),
                     _ => Err(bad(format!("{path}: instruction id {id} does not exist"))),
@@ -1230,10 +1265,9 @@ impl<'p> Reader<'p> {
             }
             Opcode::Conditional => {
                 let pred = i.operand_ids.first().and_then(|&op| {
-                    c.instructions
-                        .iter()
-                        .find(|x| x.id == op)
-                        .and_then(|x| x.shape.as_ref())
+                    ids.pos
+                        .get(&op)
+                        .and_then(|&k| c.instructions[k].shape.as_ref())
                 });
                 if pred.is_some_and(|s| s.element_type == 1) && called.len() == 2 {
                     call("true_computation", AttrValue::Comp(called[0]));
@@ -1269,21 +1303,20 @@ impl<'p> Reader<'p> {
                 _ => call("called_computations", AttrValue::Comps(called.clone())),
             },
         }
-        let mut texts: Vec<String> = Vec::new();
-        self.fields(path, opcode, i, &mut texts)?;
-        let mut typed = std::mem::take(&mut self.typed).into_iter();
-        for t in &texts {
-            match t.split_once('=') {
-                Some((key, value)) => attrs.push(Self::attr(path, Some(opcode), key, value)?),
-                // A value [`Reader::fields`] made typed.
-                None => attrs.push(Attr {
-                    key: t.as_str().into(),
-                    value: typed
-                        .next()
-                        .ok_or_else(|| bad(format!("{path}: `{t}` has no value")))?,
-                }),
-            }
+        let mut fields = std::mem::take(&mut self.fields);
+        fields.clear();
+        self.fields(path, opcode, i, &mut fields)?;
+        attrs.reserve(fields.len());
+        for f in fields.drain(..) {
+            attrs.push(match f {
+                Field::Text(key, value) => Self::attr(path, Some(opcode), key, &value)?,
+                Field::Typed(key, value) => Attr {
+                    key: key.into(),
+                    value,
+                },
+            });
         }
+        self.fields = fields;
         if !i.control_predecessor_ids.is_empty() {
             let preds: SmallVec<[InstId; 2]> = i
                 .control_predecessor_ids
@@ -1313,29 +1346,39 @@ impl<'p> Reader<'p> {
         Ok(got)
     }
 
-    /// Every other field of an instruction as `key=value` attributes.
+    /// Every other field of an instruction as an attribute: typed where the
+    /// IR's type for the key is a plain value (integers, booleans, integer
+    /// lists: [`crate::attrs::value_kind`]), or typed from its message, else
+    /// as XLA's text of the value, decoded as the parser decodes it.
     fn fields(
         &mut self,
         path: &InstPath,
         op: Opcode,
         i: &'p xla::HloInstructionProto,
-        a: &mut Vec<String>,
+        a: &mut Vec<Field>,
     ) -> Result<()> {
+        let int_list = |key, v: &[i64]| Field::Typed(key, AttrValue::Ints(v.into()));
         let ebad = |m: String| bad(format!("{path}: {m}"));
         if !i.dimensions.is_empty() {
             match op {
-                Opcode::Iota => a.push(format!("iota_dimension={}", i.dimensions[0])),
-                Opcode::Reshape => a.push(format!("inferred_dimension={}", i.dimensions[0])),
-                _ => a.push(format!("dimensions={{{}}}", join(&i.dimensions))),
+                Opcode::Iota => a.push(Field::Typed(
+                    "iota_dimension",
+                    AttrValue::Int(i.dimensions[0]),
+                )),
+                Opcode::Reshape => a.push(Field::Typed(
+                    "inferred_dimension",
+                    AttrValue::Int(i.dimensions[0]),
+                )),
+                _ => a.push(int_list("dimensions", &i.dimensions)),
             }
         } else if op == Opcode::Iota {
-            a.push("iota_dimension=0".into());
+            a.push(Field::Typed("iota_dimension", AttrValue::Int(0)));
         } else if crate::semantic::required_attrs(op).contains(&"dimensions") {
             // An empty list is the proto's default: nothing is written.
-            a.push("dimensions={}".into());
+            a.push(int_list("dimensions", &[]));
         }
         if op == Opcode::GetTupleElement {
-            a.push(format!("index={}", i.tuple_index));
+            a.push(Field::Typed("index", AttrValue::Int(i.tuple_index)));
         }
         if !i.slice_dimensions.is_empty() {
             let parts: Vec<String> = i
@@ -1349,25 +1392,25 @@ impl<'p> Reader<'p> {
                     }
                 })
                 .collect();
-            a.push(format!("slice={{{}}}", parts.join(", ")));
+            a.push(Field::Text("slice", format!("{{{}}}", parts.join(", "))));
         } else if op == Opcode::Slice {
             // The slice of a scalar: no dimensions, nothing written.
-            a.push("slice={}".into());
+            a.push(Field::Text("slice", "{}".into()));
         }
         if !i.dynamic_slice_sizes.is_empty() {
             if matches!(
                 op,
                 Opcode::CollectivePermute | Opcode::CollectivePermuteStart
             ) {
-                a.push(format!(
-                    "slice_sizes={{{}}}",
-                    permute_slice_sizes(op, i.shape.as_ref(), &i.dynamic_slice_sizes)
+                a.push(Field::Text(
+                    "slice_sizes",
+                    format!(
+                        "{{{}}}",
+                        permute_slice_sizes(op, i.shape.as_ref(), &i.dynamic_slice_sizes)
+                    ),
                 ));
             } else {
-                a.push(format!(
-                    "dynamic_slice_sizes={{{}}}",
-                    join(&i.dynamic_slice_sizes)
-                ));
+                a.push(int_list("dynamic_slice_sizes", &i.dynamic_slice_sizes));
             }
         }
         if let Some(w) = &i.window {
@@ -1404,24 +1447,29 @@ impl<'p> Reader<'p> {
                         f(&|x| u8::from(x.window_reversal).to_string())
                     ));
                 }
-                a.push(format!("window={{{}}}", parts.join(" ")));
+                a.push(Field::Text("window", format!("{{{}}}", parts.join(" "))));
             }
         }
         if let Some(cd) = i
             .convolution_dimension_numbers
             .as_ref()
-            .filter(|cd| **cd != xla::ConvolutionDimensionNumbers::default())
+            .filter(|cd| ***cd != xla::ConvolutionDimensionNumbers::default())
         {
             let d = conv_dims(cd).map_err(ebad)?;
-            self.typed.push(AttrValue::ConvDims(Box::new(d)));
-            a.push("dim_labels".into());
+            a.push(Field::Typed("dim_labels", AttrValue::ConvDims(Box::new(d))));
         }
         if matches!(op, Opcode::Convolution) {
             if i.feature_group_count > 1 {
-                a.push(format!("feature_group_count={}", i.feature_group_count));
+                a.push(Field::Typed(
+                    "feature_group_count",
+                    AttrValue::Int(i.feature_group_count),
+                ));
             }
             if i.batch_group_count > 1 {
-                a.push(format!("batch_group_count={}", i.batch_group_count));
+                a.push(Field::Typed(
+                    "batch_group_count",
+                    AttrValue::Int(i.batch_group_count),
+                ));
             }
         }
         if let Some(p) = &i.padding_config {
@@ -1439,50 +1487,38 @@ impl<'p> Reader<'p> {
                     }
                 })
                 .collect();
-            a.push(format!("padding={}", parts.join("x")));
+            a.push(Field::Text("padding", parts.join("x")));
         }
-        let dot = i.dot_dimension_numbers.as_ref().or(i
+        let dot = i.dot_dimension_numbers.as_deref().or(i
             .ragged_dot_dimension_numbers
             .as_ref()
             .and_then(|r| r.dot_dimension_numbers.as_ref()));
         if let Some(d) = dot {
             if !d.lhs_batch_dimensions.is_empty() {
-                a.push(format!(
-                    "lhs_batch_dims={{{}}}",
-                    join(&d.lhs_batch_dimensions)
-                ));
+                a.push(int_list("lhs_batch_dims", &d.lhs_batch_dimensions));
             }
             if !d.lhs_contracting_dimensions.is_empty() {
-                a.push(format!(
-                    "lhs_contracting_dims={{{}}}",
-                    join(&d.lhs_contracting_dimensions)
+                a.push(int_list(
+                    "lhs_contracting_dims",
+                    &d.lhs_contracting_dimensions,
                 ));
             }
             if !d.rhs_batch_dimensions.is_empty() {
-                a.push(format!(
-                    "rhs_batch_dims={{{}}}",
-                    join(&d.rhs_batch_dimensions)
-                ));
+                a.push(int_list("rhs_batch_dims", &d.rhs_batch_dimensions));
             }
             if !d.rhs_contracting_dimensions.is_empty() {
-                a.push(format!(
-                    "rhs_contracting_dims={{{}}}",
-                    join(&d.rhs_contracting_dimensions)
+                a.push(int_list(
+                    "rhs_contracting_dims",
+                    &d.rhs_contracting_dimensions,
                 ));
             }
         }
         if let Some(r) = &i.ragged_dot_dimension_numbers {
             if !r.lhs_ragged_dimensions.is_empty() {
-                a.push(format!(
-                    "lhs_ragged_dims={{{}}}",
-                    join(&r.lhs_ragged_dimensions)
-                ));
+                a.push(int_list("lhs_ragged_dims", &r.lhs_ragged_dimensions));
             }
             if !r.rhs_group_dimensions.is_empty() {
-                a.push(format!(
-                    "rhs_group_dims={{{}}}",
-                    join(&r.rhs_group_dimensions)
-                ));
+                a.push(int_list("rhs_group_dims", &r.rhs_group_dimensions));
             }
         }
         if let Some(pc) = &i.precision_config {
@@ -1500,31 +1536,38 @@ impl<'p> Reader<'p> {
                             .ok_or_else(|| ebad(format!("unknown operand precision {p}")))
                     })
                     .collect::<Result<Vec<&str>>>()?;
-                a.push(format!("operand_precision={{{}}}", names.join(",")));
+                a.push(Field::Text(
+                    "operand_precision",
+                    format!("{{{}}}", names.join(",")),
+                ));
             }
             if pc.algorithm != 0 {
                 let n = usize::try_from(pc.algorithm)
                     .ok()
                     .and_then(|k| ax::DOT_ALGORITHMS.get(k))
                     .ok_or_else(|| ebad(format!("unknown dot algorithm {}", pc.algorithm)))?;
-                a.push(format!("algorithm={n}"));
+                a.push(Field::Text("algorithm", n.to_string()));
             }
         }
         if op == Opcode::Compare {
-            a.push(format!("direction={}", i.comparison_direction));
+            a.push(Field::Text("direction", i.comparison_direction.clone()));
             if !i.comparison_type.is_empty() {
-                a.push(format!("type={}", i.comparison_type));
+                a.push(Field::Text("type", i.comparison_type.clone()));
             }
         }
         if op == Opcode::Fusion {
-            a.push(format!("kind={}", i.fusion_kind));
+            a.push(Field::Text("kind", i.fusion_kind.clone()));
         }
         if op == Opcode::CustomCall {
-            self.typed
-                .push(AttrValue::Str(i.custom_call_target.as_bytes().into()));
-            a.push("custom_call_target".into());
+            a.push(Field::Typed(
+                "custom_call_target",
+                AttrValue::Str(i.custom_call_target.as_bytes().into()),
+            ));
             if i.custom_call_has_side_effect {
-                a.push("custom_call_has_side_effect=true".into());
+                a.push(Field::Typed(
+                    "custom_call_has_side_effect",
+                    AttrValue::Bool(true),
+                ));
             }
             if i.constrain_layout {
                 let shapes = i
@@ -1532,28 +1575,32 @@ impl<'p> Reader<'p> {
                     .iter()
                     .map(|s| self.shape(s, path))
                     .collect::<Result<_>>()?;
-                self.typed.push(AttrValue::Shapes(shapes));
-                a.push("operand_layout_constraints".into());
+                a.push(Field::Typed(
+                    "operand_layout_constraints",
+                    AttrValue::Shapes(shapes),
+                ));
             }
             if i.custom_call_schedule != 0 {
-                a.push(format!(
-                    "schedule={}",
+                a.push(Field::Text(
+                    "schedule",
                     match i.custom_call_schedule {
                         1 => "SCHEDULE_LATEST",
                         2 => "SCHEDULE_EARLIEST",
                         _ => "SCHEDULE_NONE",
                     }
+                    .to_string(),
                 ));
             }
             if i.custom_call_api_version != 0 && i.custom_call_api_version != 1 {
-                a.push(format!(
-                    "api_version={}",
+                a.push(Field::Text(
+                    "api_version",
                     match i.custom_call_api_version {
                         2 => "API_VERSION_STATUS_RETURNING",
                         3 => "API_VERSION_STATUS_RETURNING_UNIFIED",
                         4 => "API_VERSION_TYPED_FFI",
                         v => return Err(ebad(format!("unknown api version {v}"))),
                     }
+                    .to_string(),
                 ));
             }
             if let Some(l) = &i.literal {
@@ -1570,20 +1617,22 @@ impl<'p> Reader<'p> {
                 }
                 let shape = self.shape(s, path)?;
                 let lit = literal_of(l, 0)?;
-                self.typed.push(AttrValue::Literal(shape, Box::new(lit)));
-                a.push("literal".into());
+                a.push(Field::Typed(
+                    "literal",
+                    AttrValue::Literal(shape, Box::new(lit)),
+                ));
             }
         } else if i.constrain_layout {
-            a.push("constrain_layout=true".into());
+            a.push(Field::Typed("constrain_layout", AttrValue::Bool(true)));
         }
         if !i.output_operand_aliasing.is_empty() {
-            self.typed.push(AttrValue::Aliasing(
-                i.output_operand_aliasing.clone().into_boxed_slice(),
+            a.push(Field::Typed(
+                "output_to_operand_aliasing",
+                AttrValue::Aliasing(i.output_operand_aliasing.clone().into_boxed_slice()),
             ));
-            a.push("output_to_operand_aliasing".into());
         }
         if i.channel_id > 0 {
-            a.push(format!("channel_id={}", i.channel_id));
+            a.push(Field::Typed("channel_id", AttrValue::Int(i.channel_id)));
         }
         let lists = |groups: &[xla::ReplicaGroup]| {
             ax::ReplicaGroups::List(groups.iter().map(|g| g.replica_ids.clone()).collect())
@@ -1624,11 +1673,13 @@ impl<'p> Reader<'p> {
                 | Opcode::RaggedAllToAll
         );
         if let Some(g) = groups.or(collective.then(|| ax::ReplicaGroups::List(Vec::new()))) {
-            self.typed.push(AttrValue::ReplicaGroups(Box::new(g)));
-            a.push("replica_groups".into());
+            a.push(Field::Typed(
+                "replica_groups",
+                AttrValue::ReplicaGroups(Box::new(g)),
+            ));
         }
         if i.use_global_device_ids {
-            a.push("use_global_device_ids=true".into());
+            a.push(Field::Typed("use_global_device_ids", AttrValue::Bool(true)));
         }
         if !i.source_target_pairs.is_empty() {
             let v: Vec<Vec<i64>> = i
@@ -1636,34 +1687,42 @@ impl<'p> Reader<'p> {
                 .iter()
                 .map(|p| vec![p.source, p.target])
                 .collect();
-            a.push(format!("source_target_pairs={}", int_lists(&v)));
+            a.push(Field::Text("source_target_pairs", int_lists(&v)));
         } else if matches!(
             op,
             Opcode::CollectivePermute | Opcode::CollectivePermuteStart
         ) {
-            a.push("source_target_pairs={}".into());
+            a.push(Field::Text("source_target_pairs", "{}".into()));
         }
         if i.is_host_transfer {
-            a.push("is_host_transfer=true".into());
+            a.push(Field::Typed("is_host_transfer", AttrValue::Bool(true)));
         }
         if i.is_stable {
-            a.push("is_stable=true".into());
+            a.push(Field::Typed("is_stable", AttrValue::Bool(true)));
         }
         if matches!(
             op,
             Opcode::BatchNormGrad | Opcode::BatchNormInference | Opcode::BatchNormTraining
         ) {
-            self.typed.push(AttrValue::Float(i.epsilon));
-            a.push("epsilon".into());
-            a.push(format!("feature_index={}", i.feature_index));
+            a.push(Field::Typed("epsilon", AttrValue::Float(i.epsilon)));
+            a.push(Field::Typed(
+                "feature_index",
+                AttrValue::Int(i.feature_index),
+            ));
         }
         if op == Opcode::ReducePrecision {
-            a.push(format!("exponent_bits={}", i.exponent_bits));
-            a.push(format!("mantissa_bits={}", i.mantissa_bits));
+            a.push(Field::Typed(
+                "exponent_bits",
+                AttrValue::Int(i64::from(i.exponent_bits)),
+            ));
+            a.push(Field::Typed(
+                "mantissa_bits",
+                AttrValue::Int(i64::from(i.mantissa_bits)),
+            ));
         }
         if op == Opcode::Fft {
-            a.push(format!(
-                "fft_type={}",
+            a.push(Field::Text(
+                "fft_type",
                 match i.fft_type {
                     0 => "FFT",
                     1 => "IFFT",
@@ -1671,134 +1730,136 @@ impl<'p> Reader<'p> {
                     3 => "IRFFT",
                     v => return Err(ebad(format!("unknown fft type {v}"))),
                 }
+                .to_string(),
             ));
-            a.push(format!("fft_length={{{}}}", join(&i.fft_length)));
+            a.push(int_list("fft_length", &i.fft_length));
         }
         if op == Opcode::Rng {
-            a.push(format!(
-                "distribution={}",
+            a.push(Field::Text(
+                "distribution",
                 match i.distribution {
                     1 => "rng_uniform",
                     2 => "rng_normal",
                     v => return Err(ebad(format!("unknown distribution {v}"))),
                 }
+                .to_string(),
             ));
         }
         if op == Opcode::RngBitGenerator {
-            a.push(format!(
-                "algorithm={}",
+            a.push(Field::Text(
+                "algorithm",
                 match i.rng_algorithm {
                     0 => "rng_default",
                     1 => "rng_three_fry",
                     2 => "rng_philox",
                     v => return Err(ebad(format!("unknown rng algorithm {v}"))),
                 }
+                .to_string(),
             ));
         }
         if let Some(g) = &i.gather_dimension_numbers {
-            a.push(format!("offset_dims={{{}}}", join(&g.offset_dims)));
-            a.push(format!(
-                "collapsed_slice_dims={{{}}}",
-                join(&g.collapsed_slice_dims)
-            ));
-            a.push(format!("start_index_map={{{}}}", join(&g.start_index_map)));
+            a.push(int_list("offset_dims", &g.offset_dims));
+            a.push(int_list("collapsed_slice_dims", &g.collapsed_slice_dims));
+            a.push(int_list("start_index_map", &g.start_index_map));
             if !g.operand_batching_dims.is_empty() {
-                a.push(format!(
-                    "operand_batching_dims={{{}}}",
-                    join(&g.operand_batching_dims)
-                ));
+                a.push(int_list("operand_batching_dims", &g.operand_batching_dims));
             }
             if !g.start_indices_batching_dims.is_empty() {
-                a.push(format!(
-                    "start_indices_batching_dims={{{}}}",
-                    join(&g.start_indices_batching_dims)
+                a.push(int_list(
+                    "start_indices_batching_dims",
+                    &g.start_indices_batching_dims,
                 ));
             }
-            a.push(format!("index_vector_dim={}", g.index_vector_dim));
-            a.push(format!("slice_sizes={{{}}}", join(&i.gather_slice_sizes)));
+            a.push(Field::Typed(
+                "index_vector_dim",
+                AttrValue::Int(g.index_vector_dim),
+            ));
+            a.push(Field::Text(
+                "slice_sizes",
+                format!("{{{}}}", join(&i.gather_slice_sizes)),
+            ));
         }
         if let Some(s) = &i.scatter_dimension_numbers {
-            a.push(format!(
-                "update_window_dims={{{}}}",
-                join(&s.update_window_dims)
-            ));
-            a.push(format!(
-                "inserted_window_dims={{{}}}",
-                join(&s.inserted_window_dims)
-            ));
-            a.push(format!(
-                "scatter_dims_to_operand_dims={{{}}}",
-                join(&s.scatter_dims_to_operand_dims)
+            a.push(int_list("update_window_dims", &s.update_window_dims));
+            a.push(int_list("inserted_window_dims", &s.inserted_window_dims));
+            a.push(int_list(
+                "scatter_dims_to_operand_dims",
+                &s.scatter_dims_to_operand_dims,
             ));
             if !s.input_batching_dims.is_empty() {
-                a.push(format!(
-                    "input_batching_dims={{{}}}",
-                    join(&s.input_batching_dims)
-                ));
+                a.push(int_list("input_batching_dims", &s.input_batching_dims));
             }
             if !s.scatter_indices_batching_dims.is_empty() {
-                a.push(format!(
-                    "scatter_indices_batching_dims={{{}}}",
-                    join(&s.scatter_indices_batching_dims)
+                a.push(int_list(
+                    "scatter_indices_batching_dims",
+                    &s.scatter_indices_batching_dims,
                 ));
             }
-            a.push(format!("index_vector_dim={}", s.index_vector_dim));
+            a.push(Field::Typed(
+                "index_vector_dim",
+                AttrValue::Int(s.index_vector_dim),
+            ));
         }
         if i.indices_are_sorted {
-            a.push("indices_are_sorted=true".into());
+            a.push(Field::Typed("indices_are_sorted", AttrValue::Bool(true)));
         }
         if i.unique_indices {
-            a.push("unique_indices=true".into());
+            a.push(Field::Typed("unique_indices", AttrValue::Bool(true)));
         }
         if op == Opcode::Topk {
-            a.push(format!("k={}", i.k));
+            a.push(Field::Typed("k", AttrValue::Int(i.k)));
             if i.largest {
-                a.push("largest=true".into());
+                a.push(Field::Typed("largest", AttrValue::Bool(true)));
             }
         }
         if op == Opcode::RngGetAndUpdateState {
-            a.push(format!("delta={}", i.delta));
+            a.push(Field::Typed("delta", AttrValue::Int(i.delta)));
         }
         if let Some(t) = &i.triangular_solve_options {
-            a.push(format!("left_side={}", t.left_side));
-            a.push(format!("lower={}", t.lower));
-            a.push(format!("unit_diagonal={}", t.unit_diagonal));
-            a.push(format!(
-                "transpose_a={}",
+            a.push(Field::Typed("left_side", AttrValue::Bool(t.left_side)));
+            a.push(Field::Typed("lower", AttrValue::Bool(t.lower)));
+            a.push(Field::Typed(
+                "unit_diagonal",
+                AttrValue::Bool(t.unit_diagonal),
+            ));
+            a.push(Field::Text(
+                "transpose_a",
                 match t.transpose_a {
                     1 => "NO_TRANSPOSE",
                     2 => "TRANSPOSE",
                     3 => "ADJOINT",
                     v => return Err(ebad(format!("unknown transpose_a {v}"))),
                 }
+                .to_string(),
             ));
         }
         if let Some(ch) = &i.cholesky_options {
-            a.push(format!("lower={}", ch.lower));
+            a.push(Field::Typed("lower", AttrValue::Bool(ch.lower)));
         }
         if let Some(s) = &i.outfeed_shape {
             if op == Opcode::Outfeed {
                 let s = self.shape(s, path)?;
-                self.typed.push(AttrValue::Shape(s));
-                a.push("outfeed_shape".into());
+                a.push(Field::Typed("outfeed_shape", AttrValue::Shape(s)));
             }
         }
         if !i.outfeed_config.is_empty() {
-            self.typed
-                .push(AttrValue::Str(i.outfeed_config.as_slice().into()));
-            a.push("outfeed_config".into());
+            a.push(Field::Typed(
+                "outfeed_config",
+                AttrValue::Str(i.outfeed_config.as_slice().into()),
+            ));
         }
         if !i.infeed_config.is_empty() {
-            self.typed
-                .push(AttrValue::Str(i.infeed_config.as_slice().into()));
-            a.push("infeed_config".into());
+            a.push(Field::Typed(
+                "infeed_config",
+                AttrValue::Str(i.infeed_config.as_slice().into()),
+            ));
         }
         if let Some(pr) = &i.parameter_replication {
             if !pr.replicated_at_leaf_buffers.is_empty() {
-                self.typed.push(AttrValue::Bools(
-                    pr.replicated_at_leaf_buffers.as_slice().into(),
+                a.push(Field::Typed(
+                    "parameter_replication",
+                    AttrValue::Bools(pr.replicated_at_leaf_buffers.as_slice().into()),
                 ));
-                a.push("parameter_replication".into());
             }
         }
         if let (Some(en), Some(ex)) = (&i.domain_entry_sharding, &i.domain_exit_sharding) {
@@ -1808,21 +1869,26 @@ impl<'p> Reader<'p> {
                 entry: sharding(ex)?,
                 exit: sharding(en)?,
             };
-            self.typed.push(AttrValue::Domain(Box::new(d)));
-            a.push("domain".into());
+            a.push(Field::Typed("domain", AttrValue::Domain(Box::new(d))));
         }
         if !i.async_execution_thread.is_empty() && i.async_execution_thread != "main" {
-            self.typed
-                .push(AttrValue::Str(i.async_execution_thread.as_bytes().into()));
-            a.push("async_execution_thread".into());
+            a.push(Field::Typed(
+                "async_execution_thread",
+                AttrValue::Str(i.async_execution_thread.as_bytes().into()),
+            ));
         }
         if let Some(x) = i.cross_program_prefetch_index {
-            a.push(format!("cross_program_prefetch_index={x}"));
+            a.push(Field::Typed(
+                "cross_program_prefetch_index",
+                AttrValue::Int(i64::from(x)),
+            ));
         }
         if let Some(r) = &i.result_accuracy {
             if let Some(r) = ax::result_accuracy_from_proto(r).map_err(ebad)? {
-                self.typed.push(AttrValue::ResultAccuracy(Box::new(r)));
-                a.push("result_accuracy".into());
+                a.push(Field::Typed(
+                    "result_accuracy",
+                    AttrValue::ResultAccuracy(Box::new(r)),
+                ));
             }
         }
         if let Some(s) = i
@@ -1831,8 +1897,10 @@ impl<'p> Reader<'p> {
             .filter(|s| !s.statistics.is_empty() || s.stat_index_to_visualize != 0)
         {
             let s = ax::statistics_from_proto(s).map_err(ebad)?;
-            self.typed.push(AttrValue::Statistics(Box::new(s)));
-            a.push("statistics".into());
+            a.push(Field::Typed(
+                "statistics",
+                AttrValue::Statistics(Box::new(s)),
+            ));
         }
         // XLA writes an empty config on every dot and convolution: no sparsity.
         if let Some(s) = i
@@ -1840,37 +1908,45 @@ impl<'p> Reader<'p> {
             .as_ref()
             .filter(|s| s.lhs.is_some() || s.rhs.is_some())
         {
-            self.typed.push(AttrValue::Sparsity(Box::new(s.clone())));
-            a.push("sparsity_config".into());
+            a.push(Field::Typed(
+                "sparsity_config",
+                AttrValue::Sparsity(s.clone()),
+            ));
         }
         if let Some(v) = &i.original_value {
             let shape = i.shape.clone().unwrap_or_default();
             let v = ax::original_value_from_proto(v, &shape).map_err(ebad)?;
-            self.typed.push(AttrValue::OriginalValue(Box::new(v)));
-            a.push("origin".into());
+            a.push(Field::Typed(
+                "origin",
+                AttrValue::OriginalValue(Box::new(v)),
+            ));
         }
         if i.num_carries != 0 {
-            a.push(format!("num_carries={}", i.num_carries));
+            a.push(Field::Typed("num_carries", AttrValue::Int(i.num_carries)));
         }
         if i.is_associative != 0 {
-            a.push(format!("is_associative={}", i.is_associative == 1));
+            a.push(Field::Typed(
+                "is_associative",
+                AttrValue::Bool(i.is_associative == 1),
+            ));
         }
         if i.is_reverse {
-            a.push("is_reverse=true".into());
+            a.push(Field::Typed("is_reverse", AttrValue::Bool(true)));
         }
         if i.is_composite {
-            a.push("is_composite=true".into());
+            a.push(Field::Typed("is_composite", AttrValue::Bool(true)));
         }
         if let Some(s) = &i.sharding {
             let s = ax::sharding_from_proto(s).map_err(|e| ebad(format!("sharding: {e}")))?;
-            self.typed.push(AttrValue::Sharding(Box::new(s)));
-            a.push("sharding".into());
+            a.push(Field::Typed("sharding", AttrValue::Sharding(Box::new(s))));
         }
         if let Some(f) = &i.frontend_attributes {
             if !f.map.is_empty() {
                 let f = ax::frontend_attributes_from_proto(f).map_err(bad)?;
-                self.typed.push(AttrValue::FrontendAttributes(Box::new(f)));
-                a.push("frontend_attributes".into());
+                a.push(Field::Typed(
+                    "frontend_attributes",
+                    AttrValue::FrontendAttributes(Box::new(f)),
+                ));
             }
         }
         if let Some(m) = &i.metadata {
@@ -1889,8 +1965,7 @@ impl<'p> Reader<'p> {
             // text form (reported below).
             let md = strip_profile(m);
             if md != xla::OpMetadata::default() {
-                self.typed.push(AttrValue::Metadata(Box::new(md)));
-                a.push("metadata".into());
+                a.push(Field::Typed("metadata", AttrValue::Metadata(Box::new(md))));
             }
         }
         if !i.backend_config.is_empty() {
@@ -1901,15 +1976,18 @@ impl<'p> Reader<'p> {
                     .braced()
                     .is_ok_and(|b| b.len() == bc.len())
             {
-                a.push(format!("backend_config={}", String::from_utf8_lossy(bc)));
+                a.push(Field::Text(
+                    "backend_config",
+                    format!("{}", String::from_utf8_lossy(bc)),
+                ));
             } else {
-                a.push(format!("backend_config={}", quote(bc)));
+                a.push(Field::Text("backend_config", quote(bc)));
             }
         }
         match i.padding_type {
             0 => {}
-            1 => a.push("padding_type=PADDING_VALID".into()),
-            2 => a.push("padding_type=PADDING_SAME".into()),
+            1 => a.push(Field::Text("padding_type", "PADDING_VALID".into())),
+            2 => a.push(Field::Text("padding_type", "PADDING_SAME".into())),
             v => return Err(ebad(format!("unknown padding type {v}"))),
         }
         // Fields the IR does not carry.

@@ -1137,8 +1137,8 @@ impl<'m> Writer<'m> {
             .extend(inst.control_predecessors().iter().map(|&o| self.iid(o)));
         // XLA writes these (empty) on every instruction.
         p.metadata = Some(Default::default());
-        p.frontend_attributes = Some(Default::default());
-        p.statistics_viz = Some(Default::default());
+        p.frontend_attributes = Some(Box::default());
+        p.statistics_viz = Some(Box::default());
         let e = |msg: String| err(name, msg);
         let ae = |r: crate::attrs::AttrError| err(name, r);
         match inst.opcode {
@@ -1153,7 +1153,9 @@ impl<'m> Writer<'m> {
                     .literal()
                     .ok_or_else(|| e("a constant without a literal".into()))?;
                 let mut fill = self.elided_at.get(&id).copied().unwrap_or_default();
-                p.literal = Some(literal_proto(m, inst.shape, lit, &mut fill).map_err(e)?);
+                p.literal = Some(Box::new(
+                    literal_proto(m, inst.shape, lit, &mut fill).map_err(e)?,
+                ));
             }
             _ => {}
         }
@@ -1184,19 +1186,19 @@ impl<'m> Writer<'m> {
                 p.custom_call_api_version = 1;
                 p.feature_group_count = 1;
                 p.batch_group_count = 1;
-                p.precision_config = Some(Default::default());
+                p.precision_config = Some(Box::default());
             }
             Opcode::Dot | Opcode::Convolution | Opcode::RaggedDot => {
-                p.precision_config = Some(xla::PrecisionConfig {
+                p.precision_config = Some(Box::new(xla::PrecisionConfig {
                     operand_precision: vec![0; inst.operands.len().min(2)],
                     algorithm: 0,
-                });
+                }));
                 if inst.opcode == Opcode::Convolution {
                     p.feature_group_count = 1;
                     p.batch_group_count = 1;
                     // A convolution without `window=` has a window of no
                     // dimensions, which XLA requires to be present.
-                    p.window = Some(Default::default());
+                    p.window = Some(Box::default());
                 }
             }
             _ => {}
@@ -1273,10 +1275,14 @@ impl<'m> Writer<'m> {
                             "`{key}`: a named sharding in syntax newer than jaxlib 0.10.2 (`unreduced=max{{...}}`) cannot be written to a proto"
                         )));
                     };
-                    p.sharding = Some(xla::OpSharding::clone(sh));
+                    p.sharding = Some(Box::new(xla::OpSharding::clone(sh)));
                 }
                 "frontend_attributes" => {
-                    p.frontend_attributes = inst.frontend_attributes().map_err(ae)?.cloned()
+                    p.frontend_attributes = inst
+                        .frontend_attributes()
+                        .map_err(ae)?
+                        .cloned()
+                        .map(Box::new)
                 }
                 "backend_config" => {
                     p.backend_config = if t.trim_start().starts_with('"') {
@@ -1303,7 +1309,7 @@ impl<'m> Writer<'m> {
                 }
                 "dynamic_slice_sizes" => p.dynamic_slice_sizes = ints()?,
                 "padding" => {
-                    p.padding_config = Some(xla::PaddingConfig {
+                    p.padding_config = Some(Box::new(xla::PaddingConfig {
                         dimensions: inst
                             .padding()
                             .map_err(ae)?
@@ -1315,10 +1321,10 @@ impl<'m> Writer<'m> {
                                 interior_padding: d.interior,
                             })
                             .collect(),
-                    })
+                    }))
                 }
                 "window" => {
-                    p.window = Some(xla::Window {
+                    p.window = Some(Box::new(xla::Window {
                         dimensions: inst
                             .window()
                             .map_err(ae)?
@@ -1334,24 +1340,25 @@ impl<'m> Writer<'m> {
                                 window_reversal: w.reversal,
                             })
                             .collect(),
-                    })
+                    }))
                 }
                 "dim_labels" => {
                     let d = inst.conv_dims().map_err(ae)?.unwrap_or_default();
                     let need = |v: Option<i64>| {
                         v.ok_or_else(|| e("dim_labels leaves a dimension unassigned".into()))
                     };
-                    p.convolution_dimension_numbers = Some(xla::ConvolutionDimensionNumbers {
-                        input_batch_dimension: need(d.input_batch)?,
-                        input_feature_dimension: need(d.input_feature)?,
-                        input_spatial_dimensions: d.input_spatial.to_vec(),
-                        kernel_input_feature_dimension: need(d.kernel_input_feature)?,
-                        kernel_output_feature_dimension: need(d.kernel_output_feature)?,
-                        kernel_spatial_dimensions: d.kernel_spatial.to_vec(),
-                        output_batch_dimension: need(d.output_batch)?,
-                        output_feature_dimension: need(d.output_feature)?,
-                        output_spatial_dimensions: d.output_spatial.to_vec(),
-                    })
+                    p.convolution_dimension_numbers =
+                        Some(Box::new(xla::ConvolutionDimensionNumbers {
+                            input_batch_dimension: need(d.input_batch)?,
+                            input_feature_dimension: need(d.input_feature)?,
+                            input_spatial_dimensions: d.input_spatial.to_vec(),
+                            kernel_input_feature_dimension: need(d.kernel_input_feature)?,
+                            kernel_output_feature_dimension: need(d.kernel_output_feature)?,
+                            kernel_spatial_dimensions: d.kernel_spatial.to_vec(),
+                            output_batch_dimension: need(d.output_batch)?,
+                            output_feature_dimension: need(d.output_feature)?,
+                            output_spatial_dimensions: d.output_spatial.to_vec(),
+                        }))
                 }
                 "feature_group_count" => p.feature_group_count = int()?,
                 "batch_group_count" => p.batch_group_count = int()?,
@@ -1441,27 +1448,27 @@ impl<'m> Writer<'m> {
                         .map_err(ae)?
                         .ok_or_else(|| e("`literal` is not a literal".into()))?;
                     let mut fill = self.elided_at.get(&id).copied().unwrap_or_default();
-                    p.literal = Some(
+                    p.literal = Some(Box::new(
                         literal_proto(m, sid, lit, &mut fill)
                             .map_err(|x| e(format!("`literal`: {x}")))?,
-                    );
+                    ));
                 }
                 "replica_groups" => match inst.replica_groups().map_err(ae)? {
                     // No groups (`{}`) is the proto's default: nothing to write.
                     None => {}
                     Some(ax::ReplicaGroups::List(groups)) if groups.is_empty() => {}
                     Some(ax::ReplicaGroups::List(groups)) => {
-                        p.collective_device_list = Some(xla::CollectiveDeviceListProto {
+                        p.collective_device_list = Some(Box::new(xla::CollectiveDeviceListProto {
                             replica_groups: groups
                                 .iter()
                                 .map(|g| xla::ReplicaGroup {
                                     replica_ids: g.clone(),
                                 })
                                 .collect(),
-                        })
+                        }))
                     }
                     Some(ax::ReplicaGroups::Mesh(g)) => {
-                        p.mesh_axes_replica_group_list = Some(g.clone())
+                        p.mesh_axes_replica_group_list = Some(Box::new(g.clone()))
                     }
                     Some(ax::ReplicaGroups::Iota(l)) => {
                         let [num_replica_groups, num_devices_per_group] = l.dims[..] else {
@@ -1469,12 +1476,13 @@ impl<'m> Writer<'m> {
                                 "`{key}`: an iota list is `[groups,size]<=[...]`"
                             )));
                         };
-                        p.iota_collective_device_list = Some(xla::IotaReplicaGroupListProto {
-                            num_replica_groups,
-                            num_devices_per_group,
-                            iota_reshape_dims: l.reshape.clone(),
-                            iota_transpose_perm: l.perm.iter().map(|&x| x as i32).collect(),
-                        })
+                        p.iota_collective_device_list =
+                            Some(Box::new(xla::IotaReplicaGroupListProto {
+                                num_replica_groups,
+                                num_devices_per_group,
+                                iota_reshape_dims: l.reshape.clone(),
+                                iota_transpose_perm: l.perm.iter().map(|&x| x as i32).collect(),
+                            }))
                     }
                 },
                 "channel_id" => p.channel_id = int()?,
@@ -1581,30 +1589,33 @@ impl<'m> Writer<'m> {
                     }
                 }
                 "lower" if inst.opcode == Opcode::Cholesky => {
-                    p.cholesky_options = Some(xla::CholeskyOptions { lower: boolean()? })
+                    p.cholesky_options = Some(Box::new(xla::CholeskyOptions { lower: boolean()? }))
                 }
                 "lower" => (has_tri, tri.lower) = (true, boolean()?),
                 "outfeed_shape" => {
-                    p.outfeed_shape = inst.outfeed_shape().map_err(ae)?.map(|s| shape_proto(m, s))
+                    p.outfeed_shape = inst
+                        .outfeed_shape()
+                        .map_err(ae)?
+                        .map(|s| Box::new(shape_proto(m, s)))
                 }
                 "outfeed_config" => p.outfeed_config = string()?,
                 "infeed_config" => p.infeed_config = string()?,
                 "parameter_replication" => {
-                    p.parameter_replication = Some(xla::ParameterReplication {
+                    p.parameter_replication = Some(Box::new(xla::ParameterReplication {
                         replicated_at_leaf_buffers: inst
                             .bool_list_attr(key)
                             .map_err(ae)?
                             .unwrap_or_default()
                             .to_vec(),
-                    })
+                    }))
                 }
                 "domain" => {
                     // XLA's text names the user side `entry` and the
                     // operand side `exit`; its proto stores the operand side
                     // as the entry sharding (checked against jaxlib 0.10.2).
                     if let Some(d) = inst.domain().map_err(ae)? {
-                        p.domain_entry_sharding = Some(d.exit.clone());
-                        p.domain_exit_sharding = Some(d.entry.clone());
+                        p.domain_entry_sharding = Some(Box::new(d.exit.clone()));
+                        p.domain_exit_sharding = Some(Box::new(d.entry.clone()));
                     }
                 }
                 "async_execution_thread" => p.async_execution_thread = text()?,
@@ -1612,17 +1623,19 @@ impl<'m> Writer<'m> {
                     p.cross_program_prefetch_index = Some(int()? as i32)
                 }
                 "result_accuracy" => {
-                    p.result_accuracy = inst.result_accuracy().map_err(ae)?.cloned()
+                    p.result_accuracy = inst.result_accuracy().map_err(ae)?.cloned().map(Box::new)
                 }
-                "statistics" => p.statistics_viz = inst.statistics().map_err(ae)?.cloned(),
+                "statistics" => {
+                    p.statistics_viz = inst.statistics().map_err(ae)?.cloned().map(Box::new)
+                }
                 "sparsity_config" => {
-                    p.sparsity_config = inst.sparsity_config().map_err(ae)?.cloned()
+                    p.sparsity_config = inst.sparsity_config().map_err(ae)?.cloned().map(Box::new)
                 }
                 "origin" => {
                     p.original_value = inst
                         .original_value()
                         .map_err(ae)?
-                        .map(ax::original_value_proto)
+                        .map(|v| Box::new(ax::original_value_proto(v)))
                 }
                 "num_carries" => p.num_carries = int()?,
                 "is_associative" => p.is_associative = if boolean()? { 1 } else { 2 },
@@ -1646,26 +1659,26 @@ impl<'m> Writer<'m> {
                 has_ragged = true;
                 ragged.dot_dimension_numbers = Some(dd);
             } else {
-                p.dot_dimension_numbers = Some(dd);
+                p.dot_dimension_numbers = Some(Box::new(dd));
             }
         }
         if inst.opcode == Opcode::Outfeed && p.outfeed_shape.is_none() {
             // Without `outfeed_shape=`, XLA outfeeds its operand's shape.
             if let Some(&o) = inst.operands.first() {
-                p.outfeed_shape = Some(shape_proto(m, m.inst(o).shape));
+                p.outfeed_shape = Some(Box::new(shape_proto(m, m.inst(o).shape)));
             }
         }
         if has_ragged {
-            p.ragged_dot_dimension_numbers = Some(ragged);
+            p.ragged_dot_dimension_numbers = Some(Box::new(ragged));
         }
         if has_gather {
-            p.gather_dimension_numbers = Some(gather);
+            p.gather_dimension_numbers = Some(Box::new(gather));
         }
         if has_scatter {
-            p.scatter_dimension_numbers = Some(scatter);
+            p.scatter_dimension_numbers = Some(Box::new(scatter));
         }
         if has_tri {
-            p.triangular_solve_options = Some(tri);
+            p.triangular_solve_options = Some(Box::new(tri));
         }
         Ok(())
     }
