@@ -37,11 +37,19 @@ macro_rules! messages {
                         _ => None,
                     }
                 }
+                fn scan_child(tag: u32) -> Option<Option<super::Scanner>> {
+                    match tag {
+                        $( $tag => Some(messages!(@scan $($child)?)), )*
+                        _ => None,
+                    }
+                }
             }
         )*
     };
     (@child) => { None };
     (@child $c:ty) => { Some(super::walk::<$c> as super::Walker) };
+    (@scan) => { None };
+    (@scan $c:ty) => { Some(super::scan::<$c> as super::Scanner) };
 }
 
 messages! {
@@ -549,6 +557,9 @@ impl Fields for ScalarMapEntry {
             _ => None,
         }
     }
+    fn scan_child(tag: u32) -> Option<Option<super::Scanner>> {
+        matches!(tag, 1 | 2).then_some(None)
+    }
 }
 
 /// The entry of `HloScheduleProto.sequences`: key 1 (computation id),
@@ -564,6 +575,13 @@ impl Fields for SequenceMapEntry {
                 "value",
                 Some(super::walk::<InstructionSequence> as super::Walker),
             )),
+            _ => None,
+        }
+    }
+    fn scan_child(tag: u32) -> Option<Option<super::Scanner>> {
+        match tag {
+            1 => Some(None),
+            2 => Some(Some(super::scan::<InstructionSequence> as super::Scanner)),
             _ => None,
         }
     }
