@@ -6,16 +6,25 @@
 //! Runtime is needed. A pass may refuse a module with an error; when the
 //! layout pass succeeds, its output must verify.
 //!
+//! Mutations: libFuzzer's own plus the attribute-value one of
+//! `attr_mutator.rs`.
+//!
 //! Run (from `fuzz/`, after `seed.sh`): `RUSTC_BOOTSTRAP=1 cargo fuzz run
-//! passes corpus/passes -- -max_total_time=600`.
+//! passes corpus/passes -- -dict=hlo.dict -max_total_time=600`.
 #![no_main]
 
 use costmodel::reference::ReferenceModel;
 use costmodel::{ConfigBatch, CostModel, Graph, Prepared, Task};
-use libfuzzer_sys::fuzz_target;
+use libfuzzer_sys::{fuzz_mutator, fuzz_target};
 use passes::layout::LayoutPass;
 use passes::tile::TilePass;
 use passes::{Pass, PassContext, PassOptions};
+
+mod attr_mutator;
+
+fuzz_mutator!(|data: &mut [u8], size: usize, max_size: usize, seed: u32| {
+    attr_mutator::mutate(data, size, max_size, seed)
+});
 
 /// The reference layout model with its order reversed (prefers layouts far
 /// from XLA's default).

@@ -425,6 +425,13 @@ fn next_depth_special(bytes: &[u8], from: usize) -> Option<usize> {
 /// most [`MAX_DEPTH`] deep; strings and `/* */` comments must be closed. This
 /// bounds pest's recursion (it is built without its stack guard) and gives
 /// precise messages for the most common breakage.
+/// Whether `text`'s brackets balance (outside strings and comments) as the
+/// parser's pre-pass requires of a module: what a printer may write
+/// verbatim inside a module (a `backend_config={...}` read from a proto).
+pub(crate) fn brackets_balance(text: &str) -> bool {
+    check_depth(text, "").is_ok()
+}
+
 fn check_depth(text: &str, filename: &str) -> Result<()> {
     let bytes = text.as_bytes();
     let mut open: Vec<(u8, usize)> = Vec::new();
@@ -739,7 +746,12 @@ impl<'a> Lowerer<'a> {
                                 name = Some(h.as_str());
                             }
                             Rule::attr => {
+                                let at = self.pos(&h);
                                 let a = self.header_attr(h)?;
+                                if self.m.attrs.iter().any(|x| x.key == a.key) {
+                                    return Err(self
+                                        .err(at, format!("attribute `{}` appears twice", a.key)));
+                                }
                                 self.m.attrs.push(a);
                             }
                             _ => {}
@@ -1524,7 +1536,13 @@ impl<'a> Lowerer<'a> {
         };
         for a in it {
             if a.as_rule() == Rule::attr {
-                attrs.push(self.inst_attr(a, attr_op, placeholder_user, &mut pend)?);
+                let at = self.pos(&a);
+                let attr = self.inst_attr(a, attr_op, placeholder_user, &mut pend)?;
+                // XLA: "attribute ... already exists".
+                if attrs.iter().any(|x| x.key == attr.key) {
+                    return Err(self.err(at, format!("attribute `{}` appears twice", attr.key)));
+                }
+                attrs.push(attr);
             }
         }
         let shape = match shape {

@@ -141,12 +141,15 @@ impl<'m> Verifier<'m> {
     /// computation: one shape per parameter, and array shapes with the
     /// parameter's (root's) element type and dimensions. Layouts may differ
     /// (they are the caller's view).
-    fn check_entry_computation_layout(&self) -> Result<()> {
+    fn check_entry_computation_layout(&mut self) -> Result<()> {
         let m = self.m;
         let fail = |msg: String| Error::Module(format!("entry_computation_layout: {msg}"));
         let Some(layout) = m.entry_computation_layout().map_err(|e| fail(e.message))? else {
             return Ok(());
         };
+        for &s in layout.params.iter().chain([&layout.result]) {
+            self.check_layouts(s).map_err(fail)?;
+        }
         let entry = m.entry_computation();
         if layout.params.len() != entry.params.len() {
             return Err(fail(format!(
@@ -328,6 +331,7 @@ impl<'m> Verifier<'m> {
             self.check_edges(c, id)
                 .map_err(|msg| self.fail(c, &inst.name, msg))?;
             self.check_layouts(inst.shape)
+                .and_then(|()| self.check_constraint_layouts(inst))
                 .map_err(|msg| self.fail(c, &inst.name, msg))?;
             self.check_instruction(inst)
                 .map_err(|msg| self.fail(c, &inst.name, msg))?;
@@ -343,7 +347,19 @@ impl<'m> Verifier<'m> {
             self.check_edges(c, id)
                 .map_err(|msg| self.fail(c, &inst.name, msg))?;
             self.check_layouts(inst.shape)
+                .and_then(|()| self.check_constraint_layouts(inst))
                 .map_err(|msg| self.fail(c, &inst.name, msg))?;
+        }
+        Ok(())
+    }
+
+    /// The layouts of a custom-call's `operand_layout_constraints` shapes.
+    fn check_constraint_layouts(&mut self, inst: &Instruction) -> Check {
+        if let Ok(Some(shapes)) = inst.operand_layout_constraints() {
+            for &s in shapes {
+                self.check_layouts(s)
+                    .map_err(|e| format!("operand_layout_constraints: {e}"))?;
+            }
         }
         Ok(())
     }

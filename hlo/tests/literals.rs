@@ -120,6 +120,40 @@ const MALFORMED: &[(&str, &str, &str)] = &[
         "6:27",
         "nest level 2",
     ),
+    // The f8 types: a finite value that rounds to infinity or NaN is out of
+    // range, as XLA reads it (jaxlib 0.10.2); e8m0fnu has no zero and no
+    // negative values.
+    ("c = f8e5m2[] constant(1e6)", "6:25", "out of range"),
+    (
+        "c = f8e4m3fn[2] constant({1, 465})",
+        "6:32",
+        "[-4.48e2, 4.48e2]",
+    ),
+    ("c = f8e4m3b11fnuz[] constant(1e9)", "6:32", "out of range"),
+    ("c = f8e5m2fnuz[] constant(-1e6)", "6:29", "out of range"),
+    ("c = f8e3m4[] constant(100)", "6:25", "out of range"),
+    ("c = f8e8m0fnu[] constant(-1)", "6:28", "out of range"),
+    ("c = f8e8m0fnu[] constant(0)", "6:28", "out of range"),
+    ("c = f8e8m0fnu[] constant(3e38)", "6:28", "out of range"),
+    // Integers of every width, at and past their ranges.
+    ("c = s4[2] constant({1, 8})", "6:26", "[-8, 7]"),
+    ("c = u4[] constant(16)", "6:21", "out of range"),
+    ("c = u8[2] constant({1, -1})", "6:26", "out of range"),
+    (
+        "c = s64[] constant(9223372036854775808)",
+        "6:22",
+        "out of range",
+    ),
+    (
+        "c = u64[] constant(18446744073709551616)",
+        "6:22",
+        "out of range",
+    ),
+    ("c = u32[] constant(0x10)", "6:22", "integer"),
+    ("c = f64[] constant(1e400)", "6:22", "double"),
+    ("c = bf16[] constant(1e39)", "6:23", "out of range"),
+    ("c = c128[] constant((1, x))", "6:27", "imaginary part"),
+    ("c = f32[2,2] constant({{1, 2}, {3}})", "6:34", "elements"),
 ];
 
 #[test]
@@ -132,5 +166,31 @@ fn malformed_literals_are_errors_at_their_position() {
         };
         assert!(err.contains(&format!("m.hlo:{at}:")), "{line}: {err}");
         assert!(err.contains(word), "{line}: {err}");
+    }
+}
+
+/// Values at the edges of the f8 and f4 types read as XLA (jaxlib 0.10.2)
+/// reads them: rounded into range when they round to a finite value, e2m1fn
+/// saturating (it has no infinity) and reading `nan` as -0 and `-nan` as 0
+/// (it has no NaN), e8m0fnu rounding a tiny value up to its smallest.
+#[test]
+fn small_float_edges_read_as_xla_reads_them() {
+    for (line, printed) in [
+        ("c = f8e4m3fn[] constant(464)", "constant(450)"),
+        ("c = f8e5m2[] constant(61439)", "constant(60000)"),
+        (
+            "c = f4e2m1fn[4] constant({nan, -nan, 100, -inf})",
+            "constant({-0.0, 0, 6, -6})",
+        ),
+        ("c = f8e8m0fnu[] constant(1e-50)", "constant(6e-39)"),
+    ] {
+        let text = format!("HloModule m\n\nENTRY e {{\n  ROOT {line}\n}}\n");
+        let m = hlo::parse_module_named(&text, "m.hlo").unwrap_or_else(|e| panic!("{line}: {e}"));
+        let out = hlo::print_module(&m);
+        assert!(
+            out.contains(printed),
+            "{line}: expected `{printed}` in\n{out}"
+        );
+        round_trip(&text, "m.hlo").unwrap_or_else(|e| panic!("{line}: {e}"));
     }
 }

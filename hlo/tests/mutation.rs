@@ -47,6 +47,25 @@ const SPLICES: &[&str] = &[
     "é",
     "{{{{{{{{",
     "))))",
+    // Values of the typed attribute families: literals at type edges,
+    // named shardings and mesh axes, stack frame ids, header attributes.
+    "nan(0x1)",
+    "-inf",
+    "1e39",
+    "-2147483648",
+    "f8e4m3fn[]",
+    "f8e8m0fnu[2]",
+    "s4[2]",
+    "mesh['x'=2]",
+    "{'x'}",
+    ", unreduced={'x'}",
+    "stack_frame_id=",
+    "parent_frame_id=",
+    "\nStackFrames\n1 {file_location_id=1 parent_frame_id=0}\n",
+    ", input_output_alias={ {}: (0, {}, may-alias) }",
+    ", buffer_donor={ (0, {}) }",
+    "<=[2,2]T(1,0)",
+    "may-alias",
 ];
 
 fn mutate(rng: &mut Rng, text: &str) -> String {

@@ -266,3 +266,206 @@ fn a_constant_declaring_billions_of_elements_is_an_error_not_an_allocation() {
         bytes.len()
     );
 }
+
+/// A module with a value of each typed attribute family the reader decodes
+/// from proto fields: literals of several element types, op metadata with a
+/// stack frame, the stack frame index, shardings, replica groups (iota),
+/// comparison, precision and dot algorithm, result accuracy, frontend
+/// attributes, custom-call API version, input/output aliasing and buffer
+/// donors in the header.
+const FAMILIES: &str = r#"HloModule fam, input_output_alias={ {}: (0, {}, may-alias) }, buffer_donor={ (1, {}) }, frontend_attributes={k="v"}
+
+FileNames
+1 "a.py"
+
+FunctionNames
+1 "f"
+
+FileLocations
+1 {file_name_id=1 function_name_id=1 line=3 end_line=3 column=1 end_column=9}
+
+StackFrames
+1 {file_location_id=1 parent_frame_id=1}
+
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(%a, %b)
+}
+
+ENTRY %e (p: f32[2,2], q: f32[2,2]) -> f32[2,2] {
+  %p = f32[2,2]{1,0} parameter(0)
+  %q = f32[2,2]{1,0} parameter(1)
+  %s8 = s8[2]{0} constant({1, -2})
+  %f8 = f8e4m3fn[2]{0} constant({1, 448})
+  %bf = bf16[2]{0} constant({1, 2})
+  %d = f32[2,2]{1,0} dot(%p, %q), lhs_contracting_dims={1}, rhs_contracting_dims={0}, operand_precision={high,default}, algorithm=dot_f32_f32_f32
+  %cmp = pred[2,2]{1,0} compare(%p, %q), direction=LT, type=TOTALORDER
+  %x = f32[2,2]{1,0} exponential(%d), result_accuracy={mode=highest}, frontend_attributes={a="1"}
+  %ar = f32[2,2]{1,0} all-reduce(%x), replica_groups=[2,2]<=[4], to_apply=%add, sharding={devices=[2,1]0,1}
+  %cc = f32[2,2]{1,0} custom-call(%ar), custom_call_target="t", api_version=API_VERSION_STATUS_RETURNING
+  ROOT %o = f32[2,2]{1,0} add(%cc, %q), metadata={op_name="o" stack_frame_id=1}
+}
+"#;
+
+/// One edit of a typed field: what it does, the edit, the words the error
+/// must hold (where in the proto, and the field or value it names).
+type Edit = (
+    &'static str,
+    fn(&mut hlo::proto::xla::HloModuleProto),
+    &'static [&'static str],
+);
+
+fn inst<'p>(
+    p: &'p mut hlo::proto::xla::HloModuleProto,
+    name: &str,
+) -> &'p mut hlo::proto::xla::HloInstructionProto {
+    p.computations
+        .iter_mut()
+        .flat_map(|c| c.instructions.iter_mut())
+        .find(|i| i.name == name)
+        .unwrap_or_else(|| panic!("no instruction {name}"))
+}
+
+const EDITS: &[Edit] = &[
+    (
+        "an s8 literal with three values for two elements",
+        |p| inst(p, "s8").literal.as_mut().expect("literal").s8s = vec![1, 2, 3],
+        &["computations[1].instructions[2]: a s8 literal of 2 elements holds 3 values"],
+    ),
+    (
+        "an f8e4m3fn literal with one byte for two elements",
+        |p| inst(p, "f8").literal.as_mut().expect("literal").f8e4m3fns = vec![0x38],
+        &["computations[1].instructions[3]: a f8e4m3fn literal"],
+    ),
+    (
+        "a bf16 literal with an odd number of bytes",
+        |p| inst(p, "bf").literal.as_mut().expect("literal").bf16s = vec![0x80, 0x3f, 0],
+        &["computations[1].instructions[4]: a bf16 literal"],
+    ),
+    (
+        "a constant whose literal has an unknown element type",
+        |p| {
+            let l = inst(p, "s8").literal.as_mut().expect("literal");
+            l.shape.as_mut().expect("shape").element_type = 99;
+        },
+        &["computations[1].instructions[2]", "unknown element type 99"],
+    ),
+    (
+        "a layout that is not a permutation",
+        |p| {
+            let s = inst(p, "d").shape.as_mut().expect("shape");
+            s.layout.as_mut().expect("layout").minor_to_major = vec![0, 0];
+        },
+        &["computations[1].instructions[5]", "not a permutation"],
+    ),
+    (
+        "a sharding of an unknown type",
+        |p| inst(p, "ar").sharding.as_mut().expect("sharding").r#type = 77,
+        &["computations[1].instructions[8]: sharding: unknown sharding type 77"],
+    ),
+    (
+        "a comparison direction that is not one",
+        |p| inst(p, "cmp").comparison_direction = "SIDEWAYS".into(),
+        &["computations[1].instructions[6]: `direction`", "SIDEWAYS"],
+    ),
+    (
+        "a comparison type that is not one",
+        |p| inst(p, "cmp").comparison_type = "REAL".into(),
+        &["computations[1].instructions[6]: `type`", "REAL"],
+    ),
+    (
+        "an unknown dot algorithm",
+        |p| {
+            inst(p, "d")
+                .precision_config
+                .as_mut()
+                .expect("precision")
+                .algorithm = 999;
+        },
+        &["computations[1].instructions[5]: unknown dot algorithm 999"],
+    ),
+    (
+        "an unknown result accuracy mode",
+        |p| {
+            inst(p, "x")
+                .result_accuracy
+                .as_mut()
+                .expect("accuracy")
+                .mode = Some(77);
+        },
+        &["computations[1].instructions[7]: unknown result accuracy mode 77"],
+    ),
+    (
+        "an unknown custom-call API version",
+        |p| inst(p, "cc").custom_call_api_version = 42,
+        &["computations[1].instructions[9]: unknown api version 42"],
+    ),
+    (
+        "a stack frame id past the module's frames",
+        |p| {
+            inst(p, "o")
+                .metadata
+                .as_mut()
+                .expect("metadata")
+                .stack_frame_id = 9
+        },
+        &["instruction o: stack_frame_id 9"],
+    ),
+    (
+        "a file location naming a file that is not in the index",
+        |p| {
+            let sf = p.stack_frame_index.as_mut().expect("index");
+            sf.file_locations[0].file_name_id = 5;
+        },
+        &["file location 1", "file_name_id 5"],
+    ),
+    (
+        "a stack frame that is its own parent",
+        |p| {
+            let sf = p.stack_frame_index.as_mut().expect("index");
+            sf.stack_frames[0].parent_frame_id = 1;
+        },
+        &["stack frame 1", "cycle"],
+    ),
+    (
+        "a stack frame naming a location that is not in the index",
+        |p| {
+            let sf = p.stack_frame_index.as_mut().expect("index");
+            sf.stack_frames[0].file_location_id = -3;
+        },
+        &["stack frame 1", "file_location_id -3"],
+    ),
+];
+
+/// Every typed family read from a proto: a malformed field is an error
+/// naming where in the proto (instruction path, header section) and the
+/// field or value, never a panic or a silently different module.
+#[test]
+fn malformed_typed_fields_are_errors_naming_the_field() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let m = hlo::parse_module(FAMILIES).unwrap_or_else(|e| panic!("{e}"));
+    let base = proto::module_to_proto(&m).unwrap_or_else(|e| panic!("{e}"));
+    use prost::Message;
+    proto::from_bytes(&base.encode_to_vec()).unwrap_or_else(|e| panic!("the base reads: {e}"));
+    let mut failures = Vec::new();
+    for (what, edit, words) in EDITS {
+        let mut p = base.clone();
+        edit(&mut p);
+        let bytes = p.encode_to_vec();
+        let r = std::panic::catch_unwind(|| proto::from_bytes(&bytes).map(|_| ()));
+        match r {
+            Err(_) => failures.push(format!("{what}: the reader panicked")),
+            Ok(Ok(())) => failures.push(format!("{what}: accepted")),
+            Ok(Err(e)) => {
+                let e = e.to_string();
+                if !words.iter().all(|w| e.contains(w))
+                    || e.matches("invalid HloModuleProto").count() != 1
+                {
+                    failures.push(format!("{what}: expected {words:?} in: {e}"));
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

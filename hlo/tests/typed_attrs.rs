@@ -455,6 +455,25 @@ const TYPED_KEYS: &[&str] = &[
     "input_output_alias=",
     "epsilon=",
     "origin_recovery_table=",
+    // Typed since: dot algorithms, original values, sparsity, collective
+    // slice sizes, the module header, stack frames, constant literals of
+    // every type, named shardings and mesh replica groups, outfeed shapes.
+    "algorithm=",
+    "origin=",
+    "sparsity_config=",
+    "slice_sizes=",
+    "buffer_donor=",
+    "replica_count=",
+    "is_scheduled=",
+    "allow_spmd_sharding_propagation_to_output=",
+    "stack_frame_id=",
+    "file_name_id=",
+    "parent_frame_id=",
+    "constant(",
+    "mesh[",
+    "unreduced",
+    "outfeed_shape=",
+    "fft_type=",
 ];
 
 #[test]
@@ -586,6 +605,38 @@ const MALFORMED_HEADER: &[(&str, &str, &str)] = &[
         "frontend_attributes",
         "`}`",
     ),
+    (", num_partitions=-x", "num_partitions", "integer"),
+    (
+        ", replica_count=99999999999999999999",
+        "replica_count",
+        "integer",
+    ),
+    (
+        ", use_spmd_partitioning=1",
+        "use_spmd_partitioning",
+        "true or false",
+    ),
+    (
+        ", alias_passthrough_params=TRUE",
+        "alias_passthrough_params",
+        "true or false",
+    ),
+    (
+        ", allow_spmd_sharding_propagation_to_parameters={true,false,maybe}",
+        "allow_spmd_sharding_propagation_to_parameters",
+        "booleans",
+    ),
+    (
+        ", input_output_alias={ {0}: (0, {}, sometimes-alias) }",
+        "input_output_alias",
+        "sometimes-alias",
+    ),
+    (
+        ", input_output_alias={ {x}: (0, {}) }",
+        "input_output_alias",
+        "integer",
+    ),
+    (", buffer_donor={ (0, {x}) }", "buffer_donor", "integer"),
 ];
 
 #[test]
@@ -815,4 +866,57 @@ fn attributes_xla_defines_are_not_kept_as_text() {
     }
     assert!(parsed > 0, "no module parsed");
     assert!(bad.is_empty(), "kept as text:\n{}", bad.join("\n"));
+}
+
+/// (stack frame sections, `line:col` of the error, a word of the message).
+const MALFORMED_FRAMES: &[(&str, &str, &str)] = &[
+    // Not a section entry at all (a file name is quoted).
+    ("FileNames\n1 a.py\n", "4:3", "`a.py`"),
+    ("FileNames\nx \"a.py\"\n", "4:3", "`\"`"),
+    (
+        "FileNames\n1 \"a.py\"\n\nFunctionNames\n1 \"f\"\n\nFileLocations\n1 {file_name_id=1 function_name_id=1 line=x}\n",
+        "10:1",
+        "integer",
+    ),
+    (
+        "FileNames\n1 \"a.py\"\n\nFunctionNames\n1 \"f\"\n\nFileLocations\n1 {file_name_id=1 function_name_id=1 line=99999999999}\n",
+        "10:1",
+        "32 bits",
+    ),
+    (
+        "FileNames\n1 \"a.py\"\n\nFunctionNames\n1 \"f\"\n\nFileLocations\n1 {file_name_id=1 function_name_id=1 line=3\n",
+        "10:3",
+        "unclosed",
+    ),
+    (
+        // The text counts parents from 1; the proto's id would be i32::MIN - 1.
+        "StackFrames\n1 {file_location_id=1 parent_frame_id=-2147483648}\n",
+        "4:1",
+        "parent_frame_id",
+    ),
+    // An entry before any section name is no debug section.
+    ("1 \"a.py\"\n", "3:3", "`\"`"),
+];
+
+/// A malformed stack frame section is a parse error on the line of the
+/// entry, never a panic (nor an overflow of the text's 1-based ids).
+#[test]
+fn malformed_stack_frame_sections_are_positioned_parse_errors() {
+    for (sections, at, word) in MALFORMED_FRAMES {
+        let text = format!(
+            "HloModule m\n\n{sections}\nENTRY e {{\n  ROOT c = pred[] constant(true)\n}}\n"
+        );
+        let err = match hlo::parse_module_named(&text, "frames.hlo") {
+            Ok(_) => panic!("accepted malformed sections:\n{sections}"),
+            Err(e) => e.to_string(),
+        };
+        assert!(
+            err.contains(&format!("frames.hlo:{at}:")),
+            "{sections}: expected {at} in: {err}"
+        );
+        assert!(
+            err.contains(word),
+            "{sections}: expected `{word}` in: {err}"
+        );
+    }
 }

@@ -737,7 +737,22 @@ fn float_token(t: PrimType, tok: &str) -> Result<Float, String> {
             3.3895313892515355e38 + 2f64.powi(119),
         ),
         PrimType::F32 => (f32::MAX as f64, f32::MAX as f64 + 2f64.powi(103)),
-        _ => return Ok(Float::Num(v)),
+        _ => {
+            // The f8 and f4 types: a finite value that rounds to infinity or
+            // NaN (e8m0fnu: also zero and negative values, which have no
+            // code) is out of range, as XLA reads it; e2m1fn saturates.
+            if let Some(bits) = small_float_bits(t, v) {
+                let back = small_float_value(t, bits);
+                let unsigned = t == PrimType::F8E8M0FNU;
+                if !back.is_finite() || unsigned && v <= 0.0 {
+                    let (lo, hi) = small_float_range(t);
+                    return Err(format!(
+                        "value {tok} is out of range for {t} [{lo:e}, {hi:e}]"
+                    ));
+                }
+            }
+            return Ok(Float::Num(v));
+        }
     };
     if v.abs() >= limit {
         return Err(format!(
@@ -1361,6 +1376,15 @@ pub fn small_float_bits(t: PrimType, v: f64) -> Option<u32> {
     } else {
         (exp_all << f.m) | ((1 << f.m) - 1)
     };
+    if v.is_nan() && f.no_nan {
+        // e2m1fn has no NaN: XLA (jaxlib 0.10.2) reads `nan` as -0 and
+        // `-nan` as 0.
+        return Some(if v.is_sign_negative() {
+            0
+        } else {
+            1 << sign_shift
+        });
+    }
     if v.is_nan() {
         let s = if v.is_sign_negative() && !f.fnuz && !f.unsigned {
             1 << sign_shift
@@ -1453,6 +1477,23 @@ fn round_even(x: f64) -> f64 {
     } else {
         r
     }
+}
+
+/// The lowest and the largest finite value of an f8 or f4 type `t` (the
+/// lowest of e8m0fnu is its smallest positive value).
+fn small_float_range(t: PrimType) -> (f64, f64) {
+    let finite = || {
+        (0u32..256)
+            .map(|b| small_float_value(t, b))
+            .filter(|v| v.is_finite())
+    };
+    let hi = finite().fold(f64::MIN, f64::max);
+    let lo = if t == PrimType::F8E8M0FNU {
+        finite().filter(|v| *v > 0.0).fold(f64::MAX, f64::min)
+    } else {
+        -hi
+    };
+    (lo, hi)
 }
 
 /// The value of a small float of type `t` with bits `b`.

@@ -1904,7 +1904,11 @@ fn stack_frame_line(
                     (false, "file_location_id") => frame.file_location_id = v,
                     // The text counts parents from 1 where the proto
                     // counts from 0 (0 = no parent in the proto).
-                    (false, "parent_frame_id") => frame.parent_frame_id = v - 1,
+                    (false, "parent_frame_id") => {
+                        frame.parent_frame_id = v
+                            .checked_sub(1)
+                            .ok_or_else(|| format!("parent_frame_id {v} is not a frame id"))?
+                    }
                     _ => return Err(format!("unknown field `{k}` in {section}")),
                 }
                 c.eat(",");

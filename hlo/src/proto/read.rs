@@ -93,6 +93,18 @@ fn bad(msg: impl Into<String>) -> Error {
     Error::Module(format!("invalid HloModuleProto: {}", msg.into()))
 }
 
+/// `e` (an error of [`bad`]) with `path`, where in the proto it is, before
+/// its message, which keeps a single `invalid HloModuleProto:` prefix.
+fn within(path: &dyn std::fmt::Display, e: Error) -> Error {
+    match e {
+        Error::Module(m) => {
+            let msg = m.strip_prefix("invalid HloModuleProto: ").unwrap_or(&m);
+            bad(format!("{path}: {msg}"))
+        }
+        e => e,
+    }
+}
+
 /// A name XLA's text can carry (`[A-Za-z0-9_.-]+`), as the parser requires.
 fn check_name(name: &str, what: &str) -> Result<()> {
     if crate::parse::is_plain_name(name) {
@@ -120,28 +132,32 @@ pub fn module_from_proto(p: &xla::HloModuleProto) -> Result<(Module, ReadReport)
     };
     r.build()?;
     let m = std::mem::replace(&mut r.m, Module::new(""));
-    if let Err(f) = crate::semantic::check(&m) {
-        let at = match (f.inst, f.comp) {
-            (Some(i), _) => format!("%{}: ", m.inst(i).name),
-            (None, Some(c)) => format!("computation %{}: ", m.comp(c).name),
-            (None, None) => String::new(),
-        };
-        return Err(bad(format!(
-            "the module it describes is not valid: {at}{}",
-            f.message
-        )));
-    }
-    // What text cannot express but a proto can (a computation calling
-    // itself, ...) is caught by the verifier's structure checks. Shapes are
-    // not inferred: the text parser does not either, and XLA reads modules
-    // whose shapes its verifier would reject.
-    crate::verify::verify_structure(&m)
-        .map_err(|e| bad(format!("the module it describes is not valid: {e}")))?;
+    check_readable(&m).map_err(|e| bad(format!("the module it describes is not valid: {e}")))?;
     // XLA's wrapped computations of the async shorthand become the
     // shorthand again, as the text parser holds it.
     let mut m = m;
     super::async_shorthand::fold(&mut m);
     Ok((m, r.report))
+}
+
+/// What a module read from a proto must meet, and so what the writer
+/// requires of a module it writes (a proto it writes always reads back):
+/// the parser's rules ([`crate::semantic::check`]) and the verifier's
+/// structure checks (what text cannot express but a proto can, a
+/// computation calling itself, ...; an entry layout that is not its
+/// computation's, layouts that are not permutations, which the parser
+/// leaves to the verifier). Shapes are not inferred: the text parser does
+/// not either, and XLA reads modules whose shapes its verifier would reject.
+pub(crate) fn check_readable(m: &Module) -> std::result::Result<(), String> {
+    if let Err(f) = crate::semantic::check(m) {
+        let at = match (f.inst, f.comp) {
+            (Some(i), _) => format!("%{}: ", m.inst(i).name),
+            (None, Some(c)) => format!("computation %{}: ", m.comp(c).name),
+            (None, None) => String::new(),
+        };
+        return Err(format!("{at}{}", f.message));
+    }
+    crate::verify::verify_structure(m).map_err(|e| e.to_string())
 }
 
 struct Reader<'p> {
@@ -791,7 +807,7 @@ impl<'p> Reader<'p> {
         let mut text = std::mem::take(&mut self.shape_buf);
         let r = write_shape(s, 0, &mut text);
         let id = match r {
-            Err(e) => Err(e),
+            Err(e) => Err(within(path, e)),
             Ok(()) => match self.shapes.get(text.as_str()) {
                 Some(&id) => Ok(id),
                 None => match crate::parse::parse_shape_into(&mut self.m, &text) {
@@ -1228,12 +1244,12 @@ impl<'p> Reader<'p> {
                     if !same_literal_shape(ls, is) {
                         return Err(bad(format!(
                             "{path}: the literal's shape {} is not the instruction's {}",
-                            shape_text(ls, 0)?,
-                            shape_text(is, 0)?
+                            shape_text(ls, 0).map_err(|e| within(&path, e))?,
+                            shape_text(is, 0).map_err(|e| within(&path, e))?
                         )));
                     }
                 }
-                let lit = literal_of(lit, 0).map_err(|e| bad(format!("{path}: {e}")))?;
+                let lit = literal_of(lit, 0).map_err(|e| within(&path, e))?;
                 payload = Some(Payload::Literal(Box::new(lit)));
             }
             _ => {
@@ -1970,15 +1986,23 @@ impl<'p> Reader<'p> {
         }
         if !i.backend_config.is_empty() {
             let bc = &i.backend_config;
-            if bc.first() == Some(&b'{')
-                && std::str::from_utf8(bc).is_ok()
-                && crate::attrs::xla::Cur::new(&String::from_utf8_lossy(bc))
-                    .braced()
-                    .is_ok_and(|b| b.len() == bc.len())
-            {
+            // Written as braces (as XLA prints JSON) only when the text
+            // reads back as the same bytes: one brace group whose brackets
+            // balance as the parser's bracket check sees them and with no
+            // comment; any other bytes are written as a quoted string.
+            let raw = std::str::from_utf8(bc).ok().filter(|s| {
+                s.starts_with('{')
+                    && crate::attrs::xla::Cur::new(s)
+                        .braced()
+                        .is_ok_and(|b| b.len() == s.len())
+                    && !s.contains("/*")
+                    && !s.contains("//")
+                    && crate::parse::brackets_balance(s)
+            });
+            if raw.is_some() {
                 a.push(Field::Text(
                     "backend_config",
-                    format!("{}", String::from_utf8_lossy(bc)),
+                    String::from_utf8_lossy(bc).into_owned(),
                 ));
             } else {
                 a.push(Field::Text("backend_config", quote(bc)));

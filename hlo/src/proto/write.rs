@@ -80,10 +80,20 @@ fn recovery_table_proto(
     Ok(xla::OriginalValueRecoveryTableProto { entries })
 }
 
-/// Converts a module to XLA's `HloModuleProto`.
+/// A module is written only if its proto reads back: one the reader would
+/// refuse (an unverified module the parser accepts, with an entry layout
+/// that is not its entry computation's, say) is an error naming why.
+fn writable(m: &Module) -> Result<()> {
+    super::read::check_readable(m)
+        .map_err(|e| Error::Module(format!("cannot write an invalid module to a proto: {e}")))
+}
+
+/// Converts a module to XLA's `HloModuleProto` (an error for a module the
+/// reader would refuse: its proto always reads back).
 pub fn module_to_proto(m: &Module) -> Result<xla::HloModuleProto> {
     let expanded = async_shorthand::expand(m)?;
     let m = expanded.as_ref().unwrap_or(m);
+    writable(m)?;
     let mut w = Writer::new(m);
     w.module(&mut Sink::Tree)
 }
@@ -100,6 +110,7 @@ pub fn module_to_proto(m: &Module) -> Result<xla::HloModuleProto> {
 pub fn module_to_bytes(m: &Module) -> Result<Vec<u8>> {
     let expanded = async_shorthand::expand(m)?;
     let m = expanded.as_ref().unwrap_or(m);
+    writable(m)?;
     let mut w = Writer::new(m);
     // Fields 1 and 2 (the names [`Writer::module`] sets) come before
     // `computations` (3), the others after. XLA's modules take about 110
@@ -1622,8 +1633,16 @@ impl<'m> Writer<'m> {
                 "cross_program_prefetch_index" => {
                     p.cross_program_prefetch_index = Some(int()? as i32)
                 }
+                // A default mode is no field: XLA (jaxlib 0.10.2) drops it
+                // when parsing, and our reader reads no field as no
+                // attribute (written, it broke the write/read fixed point).
                 "result_accuracy" => {
-                    p.result_accuracy = inst.result_accuracy().map_err(ae)?.cloned().map(Box::new)
+                    p.result_accuracy = inst
+                        .result_accuracy()
+                        .map_err(ae)?
+                        .filter(|r| r.tolerance.is_some() || r.mode.unwrap_or(0) != 0)
+                        .cloned()
+                        .map(Box::new)
                 }
                 "statistics" => {
                     p.statistics_viz = inst.statistics().map_err(ae)?.cloned().map(Box::new)
