@@ -602,9 +602,9 @@ fn a_default_result_accuracy_is_not_written() {
 
 /// A `backend_config` read from a proto is printed as braces only when the
 /// text reads back as the same bytes; brackets that do not balance as the
-/// parser checks them, or a comment, make it a quoted string (cargo-fuzz's
-/// `proto` target found `{ ( }` printed as braces, a module text that did not
-/// parse).
+/// parser checks them, a comment or a control character make it a quoted
+/// string (cargo-fuzz's `proto` target found `{ ( }` and a NUL byte printed
+/// as braces, module texts that did not parse).
 #[test]
 fn a_backend_config_prints_as_text_that_reads_back() {
     let text = "HloModule m\n\nENTRY e {\n  a = f32[] parameter(0)\n  \
@@ -617,6 +617,8 @@ fn a_backend_config_prints_as_text_that_reads_back() {
         b"{ /* } */ }",
         b"{\"u\": 1 // }",
         b"{\"k\": \"(\"}",
+        b"{\"k\": \"\0\"}",
+        b"{\"k\":\x01 1}",
     ] {
         let mut p = base.clone();
         p.computations[0].instructions[1].backend_config = config.to_vec();

@@ -111,6 +111,13 @@ const MALFORMED: &[(&str, &str, &str)] = &[
         "subgroup type",
     ),
     (
+        // Found by cargo-fuzz: `<=[]` printed as `devices=[2,1]`, which
+        // does not parse.
+        "ROOT n = f32[4,6]{1,0} negate(p), sharding={devices=[2,1]<=[]}",
+        "sharding",
+        "iota tile assignment",
+    ),
+    (
         "ROOT n = f32[4,6]{1,0} negate(p), sharding={maximal device=}",
         "sharding",
         "integer",

@@ -1233,6 +1233,10 @@ fn sharding_group(c: &mut Cur) -> R<xla::OpSharding> {
                 let dims = c.bracket_list()?;
                 if c.eat("<=") {
                     s.iota_reshape_dims = c.bracket_list()?;
+                    // `<=[]` would print as an empty device list.
+                    if s.iota_reshape_dims.is_empty() {
+                        return Err("an iota tile assignment `<=[...]` needs a dimension".into());
+                    }
                     s.iota_transpose_perm = if c.eat("T(") {
                         let mut p = Vec::new();
                         loop {

@@ -1988,8 +1988,10 @@ impl<'p> Reader<'p> {
             let bc = &i.backend_config;
             // Written as braces (as XLA prints JSON) only when the text
             // reads back as the same bytes: one brace group whose brackets
-            // balance as the parser's bracket check sees them and with no
-            // comment; any other bytes are written as a quoted string.
+            // balance as the parser's bracket check sees them, with no
+            // comment and no control character but white space (text never
+            // holds a NUL byte); any other bytes are written as a quoted
+            // string.
             let raw = std::str::from_utf8(bc).ok().filter(|s| {
                 s.starts_with('{')
                     && crate::attrs::xla::Cur::new(s)
@@ -1997,6 +1999,9 @@ impl<'p> Reader<'p> {
                         .is_ok_and(|b| b.len() == s.len())
                     && !s.contains("/*")
                     && !s.contains("//")
+                    && !s
+                        .bytes()
+                        .any(|b| b < 0x20 && !matches!(b, b'\n' | b'\r' | b'\t'))
                     && crate::parse::brackets_balance(s)
             });
             if raw.is_some() {
