@@ -10,7 +10,9 @@
 //!   IR does not model are reported in [`ReadReport::ignored`] (unknown field
 //!   numbers by a walk of the wire format against the schema tables of
 //!   [`xla`], known fields the reader does not map by name); callers decide
-//!   whether that is an error ([`from_bytes`] makes it one).
+//!   whether that is an error ([`from_bytes`] makes it one). Computations
+//!   and instructions take the order of their ids, as in XLA;
+//!   [`from_bytes_lossy_as_listed`] keeps the proto's order instead.
 //!
 //! Invariants: decoding never panics and never allocates more than the input
 //! justifies (prost bounds every length by the remaining input; the walk
@@ -22,7 +24,7 @@ mod async_shorthand;
 mod read;
 mod write;
 
-pub use read::{module_from_proto, ReadReport};
+pub use read::{module_from_proto, module_from_proto_as_listed, ReadReport};
 pub use write::{module_to_bytes, module_to_proto};
 
 use prost::Message as _;
@@ -57,6 +59,19 @@ pub fn from_bytes(bytes: &[u8]) -> Result<Module> {
 /// Reads a serialized `HloModuleProto`, returning the module and the fields
 /// it could not carry over.
 pub fn from_bytes_lossy(bytes: &[u8]) -> Result<(Module, ReadReport)> {
+    read_bytes(bytes, module_from_proto)
+}
+
+/// [`from_bytes_lossy`], with computations and instructions in the order the
+/// proto lists them (see [`module_from_proto_as_listed`]).
+pub fn from_bytes_lossy_as_listed(bytes: &[u8]) -> Result<(Module, ReadReport)> {
+    read_bytes(bytes, module_from_proto_as_listed)
+}
+
+fn read_bytes(
+    bytes: &[u8],
+    read: fn(&xla::HloModuleProto) -> Result<(Module, ReadReport)>,
+) -> Result<(Module, ReadReport)> {
     let mut unknown = Vec::new();
     // A clean proto (the common case) is checked once, by the fast scan;
     // any other is walked for the paths of its unknown fields or its error.
@@ -66,7 +81,7 @@ pub fn from_bytes_lossy(bytes: &[u8]) -> Result<(Module, ReadReport)> {
     }
     let proto = decode_module(bytes)
         .map_err(|e| Error::Module(format!("not a valid HloModuleProto: {e}")))?;
-    let (m, mut report) = module_from_proto(&proto)?;
+    let (m, mut report) = read(&proto)?;
     unknown.append(&mut report.ignored);
     report.ignored = unknown;
     Ok((m, report))

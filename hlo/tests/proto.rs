@@ -694,3 +694,72 @@ fn a_module_the_reader_would_refuse_is_not_written() {
         }
     }
 }
+
+/// Instructions (and computations) take the order of their ids, as XLA's
+/// `CreateFromProto` sorts them, so that XLA reads our printed text as the
+/// module it reads from the proto; ids that would put a use before its
+/// definition (a compiler's) keep the proto's order instead.
+#[test]
+fn instructions_take_the_order_of_their_ids_unless_it_uses_before_defining() {
+    let entry_order = |p: &xla::HloModuleProto| -> Vec<String> {
+        let m = proto::from_bytes(&p.encode_to_vec()).unwrap_or_else(|e| panic!("{e}"));
+        let c = m.comp(m.entry);
+        c.order
+            .iter()
+            .map(|&i| m.inst(i).name.to_string())
+            .collect()
+    };
+    let renumber = |p: &mut xla::HloModuleProto, ids: &dyn Fn(usize, usize) -> i64| {
+        let c = p.computations.last_mut().expect("entry is last");
+        let n = c.instructions.len();
+        let remap: std::collections::HashMap<i64, i64> = c
+            .instructions
+            .iter()
+            .enumerate()
+            .map(|(k, i)| (i.id, ids(k, n)))
+            .collect();
+        for i in &mut c.instructions {
+            i.id = remap[&i.id];
+            for o in i.operand_ids.iter_mut() {
+                *o = remap[o];
+            }
+        }
+        c.root_id = remap[&c.root_id];
+    };
+    let listed: Vec<String> = {
+        let p = module_proto();
+        let c = p.computations.last().expect("entry");
+        c.instructions.iter().map(|i| i.name.clone()).collect()
+    };
+    // The two parameters' ids swapped: still defined before use.
+    let mut p = module_proto();
+    let (pk, qk) = (
+        listed.iter().position(|n| n == "p").expect("p"),
+        listed.iter().position(|n| n == "q").expect("q"),
+    );
+    renumber(&mut p, &|k, _| {
+        if k == pk {
+            1000 + qk as i64
+        } else if k == qk {
+            1000 + pk as i64
+        } else {
+            1000 + k as i64
+        }
+    });
+    let mut by_id = listed.clone();
+    by_id.swap(pk, qk);
+    assert_eq!(entry_order(&p), by_id);
+    // As listed, for data that counts instructions in the proto's order.
+    let (m, _) = proto::module_from_proto_as_listed(&p).unwrap_or_else(|e| panic!("{e}"));
+    let as_listed: Vec<String> = m
+        .comp(m.entry)
+        .order
+        .iter()
+        .map(|&i| m.inst(i).name.to_string())
+        .collect();
+    assert_eq!(as_listed, listed);
+    // Ids in reverse: every use before its definition, so the proto's order.
+    let mut p = module_proto();
+    renumber(&mut p, &|k, n| 1000 + (n - k) as i64);
+    assert_eq!(entry_order(&p), listed);
+}

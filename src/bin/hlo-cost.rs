@@ -466,7 +466,8 @@ fn read_record(
             all.swap_remove(index)
         }
     };
-    let (module, report) = hlo::proto::from_bytes_lossy(&data.module)
+    // TpuGraphs' node indices count instructions in the proto's order.
+    let (module, report) = hlo::proto::from_bytes_lossy_as_listed(&data.module)
         .map_err(|e| CliError(format!("{name}: its module: {e}")))?;
     if !report.ignored.is_empty() {
         eprintln!(

@@ -27,7 +27,9 @@
 //! the order of their ids, as XLA's `CreateFromProto` sorts them (the
 //! proto's lists are in XLA's post-order; the ids keep the order of the
 //! text XLA read), so that the printed text reads back into XLA as the
-//! module XLA reads from the proto.
+//! module XLA reads from the proto; where that order would call a
+//! computation or use an instruction before its definition (ids a compiler
+//! gave), they keep the proto's order.
 //! The wrapped computations XLA's parser builds for the async shorthand are
 //! folded back into the shorthand ([`super::async_shorthand::fold`]), as
 //! the text parser holds it.
@@ -117,9 +119,26 @@ fn check_name(name: &str, what: &str) -> Result<()> {
     }
 }
 
-/// Converts a decoded proto into a module (see the module docs).
+/// Converts a decoded proto into a module (see the module docs):
+/// computations and instructions in the order of their ids, as XLA orders
+/// them.
 pub fn module_from_proto(p: &xla::HloModuleProto) -> Result<(Module, ReadReport)> {
+    module_from_proto_ordered(p, true)
+}
+
+/// [`module_from_proto`], with computations and instructions in the order
+/// the proto lists them (for data that refers to instructions by their
+/// position in the proto, as TpuGraphs' node indices do).
+pub fn module_from_proto_as_listed(p: &xla::HloModuleProto) -> Result<(Module, ReadReport)> {
+    module_from_proto_ordered(p, false)
+}
+
+fn module_from_proto_ordered(
+    p: &xla::HloModuleProto,
+    by_ids: bool,
+) -> Result<(Module, ReadReport)> {
     let mut r = Reader {
+        by_ids,
         p,
         report: ReadReport::default(),
         comp_names: HashMap::default(),
@@ -161,6 +180,8 @@ pub(crate) fn check_readable(m: &Module) -> std::result::Result<(), String> {
 }
 
 struct Reader<'p> {
+    /// Order computations and instructions by their ids (else as listed).
+    by_ids: bool,
     p: &'p xla::HloModuleProto,
     report: ReadReport,
     comp_names: HashMap<i64, &'p str>,
@@ -1003,10 +1024,29 @@ impl<'p> Reader<'p> {
         // post-order, which starts from this order (a module XLA read from
         // text keeps the text's order in its ids, not in the proto's
         // post-ordered list), so our text must list them in it for XLA to
-        // read the module it reads from the proto.
+        // read the module it reads from the proto. Ids that put a caller
+        // before its callee (a compiler's, not a text's) keep the proto's
+        // order (XLA's post-order: callees first).
         let mut by_id: Vec<(usize, &xla::HloComputationProto)> =
             p.computations.iter().enumerate().collect();
         by_id.sort_by_key(|(_, c)| c.id);
+        let callees_first = {
+            let pos: HashMap<i64, usize> = by_id
+                .iter()
+                .enumerate()
+                .map(|(k, (_, c))| (c.id, k))
+                .collect();
+            by_id.iter().enumerate().all(|(k, (_, c))| {
+                c.instructions.iter().all(|i| {
+                    i.called_computation_ids
+                        .iter()
+                        .all(|callee| pos.get(callee).is_none_or(|&at| at < k))
+                })
+            })
+        };
+        if !callees_first || !self.by_ids {
+            by_id.sort_by_key(|&(k, _)| k);
+        }
         // Every computation has its id before any body refers to it.
         for (_, c) in &by_id {
             check_name(&c.name, "computation name")?;
@@ -1039,7 +1079,7 @@ impl<'p> Reader<'p> {
             let path = format!("original_value_recovery_table.entries[{k}].recovery_module");
             let module = match &e.recovery_module {
                 Some(m) => {
-                    let (m, report) = module_from_proto(m).map_err(|err| {
+                    let (m, report) = module_from_proto_ordered(m, self.by_ids).map_err(|err| {
                         bad(format!(
                             "{path}: {}",
                             err.to_string()
@@ -1125,10 +1165,29 @@ impl<'p> Reader<'p> {
                 (order, Some(rank))
             }
             // Unscheduled: in the order of their ids, as XLA's
-            // `CreateFromProto` sorts them (see the computations above).
+            // `CreateFromProto` sorts them (see the computations above),
+            // unless the ids put a use before its definition (a compiler's
+            // ids): then in the proto's order (XLA's post-order).
             None => {
-                let mut order: Vec<usize> = (0..c.instructions.len()).collect();
-                order.sort_by_key(|&k| c.instructions[k].id);
+                let n = c.instructions.len();
+                let mut order: Vec<usize> = (0..n).collect();
+                if self.by_ids {
+                    order.sort_by_key(|&k| c.instructions[k].id);
+                    let mut at_of = vec![0; n];
+                    for (at, &k) in order.iter().enumerate() {
+                        at_of[k] = at;
+                    }
+                    let defs_first = order.iter().enumerate().all(|(at, &k)| {
+                        let i = &c.instructions[k];
+                        i.operand_ids
+                            .iter()
+                            .chain(&i.control_predecessor_ids)
+                            .all(|d| pos.get(d).is_none_or(|&j| at_of[j] < at))
+                    });
+                    if !defs_first {
+                        order = (0..n).collect();
+                    }
+                }
                 let mut rank = None;
                 if order.iter().enumerate().any(|(at, &k)| at != k) {
                     let mut r = vec![0; order.len()];
