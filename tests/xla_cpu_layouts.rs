@@ -558,7 +558,11 @@ fn the_measurer_keeps_the_default_over_slower_and_wrong_candidates() {
     let m = measurer.measure(&modules, 0).expect("measures");
     println!("{}", m.report);
     assert_eq!(m.keep, 0, "{}", m.report);
-    assert!(m.ratio[1].is_some_and(|r| r > 1.0), "{}", m.report);
+    // The slow candidate is measured (it computes the default's results) and
+    // not kept; its ratio itself is a timing, which this loaded test machine
+    // cannot promise (a run measured it at 0.993x with a +-81% control spread),
+    // so it is printed in the report, not asserted.
+    assert!(m.ratio[1].is_some(), "{}", m.report);
     assert!(m.ratio[2].is_none(), "{}", m.report);
     assert!(
         m.report.contains("rejected: computes other results"),
