@@ -11,6 +11,8 @@
 //! Invariant: the result is at most `max_size` bytes and deterministic in
 //! `seed`.
 
+use crate::rng::Rng;
+
 /// Values of every typed attribute kind, some malformed or at an edge.
 const VALUES: &[&str] = &[
     "0",
@@ -131,18 +133,6 @@ fn value_spans(text: &[u8]) -> Vec<(usize, usize)> {
         }
     }
     spans
-}
-
-/// A small deterministic generator (xorshift) seeded by libFuzzer.
-struct Rng(u32);
-
-impl Rng {
-    fn below(&mut self, n: usize) -> usize {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 17;
-        self.0 ^= self.0 << 5;
-        self.0 as usize % n.max(1)
-    }
 }
 
 /// Mutates `data[..size]` in place; returns the new size (at most `max_size`).

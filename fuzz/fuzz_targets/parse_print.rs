@@ -17,6 +17,7 @@
 use libfuzzer_sys::{fuzz_mutator, fuzz_target};
 
 mod attr_mutator;
+mod rng;
 
 fuzz_mutator!(|data: &mut [u8], size: usize, max_size: usize, seed: u32| {
     attr_mutator::mutate(data, size, max_size, seed)

@@ -21,6 +21,7 @@ use passes::tile::TilePass;
 use passes::{Pass, PassContext, PassOptions};
 
 mod attr_mutator;
+mod rng;
 
 fuzz_mutator!(|data: &mut [u8], size: usize, max_size: usize, seed: u32| {
     attr_mutator::mutate(data, size, max_size, seed)

@@ -12,6 +12,8 @@
 //! Invariant: the result is at most `max_size` bytes and deterministic in
 //! `seed`.
 
+use crate::rng::Rng;
+
 /// One field of a message: its number, wire type and raw value.
 #[derive(Clone)]
 enum Value {
@@ -109,18 +111,6 @@ fn encode(fields: &[Field]) -> Vec<u8> {
         }
     }
     out
-}
-
-/// A small deterministic generator (xorshift) seeded by libFuzzer.
-struct Rng(u32);
-
-impl Rng {
-    fn below(&mut self, n: usize) -> usize {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 17;
-        self.0 ^= self.0 << 5;
-        self.0 as usize % n.max(1)
-    }
 }
 
 /// Integers worth trying: ids, counts, enum values, dimensions at an edge.

@@ -2162,9 +2162,16 @@ fn original_node(c: &mut Cur, depth: usize) -> R<OriginalNode> {
         }
         return Ok(OriginalNode::Tuple(elems));
     }
+    Ok(OriginalNode::Leaf(braced_original_array(c)?))
+}
+
+/// `{}` (None) or `{"name"}` / `{"name" {0,1}}`: one original array in
+/// braces, as both an original value's leaf and a recovery table's entry
+/// read it. The cursor stands at the `{`.
+fn braced_original_array(c: &mut Cur) -> R<Option<OriginalArray>> {
     c.expect("{")?;
     if c.eat("}") {
-        return Ok(OriginalNode::Leaf(None));
+        return Ok(None);
     }
     let name = c.quoted()?;
     let index = if c.peek() == Some(b'{') {
@@ -2173,7 +2180,7 @@ fn original_node(c: &mut Cur, depth: usize) -> R<OriginalNode> {
         Vec::new()
     };
     c.expect("}")?;
-    Ok(OriginalNode::Leaf(Some((name, index))))
+    Ok(Some((name, index)))
 }
 
 /// An original value in XLA's spelling, as [`original_value`] reads it.
@@ -2285,18 +2292,7 @@ impl RecoveryTable {
 /// `"name"` or `"name" {0,1}` inside braces; `{}` is the empty name (XLA
 /// reads it so and prints it `{""}`). The cursor stands at the `{`.
 fn original_array(c: &mut Cur) -> R<OriginalArray> {
-    c.expect("{")?;
-    if c.eat("}") {
-        return Ok((String::new(), Vec::new()));
-    }
-    let name = c.quoted()?;
-    let index = if c.peek() == Some(b'{') {
-        c.int_list()?
-    } else {
-        Vec::new()
-    };
-    c.expect("}")?;
-    Ok((name, index))
+    Ok(braced_original_array(c)?.unwrap_or_default())
 }
 
 /// An original array in XLA's spelling (without the braces around it).
