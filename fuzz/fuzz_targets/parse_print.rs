@@ -65,6 +65,22 @@ fuzz_target!(|data: &[u8]| {
         Ok(b) => b,
         Err(e) => panic!("read from our proto, but not written: {e}\n{p1}"),
     };
+    // XLA's made-up values for an elided sub-byte literal `{...}` carry bits
+    // above the element's width (written as XLA writes them); read back they
+    // are the element's value, so the first re-write may differ in those
+    // bits only, and the next must be the same (as hlo/tests/proto.rs asks).
+    let (once, twice) = if p1.contains("{...}") {
+        let (m5, _) = match hlo::proto::from_bytes_lossy(&twice) {
+            Ok(r) => r,
+            Err(e) => panic!("our own proto does not read back twice: {e}\n{p1}"),
+        };
+        match hlo::proto::to_bytes(&m5) {
+            Ok(b) => (twice, b),
+            Err(e) => panic!("read from our proto twice, but not written: {e}\n{p1}"),
+        }
+    } else {
+        (once, twice)
+    };
     assert!(
         once == twice,
         "write(read(write(parse(x)))) differs from write(parse(x))\n{p1}"

@@ -763,3 +763,22 @@ fn instructions_take_the_order_of_their_ids_unless_it_uses_before_defining() {
     renumber(&mut p, &|k, n| 1000 + (n - k) as i64);
     assert_eq!(entry_order(&p), listed);
 }
+
+/// Found by the parse_print fuzzer: `dim_labels` whose kernel part has fewer
+/// spatial dimensions than the input parse (unverified, `?` for the missing
+/// one), and the writer wrote -1, which its own reader refuses. The writer
+/// refuses it instead, naming the attribute.
+#[test]
+fn a_convolution_with_an_unassigned_spatial_dimension_is_not_written() {
+    let text = "HloModule m\n\nENTRY e {\n  x = f32[2,8,8,4]{3,2,1,0} parameter(0)\n  k = f32[1,1,4,4]{3,2,1,0} parameter(1)\n  ROOT c = f32[2,8,8,4]{3,2,1,0} convolution(x, k), window={size=1x1}, dim_labels=b01f_0io->b01f\n}\n";
+    let m = hlo::parse_module(text).expect("parses (the verifier, not the parser, rejects it)");
+    let err = proto::to_bytes(&m).expect_err("no proto carries an unassigned spatial dimension");
+    assert!(
+        err.to_string().contains("spatial dimension unassigned"),
+        "{err}"
+    );
+    let ok = text.replace("b01f_0io->b01f", "b01f_01io->b01f");
+    let m = hlo::parse_module(&ok).expect("parses");
+    let bytes = proto::to_bytes(&m).expect("a full dim_labels is written");
+    proto::from_bytes(&bytes).expect("and reads back");
+}

@@ -1358,17 +1358,27 @@ impl<'m> Writer<'m> {
                     let need = |v: Option<i64>| {
                         v.ok_or_else(|| e("dim_labels leaves a dimension unassigned".into()))
                     };
+                    // A part with fewer spatial dimensions than the input
+                    // holds -1 for the missing ones (`?`): no proto carries
+                    // that (the reader refuses it as out of range).
+                    let spatial = |v: &[i64]| {
+                        if v.iter().any(|&x| x < 0) {
+                            Err(e("dim_labels leaves a spatial dimension unassigned".into()))
+                        } else {
+                            Ok(v.to_vec())
+                        }
+                    };
                     p.convolution_dimension_numbers =
                         Some(Box::new(xla::ConvolutionDimensionNumbers {
                             input_batch_dimension: need(d.input_batch)?,
                             input_feature_dimension: need(d.input_feature)?,
-                            input_spatial_dimensions: d.input_spatial.to_vec(),
+                            input_spatial_dimensions: spatial(&d.input_spatial)?,
                             kernel_input_feature_dimension: need(d.kernel_input_feature)?,
                             kernel_output_feature_dimension: need(d.kernel_output_feature)?,
-                            kernel_spatial_dimensions: d.kernel_spatial.to_vec(),
+                            kernel_spatial_dimensions: spatial(&d.kernel_spatial)?,
                             output_batch_dimension: need(d.output_batch)?,
                             output_feature_dimension: need(d.output_feature)?,
-                            output_spatial_dimensions: d.output_spatial.to_vec(),
+                            output_spatial_dimensions: spatial(&d.output_spatial)?,
                         }))
                 }
                 "feature_group_count" => p.feature_group_count = int()?,
