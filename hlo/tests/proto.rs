@@ -782,3 +782,33 @@ fn a_convolution_with_an_unassigned_spatial_dimension_is_not_written() {
     let bytes = proto::to_bytes(&m).expect("a full dim_labels is written");
     proto::from_bytes(&bytes).expect("and reads back");
 }
+
+/// Found by the proto fuzzer: a mesh axis named `]` read from a proto printed
+/// as `mesh[']'=2]`, text the parser's bracket scan cannot read back. Axis
+/// names text cannot carry are an error when read, naming the name.
+#[test]
+fn a_mesh_axis_name_text_cannot_carry_is_an_error() {
+    let text = "HloModule m\n\nENTRY e {\n  p = f32[8,8]{1,0} parameter(0), sharding={mesh['x'=2,'y'=2], [{'x'}, {'y'}]}\n  ROOT c = f32[8,8]{1,0} copy(p)\n}\n";
+    let m = hlo::parse_module(text).expect("parses");
+    let bytes = proto::to_bytes(&m).expect("writes");
+    proto::from_bytes(&bytes).expect("reads back");
+    for bad in ["]", "a[b]", "{", "(", "\"", "'", "x\ny"] {
+        let mut p = xla::HloModuleProto::decode(bytes.as_slice()).expect("decodes");
+        let sharding = p.computations[0]
+            .instructions
+            .iter_mut()
+            .find_map(|i| i.sharding.as_mut())
+            .expect("the parameter's sharding");
+        let mesh = sharding
+            .named_sharding
+            .as_mut()
+            .and_then(|n| n.mesh.as_mut())
+            .expect("a named sharding's mesh");
+        mesh.axes[1].name = bad.to_string();
+        let err = read_err(&p);
+        assert!(
+            err.contains("cannot be written in HLO text"),
+            "{bad:?}: {err}"
+        );
+    }
+}

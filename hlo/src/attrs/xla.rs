@@ -1159,7 +1159,14 @@ fn named_sharding_from_proto(n: &xla::NamedShardingProto) -> R<xla::NamedShardin
         return Err("a named sharding's metadata is not supported".into());
     }
     for a in &mesh.axes {
-        if a.name.is_empty() || a.name.contains('\'') {
+        // A quote ends the name; a bracket, brace or parenthesis inside the
+        // quotes unbalances the parser's bracket scan (found by the proto
+        // fuzzer: an axis named `]`); a control character is not text.
+        if a.name.is_empty()
+            || a.name.chars().any(|ch| {
+                matches!(ch, '\'' | '"' | '[' | ']' | '{' | '}' | '(' | ')') || ch.is_control()
+            })
+        {
             return Err(format!(
                 "mesh axis name `{}` cannot be written in HLO text",
                 a.name.escape_debug()
