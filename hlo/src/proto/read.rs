@@ -95,6 +95,14 @@ fn bad(msg: impl Into<String>) -> Error {
     Error::Module(format!("invalid HloModuleProto: {}", msg.into()))
 }
 
+/// A computation whose root id is none of its instructions.
+fn no_root(c: &xla::HloComputationProto) -> Error {
+    bad(format!(
+        "computation `{}`: root id {} is not one of its instructions",
+        c.name, c.root_id
+    ))
+}
+
 /// `e` (an error of [`bad`]) with `path`, where in the proto it is, before
 /// its message, which keeps a single `invalid HloModuleProto:` prefix.
 fn within(path: &dyn std::fmt::Display, e: Error) -> Error {
@@ -1124,10 +1132,7 @@ impl<'p> Reader<'p> {
             HashMap::with_capacity_and_hasher(c.instructions.len(), Default::default());
         pos.extend(c.instructions.iter().enumerate().map(|(k, i)| (i.id, k)));
         if !pos.contains_key(&c.root_id) {
-            return Err(bad(format!(
-                "computation `{}`: root id {} is not one of its instructions",
-                c.name, c.root_id
-            )));
+            return Err(no_root(c));
         }
         // Instructions get their arena ids in schedule order (else id order),
         // so operands defined later in the computation resolve like forward
@@ -1243,7 +1248,7 @@ impl<'p> Reader<'p> {
             });
         }
         let comp = self.m.comp_mut(cid);
-        comp.root = ids.get(c.root_id).expect("the root was checked above");
+        comp.root = ids.get(c.root_id).ok_or_else(|| no_root(c))?;
         comp.params = param_ids;
         comp.attrs = attrs;
         comp.is_entry = c.id == entry_id;
