@@ -812,3 +812,24 @@ fn a_mesh_axis_name_text_cannot_carry_is_an_error() {
         );
     }
 }
+
+/// Found by the proto fuzzer: a tiled sharding with tile dimensions but
+/// neither devices nor an iota printed as `devices=[4,2]
+/// last_tile_dim_replicate`, text the parser refuses. Reading it is an error.
+#[test]
+fn a_tiled_sharding_without_devices_is_an_error() {
+    let text = "HloModule m\n\nENTRY e {\n  p = f32[8,8]{1,0} parameter(0), sharding={devices=[2,1]0,1}\n  ROOT c = f32[8,8]{1,0} copy(p)\n}\n";
+    let m = hlo::parse_module(text).expect("parses");
+    let bytes = proto::to_bytes(&m).expect("writes");
+    proto::from_bytes(&bytes).expect("reads back");
+    let mut p = xla::HloModuleProto::decode(bytes.as_slice()).expect("decodes");
+    let sharding = p.computations[0]
+        .instructions
+        .iter_mut()
+        .find_map(|i| i.sharding.as_mut())
+        .expect("the parameter's sharding");
+    assert!(sharding.iota_reshape_dims.is_empty(), "{sharding:?}");
+    sharding.tile_assignment_devices.clear();
+    let err = read_err(&p);
+    assert!(err.contains("without devices"), "{err}");
+}

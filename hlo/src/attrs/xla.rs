@@ -1507,6 +1507,12 @@ pub fn sharding_from_proto(s: &xla::OpSharding) -> R<xla::OpSharding> {
         OTHER => {
             out.tile_assignment_dimensions = s.tile_assignment_dimensions.clone();
             if s.iota_reshape_dims.is_empty() {
+                // Text has no spelling for tile dimensions without devices
+                // (`devices=[4,2] last_tile_dim_replicate` does not parse;
+                // found by the proto fuzzer).
+                if s.tile_assignment_devices.is_empty() {
+                    return Err("a tiled sharding without devices or an iota".into());
+                }
                 out.tile_assignment_devices = s.tile_assignment_devices.clone();
             } else {
                 out.iota_reshape_dims = s.iota_reshape_dims.clone();
