@@ -26,17 +26,21 @@
 //! brackets is bounded by [`MAX_DEPTH`] before pest runs, so no input can
 //! overflow the stack.
 //!
-//! The grammar runs in steps (the text before the computations, then up to
-//! eight computations at a time), each lowered before the next is parsed so
-//! that pest's tokens are read back while they are still in the cache. The
-//! steps accept exactly what the `module` rule accepts; on any error the
-//! whole module is parsed in that one rule, so errors are the ones a
-//! one-pass parse reports.
+//! The grammar runs in pieces: the text before the computations, then per
+//! computation its head, each instruction and its closing attributes. An
+//! instruction line in the form XLA prints is delimited by hand
+//! (`parse/fast.rs`, which yields exactly the grammar's tokens or declines);
+//! any other goes through the grammar's `instruction` rule. Lowering reads
+//! the same token spans ([`InstParts`]) either way, so the result is the
+//! same (`tests/fast_path.rs` compares the two over the corpus and mutants
+//! of it). The pieces accept exactly what the `module` rule accepts; on any
+//! error the whole module is parsed in that one rule, so errors are the
+//! ones a one-pass parse reports.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
-use pest::iterators::{Pair, Pairs};
+use pest::iterators::Pair;
 use pest::Parser;
 use smallvec::SmallVec;
 
@@ -45,6 +49,7 @@ use crate::ir::*;
 use crate::opcode::Opcode;
 
 mod compact_gte;
+mod fast;
 
 #[derive(pest_derive::Parser)]
 #[grammar = "hlo.pest"]
@@ -74,10 +79,22 @@ pub fn parse_module(text: &str) -> Result<Module> {
 
 /// Parses HLO text; errors carry `filename:line:col`.
 pub fn parse_module_named(text: &str, filename: &str) -> Result<Module> {
+    parse_module_with(text, filename, true)
+}
+
+/// [`parse_module_named`] with every instruction read by the grammar (no
+/// fast path): what the tests compare the fast path against.
+#[doc(hidden)]
+pub fn parse_module_named_by_grammar(text: &str, filename: &str) -> Result<Module> {
+    parse_module_with(text, filename, false)
+}
+
+fn parse_module_with(text: &str, filename: &str, fast: bool) -> Result<Module> {
     check_text(text, filename)?;
     check_depth(text, filename)?;
     let scratch = bumpalo::Bump::new();
     let mut lowerer = Lowerer::new(text, filename, &scratch);
+    lowerer.fast = fast;
     let module = match lowerer.module() {
         Ok(m) => m,
         Err(e) => {
@@ -618,10 +635,66 @@ struct Lowerer<'a> {
     comp_offsets: Vec<u32>,
     /// Per computation: get-tuple-elements made for `%t#i` operands.
     gte: compact_gte::CompactGtes,
+    /// Whether instructions go through [`fast::instruction`] first.
+    fast: bool,
 }
 
 fn strip_pct(s: &str) -> &str {
     s.strip_prefix('%').unwrap_or(s)
+}
+
+/// An instruction as the grammar delimits it: the spans of its tokens (all
+/// slices of the module text, so their offsets are known), whether they come
+/// from pest or from the fast path ([`fast::instruction`]). Lowering reads
+/// only these.
+pub(crate) struct InstParts<'a> {
+    /// Byte offset where the instruction starts (`ROOT` or its name).
+    at: usize,
+    root: bool,
+    /// The `inst_name` token (with its `%`).
+    name: &'a str,
+    shape: Option<&'a str>,
+    call: CallParts<'a>,
+    /// The `attr` tokens (`key=value`).
+    attrs: SmallVec<[&'a str; 4]>,
+}
+
+/// The operation of an instruction: `constant_call` (its literal's text) or
+/// `generic_call` (its opcode and `operand` tokens).
+pub(crate) enum CallParts<'a> {
+    Constant {
+        text: &'a str,
+        literal: &'a str,
+    },
+    Generic {
+        text: &'a str,
+        opcode: &'a str,
+        operands: SmallVec<[&'a str; 4]>,
+    },
+}
+
+impl<'a> CallParts<'a> {
+    /// The `constant_call` or `generic_call` pair.
+    fn from_pair(call: Pair<'a, Rule>) -> Option<Self> {
+        let text = call.as_str();
+        if call.as_rule() == Rule::constant_call {
+            let literal = call.into_inner().next().map_or("", |p| p.as_str());
+            return Some(CallParts::Constant { text, literal });
+        }
+        let mut inner = call.into_inner();
+        let opcode = inner.next()?.as_str();
+        Some(CallParts::Generic {
+            text,
+            opcode,
+            operands: inner.map(|p| p.as_str()).collect(),
+        })
+    }
+
+    fn text(&self) -> &'a str {
+        match self {
+            CallParts::Constant { text, .. } | CallParts::Generic { text, .. } => text,
+        }
+    }
 }
 
 impl<'a> Lowerer<'a> {
@@ -638,6 +711,7 @@ impl<'a> Lowerer<'a> {
             inst_offsets: Vec::new(),
             comp_offsets: Vec::new(),
             gte: Default::default(),
+            fast: true,
         }
     }
 
@@ -698,45 +772,26 @@ impl<'a> Lowerer<'a> {
         error_at(self.text, self.file, offset, msg)
     }
 
-    /// Parses and lowers the module in steps: the text before the first
-    /// computation (`module_head`), then up to eight computations at a time
-    /// (`module_step`), each lowered right after it is parsed, while pest's
-    /// tokens for it are still in the cache (one parse of a large module
-    /// leaves megabytes of tokens that lowering then reads back from
-    /// memory). The steps are the `module` rule cut at its repetition, so
-    /// they accept exactly what it accepts; on any error the caller parses
-    /// the whole module once to report the grammar's own error.
+    /// Parses and lowers the module: the text before the first computation
+    /// (`module_head`), then each computation in turn ([`Self::computation_at`]),
+    /// lowered as soon as it is read. This is the `module` rule cut at its
+    /// repetition, so it accepts exactly what that rule accepts; on any error
+    /// the caller parses the whole module once to report the grammar's own
+    /// error.
     fn module(&mut self) -> Result<Module> {
         let text = self.text;
         let head = HloParser::parse(Rule::module_head, text)
             .map_err(|e| pest_error(e, text, self.file, 0))?;
-        let mut steps: Vec<Pair<'a, Rule>> = Vec::new();
+        let mut parts: Vec<Pair<'a, Rule>> = Vec::new();
         let mut pos = 0;
         for h in head {
             pos = h.as_span().end();
-            steps.extend(h.into_inner());
+            parts.extend(h.into_inner());
         }
         let mut name: Option<&str> = None;
         let mut entry: Option<CompId> = None;
         let mut last: Option<CompId> = None;
-        let mut steps = steps.into_iter();
-        loop {
-            let p = match steps.next() {
-                Some(p) => p,
-                None if pos < text.len() => {
-                    let rest = &text[pos..];
-                    let step = HloParser::parse(Rule::module_step, rest)
-                        .map_err(|e| pest_error(e, text, self.file, pos))?;
-                    let mut inner = Vec::new();
-                    for s in step {
-                        pos += s.as_str().len();
-                        inner.extend(s.into_inner());
-                    }
-                    steps = inner.into_iter();
-                    continue;
-                }
-                None => break,
-            };
+        for p in parts {
             match p.as_rule() {
                 Rule::header => {
                     for h in p.into_inner() {
@@ -747,7 +802,7 @@ impl<'a> Lowerer<'a> {
                             }
                             Rule::attr => {
                                 let at = self.pos(&h);
-                                let a = self.header_attr(h)?;
+                                let a = self.header_attr(h.as_str())?;
                                 if self.m.attrs.iter().any(|x| x.key == a.key) {
                                     return Err(self
                                         .err(at, format!("attribute `{}` appears twice", a.key)));
@@ -764,19 +819,19 @@ impl<'a> Lowerer<'a> {
                         .map_err(|(off, msg)| self.err(at + off, msg))?;
                     self.m.stack_frames = Some(Box::new(sf));
                 }
-                Rule::computation => {
-                    let start = self.pos(&p);
-                    let (id, is_entry) = self.computation(p)?;
-                    if is_entry {
-                        if entry.is_some() {
-                            return Err(self.err(start, "more than one ENTRY computation"));
-                        }
-                        entry = Some(id);
-                    }
-                    last = Some(id);
-                }
                 _ => {}
             }
+        }
+        while pos < text.len() {
+            let start = pos;
+            let (id, is_entry) = self.computation_at(&mut pos)?;
+            if is_entry {
+                if entry.is_some() {
+                    return Err(self.err(start, "more than one ENTRY computation"));
+                }
+                entry = Some(id);
+            }
+            last = Some(id);
         }
         // Every referenced computation must be defined.
         let mut undefined: Vec<(&str, usize)> = self
@@ -822,14 +877,59 @@ impl<'a> Lowerer<'a> {
         id
     }
 
-    fn computation(&mut self, pair: Pair<'a, Rule>) -> Result<(CompId, bool)> {
+    /// Reads the computation at byte `*pos` (`computation ~ w` of the
+    /// grammar) and lowers it; `*pos` moves past it and the white space
+    /// after it. Its head (`ENTRY`, name, signature, `{`) and any attributes
+    /// after its `}` are read by the grammar; each instruction by the fast
+    /// path ([`fast::instruction`]) where it applies, else by the grammar's
+    /// `instruction` rule. Lowering runs in the order of the grammar's
+    /// tokens: name, signature, attributes, then the instructions.
+    fn computation_at(&mut self, pos: &mut usize) -> Result<(CompId, bool)> {
+        let text = self.text;
+        let b = text.as_bytes();
+        let start = *pos;
+        let head = HloParser::parse(Rule::comp_head, &text[start..])
+            .map_err(|e| pest_error(e, text, self.file, start))?
+            .next()
+            .ok_or_else(|| self.err(start, "expected a computation"))?;
+        let mut p = start + head.as_str().len();
+        let mut insts: Vec<InstParts<'a>> = Vec::new();
+        while b.get(p) != Some(&b'}') {
+            if let Some((inst, next)) = self.fast.then(|| fast::instruction(text, p)).flatten() {
+                insts.push(inst);
+                p = next;
+                continue;
+            }
+            let pair = HloParser::parse(Rule::instruction, &text[p..])
+                .map_err(|e| pest_error(e, text, self.file, p))?
+                .next()
+                .ok_or_else(|| self.err(p, "expected an instruction"))?;
+            p = fast::skip_w(b, p + pair.as_str().len());
+            insts.push(self.inst_parts(pair)?);
+        }
+        // `}`, then `(sp ~ "," ~ w ~ attr)*`: read by the grammar when a `,`
+        // follows.
+        p += 1;
+        let mut tail: Vec<Pair<'a, Rule>> = Vec::new();
+        let mut q = p;
+        while matches!(b.get(q), Some(b' ' | b'\t')) {
+            q += 1;
+        }
+        if b.get(q) == Some(&b',') {
+            let attrs = HloParser::parse(Rule::comp_attrs, &text[p..])
+                .map_err(|e| pest_error(e, text, self.file, p))?;
+            for a in attrs {
+                p += a.as_str().len();
+                tail.extend(a.into_inner());
+            }
+        }
+        *pos = fast::skip_w(b, p);
+
         let mut is_entry = false;
         let mut id: Option<CompId> = None;
         let mut sig_result: Option<(ShapeId, usize)> = None;
         let mut attrs = Vec::new();
-        let mut insts = Vec::new();
-        let start = self.pos(&pair);
-        for p in pair.into_inner() {
+        for p in head.into_inner().chain(tail) {
             match p.as_rule() {
                 Rule::entry_kw => is_entry = true,
                 Rule::name => {
@@ -852,8 +952,7 @@ impl<'a> Lowerer<'a> {
                         }
                     }
                 }
-                Rule::instruction => insts.push(p),
-                Rule::attr => attrs.push(self.comp_attr(p)?),
+                Rule::attr => attrs.push(self.comp_attr(p.as_str())?),
                 _ => {}
             }
         }
@@ -911,7 +1010,7 @@ impl<'a> Lowerer<'a> {
 
     /// Lowers the instructions of computation `cid`, resolves references
     /// among them and sets its root and parameters. Returns the root.
-    fn body(&mut self, cid: CompId, insts: Vec<Pair<'a, Rule>>, start: usize) -> Result<InstId> {
+    fn body(&mut self, cid: CompId, insts: Vec<InstParts<'a>>, start: usize) -> Result<InstId> {
         let saved_names = std::mem::take(&mut self.names);
         let saved_pending = std::mem::take(&mut self.pending);
         let saved_gte = std::mem::take(&mut self.gte);
@@ -925,7 +1024,7 @@ impl<'a> Lowerer<'a> {
     fn body_inner(
         &mut self,
         cid: CompId,
-        insts: Vec<Pair<'a, Rule>>,
+        insts: Vec<InstParts<'a>>,
         start: usize,
     ) -> Result<InstId> {
         let mut root: Option<InstId> = None;
@@ -935,7 +1034,7 @@ impl<'a> Lowerer<'a> {
         // of rehashed as it grows.
         self.names.reserve(insts.len());
         for p in insts {
-            let at = self.pos(&p);
+            let at = p.at;
             let (iid, marked) = self.instruction(p, cid, &mut params)?;
             if marked {
                 if root_marked {
@@ -984,12 +1083,15 @@ impl<'a> Lowerer<'a> {
     fn inline_computation(&mut self, text: &'a str, start: usize) -> Result<CompId> {
         let full = HloParser::parse(Rule::inline_comp_full, text)
             .map_err(|e| pest_error(e, self.text, self.file, start))?;
-        let insts: Vec<Pair<'a, Rule>> = full
+        let mut insts: Vec<InstParts<'a>> = Vec::new();
+        for p in full
             .flatten()
             .filter(|p| p.as_rule() == Rule::inline_comp)
             .take(1)
             .flat_map(|p| p.into_inner())
-            .collect();
+        {
+            insts.push(self.inst_parts(p)?);
+        }
         let name = self.unique_comp_name("_");
         let cid = self.define_computation(name, start)?;
         self.note_comp_offset(cid, start);
@@ -1073,8 +1175,8 @@ impl<'a> Lowerer<'a> {
         ))
     }
 
-    fn raw_attr(&self, pair: Pair<'a, Rule>) -> Result<Attr> {
-        let (key, value, voff) = self.split_attr(&pair)?;
+    fn raw_attr(&self, attr: &'a str) -> Result<Attr> {
+        let (key, value, voff) = self.split_attr(attr)?;
         self.check_raw_value(value, voff)?;
         Ok(Attr {
             key: key.into(),
@@ -1085,13 +1187,13 @@ impl<'a> Lowerer<'a> {
     /// A computation attribute (`}, execution_thread="x"`): the string
     /// XLA defines decoded (an error at `key=` when malformed), others kept
     /// verbatim.
-    fn comp_attr(&self, pair: Pair<'a, Rule>) -> Result<Attr> {
-        let (key, value, _) = self.split_attr(&pair)?;
+    fn comp_attr(&self, attr: &'a str) -> Result<Attr> {
+        let (key, value, _) = self.split_attr(attr)?;
         if key != "execution_thread" {
-            return self.raw_attr(pair);
+            return self.raw_attr(attr);
         }
         let s = crate::attrs::xla::string_value(value)
-            .map_err(|e| self.err(self.pos(&pair), format!("`execution_thread=`: {e}")))?;
+            .map_err(|e| self.err(self.off(attr), format!("`execution_thread=`: {e}")))?;
         Ok(Attr {
             key: key.into(),
             value: AttrValue::Str(s.into_boxed_slice()),
@@ -1113,13 +1215,13 @@ impl<'a> Lowerer<'a> {
     }
 
     /// Splits an atomic `attr` token into key, value and the value's offset.
-    fn split_attr(&self, pair: &Pair<'a, Rule>) -> Result<(&'a str, &'a str, usize)> {
-        let text = pair.as_str();
+    fn split_attr(&self, text: &'a str) -> Result<(&'a str, &'a str, usize)> {
         let (key, rest) = text.split_once('=').unwrap_or((text, ""));
         let value = rest.trim_start();
-        let voff = self.pos(pair) + text.len() - value.len();
+        let at = self.off(text);
+        let voff = at + text.len() - value.len();
         let key = key.trim_end();
-        self.name_chars(key, self.pos(pair), "attribute name")?;
+        self.name_chars(key, at, "attribute name")?;
         Ok((key, value, voff))
     }
 
@@ -1148,12 +1250,12 @@ impl<'a> Lowerer<'a> {
     /// ([`crate::attrs::decode`]; a malformed value is an error at `key=`).
     fn inst_attr(
         &mut self,
-        pair: Pair<'a, Rule>,
+        attr: &'a str,
         op: Opcode,
         user: InstId,
         pend: &mut Vec<PendingRef<'a>>,
     ) -> Result<Attr> {
-        let (key, value, voff) = self.split_attr(&pair)?;
+        let (key, value, voff) = self.split_attr(attr)?;
         let v = if COMPUTATION_ATTRS.contains(&key) {
             if value.starts_with('{') && !is_name_list(value) {
                 let c = self.inline_computation(value, voff)?;
@@ -1208,7 +1310,7 @@ impl<'a> Lowerer<'a> {
             }
         } else {
             return self.typed_or_raw(
-                &pair,
+                self.off(attr),
                 key,
                 value,
                 voff,
@@ -1226,14 +1328,14 @@ impl<'a> Lowerer<'a> {
     /// is at `key=`).
     fn typed_or_raw(
         &self,
-        pair: &Pair<'a, Rule>,
+        at: usize,
         key: &str,
         value: &str,
         voff: usize,
         typed: Option<std::result::Result<AttrValue, String>>,
     ) -> Result<Attr> {
         let value = match typed {
-            Some(typed) => typed.map_err(|msg| self.err(self.pos(pair), msg))?,
+            Some(typed) => typed.map_err(|msg| self.err(at, msg))?,
             None => {
                 self.check_raw_value(value, voff)?;
                 AttrValue::Raw(value.into())
@@ -1250,8 +1352,8 @@ impl<'a> Lowerer<'a> {
     /// (an error where it goes wrong), the kinds
     /// [`crate::attrs::decode_header`] types decoded (a malformed value is an
     /// error at `key=`), others kept verbatim.
-    fn header_attr(&mut self, pair: Pair<'a, Rule>) -> Result<Attr> {
-        let (key, value, voff) = self.split_attr(&pair)?;
+    fn header_attr(&mut self, attr: &'a str) -> Result<Attr> {
+        let (key, value, voff) = self.split_attr(attr)?;
         let v = if key == "origin_recovery_table" {
             let t = crate::attrs::xla::recovery_table(value)
                 .map_err(|(off, msg)| self.err(voff + off, format!("`{key}=`: {msg}")))?;
@@ -1267,7 +1369,7 @@ impl<'a> Lowerer<'a> {
             }))
         } else {
             return self.typed_or_raw(
-                &pair,
+                self.off(attr),
                 key,
                 value,
                 voff,
@@ -1322,54 +1424,83 @@ impl<'a> Lowerer<'a> {
         Ok(out)
     }
 
-    /// Lowers an `instruction` pair into computation `cid`. Returns the id and
+    /// The parts of an `instruction` pair of the grammar.
+    fn inst_parts(&self, pair: Pair<'a, Rule>) -> Result<InstParts<'a>> {
+        let at = self.pos(&pair);
+        let mut it = pair.into_inner().peekable();
+        let root = it.next_if(|p| p.as_rule() == Rule::root_kw).is_some();
+        let name = it
+            .next()
+            .ok_or_else(|| self.err(0, "instruction without a name"))?
+            .as_str();
+        let shape = it
+            .next_if(|p| p.as_rule() == Rule::shape)
+            .map(|p| p.as_str());
+        let (call, attrs) = self.call_parts(it, self.off(name))?;
+        Ok(InstParts {
+            at,
+            root,
+            name,
+            shape,
+            call,
+            attrs,
+        })
+    }
+
+    /// The call and attributes of an instruction from the grammar's tokens
+    /// after its name and shape (`op_call ~ attr_list`).
+    fn call_parts(
+        &self,
+        mut it: impl Iterator<Item = Pair<'a, Rule>>,
+        name_off: usize,
+    ) -> Result<(CallParts<'a>, SmallVec<[&'a str; 4]>)> {
+        let call = it
+            .next()
+            .ok_or_else(|| self.err(name_off, "instruction without an operation"))?;
+        let call_off = self.pos(&call);
+        let call =
+            CallParts::from_pair(call).ok_or_else(|| self.err(call_off, "expected an opcode"))?;
+        let attrs = it
+            .filter(|a| a.as_rule() == Rule::attr)
+            .map(|a| a.as_str())
+            .collect();
+        Ok((call, attrs))
+    }
+
+    /// Lowers an instruction into computation `cid`. Returns the id and
     /// whether it was marked `ROOT`.
     fn instruction(
         &mut self,
-        pair: Pair<'a, Rule>,
+        parts: InstParts<'a>,
         cid: CompId,
         params: &mut Vec<(i64, InstId, usize)>,
     ) -> Result<(InstId, bool)> {
-        let mut it = pair.into_inner();
-        let mut marked = false;
-        let mut p = it.next();
-        if let Some(r) = &p {
-            if r.as_rule() == Rule::root_kw {
-                marked = true;
-                p = it.next();
-            }
-        }
-        let name_pair = p.ok_or_else(|| self.err(0, "instruction without a name"))?;
-        let raw_name = name_pair.as_str().trim_end();
-        self.name_chars(raw_name, self.pos(&name_pair), "instruction name")?;
+        let raw_name = parts.name.trim_end();
+        let name_off = self.off(parts.name);
+        self.name_chars(raw_name, name_off, "instruction name")?;
         let name = strip_pct(raw_name);
-        let name_off = self.pos(&name_pair);
-        let shape = match it.peek() {
-            Some(s) if s.as_rule() == Rule::shape => match it.next() {
-                Some(s) => Some(self.shape(s)?),
-                None => None,
-            },
-            _ => None,
+        let shape = match parts.shape {
+            Some(s) => Some(self.shape_text(s)?),
+            None => None,
         };
-        let id = self.inst_rest(name, name_off, shape, it, cid, params)?;
-        Ok((id, marked))
+        let id = self.inst_rest(name, name_off, shape, parts.call, &parts.attrs, cid, params)?;
+        Ok((id, parts.root))
     }
 
     /// Lowers the op call and attributes of an instruction named `name`
     /// (already stripped of `%`), appends it to `cid` and registers its name.
+    #[allow(clippy::too_many_arguments)]
     fn inst_rest(
         &mut self,
         name: &'a str,
         name_off: usize,
         shape: Option<ShapeId>,
-        mut it: Pairs<'a, Rule>,
+        call: CallParts<'a>,
+        attr_texts: &[&'a str],
         cid: CompId,
         params: &mut Vec<(i64, InstId, usize)>,
     ) -> Result<InstId> {
-        let call = it
-            .next()
-            .ok_or_else(|| self.err(name_off, "instruction without an operation"))?;
-        let call_off = self.pos(&call);
+        let call_off = self.off(call.text());
         let mut operands: SmallVec<[InstId; 3]> = SmallVec::new();
         let mut payload: Option<Payload> = None;
         // A constant's literal text, decoded once the shape is known.
@@ -1377,19 +1508,17 @@ impl<'a> Lowerer<'a> {
         let mut pend: Vec<PendingRef<'a>> = Vec::new();
         let placeholder = InstId::from_index(0);
         let mut wrapped_op: Option<&'a str> = None;
-        let opcode = match call.as_rule() {
-            Rule::constant_call => {
-                let lit = call.into_inner().next().map_or("", |p| p.as_str()).trim();
-                lit_text = Some(lit);
+        let opcode = match call {
+            CallParts::Constant { literal, .. } => {
+                lit_text = Some(literal.trim());
                 Opcode::Constant
             }
-            _ => {
-                let call_text = call.as_str();
-                let mut inner = call.into_inner();
-                let op = inner
-                    .next()
-                    .ok_or_else(|| self.err(call_off, "expected an opcode"))?;
-                let (opcode, wrapped) = self.opcode(op.as_str(), call_off)?;
+            CallParts::Generic {
+                text: call_text,
+                opcode: op,
+                operands: inner,
+            } => {
+                let (opcode, wrapped) = self.opcode(op, call_off)?;
                 wrapped_op = wrapped;
                 if matches!(opcode, Opcode::Parameter | Opcode::Constant) {
                     // `parameter(3)` / `constant(1.5)` parsed in the generic
@@ -1418,7 +1547,7 @@ impl<'a> Lowerer<'a> {
                     if payload.is_some() || lit_text.is_some() {
                         break;
                     }
-                    let otext = operand.as_str();
+                    let otext = operand;
                     // `%x` (white space before the `,` aside): resolved here;
                     // anything else is re-parsed below.
                     let trimmed = otext.trim_end();
@@ -1428,7 +1557,7 @@ impl<'a> Lowerer<'a> {
                         match self.names.get(n) {
                             Some(&target) => operands.push(target),
                             None => {
-                                let offset = self.pos(&operand);
+                                let offset = self.off(operand);
                                 pend.push(PendingRef {
                                     user: placeholder,
                                     slot: operands.len(),
@@ -1441,7 +1570,7 @@ impl<'a> Lowerer<'a> {
                         }
                         continue;
                     }
-                    let ooff = self.pos(&operand);
+                    let ooff = self.off(operand);
                     let full = HloParser::parse(Rule::operand_full, otext).map_err(|e| {
                         // The operand ends where the sub-parse expects its end.
                         let mut err = pest_error(e, self.text, self.file, ooff);
@@ -1534,16 +1663,14 @@ impl<'a> Lowerer<'a> {
             Some(w) if opcode == Opcode::AsyncStart => w,
             _ => opcode,
         };
-        for a in it {
-            if a.as_rule() == Rule::attr {
-                let at = self.pos(&a);
-                let attr = self.inst_attr(a, attr_op, placeholder_user, &mut pend)?;
-                // XLA: "attribute ... already exists".
-                if attrs.iter().any(|x| x.key == attr.key) {
-                    return Err(self.err(at, format!("attribute `{}` appears twice", attr.key)));
-                }
-                attrs.push(attr);
+        for &a in attr_texts {
+            let at = self.off(a);
+            let attr = self.inst_attr(a, attr_op, placeholder_user, &mut pend)?;
+            // XLA: "attribute ... already exists".
+            if attrs.iter().any(|x| x.key == attr.key) {
+                return Err(self.err(at, format!("attribute `{}` appears twice", attr.key)));
             }
+            attrs.push(attr);
         }
         let shape = match shape {
             Some(s) => s,
@@ -1636,7 +1763,8 @@ impl<'a> Lowerer<'a> {
             name = format!("{base}.{k}");
         }
         let name: &'a str = self.scratch.alloc_str(&name);
-        self.inst_rest(name, off, shape, it, cid, params)
+        let (call, attrs) = self.call_parts(it, off)?;
+        self.inst_rest(name, off, shape, call, &attrs, cid, params)
     }
 
     /// The opcode named `s`: an XLA opcode, or the async shorthand
@@ -1821,7 +1949,12 @@ impl<'a> Lowerer<'a> {
     /// Byte offset of a pair in the module text. Also right for pairs of a
     /// shape re-parsed from a slice of the text (see [`Lowerer::shape`]).
     fn pos(&self, p: &Pair<'a, Rule>) -> usize {
-        (p.as_str().as_ptr() as usize)
+        self.off(p.as_str())
+    }
+
+    /// Byte offset of `s`, a slice of the module text.
+    fn off(&self, s: &str) -> usize {
+        (s.as_ptr() as usize)
             .wrapping_sub(self.text.as_ptr() as usize)
             .min(self.text.len())
     }
@@ -1831,11 +1964,15 @@ impl<'a> Lowerer<'a> {
     /// seen before is re-parsed from its text with `shape_full`. Identical
     /// shape text maps to the interned id directly.
     fn shape(&mut self, pair: Pair<'a, Rule>) -> Result<ShapeId> {
-        let key = pair.as_str();
+        self.shape_text(pair.as_str())
+    }
+
+    /// [`Self::shape`] of a `shape` token's text (a slice of the module text).
+    fn shape_text(&mut self, key: &'a str) -> Result<ShapeId> {
         if let Some(&id) = self.shapes.get(key) {
             return Ok(id);
         }
-        let off = self.pos(&pair);
+        let off = self.off(key);
         let mut pairs = HloParser::parse(Rule::shape_full, key)
             .map_err(|e| pest_error(e, self.text, self.file, off))?;
         let inner = pairs
