@@ -207,6 +207,28 @@ pub fn parse_shape_into(m: &mut Module, text: &str) -> Result<ShapeId> {
 // ---------------------------------------------------------------------------
 // errors
 
+/// The byte offset of `key=` in the `HloModule` header line of `text` (the
+/// first line that starts with `HloModule`), if it is there.
+fn header_attr_offset(text: &str, key: &str) -> Option<usize> {
+    let mut start = 0;
+    let line = text.split_inclusive('\n').find_map(|l| {
+        let at = start;
+        start += l.len();
+        l.trim_start().starts_with("HloModule").then_some((at, l))
+    })?;
+    let needle = format!("{key}=");
+    let (at, l) = line;
+    let mut from = 0;
+    while let Some(p) = l[from..].find(&needle) {
+        let k = from + p;
+        if matches!(l[..k].chars().next_back(), Some(' ' | ',' | '\t')) {
+            return Some(at + k);
+        }
+        from = k + needle.len();
+    }
+    None
+}
+
 /// 1-based line and column (in characters) of byte `offset`.
 pub(crate) fn line_col(text: &str, offset: usize) -> (usize, usize) {
     let offset = offset.min(text.len());
@@ -745,7 +767,11 @@ impl<'a> Lowerer<'a> {
                 .filter(|&o| o != u32::MAX)
                 .unwrap_or(0) as usize,
             (None, Some(c)) => self.comp_offsets.get(c.index()).copied().unwrap_or(0) as usize,
-            (None, None) => 0,
+            (None, None) => f
+                .attr
+                .as_deref()
+                .and_then(|key| header_attr_offset(self.text, key))
+                .unwrap_or(0),
         };
         if let (Some(key), Some(_)) = (f.attr.as_deref(), f.inst) {
             let line_end = self.text[offset.min(self.text.len())..]

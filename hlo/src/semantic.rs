@@ -107,14 +107,61 @@ pub fn check(m: &Module) -> Check {
 // module attributes and layouts
 
 /// `debug_attributes` of the header (the attributes XLA types are decoded
-/// by the parser).
+/// by the parser), and the input-output aliasing against the entry: each
+/// output index names a subshape of the entry's result and each parameter
+/// number is not negative (XLA's `HloInputOutputAliasConfig` refuses
+/// others; a parameter number past the entry's parameters it takes).
 fn check_module_attrs(m: &Module) -> Check {
     for a in &m.attrs {
-        if let ("debug_attributes", AttrValue::Raw(text)) = (&*a.key, &a.value) {
-            v::check_debug_attributes(text).map_err(|msg| Finding::module_attr(&a.key, msg))?;
+        match (&*a.key, &a.value) {
+            ("debug_attributes", AttrValue::Raw(text)) => {
+                v::check_debug_attributes(text).map_err(|msg| Finding::module_attr(&a.key, msg))?
+            }
+            ("input_output_alias", AttrValue::InputOutputAlias(alias)) => {
+                let result = m.inst(m.entry_computation().root).shape;
+                for (k, e) in alias.entries.iter().enumerate() {
+                    if !shape_index_is_valid(m, result, &e.output_shape_index) {
+                        let mut index = String::new();
+                        crate::attrs::xla::write_shape_index(&e.output_shape_index, &mut index);
+                        return Err(Finding::module_attr(
+                            &a.key,
+                            format!(
+                                "alias {k}: output index {index} is not a subshape of the entry's result {}",
+                                print_shape(m, result)
+                            ),
+                        ));
+                    }
+                    if e.parameter_number < 0 {
+                        return Err(Finding::module_attr(
+                            &a.key,
+                            format!(
+                                "alias {k}: parameter number {} is negative",
+                                e.parameter_number
+                            ),
+                        ));
+                    }
+                }
+            }
+            _ => {}
         }
     }
     Ok(())
+}
+
+/// Whether `index` walks from `shape` through tuple elements (XLA's
+/// `ShapeUtil::IndexIsValid`; `{}` is the shape itself).
+fn shape_index_is_valid(m: &Module, shape: ShapeId, index: &[i64]) -> bool {
+    let mut at = shape;
+    for &k in index {
+        match m.shape(at) {
+            Shape::Tuple(es) => match usize::try_from(k).ok().and_then(|k| es.get(k)) {
+                Some(&e) => at = e,
+                None => return false,
+            },
+            _ => return false,
+        }
+    }
+    true
 }
 
 /// A layout's physical shape `P(...)` describes the storage of a sparse

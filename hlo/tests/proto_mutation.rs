@@ -271,8 +271,8 @@ fn a_constant_declaring_billions_of_elements_is_an_error_not_an_allocation() {
 /// from proto fields: literals of several element types, op metadata with a
 /// stack frame, the stack frame index, shardings, replica groups (iota),
 /// comparison, precision and dot algorithm, result accuracy, frontend
-/// attributes, custom-call API version, input/output aliasing and buffer
-/// donors in the header.
+/// attributes, custom-call API version, a named sharding over a mesh,
+/// input/output aliasing and buffer donors in the header.
 const FAMILIES: &str = r#"HloModule fam, input_output_alias={ {}: (0, {}, may-alias) }, buffer_donor={ (1, {}) }, frontend_attributes={k="v"}
 
 FileNames
@@ -304,6 +304,7 @@ ENTRY %e (p: f32[2,2], q: f32[2,2]) -> f32[2,2] {
   %x = f32[2,2]{1,0} exponential(%d), result_accuracy={mode=highest}, frontend_attributes={a="1"}
   %ar = f32[2,2]{1,0} all-reduce(%x), replica_groups=[2,2]<=[4], to_apply=%add, sharding={devices=[2,1]0,1}
   %cc = f32[2,2]{1,0} custom-call(%ar), custom_call_target="t", api_version=API_VERSION_STATUS_RETURNING
+  %ns = f32[2,2]{1,0} custom-call(%cc), custom_call_target="Sharding", sharding={mesh['x'=2,'y'=2], [{'x'}, {}]}
   ROOT %o = f32[2,2]{1,0} add(%cc, %q), metadata={op_name="o" stack_frame_id=1}
 }
 "#;
@@ -400,6 +401,50 @@ const EDITS: &[Edit] = &[
         "an unknown custom-call API version",
         |p| inst(p, "cc").custom_call_api_version = 42,
         &["computations[1].instructions[9]: unknown api version 42"],
+    ),
+    (
+        "an input-output alias at an output index the entry's result does not have",
+        |p| {
+            let a = p.input_output_alias.as_mut().expect("aliasing");
+            a.entries[0].output_shape_index = vec![3];
+        },
+        &["input_output_alias: alias 0: output index {3}"],
+    ),
+    (
+        "an input-output alias of a negative parameter number",
+        |p| {
+            let a = p.input_output_alias.as_mut().expect("aliasing");
+            a.entries[0].parameter_number = -2;
+        },
+        &["input_output_alias: alias 0: parameter number -2"],
+    ),
+    (
+        "a mesh axis of size 0",
+        |p| {
+            let s = inst(p, "ns").sharding.as_mut().expect("sharding");
+            let n = s.named_sharding.as_mut().expect("named");
+            n.mesh.as_mut().expect("mesh").axes[1].size = 0;
+        },
+        &["computations[1].instructions[10]: sharding: mesh axis 'y' has size 0"],
+    ),
+    (
+        "a named sharding using a mesh axis twice",
+        |p| {
+            let s = inst(p, "ns").sharding.as_mut().expect("sharding");
+            let n = s.named_sharding.as_mut().expect("named");
+            let x = n.dim_shardings[0].axes[0].clone();
+            n.replicated_axes.push(x);
+        },
+        &["computations[1].instructions[10]: sharding: axis 'x' is used twice"],
+    ),
+    (
+        "a named sharding's mesh with device ids that are not a permutation",
+        |p| {
+            let s = inst(p, "ns").sharding.as_mut().expect("sharding");
+            let n = s.named_sharding.as_mut().expect("named");
+            n.mesh.as_mut().expect("mesh").device_ids = vec![0, 1, 2, 2];
+        },
+        &["computations[1].instructions[10]: sharding: device ids must be a permutation"],
     ),
     (
         "a stack frame id past the module's frames",

@@ -548,11 +548,16 @@ fn with_header(header: &str) -> String {
 
 #[test]
 fn header_attributes_print_in_xla_spelling_and_parse_back() {
+    // An entry returning a pair, so that output index {1} exists.
     let text = with_header(
-        ", is_scheduled=true, entry_computation_layout={(f32[4,6]{0,1}, /*index=1*/(f32[2]{0}, s32[]))->f32[4,6]{1,0}}, \
+        ", is_scheduled=true, entry_computation_layout={(f32[4,6]{0,1}, /*index=1*/(f32[2]{0}, s32[]))->(f32[4,6]{1,0}, f32[4,6]{1,0})}, \
          input_output_alias={ {}: (0, {}), {1}: (1, {0, 1}, must-alias) }, buffer_donor={(1,{})}, replica_count=2, \
          num_partitions=1, allow_spmd_sharding_propagation_to_output={true,false}, \
          allow_spmd_sharding_propagation_to_parameters=false, frontend_attributes={b=\"2\",a=\"1\"}",
+    )
+    .replace(
+        "ROOT n = f32[4,6]{1,0} negate(p)",
+        "n = f32[4,6]{1,0} negate(p)\n  ROOT t = (f32[4,6]{1,0}, f32[4,6]{1,0}) tuple(n, n)",
     );
     let m = hlo::parse_module_named(&text, "header.hlo").unwrap_or_else(|e| panic!("{e}"));
     let l = m
@@ -569,7 +574,7 @@ fn header_attributes_print_in_xla_spelling_and_parse_back() {
         .to_string();
     assert_eq!(
         first,
-        "HloModule m, is_scheduled=true, entry_computation_layout={(f32[4,6]{0,1}, (f32[2]{0}, s32[]))->f32[4,6]{1,0}}, \
+        "HloModule m, is_scheduled=true, entry_computation_layout={(f32[4,6]{0,1}, (f32[2]{0}, s32[]))->(f32[4,6]{1,0}, f32[4,6]{1,0})}, \
          input_output_alias={ {}: (0, {}, may-alias), {1}: (1, {0,1}, must-alias) }, buffer_donor={ (1, {}) }, replica_count=2, \
          num_partitions=1, allow_spmd_sharding_propagation_to_output={true,false}, \
          allow_spmd_sharding_propagation_to_parameters=false, frontend_attributes={a=\"1\",b=\"2\"}"
@@ -882,12 +887,12 @@ const MALFORMED_FRAMES: &[(&str, &str, &str)] = &[
     ("FileNames\nx \"a.py\"\n", "4:3", "`\"`"),
     (
         "FileNames\n1 \"a.py\"\n\nFunctionNames\n1 \"f\"\n\nFileLocations\n1 {file_name_id=1 function_name_id=1 line=x}\n",
-        "10:1",
+        "10:43",
         "integer",
     ),
     (
         "FileNames\n1 \"a.py\"\n\nFunctionNames\n1 \"f\"\n\nFileLocations\n1 {file_name_id=1 function_name_id=1 line=99999999999}\n",
-        "10:1",
+        "10:38",
         "32 bits",
     ),
     (
@@ -898,15 +903,15 @@ const MALFORMED_FRAMES: &[(&str, &str, &str)] = &[
     (
         // The text counts parents from 1; the proto's id would be i32::MIN - 1.
         "StackFrames\n1 {file_location_id=1 parent_frame_id=-2147483648}\n",
-        "4:1",
+        "4:3",
         "parent_frame_id",
     ),
     // An entry before any section name is no debug section.
     ("1 \"a.py\"\n", "3:3", "`\"`"),
 ];
 
-/// A malformed stack frame section is a parse error on the line of the
-/// entry, never a panic (nor an overflow of the text's 1-based ids).
+/// A malformed stack frame section is a parse error at the offending
+/// token of the entry, never a panic (nor an overflow of the text's 1-based ids).
 #[test]
 fn malformed_stack_frame_sections_are_positioned_parse_errors() {
     for (sections, at, word) in MALFORMED_FRAMES {

@@ -516,6 +516,10 @@ pub fn frontend_attributes(text: &str) -> R<xla::FrontendAttributes> {
             c.expect("}")?;
             break;
         }
+        // `{a="b",}`: XLA's parser wants another attribute after a comma.
+        if c.peek() == Some(b'}') {
+            return Err("expected a key after `,`, found `}`".into());
+        }
     }
     c.end()?;
     Ok(fa)
@@ -623,11 +627,26 @@ pub fn replica_groups(text: &str) -> R<ReplicaGroups> {
         let axes = mesh_axes(&mut c)?;
         let refs = axis_refs(&mut c, &axes)?;
         c.end()?;
+        let mesh = xla::MeshProto {
+            axes,
+            ..Default::default()
+        };
+        check_mesh(&mesh, &refs)?;
+        // XLA's parser (not its proto reader) wants groups of two or more.
+        let per_group: i64 = refs
+            .iter()
+            .map(|a| match &a.sub_axis_info {
+                Some(s) => s.size,
+                None => mesh.axes[a.mesh_axis_index as usize].size,
+            })
+            .fold(1i64, |p, n| p.saturating_mul(n));
+        if per_group <= 1 {
+            return Err(format!(
+                "mesh replica groups must have more than one device per group, not {per_group}"
+            ));
+        }
         return Ok(ReplicaGroups::Mesh(xla::MeshAxesReplicaGroupListProto {
-            mesh: Some(xla::MeshProto {
-                axes,
-                ..Default::default()
-            }),
+            mesh: Some(mesh),
             axes: refs,
         }));
     }
@@ -851,7 +870,7 @@ pub fn write_buffer_donor(b: &xla::HloBufferDonorProto, o: &mut String) {
 }
 
 /// A shape index `{0,1}` as XLA's `ShapeIndex::ToString` writes it.
-fn write_shape_index(v: &[i64], o: &mut String) {
+pub(crate) fn write_shape_index(v: &[i64], o: &mut String) {
     o.push('{');
     write_joined(v, o);
     o.push('}');
@@ -1037,7 +1056,111 @@ fn named_sharding(c: &mut Cur) -> R<xla::NamedShardingProto> {
         *field = axis_refs(c, &axes)?;
     }
     n.mesh.get_or_insert_with(Default::default).axes = axes;
+    check_mesh(
+        n.mesh.as_ref().unwrap_or(&xla::MeshProto::default()),
+        named_refs(&n),
+    )?;
     Ok(n)
+}
+
+/// Every axis reference of a named sharding.
+fn named_refs(n: &xla::NamedShardingProto) -> impl Iterator<Item = &xla::AxisRefProto> + Clone {
+    n.dim_shardings
+        .iter()
+        .flat_map(|d| &d.axes)
+        .chain(&n.replicated_axes)
+        .chain(&n.unreduced_axes)
+        .chain(&n.manual_axes)
+}
+
+/// What XLA's mesh and named sharding constructors check (they abort on a
+/// violation, from text and from a proto alike): axis names unique, device
+/// ids (if given) a permutation of as many devices as the mesh holds, axis
+/// references to axes of the mesh, a sub-axis `(pre)size` with `pre >= 1`,
+/// `size` less than its axis and `pre * size` dividing it, and no two
+/// references overlapping (the same axis twice, an axis and a sub-axis of
+/// it, sub-axes sharing a factor). Both the text decoders and the proto
+/// reader call it.
+fn check_mesh<'r>(
+    mesh: &xla::MeshProto,
+    refs: impl IntoIterator<Item = &'r xla::AxisRefProto> + Clone,
+) -> R<()> {
+    for (k, a) in mesh.axes.iter().enumerate() {
+        if mesh.axes[..k].iter().any(|b| b.name == a.name) {
+            return Err(format!("mesh axis name '{}' is given twice", a.name));
+        }
+    }
+    if !mesh.device_ids.is_empty() {
+        let n = mesh.axes.iter().fold(1i64, |p, a| p.saturating_mul(a.size));
+        if i64::try_from(mesh.device_ids.len()).ok() != Some(n) {
+            return Err(format!(
+                "{} device ids for a mesh of {n} devices",
+                mesh.device_ids.len()
+            ));
+        }
+        let mut seen = vec![false; mesh.device_ids.len()];
+        for &d in &mesh.device_ids {
+            match usize::try_from(d).ok().and_then(|d| seen.get_mut(d)) {
+                Some(s) if !*s => *s = true,
+                _ => {
+                    return Err(format!(
+                    "device ids must be a permutation of 0..{n}; {d} is out of range or repeated"
+                ))
+                }
+            }
+        }
+    }
+    // Each reference as the range [lo, hi) of its axis's factors it spans.
+    let span = |a: &xla::AxisRefProto| -> R<(usize, i64, i64)> {
+        let k = usize::try_from(a.mesh_axis_index)
+            .ok()
+            .filter(|&k| k < mesh.axes.len())
+            .ok_or_else(|| {
+                format!(
+                    "axis index {} is outside the mesh's {} axes",
+                    a.mesh_axis_index,
+                    mesh.axes.len()
+                )
+            })?;
+        let full = mesh.axes[k].size;
+        let Some(sub) = &a.sub_axis_info else {
+            return Ok((k, 1, full));
+        };
+        let name = &mesh.axes[k].name;
+        if sub.pre_size < 1 || sub.size < 1 {
+            return Err(format!(
+                "sub-axis '{name}':({}){} needs a pre-size and a size of at least 1",
+                sub.pre_size, sub.size
+            ));
+        }
+        let next = sub.pre_size.saturating_mul(sub.size);
+        if sub.size >= full {
+            return Err(format!(
+                "sub-axis '{name}':({}){} is not smaller than its axis of size {full}",
+                sub.pre_size, sub.size
+            ));
+        }
+        if full % next != 0 {
+            return Err(format!(
+                "sub-axis '{name}':({}){}: {next} does not divide the axis size {full}",
+                sub.pre_size, sub.size
+            ));
+        }
+        Ok((k, sub.pre_size, next))
+    };
+    for (j, a) in refs.clone().into_iter().enumerate() {
+        let (ka, lo_a, hi_a) = span(a)?;
+        for b in refs.clone().into_iter().take(j) {
+            let (kb, lo_b, hi_b) = span(b)?;
+            if ka == kb && lo_a < hi_b && lo_b < hi_a {
+                return Err(format!(
+                    "axis '{}' is used twice (axes overlap)",
+                    mesh.axes[ka].name
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Every axis of a mesh, in order, as axis references.
@@ -1173,22 +1296,15 @@ fn named_sharding_from_proto(n: &xla::NamedShardingProto) -> R<xla::NamedShardin
             ));
         }
     }
-    let refs = n
-        .dim_shardings
-        .iter()
-        .flat_map(|d| &d.axes)
-        .chain(&n.replicated_axes)
-        .chain(&n.unreduced_axes)
-        .chain(&n.manual_axes);
-    for a in refs {
-        if usize::try_from(a.mesh_axis_index).map_or(true, |k| k >= mesh.axes.len()) {
-            return Err(format!(
-                "axis index {} is outside the mesh's {} axes",
-                a.mesh_axis_index,
-                mesh.axes.len()
-            ));
-        }
+    // XLA's text parser takes an axis of size 0 (or less); its proto
+    // reader aborts on one.
+    if let Some(a) = mesh.axes.iter().find(|a| a.size <= 0) {
+        return Err(format!(
+            "mesh axis '{}' has size {}; a mesh axis size must be positive",
+            a.name, a.size
+        ));
     }
+    check_mesh(&mesh, named_refs(n))?;
     Ok(xla::NamedShardingProto {
         mesh: Some(mesh),
         dim_shardings: n.dim_shardings.clone(),
@@ -1876,18 +1992,33 @@ pub fn stack_frame_index(text: &str) -> Result<xla::StackFrameIndexProto, (usize
             continue;
         }
         let at = line_start + (raw.len() - raw.trim_start().len());
-        stack_frame_line(l, &mut section, &mut p).map_err(|e| (at, e))?;
+        stack_frame_line(l, &mut section, &mut p).map_err(|(o, e)| (at + o, e))?;
     }
     Ok(p)
 }
 
+/// The fields of a `FileLocations` entry and of a `StackFrames` entry, each
+/// required exactly once (XLA's parser: "sub-attribute ... is expected but
+/// not seen", "attribute ... already exists").
+const LOCATION_FIELDS: [&str; 6] = [
+    "file_name_id",
+    "function_name_id",
+    "line",
+    "end_line",
+    "column",
+    "end_column",
+];
+const FRAME_FIELDS: [&str; 2] = ["file_location_id", "parent_frame_id"];
+
 /// One non-empty line of [`stack_frame_index`]: a section name or an entry
-/// of the current section.
+/// of the current section. An error carries the byte offset in `l` of what
+/// it is about (the entry's `{` for a missing field, the key of a repeated
+/// or unknown one).
 fn stack_frame_line(
     l: &str,
     section: &mut &'static str,
     p: &mut xla::StackFrameIndexProto,
-) -> R<()> {
+) -> Result<(), (usize, String)> {
     for name in ["FileNames", "FunctionNames", "FileLocations", "StackFrames"] {
         if l == name {
             *section = name;
@@ -1895,55 +2026,85 @@ fn stack_frame_line(
         }
     }
     let mut c = Cur::new(l);
-    let _index = c.int()?;
+    let _index = c.int().map_err(|e| (0, e))?;
+    let at = |c: &mut Cur, e: String| {
+        c.ws();
+        (c.i, e)
+    };
     match *section {
-        "FileNames" => p.file_names.push(c.quoted()?),
-        "FunctionNames" => p.function_names.push(c.quoted()?),
+        "FileNames" => p.file_names.push(c.quoted().map_err(|e| at(&mut c, e))?),
+        "FunctionNames" => p
+            .function_names
+            .push(c.quoted().map_err(|e| at(&mut c, e))?),
         "FileLocations" | "StackFrames" => {
-            let locations = *section == "FileLocations";
-            c.expect("{")?;
-            let mut loc = xla::FileLocation::default();
-            let mut frame = xla::StackFrame::default();
+            let fields: &[&str] = if *section == "FileLocations" {
+                &LOCATION_FIELDS
+            } else {
+                &FRAME_FIELDS
+            };
+            c.ws();
+            let open = c.i;
+            c.expect("{").map_err(|e| at(&mut c, e))?;
+            let mut values = [0i32; 6];
+            let mut seen = [false; 6];
             loop {
                 if c.eat("}") {
                     break;
                 }
+                c.ws();
+                let key_at = c.i;
                 let k = c.word();
-                c.expect("=")?;
-                let v = i32::try_from(c.int()?).map_err(|_| "value does not fit 32 bits")?;
-                match (locations, k) {
-                    (true, "file_name_id") => loc.file_name_id = v,
-                    (true, "function_name_id") => loc.function_name_id = v,
-                    (true, "line") => loc.line = v,
-                    (true, "end_line") => loc.end_line = v,
-                    (true, "column") => loc.column = v,
-                    (true, "end_column") => loc.end_column = v,
-                    (false, "file_location_id") => frame.file_location_id = v,
-                    // The text counts parents from 1 where the proto
-                    // counts from 0 (0 = no parent in the proto).
-                    (false, "parent_frame_id") => {
-                        frame.parent_frame_id = v
-                            .checked_sub(1)
-                            .ok_or_else(|| format!("parent_frame_id {v} is not a frame id"))?
-                    }
-                    _ => return Err(format!("unknown field `{k}` in {section}")),
+                let slot = fields.iter().position(|f| *f == k).ok_or_else(|| {
+                    (
+                        key_at,
+                        format!(
+                            "unknown field `{k}` in {section}; expected {}",
+                            fields.join(", ")
+                        ),
+                    )
+                })?;
+                if std::mem::replace(&mut seen[slot], true) {
+                    return Err((key_at, format!("field `{k}` is given twice")));
                 }
+                c.expect("=").map_err(|e| at(&mut c, e))?;
+                let v = c.int().map_err(|e| at(&mut c, e))?;
+                values[slot] = i32::try_from(v)
+                    .map_err(|_| (key_at, format!("`{k}={v}` does not fit 32 bits")))?;
                 c.eat(",");
             }
-            if locations {
-                p.file_locations.push(loc);
+            if let Some(missing) = fields.iter().zip(seen).find(|(_, s)| !s) {
+                return Err((open, format!("field `{}` is missing", missing.0)));
+            }
+            if fields.len() == LOCATION_FIELDS.len() {
+                let [file_name_id, function_name_id, line, end_line, column, end_column] = values;
+                p.file_locations.push(xla::FileLocation {
+                    file_name_id,
+                    function_name_id,
+                    line,
+                    end_line,
+                    column,
+                    end_column,
+                });
             } else {
-                p.stack_frames.push(frame);
+                // The text counts parents from 1 where the proto counts
+                // from 0 (0 = no parent in the proto).
+                let v = values[1];
+                p.stack_frames.push(xla::StackFrame {
+                    file_location_id: values[0],
+                    parent_frame_id: v
+                        .checked_sub(1)
+                        .ok_or_else(|| (open, format!("parent_frame_id {v} is not a frame id")))?,
+                });
             }
         }
         _ => {
-            return Err(format!(
-                "unexpected line `{}` before a section name",
-                snippet(l)
+            return Err((
+                0,
+                format!("unexpected line `{}` before a section name", snippet(l)),
             ))
         }
     }
-    c.end()
+    c.end().map_err(|e| at(&mut c, e))
 }
 
 /// The sections [`stack_frame_index`] reads, as XLA prints them (sections

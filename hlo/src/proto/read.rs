@@ -180,7 +180,7 @@ pub(crate) fn check_readable(m: &Module) -> std::result::Result<(), String> {
         let at = match (f.inst, f.comp) {
             (Some(i), _) => format!("%{}: ", m.inst(i).name),
             (None, Some(c)) => format!("computation %{}: ", m.comp(c).name),
-            (None, None) => String::new(),
+            (None, None) => f.attr.map_or_else(String::new, |a| format!("{a}: ")),
         };
         return Err(format!("{at}{}", f.message));
     }
@@ -1719,7 +1719,8 @@ impl<'p> Reader<'p> {
         };
         let groups = if let Some(g) = &i.mesh_axes_replica_group_list {
             Some(ax::ReplicaGroups::Mesh(
-                ax::mesh_replica_groups_from_proto(g).map_err(ebad)?,
+                ax::mesh_replica_groups_from_proto(g)
+                    .map_err(|e| ebad(format!("mesh_axes_replica_group_list: {e}")))?,
             ))
         } else if let Some(l) = &i.iota_collective_device_list {
             Some(ax::ReplicaGroups::Iota(ax::IotaList {
