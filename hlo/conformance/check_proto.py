@@ -19,20 +19,45 @@ DIR/<name>.pb (for the reader conformance: hlo-opt reads XLA's protos).
 XLA aborts the process on a few inputs, so all XLA calls run in a worker
 subprocess that is restarted after a crash (the module is reported).
 
+XLA cannot read its own proto of a few modules (its proto reader reads past
+the end of a list, or aborts on it). Every module that does not match the
+text, matches only XLA's own round trip, or aborts the worker is checked
+for that at run time, in two fresh processes (`--self-check`): XLA's own
+text -> proto -> module -> text, its proto read several times in each. If
+XLA aborts, or its readings of the same bytes differ, the module is
+reported as `XLA cannot read its own proto` with the evidence (the abort
+message, the differing lines) and counted apart: there is no reading of
+XLA's to compare ours with. A module whose proto XLA reads the same way
+every time must match as above.
+
 With --read-dir DIR instead (the reader direction), DIR/<name> is hlo-opt's
 printed text of its reading of XLA's proto of FILE; XLA must read it as the
 module XLA reads from its own proto.
 
 Usage: check_proto.py (--ours-dir DIR [--dump-xla-dir DIR] | --read-dir DIR) FILE...
-Exit 1 if any module fails. Summary line:
-`proto conformance: N of M modules match (K same as XLA's round trip, S skipped)`.
+Exit 1 if any module fails. Summary line: `proto conformance (writer|reader):
+N of M modules match (K same as XLA's own round trip, X XLA cannot read its
+own proto, D known differences, S skipped)`.
 """
 import argparse
+import difflib
 import json
 import os
 import subprocess
 import sys
 import tempfile
+
+# XLA's readings of its own proto per self-check process (its out-of-bounds
+# reads give the same garbage several times in a row now and then), and per
+# process for protos over SELF_CHECK_BIG bytes (hundreds of MB each).
+SELF_CHECK_READS = 8
+SELF_CHECK_BIG_READS = 2
+SELF_CHECK_BIG = 64 << 20
+
+# XLA's protos over this many bytes are not kept in the worker once dumped
+# (read back from the dump when needed): with our proto and XLA's reading
+# of it, three copies of an 805 MB proto would be held at once.
+KEEP_XLA_PB = 64 << 20
 
 
 class Done(Exception):
@@ -70,7 +95,6 @@ def reader_job(hlo, job, res) -> None:
     if actual == roundtrip:
         res["ok_roundtrip"] = True
         return
-    import difflib
     diff = list(difflib.unified_diff(roundtrip.splitlines(), actual.splitlines(), "xla", "ours", n=0, lineterm=""))
     res["fail"] = "XLA reads our text of its proto as a different module"
     res["diff"] = [l[:300] for l in diff[2:8]]
@@ -100,9 +124,19 @@ def worker() -> None:
                 res["skip"] = "XLA's own text of the original differs between two reads"
                 raise Done
             xla_pb = m.as_serialized_hlo_module_proto()
+            del m
             if dump:
                 with open(dump, "wb") as f:
                     f.write(xla_pb)
+                if len(xla_pb) > KEEP_XLA_PB:
+                    xla_pb = None
+
+            def xla_proto():
+                if xla_pb is not None:
+                    return xla_pb
+                with open(dump, "rb") as f:
+                    return f.read()
+
             if ours is None:
                 res["fail"] = "hlo-opt wrote no proto"
                 raise Done
@@ -113,7 +147,7 @@ def worker() -> None:
             except Exception as e:
                 why = str(e).splitlines()[0][:300]
                 try:
-                    hlo.HloModule.from_serialized_hlo_module_proto(xla_pb)
+                    hlo.HloModule.from_serialized_hlo_module_proto(xla_proto())
                 except Exception as own:
                     if str(own).splitlines()[0][:300] == why:
                         # XLA rejects its own proto of the original the same
@@ -126,11 +160,10 @@ def worker() -> None:
             if actual == expected:
                 res["ok"] = True
                 raise Done
-            roundtrip = hlo.HloModule.from_serialized_hlo_module_proto(xla_pb).to_string()
+            roundtrip = hlo.HloModule.from_serialized_hlo_module_proto(xla_proto()).to_string()
             if actual == roundtrip:
                 res["ok_roundtrip"] = True
                 raise Done
-            import difflib
             diff = list(difflib.unified_diff(expected.splitlines(), actual.splitlines(), "xla", "ours", n=0, lineterm=""))
             res["fail"] = "XLA reads our proto as a different module"
             res["diff"] = [l[:300] for l in diff[2:8]]
@@ -141,9 +174,93 @@ def worker() -> None:
         print(json.dumps(res), flush=True)
 
 
+def self_check_worker() -> None:
+    """XLA's own round trip of each module (text -> proto -> module ->
+    text), its proto read several times: one line of JSON per module with
+    the texts read."""
+    from jax._src.lib import hlo
+
+    for line in sys.stdin:
+        path = json.loads(line)["path"]
+        with open(path, encoding="utf-8") as f:
+            original = f.read()
+        pb = hlo.hlo_module_from_text(original).as_serialized_hlo_module_proto()
+        reads = SELF_CHECK_READS if len(pb) <= SELF_CHECK_BIG else SELF_CHECK_BIG_READS
+        texts = []
+        for _ in range(reads):
+            try:
+                texts.append(hlo.HloModule.from_serialized_hlo_module_proto(pb).to_string())
+            except Exception as e:  # a clean error: deterministic, compared as text
+                texts.append("error: " + str(e).splitlines()[0][:300])
+        print(json.dumps({"path": path, "texts": texts}), flush=True)
+
+
+def fatal_line(stderr_text: str) -> str:
+    """The message XLA aborted with: its last fatal log line
+    (`F0000 ... ] Check failed: ...`), else the last line written."""
+    lines = [l.strip() for l in stderr_text.splitlines() if l.strip()]
+    fatal = [l for l in lines if l.startswith("F0") or "Check failed" in l]
+    last = (fatal or lines or ["(nothing on stderr)"])[-1]
+    return last[:300]
+
+
+def self_check_pass(paths):
+    """One pass of XLA's own round trip over `paths` in a fresh worker
+    process (another after an abort, for the rest): path -> ("texts", list)
+    or ("abort", message)."""
+    out = {}
+    i = 0
+    while i < len(paths):
+        with tempfile.TemporaryFile("w+") as jobfile, tempfile.TemporaryFile("w+") as errfile:
+            for p in paths[i:]:
+                jobfile.write(json.dumps({"path": p}) + "\n")
+            jobfile.seek(0)
+            proc = subprocess.Popen([sys.executable, __file__, "--self-check"], stdin=jobfile,
+                                    stdout=subprocess.PIPE, stderr=errfile, text=True)
+            for line in proc.stdout:
+                res = json.loads(line)
+                out[paths[i]] = ("texts", res["texts"])
+                i += 1
+            proc.wait()
+            if i < len(paths):
+                # The worker died on paths[i]: XLA aborted on its own proto.
+                errfile.seek(0)
+                out[paths[i]] = ("abort", fatal_line(errfile.read()))
+                i += 1
+    return out
+
+
+def self_check(paths):
+    """Whether XLA can read its own proto of each of `paths`, from two
+    passes in separate processes: path -> evidence that it cannot (an
+    abort, readings of the same bytes that differ), or None (it reads it
+    the same way every time)."""
+    passes = [self_check_pass(paths), self_check_pass(paths)]
+    verdict = {}
+    for p in paths:
+        results = [r[p] for r in passes]
+        aborts = [msg for kind, msg in results if kind == "abort"]
+        if aborts:
+            verdict[p] = [f"XLA aborts reading its own proto: {aborts[0]}"]
+            continue
+        texts = [t for _, ts in results for t in ts]
+        distinct = list(dict.fromkeys(texts))
+        if len(distinct) == 1:
+            verdict[p] = None
+            continue
+        diff = list(difflib.unified_diff(distinct[0].splitlines(), distinct[1].splitlines(),
+                                         "reading 1", "reading 2", n=0, lineterm=""))
+        verdict[p] = [f"{len(distinct)} different readings of the same bytes in {len(texts)} reads "
+                      f"(two processes), e.g.:"] + [l[:300] for l in diff[2:8]]
+    return verdict
+
+
 def main() -> int:
     if len(sys.argv) > 1 and sys.argv[1] == "--worker":
         worker()
+        return 0
+    if len(sys.argv) > 1 and sys.argv[1] == "--self-check":
+        self_check_worker()
         return 0
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ours-dir", help="hlo-opt's protos (<name>.pb) of the modules: writer direction")
@@ -186,15 +303,18 @@ def main() -> int:
         dump = os.path.join(args.dump_xla_dir, name + ".pb") if args.dump_xla_dir else None
         jobs.append({"path": path, "ours": ours if os.path.exists(ours) else None, "dump": dump,
                      "our_error": open(err, encoding="utf-8").read().strip() if os.path.exists(err) else None})
-    ok = roundtrip = failed = known = 0
+    ok = roundtrip = failed = known = xla_cannot = 0
     matched_known = []
+    # Modules whose verdict waits for XLA's self-check: (job, result), the
+    # result `{"ok_roundtrip": ...}`, `{"fail": ...}` or `{"aborted": True}`.
+    pending = []
     i = 0
     while i < len(jobs):
-        pending = jobs[i:i + max(1, args.chunk)]
+        chunk = jobs[i:i + max(1, args.chunk)]
         # The jobs go through a file: a pipe in both directions could fill up
         # both ways and deadlock.
         with tempfile.TemporaryFile("w+") as jobfile:
-            for j in pending:
+            for j in chunk:
                 jobfile.write(json.dumps({k: j.get(k) for k in ("path", "ours", "dump", "read")}) + "\n")
             jobfile.seek(0)
             proc = subprocess.Popen([sys.executable, __file__, "--worker"], stdin=jobfile,
@@ -213,41 +333,49 @@ def main() -> int:
                 ok += 1
                 if name in args.known:
                     matched_known.append(name)
-            elif res.get("ok_roundtrip"):
-                roundtrip += 1
-                if "note" in res:
-                    print(f"same as XLA's own round trip: {name}: {res['note']}")
-                if name in args.known:
-                    matched_known.append(name)
             else:
-                why = res["fail"]
-                if job["our_error"]:
-                    why += f" ({job['our_error'][:300]})"
-                if name in args.known:
-                    known += 1
-                    print(f"known difference: {name}: {why}")
-                    continue
-                failed += 1
-                print(f"FAIL {name}: {why}")
-                if not args.quiet:
-                    for l in res.get("diff", []):
-                        print("    " + l)
+                pending.append((job, res))
         proc.wait()
-        if i < len(jobs) and done < len(pending):
+        if i < len(jobs) and done < len(chunk):
             # The worker died on jobs[i]: XLA aborted the process.
-            name = os.path.basename(jobs[i]["path"])
-            if name in args.known:
-                known += 1
-            else:
-                failed += 1
-            print(f"FAIL {name}: XLA aborted the process loading our proto (or the original)")
+            pending.append((jobs[i], {"aborted": True}))
             i += 1
+    verdicts = self_check([job["path"] for job, _ in pending]) if pending else {}
+    for job, res in pending:
+        name = os.path.basename(job["path"])
+        evidence = verdicts[job["path"]]
+        if evidence is not None:
+            xla_cannot += 1
+            print(f"XLA cannot read its own proto of this module: {name}:")
+            for l in evidence:
+                print("    " + l)
+            continue
+        if res.get("ok_roundtrip"):
+            roundtrip += 1
+            if "note" in res:
+                print(f"same as XLA's own round trip: {name}: {res['note']}")
+            if name in args.known:
+                matched_known.append(name)
+            continue
+        why = res.get("fail") or "XLA aborted the process loading our proto (or the original)"
+        if job["our_error"]:
+            why += f" ({job['our_error'][:300]})"
+        if name in args.known:
+            known += 1
+            print(f"known difference: {name}: {why}")
+            continue
+        failed += 1
+        print(f"FAIL {name}: {why}")
+        if not args.quiet:
+            for l in res.get("diff", []):
+                print("    " + l)
     for name in matched_known:
         print(f"listed as a known difference, but matches now (remove its line): {name}")
-    total = ok + roundtrip + failed + known
+    total = ok + roundtrip + failed + known + xla_cannot
     what = "reader" if args.read_dir else "writer"
     print(f"proto conformance ({what}): {ok + roundtrip} of {total} modules match "
-          f"({roundtrip} same as XLA's own round trip, {known} known differences, {skipped} skipped)")
+          f"({roundtrip} same as XLA's own round trip, {xla_cannot} XLA cannot read its own proto, "
+          f"{known} known differences, {skipped} skipped)")
     return 1 if failed else 0
 
 

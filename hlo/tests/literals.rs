@@ -81,16 +81,97 @@ fn literals_a_proto_cannot_hold_are_errors_when_writing_one() {
     let err = hlo::proto::to_bytes(&m).expect_err("a dynamic literal below its bound");
     assert!(err.to_string().contains("below its bounds"), "{err}");
     // Elided values are XLA's made-up values (own_elided_literals.hlo and
-    // the proto conformance test), up to a bound: XLA would fill 4 GB here.
+    // the proto conformance test), up to protobuf's 2 GiB limit: XLA would
+    // fill 4 GB here, and no proto can hold them. Refused before anything
+    // is allocated.
     let huge = "HloModule huge\nENTRY %e () -> f32[1000000000] {\n  \
                 ROOT %c = f32[1000000000] constant({...})\n}\n";
     let m = hlo::parse_module_named(huge, "huge").expect("parses");
     let err = hlo::proto::to_bytes(&m).expect_err("4 GB of made-up values");
     let msg = err.to_string();
     assert!(
-        msg.contains("%c") && msg.contains("4000000000 bytes") && msg.contains("268435456"),
+        msg.contains("%c") && msg.contains("4000000000 bytes") && msg.contains("2147483647"),
         "{msg}"
     );
+    // A literal at the limit fits alone, but not with its instruction's
+    // other fields: the whole proto is bounded, the error names the
+    // instruction that reaches the limit (still before any allocation).
+    let at_limit = "HloModule at_limit\nENTRY %e () -> u8[2147483647] {\n  \
+                    ROOT %full = u8[2147483647] constant({...})\n}\n";
+    let m = hlo::parse_module_named(at_limit, "at_limit").expect("parses");
+    let err = hlo::proto::to_bytes(&m).expect_err("a proto over 2 GiB");
+    let msg = err.to_string();
+    assert!(
+        msg.contains("%full") && msg.contains("over protobuf's limit of 2147483647"),
+        "{msg}"
+    );
+}
+
+/// The proto writer generates an elided array's values straight into its
+/// output, 64 KiB at a time; the message it would otherwise build holds
+/// them made whole. Both must be the same bytes, across chunk boundaries
+/// (the `n % 4` leftover bytes of `s8[262147]` land at byte 65536, the
+/// second chunk), for raw-byte fields, packed varints (`s32`, whose negative
+/// values take ten bytes each, `u64`), `pred` and an empty array.
+#[test]
+fn streamed_elided_literals_are_the_made_values() {
+    let text = "HloModule big_elided\n\
+                ENTRY %e () -> (s8[262147], s32[70001], u64[9000], pred[131077], f32[1,70000], bf16[0]) {\n  \
+                %a = s8[262147] constant({...})\n  \
+                %b = s32[70001] constant({...})\n  \
+                %c = u64[9000] constant({...})\n  \
+                %d = pred[131077] constant({...})\n  \
+                %f = f32[1,70000] constant({...})\n  \
+                %g = bf16[0] constant({...})\n  \
+                ROOT %t = (s8[262147], s32[70001], u64[9000], pred[131077], f32[1,70000], bf16[0]) \
+                tuple(%a, %b, %c, %d, %f, %g)\n}\n";
+    let m = hlo::parse_module_named(text, "big_elided").expect("parses");
+    let whole = prost::Message::encode_to_vec(&hlo::proto::module_to_proto(&m).expect("writes"));
+    let streamed = hlo::proto::to_bytes(&m).expect("writes");
+    assert!(
+        whole == streamed,
+        "streamed bytes differ from the made literal's"
+    );
+}
+
+/// XLA's made-up values, as [`ElidedFill`]'s docs state them, computed
+/// here the plain way (the whole array at once) for sizes around the
+/// writer's 64 KiB chunks.
+#[test]
+fn elided_fill_makes_xlas_values_across_chunks() {
+    use hlo::attrs::literal::ElidedFill;
+    use hlo::PrimType;
+    let plain = |word: &mut u32, byte: &mut u8, n: usize, mask: u8| {
+        let mut data = vec![0u8; n];
+        for w in data.chunks_exact_mut(4) {
+            for (b, x) in w.iter_mut().zip(word.to_le_bytes()) {
+                *b = x & mask;
+            }
+            *word = word.wrapping_add(1);
+        }
+        for j in 0..n % 4 {
+            data[n / 4 + j] = *byte & mask;
+            *byte = byte.wrapping_add(1);
+        }
+        data
+    };
+    let (mut word, mut byte) = (0u32, 0u8);
+    let mut fill = ElidedFill::default();
+    for (elem, n) in [
+        (PrimType::S8, 3),
+        (PrimType::S8, 65535),
+        (PrimType::S8, 262147),
+        (PrimType::Pred, 131077),
+        (PrimType::S8, 0),
+        (PrimType::U8, 65536 * 3 + 1),
+    ] {
+        let mask = if elem == PrimType::Pred { 1 } else { 0xff };
+        let want = plain(&mut word, &mut byte, n, mask);
+        let got = fill.array(elem, &[n as i64]).expect("fills");
+        // One byte an element for these types.
+        let got: Vec<u8> = (0..got.len()).map(|k| got.element(k)[0]).collect();
+        assert!(got == want, "{elem}[{n}]");
+    }
 }
 
 /// (constant line, `line:col` of the problem, a word the message must hold).

@@ -216,15 +216,18 @@ fn testdata_literal_values_are_xlas() {
     assert!(stdout.contains("literal values:"), "{stdout}");
 }
 
-/// A whole-corpus sweep (about 8 minutes on the 2-core machine), so not in
+/// A whole-corpus sweep (a few minutes on the 2-core machine), so not in
 /// CI; run by hand: `cargo test --release -p hlo --test proto_conformance --
-/// --ignored --nocapture`. Memory stays bounded: our side reads, prints and
-/// drops one module at a time (413 MB peak RSS), XLA's side runs in a worker
-/// process restarted every 50 modules (4.1 GB peak, on the modules whose
-/// protos XLA writes at 768 MB), and XLA protos over 64 MB are not read back
-/// (reported as skipped). Every module that does not match is listed in
-/// `proto_known_differences.tsv` with its reason (XLA's own aborts and
-/// out-of-bounds reads, the async shorthand, constant literals); counts are
+/// --ignored --nocapture`. Memory stays bounded: our side writes, reads,
+/// prints and drops one module at a time (our 805 MB protos of
+/// host_offloader_test__28..31 are written without other copies), XLA's
+/// side runs in a worker process restarted every 50 modules (one module's
+/// protos at a time), and XLA protos over 64 MB are not read back
+/// (reported as skipped). A module whose proto XLA itself cannot read (it
+/// aborts, or reads the same bytes differently from one read to the next)
+/// is found at run time and reported apart with the evidence
+/// (`check_proto.py`); any other module that does not match fails the test
+/// unless listed in `proto_known_differences.tsv` (empty now); counts are
 /// in README.md.
 #[test]
 #[ignore = "whole shared-corpus sweep (~8 min); run by hand with --ignored (see the doc comment)"]

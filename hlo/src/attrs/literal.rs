@@ -11,7 +11,8 @@
 //! element to it and leaves the others zero), `{...}` for an array's values
 //! XLA did not print (the whole array's: a scalar's, a tuple's or a
 //! sub-array's `{...}` is an error, as in XLA's parser; kept as [`Literal::Elided`]; [`ElidedFill`] makes the
-//! values XLA's parser makes up for them, for the proto writer). Errors
+//! values XLA's parser makes up for them, for the proto writer: as a literal,
+//! or a chunk at a time straight into the writer's output). Errors
 //! carry the byte offset of the problem in the
 //! literal text (the parser turns it into `file:line:col`).
 //!
@@ -1031,13 +1032,10 @@ macro_rules! bytes_field {
     };
 }
 
-/// Largest elided literal (`{...}`) hlo-opt fills with XLA's values when it
-/// writes a proto, in bytes of XLA's in-memory literal (one byte an element
-/// for `pred` and the sub-byte types). XLA's parser allocates and fills any
-/// size; hlo-opt's writer holds a literal about four times over (the values,
-/// the proto field, the encoded message and the output), so above this it
-/// is an error rather than gigabytes allocated silently.
-pub const MAX_ELIDED_BYTES: u64 = 256 << 20;
+/// Largest serialized message protobuf reads or writes (2 GiB - 1 bytes):
+/// XLA can neither write nor read a larger `HloModuleProto`, so no literal
+/// (elided or not) and no whole proto hlo-opt writes goes above it.
+pub const MAX_PROTO_BYTES: u64 = i32::MAX as u64;
 
 /// XLA's values for elided literals (`{...}`), which its text parser makes
 /// up (`HloParserOptions::fill_shortform_constants_with_random_values`, on
@@ -1097,41 +1095,147 @@ impl ElidedFill {
         }
     }
 
-    /// XLA's values of an elided `elem` array of dimensions `dims`
-    /// (row-major), moving the counters past it. Fails above
-    /// [`MAX_ELIDED_BYTES`]. The literal's sub-byte elements may carry bits
-    /// above their width (see the type's docs): it is meant for the proto
-    /// writer, which writes such bytes as they are.
-    pub fn array(&mut self, elem: PrimType, dims: &[i64]) -> Result<ArrayLiteral, String> {
+    /// In-memory bytes of an elided `elem` array of dimensions `dims`
+    /// (`n`), checked against [`MAX_PROTO_BYTES`].
+    fn elided_bytes(elem: PrimType, dims: &[i64]) -> Result<u64, String> {
         let n = count_of(dims)
             .and_then(|c| Self::literal_bytes(elem, c))
             .ok_or_else(|| format!("an elided {elem} literal of a negative or huge size"))?;
-        if n > MAX_ELIDED_BYTES {
+        if n > MAX_PROTO_BYTES {
             return Err(format!(
-                "an elided literal `{{...}}` of {n} bytes: hlo-opt fills one with XLA's \
-                 values only up to {MAX_ELIDED_BYTES} bytes; write its values"
+                "an elided literal `{{...}}` of {n} bytes: XLA's values for it are larger \
+                 than a proto can hold ({MAX_PROTO_BYTES} bytes)"
             ));
         }
-        let n = n as usize;
+        Ok(n)
+    }
+
+    /// Makes XLA's in-memory bytes of an elided `elem` array of `n` bytes
+    /// (see the type's docs), in order, a chunk at a time (each a multiple
+    /// of 8 bytes but the last), handing each to `f`; moves the counters
+    /// past the array. Nothing of size `n` is allocated.
+    fn generate(&mut self, elem: PrimType, n: u64, mut f: impl FnMut(&[u8])) {
+        const CHUNK: u64 = 1 << 16;
         let mask: u8 = if elem == PrimType::Pred { 0x01 } else { 0xff };
-        let mut data = vec![0u8; n];
-        for w in data.chunks_exact_mut(4) {
-            let v = self.word.to_le_bytes();
-            self.word = self.word.wrapping_add(1);
-            for (b, x) in w.iter_mut().zip(v) {
-                *b = x & mask;
+        let (words, leftover) = (n / 4, n % 4);
+        let mut buf = vec![0u8; CHUNK.min(n) as usize];
+        let mut at = 0u64;
+        while at < n {
+            let len = CHUNK.min(n - at);
+            let chunk = &mut buf[..len as usize];
+            // `at` is a multiple of 4: word `at / 4 + k` fills bytes 4k..4k+4.
+            for (k, w) in chunk.chunks_mut(4).enumerate() {
+                let i = at / 4 + k as u64;
+                if i < words {
+                    let v = self.word.wrapping_add(i as u32).to_le_bytes();
+                    for (b, x) in w.iter_mut().zip(v) {
+                        *b = x & mask;
+                    }
+                } else {
+                    w.fill(0);
+                }
+            }
+            // The leftover bytes land at `words + j` (XLA's indexing).
+            for j in 0..leftover {
+                let p = words + j;
+                if (at..at + len).contains(&p) {
+                    chunk[(p - at) as usize] = self.byte.wrapping_add(j as u8) & mask;
+                }
+            }
+            f(chunk);
+            at += len;
+        }
+        self.skip(n);
+    }
+
+    /// XLA's values of an elided `elem` array of dimensions `dims`
+    /// (row-major), moving the counters past it. Fails above
+    /// [`MAX_PROTO_BYTES`]. The literal's sub-byte elements may carry bits
+    /// above their width (see the type's docs): it is meant for the proto
+    /// writer, which writes such bytes as they are.
+    pub fn array(&mut self, elem: PrimType, dims: &[i64]) -> Result<ArrayLiteral, String> {
+        let n = Self::elided_bytes(elem, dims)?;
+        let mut data = Vec::with_capacity(n as usize);
+        self.generate(elem, n, |c| data.extend_from_slice(c));
+        ArrayLiteral::new(elem, dims, data, false)
+    }
+
+    /// The `LiteralProto` field holding the values of an elided `elem`
+    /// array of dimensions `dims` (row-major), as prost writes it for the
+    /// literal [`ElidedFill::array`] makes: its tag and the length of its
+    /// body (0: prost writes no field). The counters do not move.
+    pub fn values_field(&self, elem: PrimType, dims: &[i64]) -> Result<(u32, u64), String> {
+        let n = Self::elided_bytes(elem, dims)?;
+        let tag = values_tag(elem)?;
+        let len = match varint_value(elem) {
+            None => n,
+            Some(value) => {
+                let w = elem.byte_size() as usize;
+                let mut len = 0u64;
+                let mut probe = *self;
+                probe.generate(elem, n, |c| {
+                    for e in c.chunks_exact(w) {
+                        len += prost::encoding::encoded_len_varint(value(e)) as u64;
+                    }
+                });
+                len
+            }
+        };
+        Ok((tag, len))
+    }
+
+    /// Appends the body of [`ElidedFill::values_field`]'s field to `out`
+    /// (the values straight from the counters, a chunk at a time), moving
+    /// the counters past the array.
+    pub fn write_values(
+        &mut self,
+        elem: PrimType,
+        dims: &[i64],
+        out: &mut Vec<u8>,
+    ) -> Result<(), String> {
+        let n = Self::elided_bytes(elem, dims)?;
+        values_tag(elem)?;
+        match varint_value(elem) {
+            None => self.generate(elem, n, |c| out.extend_from_slice(c)),
+            Some(value) => {
+                let w = elem.byte_size() as usize;
+                self.generate(elem, n, |c| {
+                    for e in c.chunks_exact(w) {
+                        prost::encoding::encode_varint(value(e), out);
+                    }
+                })
             }
         }
-        for j in 0..n % 4 {
-            data[n / 4 + j] = self.byte & mask;
-            self.byte = self.byte.wrapping_add(1);
-        }
-        ArrayLiteral::new(elem, dims, data, false)
+        Ok(())
     }
 }
 
-/// Largest literal written to a proto (protobuf messages stop at 2 GiB).
-const MAX_PROTO_BYTES: u128 = 1 << 31;
+/// The tag of the `LiteralProto` field [`ArrayLiteral::fill_proto`] puts
+/// `elem` values in (read back from prost's encoding of a one-element
+/// literal, so that the field table stays in one place).
+fn values_tag(elem: PrimType) -> Result<u32, String> {
+    let w = width(elem).ok_or_else(|| format!("{elem} has no literal"))?;
+    let mut lit = LiteralProto::default();
+    ArrayLiteral::new(elem, &[1], vec![1; w], false)?.fill_proto(&mut lit)?;
+    let bytes = prost::Message::encode_to_vec(&lit);
+    let (tag, _) = prost::encoding::decode_key(&mut &bytes[..])
+        .map_err(|e| format!("{elem} literal field: {e}"))?;
+    Ok(tag)
+}
+
+/// For the element types whose `LiteralProto` field is packed varints
+/// (`int32`, `int64`, `uint32`, `uint64`), the varint of an element's
+/// little-endian bytes as prost encodes it (an `int32` sign-extended);
+/// `None` for the types whose field body is the in-memory bytes themselves
+/// (fixed-width floats and complex, the `bytes` fields, and `pred`, whose
+/// bytes are 0 or 1, one a value).
+fn varint_value(elem: PrimType) -> Option<fn(&[u8]) -> u64> {
+    match elem {
+        PrimType::S32 => Some(|b| le_bits(b) as u32 as i32 as i64 as u64),
+        PrimType::S64 | PrimType::U32 | PrimType::U64 => Some(le_bits),
+        _ => None,
+    }
+}
 
 impl ArrayLiteral {
     /// Stores the values (row-major) in the `LiteralProto` field of the
@@ -1141,7 +1245,7 @@ impl ArrayLiteral {
         use PrimType::*;
         let n = self.len();
         let t = self.elem;
-        if n as u128 * t.byte_size() as u128 > MAX_PROTO_BYTES {
+        if n as u128 * t.byte_size() as u128 > MAX_PROTO_BYTES as u128 {
             return Err(format!(
                 "a {t} literal of {n} elements is larger than a proto can hold"
             ));

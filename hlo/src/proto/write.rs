@@ -9,10 +9,13 @@
 //! custom call's `literal=`); literals (a constant's, a custom call's) are
 //! converted from their typed values ([`literal_proto`]); an elided literal `{...}` gets the
 //! values XLA's text parser makes up for it, counted in text order
-//! ([`crate::attrs::literal::ElidedFill`]; an error above
-//! [`crate::attrs::literal::MAX_ELIDED_BYTES`]). An attribute with no `HloInstructionProto`
+//! ([`crate::attrs::literal::ElidedFill`]; [`module_to_bytes`] generates an
+//! elided array's values straight into its output, so writing one takes no
+//! memory beyond the proto's own). An attribute with no `HloInstructionProto`
 //! field is an error naming it: nothing is dropped. [`module_to_bytes`]
-//! encodes while it builds (see there).
+//! encodes while it builds (see there); a proto that would reach protobuf's
+//! limit ([`MAX_PROTO_BYTES`], 2 GiB) is an error naming the instruction
+//! that reaches it.
 //!
 //! XLA's async shorthand (`custom-call-start(...)`) is written as the
 //! async-start / update / done chain calling a wrapped computation that XLA's
@@ -32,6 +35,7 @@ use std::collections::HashMap;
 use prost::Message as _;
 
 use super::{async_shorthand, xla};
+pub use crate::attrs::literal::MAX_PROTO_BYTES;
 use crate::attrs::literal::{self, Literal};
 use crate::attrs::xla as ax;
 use crate::error::{Error, Result};
@@ -99,19 +103,23 @@ pub fn module_to_proto(m: &Module) -> Result<xla::HloModuleProto> {
 }
 
 /// The bytes of [`module_to_proto`]'s message, encoded while it is made:
-/// each instruction is encoded (by prost) as soon as it is built and
-/// dropped, and computations are spliced into the module's bytes, so the
-/// message tree never exists whole and the length of an instruction is not
-/// recomputed for the computation and the module holding it. The bytes are
-/// those of encoding the whole message (prost writes fields in tag order,
-/// and a default field writes nothing, so a message's fields before a
-/// repeated field, the field's elements and the fields after it can be
-/// encoded apart and concatenated).
+/// each instruction is encoded (by prost) as soon as it is built, straight
+/// into the output after its computation's fields so far, and dropped, so
+/// the message tree never exists whole and the length of an instruction is
+/// not recomputed for the computation and the module holding it. An elided
+/// array literal (`{...}`, in row-major order) is not made: its values go
+/// from XLA's fill counters into the output a chunk at a time
+/// ([`literal::ElidedFill::write_values`]). The bytes are those of encoding
+/// the whole message (prost writes fields in tag order, and a default field
+/// writes nothing, so a message's fields before a field, the field and the
+/// fields after it can be encoded apart and concatenated). Fails, naming
+/// the instruction, where the proto would exceed [`MAX_PROTO_BYTES`].
 pub fn module_to_bytes(m: &Module) -> Result<Vec<u8>> {
     let expanded = async_shorthand::expand(m)?;
     let m = expanded.as_ref().unwrap_or(m);
     writable(m)?;
     let mut w = Writer::new(m);
+    w.stream_elided = true;
     // Fields 1 and 2 (the names [`Writer::module`] sets) come before
     // `computations` (3), the others after. XLA's modules take about 110
     // bytes per instruction.
@@ -120,7 +128,6 @@ pub fn module_to_bytes(m: &Module) -> Result<Vec<u8>> {
     put_string(2, w.comp_names[m.entry.index()].as_bytes(), &mut out);
     let mut sink = Sink::Bytes {
         computations: out,
-        instructions: Vec::new(),
         program_shape: Vec::new(),
         ip: Box::default(),
         tail: Vec::new(),
@@ -139,6 +146,12 @@ pub fn module_to_bytes(m: &Module) -> Result<Vec<u8>> {
         ..p
     };
     tail.encode_raw(&mut out);
+    if out.len() as u64 > MAX_PROTO_BYTES {
+        return Err(Error::Module(format!(
+            "the module's proto would be {} bytes, over protobuf's limit of {MAX_PROTO_BYTES}",
+            out.len()
+        )));
+    }
     Ok(out)
 }
 
@@ -148,10 +161,8 @@ enum Sink {
     Tree,
     Bytes {
         /// The module's encoded fields before `computations`, then its
-        /// encoded `computations` entries so far.
+        /// encoded `computations` entries so far (the output).
         computations: Vec<u8>,
-        /// The encoded `instructions` entries of the computation being made.
-        instructions: Vec<u8>,
         /// The encoded program shape of the computation being made.
         program_shape: Vec<u8>,
         /// The instruction being encoded (one message reused for all).
@@ -434,19 +445,12 @@ fn tuple_literal_proto(
     })
 }
 
-fn array_literal_proto(
-    m: &Module,
-    s: ShapeId,
-    a: &ArrayShape,
-    v: &literal::ArrayLiteral,
-) -> std::result::Result<xla::LiteralProto, String> {
-    if v.elem() != a.elem || v.dims() != &a.dims[..] {
-        return Err(if a.dynamic.is_empty() {
-            "the literal does not have its constant's shape".into()
-        } else {
-            "a literal of a dynamic shape below its bounds cannot be written to a proto".into()
-        });
-    }
+/// The shape an array literal of shape `s` (`a`) states in its
+/// `LiteralProto`: the instruction's shape with its minor-to-major only (the
+/// default one where it has none or not a permutation); that order, and
+/// whether it is row-major (the literal's values are then in row-major
+/// order as they are).
+fn literal_shape(m: &Module, s: ShapeId, a: &ArrayShape) -> (xla::ShapeProto, Vec<i64>, bool) {
     let rank = a.rank();
     let minor_to_major = match &a.layout {
         Some(l) if crate::shape_infer::is_permutation(&l.minor_to_major, rank) => {
@@ -464,6 +468,23 @@ fn array_literal_proto(
         minor_to_major: minor_to_major.clone(),
         ..Default::default()
     });
+    (shape, minor_to_major, row_major)
+}
+
+fn array_literal_proto(
+    m: &Module,
+    s: ShapeId,
+    a: &ArrayShape,
+    v: &literal::ArrayLiteral,
+) -> std::result::Result<xla::LiteralProto, String> {
+    if v.elem() != a.elem || v.dims() != &a.dims[..] {
+        return Err(if a.dynamic.is_empty() {
+            "the literal does not have its constant's shape".into()
+        } else {
+            "a literal of a dynamic shape below its bounds cannot be written to a proto".into()
+        });
+    }
+    let (shape, minor_to_major, row_major) = literal_shape(m, s, a);
     let mut lit = xla::LiteralProto {
         shape: Some(shape),
         ..Default::default()
@@ -567,6 +588,12 @@ struct Writer<'m> {
     /// (see [`literal::ElidedFill`]): XLA's parser fills them in text
     /// order, the writer writes instructions operands first.
     elided_at: HashMap<InstId, literal::ElidedFill>,
+    /// Whether an elided row-major array literal is left to the byte sink
+    /// to generate (see [`module_to_bytes`]) rather than made.
+    stream_elided: bool,
+    /// The literal [`Writer::instruction`] left out of the instruction for
+    /// the byte sink to generate: its shape and XLA's fill counters there.
+    streamed: Option<(ShapeId, literal::ElidedFill)>,
 }
 
 fn err(inst: &str, msg: impl std::fmt::Display) -> Error {
@@ -684,6 +711,8 @@ impl<'m> Writer<'m> {
             seen: Vec::new(),
             shapes: ShapeBytes::default(),
             elided_at,
+            stream_elided: false,
+            streamed: None,
         }
     }
 
@@ -804,6 +833,95 @@ impl<'m> Writer<'m> {
                 .map(|&p| self.inst_names[p.index()].to_string())
                 .collect(),
         }
+    }
+
+    /// Appends instruction `i` (built into `ip` by [`Writer::instruction`])
+    /// to `out` as an `instructions` entry; `tail` is scratch. Fields 1-3
+    /// (name, opcode, shape) come before the others; the shape's bytes are
+    /// made once per shape. A literal left to the sink
+    /// ([`Writer::streamed`]) is generated straight into `out` between the
+    /// fields before it (to 7, `metadata`) and after it (9 on).
+    fn encode_instruction(
+        &mut self,
+        i: InstId,
+        ip: &mut xla::HloInstructionProto,
+        tail: &mut Vec<u8>,
+        out: &mut Vec<u8>,
+    ) -> Result<()> {
+        let m = self.m;
+        let iname = &self.inst_names[i.index()];
+        let name = iname.as_bytes();
+        let opcode = m.inst(i).opcode.name().as_bytes();
+        let streamed = self.streamed.take();
+        let metadata = match streamed {
+            Some(_) => ip.metadata.take(),
+            None => None,
+        };
+        // Encoding the fields after the shape (or after the literal) gives
+        // their length (in one walk of the message, not two).
+        tail.clear();
+        ip.encode_raw(tail);
+        let mut len = string_len(1, name) + string_len(2, opcode) + tail.len();
+        let mut literal = None;
+        if let Some((s, fill)) = streamed {
+            let Shape::Array(a) = m.shape(s) else {
+                unreachable!("only an array literal streams")
+            };
+            let head = xla::LiteralProto {
+                shape: Some(literal_shape(m, s, a).0),
+                ..Default::default()
+            }
+            .encode_to_vec();
+            let (tag, values) = fill
+                .values_field(a.elem, &a.dims)
+                .map_err(|x| err(iname, x))?;
+            let values = values as usize;
+            let lit_len = head.len()
+                + if values > 0 {
+                    field_len(tag, values)
+                } else {
+                    0
+                };
+            len += metadata
+                .as_ref()
+                .map_or(0, |md| prost::encoding::message::encoded_len(7, md))
+                + field_len(8, lit_len);
+            literal = Some((s, fill, head, tag, values, lit_len));
+        }
+        let shape = self.shapes.get(m, m.inst(i).shape);
+        len += field_len(3, shape.len());
+        let total = out.len() as u64 + field_len(2, len) as u64;
+        if total > MAX_PROTO_BYTES {
+            return Err(err(
+                iname,
+                format!(
+                    "the proto would reach {total} bytes with it, over protobuf's limit of \
+                     {MAX_PROTO_BYTES}"
+                ),
+            ));
+        }
+        out.reserve(field_len(2, len));
+        put_header(2, len, out);
+        put_string(1, name, out);
+        put_string(2, opcode, out);
+        put_field(3, shape, out);
+        if let Some((s, mut fill, head, tag, values, lit_len)) = literal {
+            if let Some(md) = &metadata {
+                prost::encoding::message::encode(7, md, out);
+            }
+            put_header(8, lit_len, out);
+            out.extend_from_slice(&head);
+            if values > 0 {
+                let Shape::Array(a) = m.shape(s) else {
+                    unreachable!("only an array literal streams")
+                };
+                put_header(tag, values, out);
+                fill.write_values(a.elem, &a.dims, out)
+                    .map_err(|x| err(iname, x))?;
+            }
+        }
+        out.extend_from_slice(tail);
+        Ok(())
     }
 
     /// [`Writer::program_shape`] encoded into `out` (cleared first), from
@@ -997,47 +1115,33 @@ impl<'m> Writer<'m> {
                     p.computations.push(cp);
                 }
                 Sink::Bytes {
-                    computations,
-                    instructions,
+                    computations: out,
                     program_shape,
                     ip,
                     tail,
                 } => {
-                    instructions.clear();
-                    for i in insts {
-                        self.instruction(i, ip)?;
-                        // Fields 1-3 (name, opcode, shape) come before the
-                        // others; the shape's bytes are made once per shape.
-                        let name = self.inst_names[i.index()].as_bytes();
-                        let opcode = m.inst(i).opcode.name().as_bytes();
-                        let shape = self.shapes.get(m, m.inst(i).shape);
-                        // Encoding the other fields gives their length (in
-                        // one walk of the message, not two).
-                        tail.clear();
-                        ip.encode_raw(tail);
-                        let len = string_len(1, name)
-                            + string_len(2, opcode)
-                            + field_len(3, shape.len())
-                            + tail.len();
-                        put_header(2, len, instructions);
-                        put_string(1, name, instructions);
-                        put_string(2, opcode, instructions);
-                        put_field(3, shape, instructions);
-                        instructions.extend_from_slice(tail);
-                    }
+                    // The computation's key and length come first, its
+                    // length known at the end: room for the longest is left
+                    // here and the body moved back over what is not used.
+                    let start = out.len();
+                    let room = prost::encoding::key_len(3) + 10;
+                    out.resize(start + room, 0);
                     // Field 1 (name) comes before `instructions` (2), the
                     // program shape (4) after, then the others.
+                    put_string(1, self.comp_names[c.index()].as_bytes(), out);
+                    for i in insts {
+                        self.instruction(i, ip)?;
+                        self.encode_instruction(i, ip, tail, out)?;
+                    }
                     self.program_shape_bytes(c, program_shape);
-                    let name = self.comp_names[c.index()].as_bytes();
-                    let len = string_len(1, name)
-                        + instructions.len()
-                        + field_len(4, program_shape.len())
-                        + cp.encoded_len();
-                    put_header(3, len, computations);
-                    put_string(1, name, computations);
-                    computations.extend_from_slice(instructions);
-                    put_field(4, program_shape, computations);
-                    cp.encode_raw(computations);
+                    put_field(4, program_shape, out);
+                    cp.encode_raw(out);
+                    let body = out.len() - start - room;
+                    let mut head = Vec::with_capacity(room);
+                    put_header(3, body, &mut head);
+                    out.copy_within(start + room.., start + head.len());
+                    out[start..start + head.len()].copy_from_slice(&head);
+                    out.truncate(start + head.len() + body);
                 }
             }
         }
@@ -1126,6 +1230,31 @@ impl<'m> Writer<'m> {
         Ok(p)
     }
 
+    /// The `literal` field of instruction `id` (a constant's, a custom
+    /// call's): `lit` of shape `s`, elided values from XLA's counters at the
+    /// instruction. An elided row-major array is left to the byte sink
+    /// ([`Writer::streamed`]) where it streams.
+    fn literal_field(
+        &mut self,
+        id: InstId,
+        s: ShapeId,
+        lit: &Literal,
+        p: &mut xla::HloInstructionProto,
+    ) -> std::result::Result<(), String> {
+        let m = self.m;
+        let mut fill = self.elided_at.get(&id).copied().unwrap_or_default();
+        if let (true, Shape::Array(a), Literal::Elided) = (self.stream_elided, m.shape(s), lit) {
+            if literal_shape(m, s, a).2 {
+                // Checked now: the sink generates it after the fields before.
+                fill.values_field(a.elem, &a.dims)?;
+                self.streamed = Some((s, fill));
+                return Ok(());
+            }
+        }
+        p.literal = Some(Box::new(literal_proto(m, s, lit, &mut fill)?));
+        Ok(())
+    }
+
     /// Instruction `id` into `p` (cleared first, so that the byte sink
     /// reuses one message and its buffers for every instruction).
     fn instruction(&mut self, id: InstId, p: &mut xla::HloInstructionProto) -> Result<()> {
@@ -1141,6 +1270,7 @@ impl<'m> Writer<'m> {
         // The name, opcode and shape are set by the caller (the byte sink
         // encodes them from the writer's own copies).
         p.clear();
+        self.streamed = None;
         p.id = self.iid(id);
         p.operand_ids
             .extend(inst.operands.iter().map(|&o| self.iid(o)));
@@ -1163,10 +1293,7 @@ impl<'m> Writer<'m> {
                 let lit = inst
                     .literal()
                     .ok_or_else(|| e("a constant without a literal".into()))?;
-                let mut fill = self.elided_at.get(&id).copied().unwrap_or_default();
-                p.literal = Some(Box::new(
-                    literal_proto(m, inst.shape, lit, &mut fill).map_err(e)?,
-                ));
+                self.literal_field(id, inst.shape, lit, p).map_err(e)?;
             }
             _ => {}
         }
@@ -1468,11 +1595,8 @@ impl<'m> Writer<'m> {
                         .custom_call_literal()
                         .map_err(ae)?
                         .ok_or_else(|| e("`literal` is not a literal".into()))?;
-                    let mut fill = self.elided_at.get(&id).copied().unwrap_or_default();
-                    p.literal = Some(Box::new(
-                        literal_proto(m, sid, lit, &mut fill)
-                            .map_err(|x| e(format!("`literal`: {x}")))?,
-                    ));
+                    self.literal_field(id, sid, lit, p)
+                        .map_err(|x| e(format!("`literal`: {x}")))?;
                 }
                 "replica_groups" => match inst.replica_groups().map_err(ae)? {
                     // No groups (`{}`) is the proto's default: nothing to write.
