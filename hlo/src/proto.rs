@@ -25,7 +25,7 @@ mod read;
 mod write;
 
 pub use read::{module_from_proto, module_from_proto_as_listed, ReadReport};
-pub use write::{module_to_bytes, module_to_proto};
+pub use write::{module_to_bytes, module_to_proto, MAX_PROTO_BYTES};
 
 use prost::Message as _;
 
