@@ -681,6 +681,49 @@ pub(crate) struct InstParts<'a> {
     attrs: SmallVec<[&'a str; 4]>,
 }
 
+/// The head of a computation as the grammar delimits it (`comp_head`): the
+/// spans of its tokens, from pest or from [`fast::comp_head`].
+pub(crate) struct CompHead<'a> {
+    entry: bool,
+    /// The `name` token (with its `%`).
+    name: &'a str,
+    /// The name token of each parameter declaration.
+    params: SmallVec<[&'a str; 8]>,
+    /// The signature's result `shape` token.
+    result: Option<&'a str>,
+}
+
+impl<'a> CompHead<'a> {
+    /// The head from the tokens of a `comp_head` pair.
+    fn from_pair(head: Pair<'a, Rule>) -> Self {
+        let mut h = CompHead {
+            entry: false,
+            name: "",
+            params: SmallVec::new(),
+            result: None,
+        };
+        for p in head.into_inner() {
+            match p.as_rule() {
+                Rule::entry_kw => h.entry = true,
+                Rule::name => h.name = p.as_str(),
+                Rule::signature => {
+                    for s in p.into_inner() {
+                        if s.as_rule() == Rule::param_decl {
+                            if let Some(n) = s.into_inner().next() {
+                                h.params.push(n.as_str());
+                            }
+                        } else if s.as_rule() == Rule::shape {
+                            h.result = Some(s.as_str());
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        h
+    }
+}
+
 /// The operation of an instruction: `constant_call` (its literal's text) or
 /// `generic_call` (its opcode and `operand` tokens).
 pub(crate) enum CallParts<'a> {
@@ -914,11 +957,18 @@ impl<'a> Lowerer<'a> {
         let text = self.text;
         let b = text.as_bytes();
         let start = *pos;
-        let head = HloParser::parse(Rule::comp_head, &text[start..])
-            .map_err(|e| pest_error(e, text, self.file, start))?
-            .next()
-            .ok_or_else(|| self.err(start, "expected a computation"))?;
-        let mut p = start + head.as_str().len();
+        let fast_head = self.fast.then(|| fast::comp_head(text, start)).flatten();
+        let (head, mut p) = match fast_head {
+            Some(h) => h,
+            None => {
+                let pair = HloParser::parse(Rule::comp_head, &text[start..])
+                    .map_err(|e| pest_error(e, text, self.file, start))?
+                    .next()
+                    .ok_or_else(|| self.err(start, "expected a computation"))?;
+                let end = start + pair.as_str().len();
+                (CompHead::from_pair(pair), end)
+            }
+        };
         let mut insts: Vec<InstParts<'a>> = Vec::new();
         while b.get(p) != Some(&b'}') {
             if let Some((inst, next)) = self.fast.then(|| fast::instruction(text, p)).flatten() {
@@ -951,38 +1001,27 @@ impl<'a> Lowerer<'a> {
         }
         *pos = fast::skip_w(b, p);
 
-        let mut is_entry = false;
-        let mut id: Option<CompId> = None;
-        let mut sig_result: Option<(ShapeId, usize)> = None;
+        let is_entry = head.entry;
+        if head.name.is_empty() {
+            return Err(self.err(start, "computation without a name"));
+        }
+        let off = self.off(head.name);
+        self.name_chars(head.name, off, "computation name")?;
+        let cid = self.define_computation(strip_pct(head.name), off)?;
+        self.note_comp_offset(cid, off);
+        for &n in &head.params {
+            self.name_chars(n, self.off(n), "parameter name")?;
+        }
+        let sig_result = match head.result {
+            Some(s) => Some((self.shape_text(s)?, self.off(s))),
+            None => None,
+        };
         let mut attrs = Vec::new();
-        for p in head.into_inner().chain(tail) {
-            match p.as_rule() {
-                Rule::entry_kw => is_entry = true,
-                Rule::name => {
-                    let name = strip_pct(p.as_str());
-                    let off = self.pos(&p);
-                    self.name_chars(p.as_str(), off, "computation name")?;
-                    let cid = self.define_computation(name, off)?;
-                    self.note_comp_offset(cid, off);
-                    id = Some(cid);
-                }
-                Rule::signature => {
-                    for s in p.into_inner() {
-                        if s.as_rule() == Rule::param_decl {
-                            if let Some(n) = s.clone().into_inner().next() {
-                                self.name_chars(n.as_str(), self.pos(&n), "parameter name")?;
-                            }
-                        } else if s.as_rule() == Rule::shape {
-                            let off = self.pos(&s);
-                            sig_result = Some((self.shape(s)?, off));
-                        }
-                    }
-                }
-                Rule::attr => attrs.push(self.comp_attr(p.as_str())?),
-                _ => {}
+        for p in tail {
+            if p.as_rule() == Rule::attr {
+                attrs.push(self.comp_attr(p.as_str())?);
             }
         }
-        let cid = id.ok_or_else(|| self.err(start, "computation without a name"))?;
         let root = self.body(cid, insts, start)?;
         if let Some((sig, off)) = sig_result {
             let root_shape = self.m.inst(root).shape;

@@ -77,6 +77,14 @@ fn mutate(rng: &mut Rng, text: &str) -> String {
         "constant(1)",
         "parameter(0)",
         "b(f32[2])",
+        "ENTRY ",
+        "ENTRY",
+        " -> ",
+        "->",
+        ": ",
+        ":",
+        "(s32[], (f32[2]{0}, u8[]))",
+        "{}",
     ];
     let mut b = text.as_bytes().to_vec();
     for _ in 0..1 + rng.below(4) {

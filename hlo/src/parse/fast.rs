@@ -18,7 +18,7 @@
 
 use smallvec::SmallVec;
 
-use super::{CallParts, InstParts, NAME_BYTE};
+use super::{CallParts, CompHead, InstParts, NAME_BYTE};
 
 /// Bytes an attribute value's bare run (`value_char` in the grammar) is made
 /// of: every character but white space, control characters, `,`, `"` and
@@ -235,16 +235,127 @@ fn array_shape(b: &[u8], i: usize) -> Option<usize> {
                 k = q + 1;
             }
         }
-        // A layout after white space (`f32[2] {0}`): the grammar's.
+        // A layout after white space (`f32[2] {0}`): the grammar's. A `{`
+        // that cannot open a layout (`-> f32[2] {` of a computation) ends
+        // the shape at the `]`, as the grammar's optional layout does.
         b' ' => {
             let mut k = j + 1;
             while matches!(at(b, k), b' ' | b'\t') {
                 k += 1;
             }
-            (at(b, k) != b'{').then_some(j)
+            let layout = at(b, k) == b'{' && matches!(at(b, k + 1), b'0'..=b'9' | b':' | b'}');
+            (!layout).then_some(j)
         }
         _ => Some(j),
     }
+}
+
+/// A shape at `i`: an array ([`array_shape`]) or a tuple of shapes
+/// (`(f32[2], /*index=1*/s32[])`, white space and comments between the
+/// elements); the end of the grammar's `shape` token, or `None` (also for a
+/// buffer shape `b(...)`).
+fn shape(b: &[u8], i: usize, depth: usize) -> Option<usize> {
+    if at(b, i) != b'(' {
+        return array_shape(b, i);
+    }
+    if depth > MAX_NEST {
+        return None;
+    }
+    let mut j = skip_w(b, i + 1);
+    if at(b, j) != b')' {
+        loop {
+            j = skip_w(b, shape(b, j, depth + 1)?);
+            match at(b, j) {
+                b',' => j = skip_w(b, j + 1),
+                b')' => break,
+                _ => return None,
+            }
+        }
+    }
+    Some(j + 1)
+}
+
+/// The head of a computation at `i` (`comp_head` of the grammar: `ENTRY`,
+/// name, signature, `{` and the white space after it) in the form XLA
+/// prints it, and where it ends; `None` where the grammar must decide.
+pub(super) fn comp_head(text: &str, i: usize) -> Option<(CompHead<'_>, usize)> {
+    let b = text.as_bytes();
+    let mut i = i;
+    let mut entry = false;
+    if b.get(i..i + 5) == Some(b"ENTRY") {
+        match at(b, i + 5) {
+            b' ' => {
+                entry = true;
+                i += 6;
+                while at(b, i) == b' ' {
+                    i += 1;
+                }
+            }
+            c if NAME_BYTE[c as usize] => {}
+            _ => return None,
+        }
+    }
+    let name_end = name(b, i)?;
+    let name_text = &text[i..name_end];
+    i = name_end;
+    if at(b, i) == b' ' {
+        i += 1;
+    }
+    let mut params: SmallVec<[&str; 8]> = SmallVec::new();
+    let mut result = None;
+    if at(b, i) == b'(' {
+        // `signature`: `(`, `name: shape` separated by `,`, `)`, `->`, shape.
+        i = skip_w(b, i + 1);
+        if at(b, i) != b')' {
+            loop {
+                let end = name(b, i)?;
+                params.push(&text[i..end]);
+                if at(b, end) != b':' || at(b, end + 1) != b' ' {
+                    return None;
+                }
+                i = skip_w(b, shape(b, end + 2, 1)?);
+                match at(b, i) {
+                    b',' => i = skip_w(b, i + 1),
+                    b')' => break,
+                    _ => return None,
+                }
+            }
+        }
+        i = skip_w(b, i + 1);
+        if b.get(i..i + 2) != Some(b"->") {
+            return None;
+        }
+        let s = skip_w(b, i + 2);
+        i = shape(b, s, 1)?;
+        result = Some(&text[s..i]);
+        i = skip_w(b, i);
+    }
+    if at(b, i) != b'{' {
+        return None;
+    }
+    let end = skip_w(b, i + 1);
+    Some((
+        CompHead {
+            entry,
+            name: name_text,
+            params,
+            result,
+        },
+        end,
+    ))
+}
+
+/// A name (`'%'? ~ name_char+`) of ASCII name bytes at `i`: where it ends.
+fn name(b: &[u8], i: usize) -> Option<usize> {
+    let mut j = i + usize::from(at(b, i) == b'%');
+    if !NAME_BYTE[at(b, j) as usize] {
+        return None;
+    }
+    while NAME_BYTE[at(b, j) as usize] {
+        j += 1;
+    }
+    // A non-ASCII name character would continue the grammar's name.
+    (at(b, j) < 0x80).then_some(j)
 }
 
 /// The instruction starting at byte `i` of `text` (after the white space
@@ -291,7 +402,7 @@ pub(super) fn instruction(text: &str, i: usize) -> Option<(InstParts<'_>, usize)
     }
     // The shape, one space, the call.
     let shape_start = i;
-    i = array_shape(b, i)?;
+    i = shape(b, i, 1)?;
     let shape = &text[shape_start..i];
     if at(b, i) != b' ' {
         return None;
