@@ -110,7 +110,8 @@ pub fn check(m: &Module) -> Check {
 /// by the parser), and the input-output aliasing against the entry: each
 /// output index names a subshape of the entry's result and each parameter
 /// number is not negative (XLA's `HloInputOutputAliasConfig` refuses
-/// others; a parameter number past the entry's parameters it takes).
+/// others; a parameter number past the entry's parameters it takes), nor is
+/// a buffer donor's (`HloBufferDonorConfig`).
 fn check_module_attrs(m: &Module) -> Check {
     for a in &m.attrs {
         match (&*a.key, &a.value) {
@@ -140,6 +141,22 @@ fn check_module_attrs(m: &Module) -> Check {
                             ),
                         ));
                     }
+                }
+            }
+            ("buffer_donor", AttrValue::BufferDonor(donors)) => {
+                if let Some((k, e)) = donors
+                    .entries
+                    .iter()
+                    .enumerate()
+                    .find(|(_, e)| e.parameter_number < 0)
+                {
+                    return Err(Finding::module_attr(
+                        &a.key,
+                        format!(
+                            "donor {k}: parameter number {} is negative",
+                            e.parameter_number
+                        ),
+                    ));
                 }
             }
             _ => {}

@@ -271,7 +271,10 @@ fn a_constant_declaring_billions_of_elements_is_an_error_not_an_allocation() {
 /// from proto fields: literals of several element types, op metadata with a
 /// stack frame, the stack frame index, shardings, replica groups (iota),
 /// comparison, precision and dot algorithm, result accuracy, frontend
-/// attributes, custom-call API version, a named sharding over a mesh,
+/// attributes, custom-call API version and schedule, a named sharding over
+/// a mesh, the enumerations of fft, rng, rng-bit-generator and
+/// triangular-solve, convolution dimension numbers, domain shardings,
+/// fusion kind, source-target pairs,
 /// input/output aliasing and buffer donors in the header.
 const FAMILIES: &str = r#"HloModule fam, input_output_alias={ {}: (0, {}, may-alias) }, buffer_donor={ (1, {}) }, frontend_attributes={k="v"}
 
@@ -293,6 +296,12 @@ StackFrames
   ROOT %s = f32[] add(%a, %b)
 }
 
+%fused (fx: f32[2,2], fy: f32[2,2]) -> f32[2,2] {
+  %fx = f32[2,2]{1,0} parameter(0)
+  %fy = f32[2,2]{1,0} parameter(1)
+  ROOT %m = f32[2,2]{1,0} multiply(%fx, %fy)
+}
+
 ENTRY %e (p: f32[2,2], q: f32[2,2]) -> f32[2,2] {
   %p = f32[2,2]{1,0} parameter(0)
   %q = f32[2,2]{1,0} parameter(1)
@@ -301,10 +310,20 @@ ENTRY %e (p: f32[2,2], q: f32[2,2]) -> f32[2,2] {
   %bf = bf16[2]{0} constant({1, 2})
   %d = f32[2,2]{1,0} dot(%p, %q), lhs_contracting_dims={1}, rhs_contracting_dims={0}, operand_precision={high,default}, algorithm=dot_f32_f32_f32
   %cmp = pred[2,2]{1,0} compare(%p, %q), direction=LT, type=TOTALORDER
-  %x = f32[2,2]{1,0} exponential(%d), result_accuracy={mode=highest}, frontend_attributes={a="1"}
+  %x = f32[2,2]{1,0} exponential(%d), result_accuracy={mode=highest}, frontend_attributes={a="1"}, statistics={visualizing_index=1,s=2}
   %ar = f32[2,2]{1,0} all-reduce(%x), replica_groups=[2,2]<=[4], to_apply=%add, sharding={devices=[2,1]0,1}
-  %cc = f32[2,2]{1,0} custom-call(%ar), custom_call_target="t", api_version=API_VERSION_STATUS_RETURNING
+  %cc = f32[2,2]{1,0} custom-call(%ar), custom_call_target="t", api_version=API_VERSION_STATUS_RETURNING, schedule=SCHEDULE_LATEST
   %ns = f32[2,2]{1,0} custom-call(%cc), custom_call_target="Sharding", sharding={mesh['x'=2,'y'=2], [{'x'}, {}]}
+  %z = f32[] constant(0)
+  %rf = c64[2,2]{1,0} fft(%p), fft_type=RFFT, fft_length={2}
+  %rn = f32[2,2]{1,0} rng(%z, %z), distribution=rng_uniform
+  %st = u64[2]{0} constant({1, 2})
+  %rb = (u64[2]{0}, u32[2,2]{1,0}) rng-bit-generator(%st), algorithm=rng_three_fry
+  %ts = f32[2,2]{1,0} triangular-solve(%p, %q), left_side=true, lower=true, transpose_a=NO_TRANSPOSE
+  %cv = f32[2,2]{1,0} convolution(%p, %q), dim_labels=bf_io->bf
+  %dm = f32[2,2]{1,0} domain(%p), domain={kind="sharding", entry={maximal device=0}, exit={replicated}}
+  %fu = f32[2,2]{1,0} fusion(%p, %q), kind=kLoop, calls=%fused
+  %cp = f32[2,2]{1,0} collective-permute(%p), source_target_pairs={{0,1},{1,0}}
   ROOT %o = f32[2,2]{1,0} add(%cc, %q), metadata={op_name="o" stack_frame_id=1}
 }
 "#;
@@ -332,17 +351,17 @@ const EDITS: &[Edit] = &[
     (
         "an s8 literal with three values for two elements",
         |p| inst(p, "s8").literal.as_mut().expect("literal").s8s = vec![1, 2, 3],
-        &["computations[1].instructions[2]: a s8 literal of 2 elements holds 3 values"],
+        &["computations[2].instructions[2]: a s8 literal of 2 elements holds 3 values"],
     ),
     (
         "an f8e4m3fn literal with one byte for two elements",
         |p| inst(p, "f8").literal.as_mut().expect("literal").f8e4m3fns = vec![0x38],
-        &["computations[1].instructions[3]: a f8e4m3fn literal"],
+        &["computations[2].instructions[3]: a f8e4m3fn literal"],
     ),
     (
         "a bf16 literal with an odd number of bytes",
         |p| inst(p, "bf").literal.as_mut().expect("literal").bf16s = vec![0x80, 0x3f, 0],
-        &["computations[1].instructions[4]: a bf16 literal"],
+        &["computations[2].instructions[4]: a bf16 literal"],
     ),
     (
         "a constant whose literal has an unknown element type",
@@ -350,7 +369,7 @@ const EDITS: &[Edit] = &[
             let l = inst(p, "s8").literal.as_mut().expect("literal");
             l.shape.as_mut().expect("shape").element_type = 99;
         },
-        &["computations[1].instructions[2]", "unknown element type 99"],
+        &["computations[2].instructions[2]", "unknown element type 99"],
     ),
     (
         "a layout that is not a permutation",
@@ -358,22 +377,22 @@ const EDITS: &[Edit] = &[
             let s = inst(p, "d").shape.as_mut().expect("shape");
             s.layout.as_mut().expect("layout").minor_to_major = vec![0, 0];
         },
-        &["computations[1].instructions[5]", "not a permutation"],
+        &["computations[2].instructions[5]", "not a permutation"],
     ),
     (
         "a sharding of an unknown type",
         |p| inst(p, "ar").sharding.as_mut().expect("sharding").r#type = 77,
-        &["computations[1].instructions[8]: sharding: unknown sharding type 77"],
+        &["computations[2].instructions[8]: sharding: unknown sharding type 77"],
     ),
     (
         "a comparison direction that is not one",
         |p| inst(p, "cmp").comparison_direction = "SIDEWAYS".into(),
-        &["computations[1].instructions[6]: `direction`", "SIDEWAYS"],
+        &["computations[2].instructions[6]: `direction`", "SIDEWAYS"],
     ),
     (
         "a comparison type that is not one",
         |p| inst(p, "cmp").comparison_type = "REAL".into(),
-        &["computations[1].instructions[6]: `type`", "REAL"],
+        &["computations[2].instructions[6]: `type`", "REAL"],
     ),
     (
         "an unknown dot algorithm",
@@ -384,7 +403,7 @@ const EDITS: &[Edit] = &[
                 .expect("precision")
                 .algorithm = 999;
         },
-        &["computations[1].instructions[5]: unknown dot algorithm 999"],
+        &["computations[2].instructions[5]: unknown dot algorithm 999"],
     ),
     (
         "an unknown result accuracy mode",
@@ -395,12 +414,12 @@ const EDITS: &[Edit] = &[
                 .expect("accuracy")
                 .mode = Some(77);
         },
-        &["computations[1].instructions[7]: unknown result accuracy mode 77"],
+        &["computations[2].instructions[7]: unknown result accuracy mode 77"],
     ),
     (
         "an unknown custom-call API version",
         |p| inst(p, "cc").custom_call_api_version = 42,
-        &["computations[1].instructions[9]: unknown api version 42"],
+        &["computations[2].instructions[9]: unknown api version 42"],
     ),
     (
         "an input-output alias at an output index the entry's result does not have",
@@ -425,7 +444,7 @@ const EDITS: &[Edit] = &[
             let n = s.named_sharding.as_mut().expect("named");
             n.mesh.as_mut().expect("mesh").axes[1].size = 0;
         },
-        &["computations[1].instructions[10]: sharding: mesh axis 'y' has size 0"],
+        &["computations[2].instructions[10]: sharding: mesh axis 'y' has size 0"],
     ),
     (
         "a named sharding using a mesh axis twice",
@@ -435,7 +454,7 @@ const EDITS: &[Edit] = &[
             let x = n.dim_shardings[0].axes[0].clone();
             n.replicated_axes.push(x);
         },
-        &["computations[1].instructions[10]: sharding: axis 'x' is used twice"],
+        &["computations[2].instructions[10]: sharding: axis 'x' is used twice"],
     ),
     (
         "a named sharding's mesh with device ids that are not a permutation",
@@ -444,7 +463,7 @@ const EDITS: &[Edit] = &[
             let n = s.named_sharding.as_mut().expect("named");
             n.mesh.as_mut().expect("mesh").device_ids = vec![0, 1, 2, 2];
         },
-        &["computations[1].instructions[10]: sharding: device ids must be a permutation"],
+        &["computations[2].instructions[10]: sharding: device ids must be a permutation"],
     ),
     (
         "a stack frame id past the module's frames",
@@ -480,6 +499,150 @@ const EDITS: &[Edit] = &[
             sf.stack_frames[0].file_location_id = -3;
         },
         &["stack frame 1", "file_location_id -3"],
+    ),
+    (
+        "an operand precision that is not one",
+        |p| {
+            inst(p, "d")
+                .precision_config
+                .as_mut()
+                .expect("precision")
+                .operand_precision = vec![1, 9];
+        },
+        &["instructions[5]: unknown operand precision 9"],
+    ),
+    (
+        "an unknown custom-call schedule",
+        |p| inst(p, "cc").custom_call_schedule = 7,
+        &["instructions[9]: unknown custom call schedule 7"],
+    ),
+    (
+        "an unknown fft type",
+        |p| inst(p, "rf").fft_type = 9,
+        &["instructions[12]: unknown fft type 9"],
+    ),
+    (
+        "an rng without a distribution",
+        |p| inst(p, "rn").distribution = 0,
+        &["instructions[13]: unknown distribution 0"],
+    ),
+    (
+        "an unknown rng algorithm",
+        |p| inst(p, "rb").rng_algorithm = 5,
+        &["instructions[15]: unknown rng algorithm 5"],
+    ),
+    (
+        "a triangular solve without a transpose kind",
+        |p| {
+            inst(p, "ts")
+                .triangular_solve_options
+                .as_mut()
+                .expect("options")
+                .transpose_a = 0;
+        },
+        &["instructions[16]: unknown transpose_a 0"],
+    ),
+    (
+        "a convolution dimension with two roles",
+        |p| {
+            let d = inst(p, "cv")
+                .convolution_dimension_numbers
+                .as_mut()
+                .expect("dimension numbers");
+            d.input_feature_dimension = d.input_batch_dimension;
+        },
+        &["instructions[17]: convolution dimension 0 has two roles"],
+    ),
+    (
+        "a convolution dimension number out of range",
+        |p| {
+            let d = inst(p, "cv")
+                .convolution_dimension_numbers
+                .as_mut()
+                .expect("dimension numbers");
+            d.kernel_output_feature_dimension = -1;
+        },
+        &["instructions[17]: a convolution dimension number is out of range"],
+    ),
+    (
+        "an unknown padding type",
+        |p| inst(p, "cv").padding_type = 5,
+        &["instructions[17]: unknown padding type 5"],
+    ),
+    (
+        "a domain exit sharding of an unknown type",
+        |p| {
+            inst(p, "dm")
+                .domain_entry_sharding
+                .as_mut()
+                .expect("sharding")
+                .r#type = 77;
+        },
+        &["instructions[18]: domain: unknown sharding type 77"],
+    ),
+    (
+        "a fusion kind that is not one",
+        |p| inst(p, "fu").fusion_kind = "kSideways".into(),
+        &["instructions[19]: `kind`", "kSideways"],
+    ),
+    (
+        "a statistic whose name text cannot carry",
+        |p| {
+            inst(p, "x")
+                .statistics_viz
+                .as_mut()
+                .expect("statistics")
+                .statistics[0]
+                .stat_name = "a b".into();
+        },
+        &["instructions[7]: statistic name `a b`"],
+    ),
+    (
+        "a frontend attribute with an empty key",
+        |p| {
+            let f = inst(p, "x")
+                .frontend_attributes
+                .as_mut()
+                .expect("attributes");
+            f.map.insert(String::new(), "v".into());
+        },
+        &["instructions[7]", "empty key"],
+    ),
+    (
+        "an operand id that is no instruction",
+        |p| inst(p, "o").operand_ids[1] = 999,
+        &["instruction id 999 does not exist"],
+    ),
+    (
+        "a fusion calling a computation id that is none",
+        |p| inst(p, "fu").called_computation_ids = vec![99],
+        &["called computation id 99 does not exist"],
+    ),
+    (
+        "an opcode that is none",
+        |p| inst(p, "o").opcode = "frobnicate".into(),
+        &["unknown opcode `frobnicate`"],
+    ),
+    (
+        "a buffer donor of a negative parameter number",
+        |p| {
+            p.buffer_donor.as_mut().expect("donors").entries[0].parameter_number = -2;
+        },
+        &["buffer_donor: donor 0: parameter number -2 is negative"],
+    ),
+    (
+        "a layout tile without dimensions",
+        |p| {
+            let l = inst(p, "d")
+                .shape
+                .as_mut()
+                .expect("shape")
+                .layout
+                .as_mut()
+                .expect("layout");
+            l.tiles = vec![hlo::proto::xla::TileProto::default()];
+        },
+        &["instructions[5]", "a layout tile has no dimensions"],
     ),
 ];
 

@@ -972,7 +972,8 @@ impl<'p> Reader<'p> {
         }
         if let Some(f) = &p.frontend_attributes {
             if !f.map.is_empty() {
-                let f = ax::frontend_attributes_from_proto(f).map_err(bad)?;
+                let f = ax::frontend_attributes_from_proto(f)
+                    .map_err(|e| bad(format!("frontend_attributes: {e}")))?;
                 header.push((
                     "frontend_attributes",
                     AttrValue::FrontendAttributes(Box::new(f)),
@@ -1666,7 +1667,7 @@ impl<'p> Reader<'p> {
                     match i.custom_call_schedule {
                         1 => "SCHEDULE_LATEST",
                         2 => "SCHEDULE_EARLIEST",
-                        _ => "SCHEDULE_NONE",
+                        v => return Err(ebad(format!("unknown custom call schedule {v}"))),
                     }
                     .to_string(),
                 ));
@@ -2023,7 +2024,8 @@ impl<'p> Reader<'p> {
         }
         if let Some(f) = &i.frontend_attributes {
             if !f.map.is_empty() {
-                let f = ax::frontend_attributes_from_proto(f).map_err(bad)?;
+                let f = ax::frontend_attributes_from_proto(f)
+                    .map_err(|e| ebad(format!("frontend_attributes: {e}")))?;
                 a.push(Field::Typed(
                     "frontend_attributes",
                     AttrValue::FrontendAttributes(Box::new(f)),
