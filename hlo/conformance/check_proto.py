@@ -22,9 +22,13 @@ subprocess that is restarted after a crash (the module is reported).
 XLA cannot read its own proto of a few modules (its proto reader reads past
 the end of a list, or aborts on it). Every module that does not match the
 text, matches only XLA's own round trip, or aborts the worker is checked
-for that at run time, in two fresh processes (`--self-check`): XLA's own
-text -> proto -> module -> text, its proto read several times in each. If
-XLA aborts, or its readings of the same bytes differ, the module is
+for that at run time: XLA's own proto of it (text -> proto) is read back
+(proto -> module -> text) several times in the worker, whose heap is that
+of all the modules before it, then several times in each of two fresh
+processes (`--self-check`), the same bytes each time. If XLA aborts, or its
+readings of the same bytes differ (the two processes fill the memory
+malloc hands out with different bytes, `MALLOC_PERTURB_`, so that a reading
+of memory XLA never wrote differs between them), the module is
 reported as `XLA cannot read its own proto` with the evidence (the abort
 message, the differing lines) and counted apart: there is no reading of
 XLA's to compare ours with. A module whose proto XLA reads the same way
@@ -47,10 +51,14 @@ import subprocess
 import sys
 import tempfile
 
-# XLA's readings of its own proto per self-check process (its out-of-bounds
-# reads give the same garbage several times in a row now and then), and per
-# process for protos over SELF_CHECK_BIG bytes (hundreds of MB each).
+# XLA's readings of its own proto per self-check process and in the worker
+# (its out-of-bounds reads give the same garbage several times in a row now
+# and then: in a fresh process, whose heap is still zeros, all 16 readings of
+# two processes came out the same in one sweep; hence the two processes'
+# different MALLOC_PERTURB_ fill, see self_check), and per process for
+# protos over SELF_CHECK_BIG bytes (hundreds of MB each).
 SELF_CHECK_READS = 8
+SELF_CHECK_WORKER_READS = 8
 SELF_CHECK_BIG_READS = 2
 SELF_CHECK_BIG = 64 << 20
 
@@ -91,7 +99,9 @@ def reader_job(hlo, job, res) -> None:
     if actual == expected_text:
         res["ok"] = True
         return
-    roundtrip = hlo.HloModule.from_serialized_hlo_module_proto(m.as_serialized_hlo_module_proto()).to_string()
+    own = m.as_serialized_hlo_module_proto()
+    job["own_pb_bytes"] = own
+    roundtrip = hlo.HloModule.from_serialized_hlo_module_proto(own).to_string()
     if actual == roundtrip:
         res["ok_roundtrip"] = True
         return
@@ -125,11 +135,13 @@ def worker() -> None:
                 raise Done
             xla_pb = m.as_serialized_hlo_module_proto()
             del m
+            job["own_pb_bytes"] = xla_pb
             if dump:
                 with open(dump, "wb") as f:
                     f.write(xla_pb)
                 if len(xla_pb) > KEEP_XLA_PB:
                     xla_pb = None
+                    job["own_pb_bytes"] = None
 
             def xla_proto():
                 if xla_pb is not None:
@@ -171,7 +183,25 @@ def worker() -> None:
             pass
         except Exception as e:  # an error of this script, not of XLA
             res["fail"] = "checker error: " + repr(e)[:300]
+        own = job.get("own_pb_bytes")
+        if ("fail" in res or res.get("ok_roundtrip")) and own is not None and len(own) <= SELF_CHECK_BIG:
+            # For the self-check: the bytes, and XLA's readings of them here.
+            with open(job["own_pb"], "wb") as f:
+                f.write(own)
+            res["xla_readings"] = xla_readings(hlo, own, SELF_CHECK_WORKER_READS)
         print(json.dumps(res), flush=True)
+
+
+def xla_readings(hlo, pb, reads):
+    """XLA's module text of the proto `pb`, read `reads` times (a clean
+    error is a reading too, as text)."""
+    texts = []
+    for _ in range(reads):
+        try:
+            texts.append(hlo.HloModule.from_serialized_hlo_module_proto(pb).to_string())
+        except Exception as e:
+            texts.append("error: " + str(e).splitlines()[0][:300])
+    return texts
 
 
 def self_check_worker() -> None:
@@ -181,18 +211,17 @@ def self_check_worker() -> None:
     from jax._src.lib import hlo
 
     for line in sys.stdin:
-        path = json.loads(line)["path"]
-        with open(path, encoding="utf-8") as f:
-            original = f.read()
-        pb = hlo.hlo_module_from_text(original).as_serialized_hlo_module_proto()
+        job = json.loads(line)
+        if job["pb"]:
+            # The very bytes the worker read.
+            with open(job["pb"], "rb") as f:
+                pb = f.read()
+        else:
+            with open(job["path"], encoding="utf-8") as f:
+                original = f.read()
+            pb = hlo.hlo_module_from_text(original).as_serialized_hlo_module_proto()
         reads = SELF_CHECK_READS if len(pb) <= SELF_CHECK_BIG else SELF_CHECK_BIG_READS
-        texts = []
-        for _ in range(reads):
-            try:
-                texts.append(hlo.HloModule.from_serialized_hlo_module_proto(pb).to_string())
-            except Exception as e:  # a clean error: deterministic, compared as text
-                texts.append("error: " + str(e).splitlines()[0][:300])
-        print(json.dumps({"path": path, "texts": texts}), flush=True)
+        print(json.dumps({"texts": xla_readings(hlo, pb, reads)}), flush=True)
 
 
 def fatal_line(stderr_text: str) -> str:
@@ -204,19 +233,24 @@ def fatal_line(stderr_text: str) -> str:
     return last[:300]
 
 
-def self_check_pass(paths):
-    """One pass of XLA's own round trip over `paths` in a fresh worker
-    process (another after an abort, for the rest): path -> ("texts", list)
-    or ("abort", message)."""
+def self_check_pass(jobs, perturb):
+    """One pass of XLA's readings of its own proto of each job's module
+    (`pb`, the bytes the worker read, or made from the text at `path` where
+    the worker died first) in a fresh worker process (another after an
+    abort, for the rest), glibc filling the memory it hands out with the
+    byte `perturb ^ 0xff` (`MALLOC_PERTURB_`): path -> ("texts", list) or
+    ("abort", message)."""
     out = {}
+    paths = [j["path"] for j in jobs]
     i = 0
     while i < len(paths):
         with tempfile.TemporaryFile("w+") as jobfile, tempfile.TemporaryFile("w+") as errfile:
-            for p in paths[i:]:
-                jobfile.write(json.dumps({"path": p}) + "\n")
+            for j in jobs[i:]:
+                jobfile.write(json.dumps({"path": j["path"], "pb": j["pb"]}) + "\n")
             jobfile.seek(0)
             proc = subprocess.Popen([sys.executable, __file__, "--self-check"], stdin=jobfile,
-                                    stdout=subprocess.PIPE, stderr=errfile, text=True)
+                                    stdout=subprocess.PIPE, stderr=errfile, text=True,
+                                    env=dict(os.environ, MALLOC_PERTURB_=str(perturb)))
             for line in proc.stdout:
                 res = json.loads(line)
                 out[paths[i]] = ("texts", res["texts"])
@@ -230,20 +264,23 @@ def self_check_pass(paths):
     return out
 
 
-def self_check(paths):
-    """Whether XLA can read its own proto of each of `paths`, from two
-    passes in separate processes: path -> evidence that it cannot (an
-    abort, readings of the same bytes that differ), or None (it reads it
-    the same way every time)."""
-    passes = [self_check_pass(paths), self_check_pass(paths)]
+def self_check(jobs):
+    """Whether XLA can read its own proto of each job's module, from its
+    readings in the worker (`readings`) and two passes in separate
+    processes whose fresh memory holds different bytes (0x5a, then 0xa5),
+    so that a reading of memory XLA never wrote differs between them:
+    path -> evidence that it cannot (an abort, readings of the same bytes
+    that differ), or None (it reads it the same way every time)."""
+    passes = [self_check_pass(jobs, 0xA5), self_check_pass(jobs, 0x5A)]
     verdict = {}
-    for p in paths:
+    for j in jobs:
+        p = j["path"]
         results = [r[p] for r in passes]
         aborts = [msg for kind, msg in results if kind == "abort"]
         if aborts:
             verdict[p] = [f"XLA aborts reading its own proto: {aborts[0]}"]
             continue
-        texts = [t for _, ts in results for t in ts]
+        texts = j["readings"] + [t for _, ts in results for t in ts]
         distinct = list(dict.fromkeys(texts))
         if len(distinct) == 1:
             verdict[p] = None
@@ -251,7 +288,7 @@ def self_check(paths):
         diff = list(difflib.unified_diff(distinct[0].splitlines(), distinct[1].splitlines(),
                                          "reading 1", "reading 2", n=0, lineterm=""))
         verdict[p] = [f"{len(distinct)} different readings of the same bytes in {len(texts)} reads "
-                      f"(two processes), e.g.:"] + [l[:300] for l in diff[2:8]]
+                      f"(the worker, two fresh processes), e.g.:"] + [l[:300] for l in diff[2:8]]
     return verdict
 
 
@@ -288,6 +325,8 @@ def main() -> int:
         os.makedirs(args.dump_xla_dir, exist_ok=True)
     jobs = []
     skipped = 0
+    # XLA's own protos of the modules the self-check looks at.
+    scratch = tempfile.TemporaryDirectory(prefix="check-proto-")
     for path in args.files:
         name = os.path.basename(path)
         if name in args.skip:
@@ -296,13 +335,15 @@ def main() -> int:
             continue
         if args.read_dir:
             jobs.append({"path": path, "ours": None, "dump": None, "our_error": None,
-                         "read": os.path.join(args.read_dir, name)})
+                         "read": os.path.join(args.read_dir, name),
+                         "own_pb": os.path.join(scratch.name, f"{len(jobs)}.pb")})
             continue
         ours = os.path.join(args.ours_dir, name + ".pb")
         err = os.path.join(args.ours_dir, name + ".err")
         dump = os.path.join(args.dump_xla_dir, name + ".pb") if args.dump_xla_dir else None
         jobs.append({"path": path, "ours": ours if os.path.exists(ours) else None, "dump": dump,
-                     "our_error": open(err, encoding="utf-8").read().strip() if os.path.exists(err) else None})
+                     "our_error": open(err, encoding="utf-8").read().strip() if os.path.exists(err) else None,
+                     "own_pb": os.path.join(scratch.name, f"{len(jobs)}.pb")})
     ok = roundtrip = failed = known = xla_cannot = 0
     matched_known = []
     # Modules whose verdict waits for XLA's self-check: (job, result), the
@@ -315,7 +356,7 @@ def main() -> int:
         # both ways and deadlock.
         with tempfile.TemporaryFile("w+") as jobfile:
             for j in chunk:
-                jobfile.write(json.dumps({k: j.get(k) for k in ("path", "ours", "dump", "read")}) + "\n")
+                jobfile.write(json.dumps({k: j.get(k) for k in ("path", "ours", "dump", "read", "own_pb")}) + "\n")
             jobfile.seek(0)
             proc = subprocess.Popen([sys.executable, __file__, "--worker"], stdin=jobfile,
                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
@@ -340,7 +381,11 @@ def main() -> int:
             # The worker died on jobs[i]: XLA aborted the process.
             pending.append((jobs[i], {"aborted": True}))
             i += 1
-    verdicts = self_check([job["path"] for job, _ in pending]) if pending else {}
+    checks = [{"path": job["path"], "readings": res.get("xla_readings", []),
+               "pb": job["own_pb"] if os.path.exists(job["own_pb"]) else None}
+              for job, res in pending]
+    verdicts = self_check(checks) if pending else {}
+    scratch.cleanup()
     for job, res in pending:
         name = os.path.basename(job["path"])
         evidence = verdicts[job["path"]]

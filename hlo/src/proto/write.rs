@@ -592,8 +592,10 @@ struct Writer<'m> {
     /// to generate (see [`module_to_bytes`]) rather than made.
     stream_elided: bool,
     /// The literal [`Writer::instruction`] left out of the instruction for
-    /// the byte sink to generate: its shape and XLA's fill counters there.
-    streamed: Option<(ShapeId, literal::ElidedFill)>,
+    /// the byte sink to generate: its shape, XLA's fill counters there, and
+    /// its values field ([`literal::ElidedFill::values_field`]: the tag and
+    /// the body's length).
+    streamed: Option<(ShapeId, literal::ElidedFill, (u32, u64))>,
 }
 
 fn err(inst: &str, msg: impl std::fmt::Display) -> Error {
@@ -863,7 +865,7 @@ impl<'m> Writer<'m> {
         ip.encode_raw(tail);
         let mut len = string_len(1, name) + string_len(2, opcode) + tail.len();
         let mut literal = None;
-        if let Some((s, fill)) = streamed {
+        if let Some((s, fill, (tag, values))) = streamed {
             let Shape::Array(a) = m.shape(s) else {
                 unreachable!("only an array literal streams")
             };
@@ -872,9 +874,6 @@ impl<'m> Writer<'m> {
                 ..Default::default()
             }
             .encode_to_vec();
-            let (tag, values) = fill
-                .values_field(a.elem, &a.dims)
-                .map_err(|x| err(iname, x))?;
             let values = values as usize;
             let lit_len = head.len()
                 + if values > 0 {
@@ -1245,9 +1244,10 @@ impl<'m> Writer<'m> {
         let mut fill = self.elided_at.get(&id).copied().unwrap_or_default();
         if let (true, Shape::Array(a), Literal::Elided) = (self.stream_elided, m.shape(s), lit) {
             if literal_shape(m, s, a).2 {
-                // Checked now: the sink generates it after the fields before.
-                fill.values_field(a.elem, &a.dims)?;
-                self.streamed = Some((s, fill));
+                // Sized (and checked) now: the sink generates it after the
+                // fields before it.
+                let field = fill.values_field(a.elem, &a.dims)?;
+                self.streamed = Some((s, fill, field));
                 return Ok(());
             }
         }
