@@ -43,16 +43,21 @@ fuzz_target!(|data: &[u8]| {
         p1, p2,
         "print(parse(print(parse(x)))) differs from print(parse(x))"
     );
+    // A few bytes of text can declare a constant of millions of elements
+    // (`f32[5,1024,1024] constant(1)`, as XLA reads it, or an elided
+    // `{...}` one, which the writer fills with XLA's made-up values up to its
+    // 2 GiB bound); its proto and the text printed from that proto are
+    // megabytes to gigabytes, seconds per input under the sanitizer. The
+    // fixed points are checked below that size, known before writing.
+    if literal_bytes(&m1) > MAX_PROTO_BYTES as u64 {
+        return;
+    }
     // Text -> proto -> module: the writer may refuse a module (a clear
-    // error: elided literals, what the proto cannot carry); one it writes
-    // must read back to a fixed point.
+    // error: what the proto cannot carry); one it writes must read back to
+    // a fixed point.
     let Ok(once) = hlo::proto::to_bytes(&m1) else {
         return;
     };
-    // A few bytes of text can declare a constant of millions of elements
-    // (`f32[5,1024,1024] constant(1)`, as XLA reads it); its proto and the
-    // text printed from that proto are megabytes, seconds per input under
-    // the sanitizer. The fixed points are checked below that size.
     if once.len() > MAX_PROTO_BYTES {
         return;
     }
@@ -98,3 +103,32 @@ fuzz_target!(|data: &[u8]| {
         "print(parse(print(read(write(parse(x)))))) differs from print(read(write(parse(x))))"
     );
 });
+
+/// The bytes the values of the module's literals take (constants, a custom
+/// call's `literal=`): element counts times element sizes, saturating.
+fn literal_bytes(m: &hlo::Module) -> u64 {
+    fn shape_bytes(m: &hlo::Module, s: hlo::ShapeId, depth: usize) -> u64 {
+        match m.shape(s) {
+            hlo::Shape::Array(a) => a.element_count().map_or(u64::MAX, |n| {
+                (n as u64).saturating_mul(u64::from(a.elem.byte_size().max(1)))
+            }),
+            hlo::Shape::Tuple(es) if depth < 64 => es
+                .iter()
+                .fold(0u64, |t, &e| t.saturating_add(shape_bytes(m, e, depth + 1))),
+            _ => 0,
+        }
+    }
+    let mut total = 0u64;
+    for id in m.all_instructions() {
+        let inst = m.inst(id);
+        if inst.opcode == hlo::Opcode::Constant {
+            total = total.saturating_add(shape_bytes(m, inst.shape, 0));
+        }
+        for a in &inst.attrs {
+            if let hlo::AttrValue::Literal(s, _) = &a.value {
+                total = total.saturating_add(shape_bytes(m, *s, 0));
+            }
+        }
+    }
+    total
+}

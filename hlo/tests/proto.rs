@@ -833,3 +833,21 @@ fn a_tiled_sharding_without_devices_is_an_error() {
     let err = read_err(&p);
     assert!(err.contains("without devices"), "{err}");
 }
+
+/// Found by the parse_print fuzzer: a broadcast of a non-scalar operand with
+/// `dimensions={}` (XLA reads it, from text and from its proto) was written
+/// with no dimensions, which the reader took for a missing `dimensions=`
+/// and refused. It reads back with `dimensions={}`, as XLA prints it.
+#[test]
+fn a_broadcast_with_empty_dimensions_reads_back() {
+    let text = "HloModule m\n\nENTRY e {\n  p = f32[1,4]{1,0} parameter(0)\n  ROOT b = f32[1,4]{1,0} broadcast(p), dimensions={}\n}\n";
+    let m = hlo::parse_module(text).expect("parses");
+    let bytes = proto::to_bytes(&m).expect("writes");
+    let back = proto::from_bytes(&bytes).unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        hlo::print_module(&back).contains("broadcast(%p), dimensions={}"),
+        "{}",
+        hlo::print_module(&back)
+    );
+    assert_eq!(proto::to_bytes(&back).expect("writes again"), bytes);
+}

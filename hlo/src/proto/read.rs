@@ -1454,8 +1454,13 @@ impl<'p> Reader<'p> {
             }
         } else if op == Opcode::Iota {
             a.push(Field::Typed("iota_dimension", AttrValue::Int(0)));
-        } else if crate::semantic::required_attrs(op).contains(&"dimensions") {
-            // An empty list is the proto's default: nothing is written.
+        } else if op == Opcode::Broadcast
+            || crate::semantic::required_attrs(op).contains(&"dimensions")
+        {
+            // An empty list is the proto's default: nothing is written. A
+            // broadcast has `dimensions=` as XLA prints it, `{}` also for a
+            // non-scalar operand, which XLA reads (found by fuzzing: left
+            // out, such a broadcast was refused as one that needs it).
             a.push(int_list("dimensions", &[]));
         }
         if op == Opcode::GetTupleElement {
