@@ -1,4 +1,5 @@
-//! Fuzz target: the parser never panics; for any input it accepts,
+//! Fuzz target: the parser never panics; its fast path gives what the
+//! grammar alone gives (module or error); for any input it accepts,
 //! parse -> print -> parse gives the same module (same printed text); and
 //! where the proto writer accepts the module, text -> proto -> module is a
 //! fixed point both ways (the proto read back writes the same bytes, and
@@ -30,7 +31,28 @@ fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
-    let Ok(m1) = hlo::parse_module(text) else {
+    // The parser's fast path (hlo/src/parse/fast.rs) gives exactly what the
+    // grammar alone gives: the same module, every field, or the same error.
+    let parsed = hlo::parse_module(text);
+    let by_grammar = hlo::parse::parse_module_named_by_grammar(text, "<input>");
+    match (&parsed, &by_grammar) {
+        (Ok(a), Ok(b)) => assert_eq!(
+            format!("{a:?}"),
+            format!("{b:?}"),
+            "the fast path and the grammar give different modules"
+        ),
+        (Err(a), Err(b)) => assert_eq!(
+            a.to_string(),
+            b.to_string(),
+            "the fast path and the grammar give different errors"
+        ),
+        (a, b) => panic!(
+            "the fast path gives {:?}, the grammar {:?}",
+            a.as_ref().err(),
+            b.as_ref().err()
+        ),
+    }
+    let Ok(m1) = parsed else {
         return;
     };
     let p1 = hlo::print_module(&m1);

@@ -659,6 +659,8 @@ struct Lowerer<'a> {
     gte: compact_gte::CompactGtes,
     /// Whether instructions go through [`fast::instruction`] first.
     fast: bool,
+    /// The instructions of the computation being read (reused).
+    inst_buf: Vec<InstParts<'a>>,
 }
 
 fn strip_pct(s: &str) -> &str {
@@ -777,6 +779,7 @@ impl<'a> Lowerer<'a> {
             comp_offsets: Vec::new(),
             gte: Default::default(),
             fast: true,
+            inst_buf: Vec::new(),
         }
     }
 
@@ -969,7 +972,10 @@ impl<'a> Lowerer<'a> {
                 (CompHead::from_pair(pair), end)
             }
         };
-        let mut insts: Vec<InstParts<'a>> = Vec::new();
+        // One buffer for every computation's instructions (a computation
+        // written in place, lowered meanwhile, takes a buffer of its own).
+        let mut insts = std::mem::take(&mut self.inst_buf);
+        insts.clear();
         while b.get(p) != Some(&b'}') {
             if let Some((inst, next)) = self.fast.then(|| fast::instruction(text, p)).flatten() {
                 insts.push(inst);
@@ -1022,7 +1028,9 @@ impl<'a> Lowerer<'a> {
                 attrs.push(self.comp_attr(p.as_str())?);
             }
         }
-        let root = self.body(cid, insts, start)?;
+        let root = self.body(cid, &mut insts, start);
+        self.inst_buf = insts;
+        let root = root?;
         if let Some((sig, off)) = sig_result {
             let root_shape = self.m.inst(root).shape;
             if !shapes_compatible(&self.m, sig, root_shape) {
@@ -1075,7 +1083,12 @@ impl<'a> Lowerer<'a> {
 
     /// Lowers the instructions of computation `cid`, resolves references
     /// among them and sets its root and parameters. Returns the root.
-    fn body(&mut self, cid: CompId, insts: Vec<InstParts<'a>>, start: usize) -> Result<InstId> {
+    fn body(
+        &mut self,
+        cid: CompId,
+        insts: &mut Vec<InstParts<'a>>,
+        start: usize,
+    ) -> Result<InstId> {
         let saved_names = std::mem::take(&mut self.names);
         let saved_pending = std::mem::take(&mut self.pending);
         let saved_gte = std::mem::take(&mut self.gte);
@@ -1089,7 +1102,7 @@ impl<'a> Lowerer<'a> {
     fn body_inner(
         &mut self,
         cid: CompId,
-        insts: Vec<InstParts<'a>>,
+        insts: &mut Vec<InstParts<'a>>,
         start: usize,
     ) -> Result<InstId> {
         let mut root: Option<InstId> = None;
@@ -1098,7 +1111,7 @@ impl<'a> Lowerer<'a> {
         // One name per instruction (nested ones aside): sized once instead
         // of rehashed as it grows.
         self.names.reserve(insts.len());
-        for p in insts {
+        for p in insts.drain(..) {
             let at = p.at;
             let (iid, marked) = self.instruction(p, cid, &mut params)?;
             if marked {
@@ -1160,7 +1173,7 @@ impl<'a> Lowerer<'a> {
         let name = self.unique_comp_name("_");
         let cid = self.define_computation(name, start)?;
         self.note_comp_offset(cid, start);
-        self.body(cid, insts, start)?;
+        self.body(cid, &mut insts, start)?;
         self.m.place_computation(cid);
         Ok(cid)
     }
@@ -1711,7 +1724,7 @@ impl<'a> Lowerer<'a> {
                 opcode
             }
         };
-        let mut attrs = Vec::new();
+        let mut attrs = Vec::with_capacity(attr_texts.len() + usize::from(wrapped_op.is_some()));
         if let Some(w) = wrapped_op {
             attrs.push(Attr {
                 key: ASYNC_WRAPPED_OPCODE.into(),
