@@ -851,3 +851,18 @@ fn a_broadcast_with_empty_dimensions_reads_back() {
     );
     assert_eq!(proto::to_bytes(&back).expect("writes again"), bytes);
 }
+
+/// Found by the parse_print fuzzer: stack frame sections that no
+/// instruction uses (`metadata={stack_frame_id=0}`) were written as an empty
+/// `stack_frame_index`, read back as none, so the proto read back wrote
+/// different bytes. As XLA does, no index is written.
+#[test]
+fn unused_stack_frames_are_a_write_read_fixed_point() {
+    let text = "HloModule m\n\nFileNames\n1 \"a.py\"\n\nFunctionNames\n1 \"f\"\n\nFileLocations\n1 {file_name_id=1 function_name_id=1 line=1 end_line=2 column=0 end_column=1}\n\nStackFrames\n1 {file_location_id=1 parent_frame_id=1}\n\nENTRY e {\n  p = f32[4]{0} parameter(0)\n  ROOT n = f32[4]{0} negate(p), metadata={stack_frame_id=0}\n}\n";
+    let m = hlo::parse_module(text).expect("parses");
+    let once = proto::to_bytes(&m).expect("writes");
+    let p = xla::HloModuleProto::decode(once.as_slice()).expect("decodes");
+    assert!(p.stack_frame_index.is_none(), "{:?}", p.stack_frame_index);
+    let back = proto::from_bytes(&once).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(proto::to_bytes(&back).expect("writes again"), once);
+}

@@ -1054,7 +1054,10 @@ impl<'m> Writer<'m> {
                 }
             }
         }
-        self.frames = Some(new);
+        // No instruction uses a frame: XLA writes no index (found by
+        // fuzzing: an empty one was read back as none, breaking the write ->
+        // read -> write fixed point).
+        self.frames = (!new.stack_frames.is_empty()).then_some(new);
         Ok(())
     }
 
