@@ -6,6 +6,8 @@
 //! source offsets included) or the same error.
 
 mod common;
+#[path = "../../tests/support/report.rs"]
+mod report;
 
 use common::*;
 
@@ -168,7 +170,7 @@ fn testdata_fast_path_matches_grammar() {
 #[test]
 fn shared_corpus_fast_path_matches_grammar() {
     let Some(shared) = shared() else {
-        println!("skipped: ../shared is absent");
+        report::skipped("../shared is absent");
         return;
     };
     let mut files = Vec::new();
@@ -182,4 +184,5 @@ fn shared_corpus_fast_path_matches_grammar() {
         files.extend(hlo_files(&shared.join(dir)));
     }
     check_files(&files, 3, 4_000);
+    report::ran();
 }
