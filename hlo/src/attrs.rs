@@ -332,7 +332,79 @@ pub fn find<'a>(attrs: &'a [Attr], key: &str) -> Option<&'a AttrValue> {
 }
 
 fn mismatch(key: &str, v: &AttrValue, want: &str) -> AttrError {
-    let found = match v {
+    bad(key, format!("expected {want}, found {}", describe(v)))
+}
+
+/// Whether `value` is what the parser's decoding of attribute `key` of an
+/// `op` instruction gives ([`value_kind`]): the variant of the key's kind
+/// on that opcode, and for an enumeration one of its names. The parser's
+/// values are so by construction; the proto reader, which types fields
+/// straight from their messages, checks each against it, so that a field
+/// an opcode does not carry in that form (a gather's `slice_sizes` set on
+/// an add, where the key means a collective-permute's list of lists) is the
+/// error its text would be. A key the table does not type for `op` passes.
+pub(crate) fn check_kind(key: &str, op: Opcode, value: &AttrValue) -> Result<(), String> {
+    use AttrValue as V;
+    use ValueKind as K;
+    let Some(kind) = value_kind(key, op) else {
+        return Ok(());
+    };
+    let names: &[&str] = match kind {
+        K::ApiVersion => &validate::CUSTOM_CALL_API_VERSIONS,
+        K::DotAlgorithm => &xla::DOT_ALGORITHMS,
+        K::Direction => &validate::DIRECTIONS,
+        K::Enum(allowed, _) => allowed,
+        _ => &[],
+    };
+    let ok = match (kind, value) {
+        (K::ApiVersion | K::DotAlgorithm | K::Direction | K::Enum(..), V::Enum(e)) => {
+            names.contains(e)
+        }
+        (K::Int, V::Int(_))
+        | (K::Float, V::Float(_))
+        | (K::Bool, V::Bool(_))
+        | (K::IntList, V::Ints(_))
+        | (K::Window, V::Window(_))
+        | (K::Padding, V::Padding(_))
+        | (K::ResultAccuracy, V::ResultAccuracy(_))
+        | (K::Slice, V::Slice(_))
+        | (K::SourceTargetPairs, V::Pairs(_))
+        | (K::Precisions, V::Precisions(_))
+        | (K::Metadata, V::Metadata(_))
+        | (K::Sharding, V::Sharding(_))
+        | (K::ReplicaGroups, V::ReplicaGroups(_))
+        | (K::FrontendAttributes, V::FrontendAttributes(_))
+        | (K::Aliasing, V::Aliasing(_))
+        | (K::ConvDims, V::ConvDims(_))
+        | (K::Domain, V::Domain(_))
+        | (K::Statistics, V::Statistics(_))
+        | (K::OriginalValue, V::OriginalValue(_))
+        | (K::Sparsity, V::Sparsity(_))
+        | (K::Str, V::Str(_))
+        | (K::BoolList, V::Bools(_))
+        | (K::IntLists, V::IntLists(_)) => true,
+        _ => false,
+    };
+    if ok {
+        return Ok(());
+    }
+    if names.is_empty() {
+        Err(format!(
+            "{} is not a value of `{key}=` on {op}",
+            describe(value)
+        ))
+    } else {
+        Err(format!(
+            "{} is not a value of `{key}=` on {op}; expected one of {}",
+            describe(value),
+            names.join(", ")
+        ))
+    }
+}
+
+/// What a value is, for messages (`an integer list`, `` `LT` ``).
+fn describe(v: &AttrValue) -> String {
+    match v {
         AttrValue::Raw(t) => format!("the text `{t}`"),
         AttrValue::Comp(_) | AttrValue::Comps(_) => "computations".to_string(),
         AttrValue::Insts(_) => "instructions".to_string(),
@@ -367,8 +439,7 @@ fn mismatch(key: &str, v: &AttrValue, want: &str) -> AttrError {
         AttrValue::InputOutputAlias(_) => "input-output aliasing".to_string(),
         AttrValue::BufferDonor(_) => "buffer donors".to_string(),
         AttrValue::RecoveryTable(_) => "an original value recovery table".to_string(),
-    };
-    bad(key, format!("expected {want}, found {found}"))
+    }
 }
 
 /// An integer list in `attrs` (`dimensions={1,0}`).

@@ -422,6 +422,29 @@ const EDITS: &[Edit] = &[
         &["computations[2].instructions[9]: unknown api version 42"],
     ),
     (
+        // The reader types `slice_sizes` straight from the proto; the
+        // opcode's kind table still applies (on an add the key would be a
+        // collective-permute's list of lists).
+        "a gather's slice sizes on an add",
+        |p| {
+            let o = inst(p, "o");
+            o.gather_dimension_numbers = Some(Default::default());
+            o.gather_slice_sizes = vec![2, 2];
+        },
+        &[
+            "computations[2].instructions[21]: `slice_sizes`",
+            "an integer list is not a value of `slice_sizes=` on add",
+        ],
+    ),
+    (
+        "an operand precision that is not one",
+        |p| {
+            let pc = inst(p, "d").precision_config.as_mut().expect("precision");
+            pc.operand_precision = vec![1, 7];
+        },
+        &["computations[2].instructions[5]: unknown operand precision 7"],
+    ),
+    (
         "an input-output alias at an output index the entry's result does not have",
         |p| {
             let a = p.input_output_alias.as_mut().expect("aliasing");

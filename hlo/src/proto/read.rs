@@ -9,10 +9,15 @@
 //! (shardings, replica groups, frontend attributes, aliasing, convolution
 //! dimension numbers, domains, statistics, result accuracy, strings, op
 //! metadata, operand layout constraints and other shapes, `epsilon`,
-//! parameter replication; the header's entry layout, input-output aliasing,
-//! buffer donors, frontend attributes and original value recovery table,
-//! its recovery modules read as modules; the stack frame index), the others
-//! through the parser's decoders
+//! parameter replication, windows, paddings, slices, comparison
+//! directions, a gather's slice sizes, operand precisions; the header's
+//! entry layout, input-output aliasing, buffer donors, frontend attributes
+//! and original value recovery table, its recovery modules read as modules;
+//! the stack frame index), each checked against the opcode's kind table
+//! the text decoding applies ([`crate::attrs::check_kind`]: a field an
+//! opcode does not carry in that form is an error naming it), the others
+//! (enumerations and lists the proto holds as strings or numbers) through
+//! the parser's decoders
 //! ([`crate::attrs::decode`]: the kinds XLA types are stored typed, the
 //! rest verbatim in XLA's spelling) and
 //! constants straight from their `LiteralProto` into the typed literal
@@ -1391,10 +1396,15 @@ impl<'p> Reader<'p> {
         for f in fields.drain(..) {
             attrs.push(match f {
                 Field::Text(key, value) => Self::attr(path, Some(opcode), key, &value)?,
-                Field::Typed(key, value) => Attr {
-                    key: key.into(),
-                    value,
-                },
+                Field::Typed(key, value) => {
+                    // The per-opcode kind table the text decoding applies.
+                    crate::attrs::check_kind(key, opcode, &value)
+                        .map_err(|m| bad(format!("{path}: `{key}`: {m}")))?;
+                    Attr {
+                        key: key.into(),
+                        value,
+                    }
+                }
             });
         }
         self.fields = fields;
@@ -1466,22 +1476,19 @@ impl<'p> Reader<'p> {
         if op == Opcode::GetTupleElement {
             a.push(Field::Typed("index", AttrValue::Int(i.tuple_index)));
         }
-        if !i.slice_dimensions.is_empty() {
-            let parts: Vec<String> = i
+        // A slice of a scalar has no dimensions (nothing written), and
+        // still its `slice={}`.
+        if !i.slice_dimensions.is_empty() || op == Opcode::Slice {
+            let dims = i
                 .slice_dimensions
                 .iter()
-                .map(|s| {
-                    if s.stride == 1 {
-                        format!("[{}:{}]", s.start, s.limit)
-                    } else {
-                        format!("[{}:{}:{}]", s.start, s.limit, s.stride)
-                    }
+                .map(|s| SliceDim {
+                    start: s.start,
+                    limit: s.limit,
+                    stride: s.stride,
                 })
                 .collect();
-            a.push(Field::Text("slice", format!("{{{}}}", parts.join(", "))));
-        } else if op == Opcode::Slice {
-            // The slice of a scalar: no dimensions, nothing written.
-            a.push(Field::Text("slice", "{}".into()));
+            a.push(Field::Typed("slice", AttrValue::Slice(dims)));
         }
         if !i.dynamic_slice_sizes.is_empty() {
             if matches!(
@@ -1499,42 +1506,21 @@ impl<'p> Reader<'p> {
                 a.push(int_list("dynamic_slice_sizes", &i.dynamic_slice_sizes));
             }
         }
-        if let Some(w) = &i.window {
-            if !w.dimensions.is_empty() {
-                let d = &w.dimensions;
-                let f = |g: &dyn Fn(&xla::WindowDimension) -> String| {
-                    d.iter().map(g).collect::<Vec<_>>().join("x")
-                };
-                let mut parts = vec![format!("size={}", f(&|x| x.size.to_string()))];
-                if d.iter().any(|x| x.stride != 1) {
-                    parts.push(format!("stride={}", f(&|x| x.stride.to_string())));
-                }
-                if d.iter().any(|x| x.padding_low != 0 || x.padding_high != 0) {
-                    parts.push(format!(
-                        "pad={}",
-                        f(&|x| format!("{}_{}", x.padding_low, x.padding_high))
-                    ));
-                }
-                if d.iter().any(|x| x.base_dilation != 1) {
-                    parts.push(format!(
-                        "lhs_dilate={}",
-                        f(&|x| x.base_dilation.to_string())
-                    ));
-                }
-                if d.iter().any(|x| x.window_dilation != 1) {
-                    parts.push(format!(
-                        "rhs_dilate={}",
-                        f(&|x| x.window_dilation.to_string())
-                    ));
-                }
-                if d.iter().any(|x| x.window_reversal) {
-                    parts.push(format!(
-                        "rhs_reversal={}",
-                        f(&|x| u8::from(x.window_reversal).to_string())
-                    ));
-                }
-                a.push(Field::Text("window", format!("{{{}}}", parts.join(" "))));
-            }
+        if let Some(w) = i.window.as_ref().filter(|w| !w.dimensions.is_empty()) {
+            let dims = w
+                .dimensions
+                .iter()
+                .map(|x| WindowDim {
+                    size: x.size,
+                    stride: x.stride,
+                    pad_lo: x.padding_low,
+                    pad_hi: x.padding_high,
+                    lhs_dilation: x.base_dilation,
+                    rhs_dilation: x.window_dilation,
+                    reversal: x.window_reversal,
+                })
+                .collect();
+            a.push(Field::Typed("window", AttrValue::Window(dims)));
         }
         if let Some(cd) = i
             .convolution_dimension_numbers
@@ -1559,21 +1545,16 @@ impl<'p> Reader<'p> {
             }
         }
         if let Some(p) = &i.padding_config {
-            let parts: Vec<String> = p
+            let dims = p
                 .dimensions
                 .iter()
-                .map(|d| {
-                    if d.interior_padding != 0 {
-                        format!(
-                            "{}_{}_{}",
-                            d.edge_padding_low, d.edge_padding_high, d.interior_padding
-                        )
-                    } else {
-                        format!("{}_{}", d.edge_padding_low, d.edge_padding_high)
-                    }
+                .map(|d| PadDim {
+                    lo: d.edge_padding_low,
+                    hi: d.edge_padding_high,
+                    interior: d.interior_padding,
                 })
                 .collect();
-            a.push(Field::Text("padding", parts.join("x")));
+            a.push(Field::Typed("padding", AttrValue::Padding(dims)));
         }
         let dot = i.dot_dimension_numbers.as_deref().or(i
             .ragged_dot_dimension_numbers
@@ -1611,20 +1592,19 @@ impl<'p> Reader<'p> {
             if pc.operand_precision.iter().any(|&p| p != 0) {
                 // XLA's PrecisionConfig.Precision values, by number (an
                 // unknown one is an error, not `default`: found by fuzzing).
-                let names = pc
+                let values = pc
                     .operand_precision
                     .iter()
                     .map(|&p| {
-                        usize::try_from(p)
+                        u8::try_from(p)
                             .ok()
-                            .and_then(|k| crate::attrs::validate::PRECISIONS.get(k))
-                            .copied()
+                            .filter(|&k| usize::from(k) < crate::attrs::validate::PRECISIONS.len())
                             .ok_or_else(|| ebad(format!("unknown operand precision {p}")))
                     })
-                    .collect::<Result<Vec<&str>>>()?;
-                a.push(Field::Text(
+                    .collect::<Result<_>>()?;
+                a.push(Field::Typed(
                     "operand_precision",
-                    format!("{{{}}}", names.join(",")),
+                    AttrValue::Precisions(values),
                 ));
             }
             if pc.algorithm != 0 {
@@ -1636,7 +1616,9 @@ impl<'p> Reader<'p> {
             }
         }
         if op == Opcode::Compare {
-            a.push(Field::Text("direction", i.comparison_direction.clone()));
+            let d = crate::attrs::validate::direction(&i.comparison_direction)
+                .map_err(|m| ebad(format!("`direction`: {m}")))?;
+            a.push(Field::Typed("direction", AttrValue::Enum(d)));
             if !i.comparison_type.is_empty() {
                 a.push(Field::Text("type", i.comparison_type.clone()));
             }
@@ -1861,9 +1843,11 @@ impl<'p> Reader<'p> {
                 "index_vector_dim",
                 AttrValue::Int(g.index_vector_dim),
             ));
-            a.push(Field::Text(
+            // Checked against the opcode with the other typed fields (on
+            // any other opcode `slice_sizes` is a list of lists).
+            a.push(Field::Typed(
                 "slice_sizes",
-                format!("{{{}}}", join(&i.gather_slice_sizes)),
+                AttrValue::Ints(i.gather_slice_sizes.as_slice().into()),
             ));
         }
         if let Some(s) = &i.scatter_dimension_numbers {
