@@ -198,8 +198,9 @@ pub(crate) fn value_kind(key: &str, op: Opcode) -> Option<ValueKind> {
         // Keys with another meaning on other opcodes, or too generic to
         // claim everywhere.
         "kind" if op == Opcode::Fusion => Enum(&["kLoop", "kInput", "kOutput", "kCustom"], false),
+        // Upper case only, as XLA's parser reads it.
         "type" if op == Opcode::Compare => {
-            Enum(&["FLOAT", "TOTALORDER", "SIGNED", "UNSIGNED"], true)
+            Enum(&["FLOAT", "TOTALORDER", "SIGNED", "UNSIGNED"], false)
         }
         "algorithm" if op == Opcode::RngBitGenerator => {
             Enum(&["rng_default", "rng_three_fry", "rng_philox"], true)

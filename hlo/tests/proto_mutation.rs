@@ -417,6 +417,19 @@ const EDITS: &[Edit] = &[
         &["computations[2].instructions[7]: unknown result accuracy mode 77"],
     ),
     (
+        "a negative result accuracy tolerance",
+        |p| {
+            let r = inst(p, "x").result_accuracy.as_mut().expect("accuracy");
+            r.mode = None;
+            r.tolerance = Some(hlo::proto::xla::Tolerance {
+                atol: 0.0,
+                rtol: -1.0,
+                ulps: 0,
+            });
+        },
+        &["computations[2].instructions[7]: a result accuracy tolerance must not be negative"],
+    ),
+    (
         "an unknown custom-call API version",
         |p| inst(p, "cc").custom_call_api_version = 42,
         &["computations[2].instructions[9]: unknown api version 42"],

@@ -331,7 +331,7 @@ const CANONICAL: &[(&str, &str)] = &[
         "slice={[0:4:2], [0:3]}",
     ),
     (
-        "ROOT c = pred[4,6]{1,0} compare(p, p), direction=LT, type=totalorder",
+        "ROOT c = pred[4,6]{1,0} compare(p, p), direction=LT, type=TOTALORDER",
         "type=TOTALORDER",
     ),
     (

@@ -175,6 +175,13 @@ pub fn padding(text: &str) -> Result<Box<[PadDim]>, String> {
                     "padding expects `low_high` or `low_high_interior` per dimension, joined by 'x' (e.g. `0_1x2_2_1`), found `{t}`"
                 ));
             }
+            // XLA's lexer reads no sign on the interior padding.
+            if nums[2] < 0 {
+                return Err(format!(
+                    "interior padding {} in `{t}` is negative",
+                    nums[2]
+                ));
+            }
             Ok(PadDim {
                 lo: nums[0],
                 hi: nums[1],

@@ -19,6 +19,7 @@
 use std::fmt::Write as _;
 
 use crate::proto::xla;
+use smallvec::SmallVec;
 
 type R<T> = Result<T, String>;
 
@@ -288,14 +289,21 @@ pub fn metadata(text: &str) -> R<xla::OpMetadata> {
     Ok(m)
 }
 
-/// The fields of a metadata group after its `{`, through its `}`.
+/// The fields of a metadata group after its `{`, through its `}`; each at
+/// most once, as XLA's parser requires.
 fn metadata_fields(c: &mut Cur) -> R<xla::OpMetadata> {
     let mut m = xla::OpMetadata::default();
+    // The fields seen so far (the text is short: a scan of the keys).
+    let mut seen: SmallVec<[&str; 8]> = SmallVec::new();
     loop {
         if c.eat("}") {
             return Ok(m);
         }
         let key = c.word();
+        if seen.contains(&key) {
+            return Err(format!("metadata field `{key}` is given twice"));
+        }
+        seen.push(key);
         c.expect("=")?;
         let int32 = |c: &mut Cur| -> R<i32> {
             let v = c.int()?;
@@ -1839,6 +1847,7 @@ pub fn result_accuracy(text: &str) -> R<xla::ResultAccuracy> {
                 }
                 c.eat(",");
             }
+            check_tolerance(&t)?;
             r.tolerance = Some(t);
         }
         _ => return Err(format!("unknown result accuracy field `{key}`")),
@@ -1904,6 +1913,7 @@ pub fn write_result_accuracy(r: &xla::ResultAccuracy, o: &mut String) {
 /// for a mode `ResultAccuracy` does not define.
 pub fn result_accuracy_from_proto(r: &xla::ResultAccuracy) -> R<Option<xla::ResultAccuracy>> {
     if let Some(t) = &r.tolerance {
+        check_tolerance(t)?;
         return Ok(Some(xla::ResultAccuracy {
             mode: None,
             tolerance: Some(t.clone()),
@@ -1919,6 +1929,21 @@ pub fn result_accuracy_from_proto(r: &xla::ResultAccuracy) -> R<Option<xla::Resu
         }
         m => Err(format!("unknown result accuracy mode {m}")),
     }
+}
+
+/// A result accuracy tolerance as XLA's instructions take it (they refuse
+/// others, from text and from a proto): `atol`, `rtol` and `ulps` not
+/// negative (nor NaN).
+fn check_tolerance(t: &xla::Tolerance) -> R<()> {
+    if t.atol >= 0.0 && t.rtol >= 0.0 && t.ulps >= 0 {
+        return Ok(());
+    }
+    Err(format!(
+        "a result accuracy tolerance must not be negative: atol={} rtol={} ulps={}",
+        float_text(t.atol),
+        float_text(t.rtol),
+        t.ulps
+    ))
 }
 
 /// Statistics in XLA's spelling, `{visualizing_index=1,stat-1=33,stat-2=44}`,
