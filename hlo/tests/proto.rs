@@ -866,3 +866,21 @@ fn unused_stack_frames_are_a_write_read_fixed_point() {
     let back = proto::from_bytes(&once).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(proto::to_bytes(&back).expect("writes again"), once);
 }
+
+/// Found by the parse_print fuzzer: a dynamic-slice with
+/// `dynamic_slice_sizes={}` (XLA reads it, from text and from its proto)
+/// was written with no sizes, which the reader took for missing ones and
+/// refused. It reads back with `dynamic_slice_sizes={}`.
+#[test]
+fn a_dynamic_slice_with_empty_sizes_reads_back() {
+    let text = "HloModule m\n\nENTRY e {\n  p = f32[4]{0} parameter(0)\n  i = s32[] parameter(1)\n  ROOT d = f32[4]{0} dynamic-slice(p, i), dynamic_slice_sizes={}\n}\n";
+    let m = hlo::parse_module(text).expect("parses");
+    let bytes = proto::to_bytes(&m).expect("writes");
+    let back = proto::from_bytes(&bytes).unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        hlo::print_module(&back).contains("dynamic_slice_sizes={}"),
+        "{}",
+        hlo::print_module(&back)
+    );
+    assert_eq!(proto::to_bytes(&back).expect("writes again"), bytes);
+}

@@ -1505,6 +1505,11 @@ impl<'p> Reader<'p> {
             } else {
                 a.push(int_list("dynamic_slice_sizes", &i.dynamic_slice_sizes));
             }
+        } else if op == Opcode::DynamicSlice {
+            // An empty list is the proto's default; XLA prints
+            // `dynamic_slice_sizes={}` and reads it (found by fuzzing: left
+            // out, the dynamic-slice was refused as one that needs it).
+            a.push(int_list("dynamic_slice_sizes", &[]));
         }
         if let Some(w) = i.window.as_ref().filter(|w| !w.dimensions.is_empty()) {
             let dims = w
