@@ -884,3 +884,20 @@ fn a_dynamic_slice_with_empty_sizes_reads_back() {
     );
     assert_eq!(proto::to_bytes(&back).expect("writes again"), bytes);
 }
+
+/// Found by the parse_print fuzzer: a scan with `num_carries=0` was written
+/// with the proto's default, which the reader took for a missing
+/// `num_carries=` and refused. It reads back with `num_carries=0`.
+#[test]
+fn a_scan_with_no_carries_reads_back() {
+    let text = "HloModule m\n\nadd {\n  x = f32[200] parameter(0)\n  y = f32[200] parameter(1)\n  a = f32[200] add(x, y)\n  ROOT t = (f32[200], f32[200]) tuple(a, a)\n}\n\nENTRY main {\n  input = f32[100,200] parameter(0)\n  zero = f32[] constant(0)\n  init = f32[200] broadcast(zero), dimensions={}\n  ROOT scan = (f32[100,200], f32[200]) scan(input, init), dimensions={0}, num_carries=0, is_associative=true, to_apply=add\n}\n";
+    let m = hlo::parse_module(text).expect("parses");
+    let bytes = proto::to_bytes(&m).expect("writes");
+    let back = proto::from_bytes(&bytes).unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        hlo::print_module(&back).contains("num_carries=0"),
+        "{}",
+        hlo::print_module(&back)
+    );
+    assert_eq!(proto::to_bytes(&back).expect("writes again"), bytes);
+}

@@ -1997,7 +1997,9 @@ impl<'p> Reader<'p> {
                 AttrValue::OriginalValue(Box::new(v)),
             ));
         }
-        if i.num_carries != 0 {
+        // A scan needs `num_carries=`, 0 too (the proto's default; found by
+        // fuzzing: left out, the scan was refused as one that needs it).
+        if i.num_carries != 0 || op == Opcode::Scan {
             a.push(Field::Typed("num_carries", AttrValue::Int(i.num_carries)));
         }
         if i.is_associative != 0 {
