@@ -601,6 +601,18 @@ const EDITS: &[Edit] = &[
         &["instructions[17]: a convolution dimension number is out of range"],
     ),
     (
+        "a convolution kernel with fewer spatial dimensions than the input",
+        |p| {
+            let d = inst(p, "cv")
+                .convolution_dimension_numbers
+                .as_mut()
+                .expect("dimension numbers");
+            d.input_spatial_dimensions = vec![1];
+            d.input_feature_dimension = 2;
+        },
+        &["instructions[17]: 0 spatial dimensions where the input has 1"],
+    ),
+    (
         "an unknown padding type",
         |p| inst(p, "cv").padding_type = 5,
         &["instructions[17]: unknown padding type 5"],

@@ -2153,6 +2153,14 @@ fn conv_dims(
                 spatial_count
             ));
         }
+        // Fewer would leave a spatial dimension unassigned, which the text
+        // cannot say and the writer refuses (found by the proto fuzzer).
+        if spatial.len() < spatial_count {
+            return Err(format!(
+                "{} spatial dimensions where the input has {spatial_count}",
+                spatial.len()
+            ));
+        }
         let mut used = vec![false; rank];
         for pos in [a, b].iter().chain(spatial) {
             let slot = usize::try_from(*pos)
