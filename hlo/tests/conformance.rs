@@ -73,14 +73,6 @@ fn shared_corpus_conforms_to_xla() {
         report::skipped("../shared is absent");
         return;
     };
-    let mut files = Vec::new();
-    for dir in [
-        "corpus/xla/valid",
-        "corpus/jax",
-        "data/tpugraphs/hlo",
-        "data/tpugraphs/tile_kernels",
-    ] {
-        files.extend(hlo_files(&shared.join(dir)));
-    }
+    let files = hlo_files_in(&shared, &SHARED_VALID);
     check("shared", &files);
 }

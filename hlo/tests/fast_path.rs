@@ -173,16 +173,8 @@ fn shared_corpus_fast_path_matches_grammar() {
         report::skipped("../shared is absent");
         return;
     };
-    let mut files = Vec::new();
-    for dir in [
-        "corpus/xla/valid",
-        "corpus/xla/invalid",
-        "corpus/jax",
-        "data/tpugraphs/hlo",
-        "data/tpugraphs/tile_kernels",
-    ] {
-        files.extend(hlo_files(&shared.join(dir)));
-    }
+    let mut files = hlo_files_in(&shared, &SHARED_VALID);
+    files.extend(hlo_files(&shared.join("corpus/xla/invalid")));
     check_files(&files, 3, 4_000);
     report::ran();
 }

@@ -34,6 +34,20 @@ pub fn hlo_files(dir: &Path) -> Vec<PathBuf> {
     v
 }
 
+/// The shared corpus's folders of valid modules (XLA's tests, jax models,
+/// TpuGraphs modules and tile kernels), relative to `../shared`.
+pub const SHARED_VALID: [&str; 4] = [
+    "corpus/xla/valid",
+    "corpus/jax",
+    "data/tpugraphs/hlo",
+    "data/tpugraphs/tile_kernels",
+];
+
+/// `.hlo` files of the given folders under `root`, folder by folder.
+pub fn hlo_files_in(root: &Path, dirs: &[&str]) -> Vec<PathBuf> {
+    dirs.iter().flat_map(|d| hlo_files(&root.join(d))).collect()
+}
+
 /// Checks `parse(print(parse(x))) == parse(x)`: the reparsed module prints to
 /// the same text and has the same structure. Returns a description of the
 /// first difference.
