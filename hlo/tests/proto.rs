@@ -901,3 +901,38 @@ fn a_scan_with_no_carries_reads_back() {
     );
     assert_eq!(proto::to_bytes(&back).expect("writes again"), bytes);
 }
+
+/// Found by the parse_print fuzzer: XLA's text parser takes a mesh axis of
+/// size 0 in a sharding, its proto reader (and ours) refuses one. The writer
+/// refused nothing and wrote a proto its own reader refused; it now refuses
+/// the sharding by name, in an instruction's `sharding=` and in a tuple's
+/// element, where XLA's text parser takes it.
+#[test]
+fn a_mesh_axis_of_size_zero_is_not_written() {
+    for sharding in [
+        "{mesh['x'=0] []}",
+        "{{mesh['x'=2] [], unreduced={'x'}}, {mesh['x'=0] [], unreduced={'x'}}}",
+    ] {
+        let shape = if sharding.starts_with("{{") {
+            "(f32[8]{0}, f32[8]{0})"
+        } else {
+            "f32[8]{0}"
+        };
+        let text = format!(
+            "HloModule m\n\nENTRY e {{\n  p = {shape} parameter(0), sharding={sharding}\n  ROOT c = {shape} copy(p)\n}}\n"
+        );
+        let m = hlo::parse_module(&text).expect("XLA's text parser takes it");
+        let err = proto::to_bytes(&m)
+            .expect_err("a proto cannot carry it")
+            .to_string();
+        assert!(
+            err.contains("`sharding` cannot be written to a proto")
+                && err.contains("mesh axis 'x' has size 0"),
+            "{err}"
+        );
+        let err = proto::module_to_proto(&m)
+            .expect_err("nor as a message")
+            .to_string();
+        assert!(err.contains("mesh axis 'x' has size 0"), "{err}");
+    }
+}

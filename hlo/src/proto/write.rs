@@ -1416,6 +1416,11 @@ impl<'m> Writer<'m> {
                             "`{key}`: a named sharding in syntax newer than jaxlib 0.10.2 (`unreduced=max{{...}}`) cannot be written to a proto"
                         )));
                     };
+                    // The reader's check of a sharding (text takes a few
+                    // that a proto cannot carry: a mesh axis of size 0,
+                    // found by the parse_print fuzzer).
+                    ax::sharding_from_proto(sh)
+                        .map_err(|x| e(format!("`{key}` cannot be written to a proto: {x}")))?;
                     p.sharding = Some(Box::new(xla::OpSharding::clone(sh)));
                 }
                 "frontend_attributes" => {
@@ -1762,6 +1767,11 @@ impl<'m> Writer<'m> {
                     // operand side `exit`; its proto stores the operand side
                     // as the entry sharding (checked against jaxlib 0.10.2).
                     if let Some(d) = inst.domain().map_err(ae)? {
+                        for sh in [&d.entry, &d.exit] {
+                            ax::sharding_from_proto(sh).map_err(|x| {
+                                e(format!("`{key}` cannot be written to a proto: {x}"))
+                            })?;
+                        }
                         p.domain_entry_sharding = Some(Box::new(d.exit.clone()));
                         p.domain_exit_sharding = Some(Box::new(d.entry.clone()));
                     }
