@@ -336,7 +336,7 @@ impl<'m> Verifier<'m> {
             self.check_instruction(inst)
                 .map_err(|msg| self.fail(c, &inst.name, msg))?;
         }
-        Ok(())
+        self.check_acyclic(c)
     }
 
     /// [`Verifier::check_instructions`] without the per-opcode rules.
@@ -350,7 +350,58 @@ impl<'m> Verifier<'m> {
                 .and_then(|()| self.check_constraint_layouts(inst))
                 .map_err(|msg| self.fail(c, &inst.name, msg))?;
         }
-        Ok(())
+        self.check_acyclic(c)
+    }
+
+    /// Operands and control predecessors together form no cycle (a
+    /// post-order, XLA's and the proto writer's, needs a DAG; found by the
+    /// proto fuzzer: a control predecessor that uses its successor was read,
+    /// then written in an order its own reader refused). Operands come
+    /// before their users in the order (checked per instruction), so only
+    /// a control predecessor placed after its successor can close a cycle:
+    /// the search over the graph runs only then. Runs after
+    /// [`Verifier::check_edges`] has checked every edge of `c`.
+    fn check_acyclic(&self, c: CompId) -> Result<()> {
+        let m = self.m;
+        let comp = m.comp(c);
+        let at = |id: InstId| self.position[id.index()] as usize - 1;
+        let backward = comp.order.iter().any(|&id| {
+            m.inst(id)
+                .control_predecessors()
+                .iter()
+                .any(|&p| at(p) > at(id))
+        });
+        if !backward {
+            return Ok(());
+        }
+        // Kahn's algorithm over the computation's instructions.
+        let n = comp.order.len();
+        let mut preds = vec![0u32; n];
+        let mut succs: Vec<Vec<usize>> = vec![Vec::new(); n];
+        for &id in &comp.order {
+            let inst = m.inst(id);
+            for &p in inst.operands.iter().chain(inst.control_predecessors()) {
+                succs[at(p)].push(at(id));
+                preds[at(id)] += 1;
+            }
+        }
+        let mut ready: Vec<usize> = (0..n).filter(|&k| preds[k] == 0).collect();
+        while let Some(k) = ready.pop() {
+            for &s in &succs[k] {
+                preds[s] -= 1;
+                if preds[s] == 0 {
+                    ready.push(s);
+                }
+            }
+        }
+        match (0..n).find(|&k| preds[k] > 0) {
+            None => Ok(()),
+            Some(k) => Err(self.fail(
+                c,
+                &m.inst(comp.order[k]).name,
+                "is on a cycle of operands and control predecessors".into(),
+            )),
+        }
     }
 
     /// The layouts of a custom-call's `operand_layout_constraints` shapes.
@@ -1859,6 +1910,24 @@ mod tests {
             msg.contains("instruction %n: operand 0 (%p) is used before it is defined"),
             "{msg}"
         );
+    }
+
+    #[test]
+    fn control_predecessors_close_no_cycle() {
+        let text = "HloModule m\n\nENTRY e {\n  p = f32[2]{0} parameter(0)\n  a = f32[2]{0} negate(p), control-predecessors={b}\n  b = f32[2]{0} negate(a)\n  ROOT c = f32[2]{0} add(a, b)\n}\n";
+        let msg = match crate::parse_module(text) {
+            Err(e) => e.to_string(),
+            Ok(m) => message(verify(&m)),
+        };
+        assert!(
+            msg.contains("is on a cycle of operands and control predecessors"),
+            "{msg}"
+        );
+        // A control predecessor written after its successor, without a
+        // cycle, is fine.
+        let ok = "HloModule m\n\nENTRY e {\n  p = f32[2]{0} parameter(0)\n  a = f32[2]{0} negate(p), control-predecessors={b}\n  b = f32[2]{0} negate(p)\n  ROOT c = f32[2]{0} add(a, b)\n}\n";
+        let m = crate::parse_module(ok).expect("parses");
+        assert!(verify(&m).is_ok());
     }
 
     #[test]
