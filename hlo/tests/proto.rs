@@ -834,6 +834,17 @@ fn a_tiled_sharding_without_devices_is_an_error() {
     assert!(err.contains("without devices"), "{err}");
 }
 
+/// `text` written to a proto reads back, prints with `printed` in it, and
+/// writes the same bytes again (a fuzz finding's fixed point).
+fn reads_back_printing(text: &str, printed: &str) {
+    let m = hlo::parse_module(text).expect("parses");
+    let bytes = proto::to_bytes(&m).expect("writes");
+    let back = proto::from_bytes(&bytes).unwrap_or_else(|e| panic!("{e}"));
+    let out = hlo::print_module(&back);
+    assert!(out.contains(printed), "{out}");
+    assert_eq!(proto::to_bytes(&back).expect("writes again"), bytes);
+}
+
 /// Found by the parse_print fuzzer: a broadcast of a non-scalar operand with
 /// `dimensions={}` (XLA reads it, from text and from its proto) was written
 /// with no dimensions, which the reader took for a missing `dimensions=`
@@ -841,15 +852,7 @@ fn a_tiled_sharding_without_devices_is_an_error() {
 #[test]
 fn a_broadcast_with_empty_dimensions_reads_back() {
     let text = "HloModule m\n\nENTRY e {\n  p = f32[1,4]{1,0} parameter(0)\n  ROOT b = f32[1,4]{1,0} broadcast(p), dimensions={}\n}\n";
-    let m = hlo::parse_module(text).expect("parses");
-    let bytes = proto::to_bytes(&m).expect("writes");
-    let back = proto::from_bytes(&bytes).unwrap_or_else(|e| panic!("{e}"));
-    assert!(
-        hlo::print_module(&back).contains("broadcast(%p), dimensions={}"),
-        "{}",
-        hlo::print_module(&back)
-    );
-    assert_eq!(proto::to_bytes(&back).expect("writes again"), bytes);
+    reads_back_printing(text, "broadcast(%p), dimensions={}");
 }
 
 /// Found by the parse_print fuzzer: stack frame sections that no
@@ -874,15 +877,7 @@ fn unused_stack_frames_are_a_write_read_fixed_point() {
 #[test]
 fn a_dynamic_slice_with_empty_sizes_reads_back() {
     let text = "HloModule m\n\nENTRY e {\n  p = f32[4]{0} parameter(0)\n  i = s32[] parameter(1)\n  ROOT d = f32[4]{0} dynamic-slice(p, i), dynamic_slice_sizes={}\n}\n";
-    let m = hlo::parse_module(text).expect("parses");
-    let bytes = proto::to_bytes(&m).expect("writes");
-    let back = proto::from_bytes(&bytes).unwrap_or_else(|e| panic!("{e}"));
-    assert!(
-        hlo::print_module(&back).contains("dynamic_slice_sizes={}"),
-        "{}",
-        hlo::print_module(&back)
-    );
-    assert_eq!(proto::to_bytes(&back).expect("writes again"), bytes);
+    reads_back_printing(text, "dynamic_slice_sizes={}");
 }
 
 /// Found by the parse_print fuzzer: a scan with `num_carries=0` was written
@@ -891,15 +886,7 @@ fn a_dynamic_slice_with_empty_sizes_reads_back() {
 #[test]
 fn a_scan_with_no_carries_reads_back() {
     let text = "HloModule m\n\nadd {\n  x = f32[200] parameter(0)\n  y = f32[200] parameter(1)\n  a = f32[200] add(x, y)\n  ROOT t = (f32[200], f32[200]) tuple(a, a)\n}\n\nENTRY main {\n  input = f32[100,200] parameter(0)\n  zero = f32[] constant(0)\n  init = f32[200] broadcast(zero), dimensions={}\n  ROOT scan = (f32[100,200], f32[200]) scan(input, init), dimensions={0}, num_carries=0, is_associative=true, to_apply=add\n}\n";
-    let m = hlo::parse_module(text).expect("parses");
-    let bytes = proto::to_bytes(&m).expect("writes");
-    let back = proto::from_bytes(&bytes).unwrap_or_else(|e| panic!("{e}"));
-    assert!(
-        hlo::print_module(&back).contains("num_carries=0"),
-        "{}",
-        hlo::print_module(&back)
-    );
-    assert_eq!(proto::to_bytes(&back).expect("writes again"), bytes);
+    reads_back_printing(text, "num_carries=0");
 }
 
 /// Found by the parse_print fuzzer: XLA's text parser takes a mesh axis of
