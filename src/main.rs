@@ -26,6 +26,7 @@
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
+
 use std::process::ExitCode;
 
 use clap::Parser;
@@ -171,85 +172,37 @@ impl Cli {
         self.input.as_deref().unwrap_or("-")
     }
 
-    /// The pass options the flags describe; warnings (flags adjusted) go to
-    /// `warn`.
+    /// The pass options the flags describe (checked by
+    /// `passes::options::Settings`, as the Python package's are); warnings
+    /// (flags adjusted) go to `warn`.
     fn pass_options(
         &self,
         list: &str,
         warn: &mut dyn FnMut(String),
     ) -> Result<passes::PassOptions, CliError> {
-        let d = passes::PassOptions::default();
-        let budget = self.budget.unwrap_or(d.budget);
-        if budget == 0 {
-            return Err(CliError(
-                "--budget 0: a search scores at least the compiler default; give --budget 1 or more"
-                    .into(),
-            ));
-        }
-        let top_k = self
-            .top_k
-            .unwrap_or(if self.measure.is_some() { 3 } else { d.top_k });
-        if top_k == 0 {
-            return Err(CliError(
-                "--top-k 0: a pass keeps at least its best candidate; give --top-k 1 or more"
-                    .into(),
-            ));
-        }
-        let min_gain = self.min_gain.unwrap_or(d.min_gain);
-        if !(min_gain.is_finite() && min_gain >= 0.0) {
-            return Err(CliError(format!(
-                "--min-gain {min_gain}: give a percentage of 0 or more"
-            )));
-        }
-        let mut threads = self.threads.unwrap_or(d.threads);
-        let cores = costmodel::onnx::max_threads();
-        if threads > cores {
-            warn(format!(
-                "warning: --threads {threads} capped at {cores}, the available parallelism (more threads than cores only wait on each other)"
-            ));
-            threads = cores;
-        }
-        let mut o = passes::PassOptions {
+        let settings = passes::options::Settings {
+            budget: self.budget,
+            seed: self.seed,
+            top_k: self.top_k,
+            threads: self.threads,
+            min_gain: self.min_gain,
+            trust_radius: self.trust_radius.map(|r| r.0),
+            model: self.model.clone(),
             layout_model: self.layout_model.clone(),
             tile_model: self.tile_model.clone(),
-            seed: self.seed.unwrap_or(d.seed),
-            budget,
-            top_k,
-            threads,
+            measuring: self.measure.is_some(),
             verify_each: self.verify_each,
-            progress: std::io::IsTerminal::is_terminal(&std::io::stderr()),
             explain: self.explain.is_some(),
             explain_all: self.explain.as_deref() == Some("all"),
-            min_gain,
-            trust_radius: self.trust_radius.map_or(d.trust_radius, |r| r.0),
-            ..d
+            progress: std::io::IsTerminal::is_terminal(&std::io::stderr()),
         };
+        let mut o = settings
+            .pass_options(list, warn)
+            .map_err(|e| CliError(e.to_string()))?;
         if let Some(spec) = &self.measure {
-            if !(self.measure_budget.is_finite() && self.measure_budget >= 0.0) {
-                return Err(CliError(format!(
-                    "--measure-budget={}: expected a number of seconds",
-                    self.measure_budget
-                )));
-            }
-            let config = pjrt::MeasureConfig {
-                budget: std::time::Duration::from_secs_f64(self.measure_budget.min(86_400.0)),
-                ..pjrt::MeasureConfig::default()
-            };
-            let measurer =
-                pjrt::measurer_for(spec, config).map_err(|e| CliError(format!("error: {e}")))?;
+            let measurer = pjrt::measurer_for_budget(spec, self.measure_budget)
+                .map_err(|e| CliError(format!("error: {e}")))?;
             o.measurer = Some(Box::new(measurer));
-        }
-        if let Some(model) = &self.model {
-            match passes::split_pass_list(list).as_slice() {
-                ["layout"] => o.layout_model = Some(model.clone()),
-                ["tile"] => o.tile_model = Some(model.clone()),
-                _ => {
-                    return Err(CliError(
-                        "--model names the model of a single pass; with several passes use --layout-model / --tile-model"
-                            .into(),
-                    ))
-                }
-            }
         }
         Ok(o)
     }
@@ -289,15 +242,9 @@ impl From<std::io::Error> for CliError {
     }
 }
 
-/// The input text and the name errors give it.
-struct Source {
-    text: String,
-    name: String,
-}
-
-/// Reads and parses the input (UTF-8 checked with the position of the first
-/// bad byte).
-fn load(cli: &Cli) -> Result<(hlo::Module, Source), CliError> {
+/// Reads and parses the input (`hlo::load_bytes`: text or proto by content;
+/// UTF-8 checked with the position of the first bad byte).
+fn load(cli: &Cli) -> Result<hlo::Loaded, CliError> {
     let (bytes, name) = if cli.input() == "-" {
         let mut b = Vec::new();
         std::io::stdin()
@@ -309,32 +256,18 @@ fn load(cli: &Cli) -> Result<(hlo::Module, Source), CliError> {
             std::fs::read(cli.input()).map_err(|e| CliError(format!("{}: {e}", cli.input())))?;
         (b, cli.input().to_string())
     };
-    if hlo::proto::looks_like_proto(&bytes) {
-        let (m, report) = hlo::proto::from_bytes_lossy(&bytes)
-            .map_err(|e| CliError(format!("{name}: error: {e}")))?;
-        if !report.ignored.is_empty() {
-            eprintln!(
-                "{name}: warning: HloModuleProto fields hlo-opt does not model are not carried over: {}",
-                report.summary()
-            );
-        }
-        // Positions of later errors refer to the module's printed text.
-        let text = hlo::print_module(&m);
-        return Ok((m, Source { text, name }));
+    let loaded = hlo::load_bytes(bytes, &name).map_err(|e| CliError(e.render()))?;
+    if let Some(w) = loaded.warning() {
+        eprintln!("{w}");
     }
-    let text =
-        String::from_utf8(bytes).map_err(|e| match hlo::source_text(e.as_bytes(), &name) {
-            Err(positioned) => CliError(positioned.render()),
-            Ok(_) => CliError(format!("{name}: {e}")),
-        })?;
-    let m = hlo::parse_module_named(&text, &name).map_err(|e| CliError(e.render()))?;
-    Ok((m, Source { text, name }))
+    Ok(loaded)
 }
 
-/// Checks (and, with later flags, rewrites) the module; errors point into `src`.
-fn transform(cli: &Cli, m: &mut hlo::Module, src: &Source) -> Result<(), CliError> {
+/// Checks (and, with later flags, rewrites) the module; errors point into
+/// the source text.
+fn transform(cli: &Cli, src: &mut hlo::Loaded) -> Result<(), CliError> {
     if !cli.no_verify {
-        hlo::verify_in_source(m, &src.text, &src.name).map_err(|e| CliError(e.render()))?;
+        src.verify().map_err(|e| CliError(e.render()))?;
     }
     let unused = cli.pass_flags_without_pass();
     if !unused.is_empty() {
@@ -346,34 +279,27 @@ fn transform(cli: &Cli, m: &mut hlo::Module, src: &Source) -> Result<(), CliErro
     }
     if let Some(list) = &cli.pass {
         let names = passes::parse_pass_list(list).map_err(|e| CliError(format!("error: {e}")))?;
-        let mut seen = Vec::new();
-        for n in &names {
-            if seen.contains(n) {
-                eprintln!(
-                    "warning: --pass lists `{n}` more than once; it runs each time it is listed"
-                );
-            }
-            seen.push(*n);
+        for w in passes::options::list_warnings(&names) {
+            eprintln!("{w}");
         }
-        let mut cx = passes::PassContext::new(cli.pass_options(list, &mut |w| eprintln!("{w}"))?);
-        let result = passes::run_pipeline(m, list, &mut cx);
-        if cli.explain.is_some() && !cx.explain.is_empty() {
-            eprint!("{}", cx.explain);
-        } else {
-            for note in &cx.notes {
-                eprintln!("{note}");
-            }
-        }
-        result.map_err(|e| match e {
-            passes::PassError::Verify { pass, source } => CliError(format!(
-                "the module does not verify after pass {pass}:\n{}",
-                source.locate(&src.text, &src.name).render()
-            )),
-            passes::PassError::Hlo(source) => CliError(source.render()),
-            other => CliError(format!("error: {other}")),
-        })?;
+        let options = cli.pass_options(list, &mut |w| eprintln!("{w}"))?;
+        let (result, report) = passes::options::run(&mut src.module, list, options);
+        eprint!("{}", report.stderr_text(cli.explain.is_some()));
+        result.map_err(|e| CliError(pass_error_text(e, src)))?;
     }
     Ok(())
+}
+
+/// A pass error for people; a verifier error is placed in the source.
+fn pass_error_text(e: passes::PassError, src: &hlo::Loaded) -> String {
+    match e {
+        passes::PassError::Verify { pass, source } => format!(
+            "the module does not verify after pass {pass}:\n{}",
+            source.locate(&src.text, &src.name).render()
+        ),
+        passes::PassError::Hlo(source) => source.render(),
+        other => format!("error: {other}"),
+    }
 }
 
 /// Prints the module (text or proto) to stdout or `-o`.
@@ -411,9 +337,9 @@ fn run(cli: &Cli) -> Result<(), CliError> {
         // Before any work: an output that is the input is refused at once.
         outfile::check_not_input(path, &[("input", Path::new(cli.input()))]).map_err(CliError)?;
     }
-    let (mut m, src) = load(cli)?;
-    transform(cli, &mut m, &src)?;
-    emit(cli, &m)
+    let mut src = load(cli)?;
+    transform(cli, &mut src)?;
+    emit(cli, &src.module)
 }
 
 fn main() -> ExitCode {

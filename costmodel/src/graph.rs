@@ -58,6 +58,35 @@ impl Graph {
     pub fn num_config_nodes(&self) -> usize {
         self.node_config_ids.len()
     }
+
+    /// Checks the invariants of the module doc: the node features' size,
+    /// every edge endpoint and configurable node id in `0..num_nodes`, the
+    /// ids distinct. The message names the array and the entry.
+    pub fn check(&self) -> Result<(), String> {
+        let n = self.num_nodes();
+        if self.node_feat.len() != n * NODE_FEAT_DIM {
+            return Err(format!(
+                "node_feat has {} values, expected {n} x {NODE_FEAT_DIM}",
+                self.node_feat.len()
+            ));
+        }
+        for (i, e) in self.edge_index.iter().enumerate() {
+            if e.iter().any(|&v| v < 0 || v as u64 >= n as u64) {
+                return Err(format!(
+                    "edge_index[{i}] = {e:?} refers to a node outside 0..{n}"
+                ));
+            }
+        }
+        let mut seen = vec![false; n];
+        for (i, &v) in self.node_config_ids.iter().enumerate() {
+            if v < 0 || v as u64 >= n as u64 || std::mem::replace(&mut seen[v as usize], true) {
+                return Err(format!(
+                    "node_config_ids[{i}] = {v}: not a distinct node id in 0..{n}"
+                ));
+            }
+        }
+        Ok(())
+    }
 }
 
 /// A batch of configurations of one graph.

@@ -1124,27 +1124,7 @@ pub fn write_npz_with(
         Task::Layout => nc,
         Task::Tile => 1,
     };
-    if graph.node_feat.len() != n * NODE_FEAT_DIM {
-        return Err(err(format!(
-            "node_feat has {} values, expected {n} x {NODE_FEAT_DIM}",
-            graph.node_feat.len()
-        )));
-    }
-    for (i, e) in graph.edge_index.iter().enumerate() {
-        if e.iter().any(|&v| v < 0 || v as u64 >= n as u64) {
-            return Err(err(format!(
-                "edge_index[{i}] = {e:?} refers to a node outside 0..{n}"
-            )));
-        }
-    }
-    let mut seen = vec![false; n];
-    for (i, &v) in graph.node_config_ids.iter().enumerate() {
-        if v < 0 || v as u64 >= n as u64 || std::mem::replace(&mut seen[v as usize], true) {
-            return Err(err(format!(
-                "node_config_ids[{i}] = {v}: not a distinct node id in 0..{n}"
-            )));
-        }
-    }
+    graph.check().map_err(err)?;
     let empty;
     let configs = match configs {
         Some(c) => c,

@@ -158,6 +158,36 @@ pub struct Configs {
     pub normalizers: Option<Vec<i64>>,
 }
 
+impl Configs {
+    /// The configurations `hlo-cost featurize` writes for a module without
+    /// runs: layout, one configuration, the compiler's default layout
+    /// everywhere (all -1), runtime 0; tile, none.
+    pub fn compiler_default(graph: &crate::Graph, task: crate::Task) -> Configs {
+        match task {
+            crate::Task::Layout => Configs {
+                batch: ConfigBatch {
+                    task,
+                    num_configs: 1,
+                    nodes_per_config: graph.num_config_nodes(),
+                    feat: vec![-1.0; graph.num_config_nodes() * task.config_dim()],
+                },
+                runtimes: vec![0],
+                normalizers: None,
+            },
+            crate::Task::Tile => Configs {
+                batch: ConfigBatch {
+                    task,
+                    num_configs: 0,
+                    nodes_per_config: 1,
+                    feat: Vec::new(),
+                },
+                runtimes: vec![],
+                normalizers: None,
+            },
+        }
+    }
+}
+
 fn input(message: String) -> CostModelError {
     CostModelError::Input(message)
 }

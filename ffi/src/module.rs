@@ -31,7 +31,9 @@ impl hlo_opt_module_t {
 /// The status of an `hlo` crate error.
 fn hlo_failure(e: &hlo::Error) -> Failure {
     let status = match e {
-        hlo::Error::Parse { .. } => hlo_opt_status_t::HLO_OPT_ERROR_PARSE,
+        hlo::Error::Parse { .. } | hlo::Error::InFile { .. } => {
+            hlo_opt_status_t::HLO_OPT_ERROR_PARSE
+        }
         hlo::Error::Verify { .. } | hlo::Error::Module(_) => hlo_opt_status_t::HLO_OPT_ERROR_VERIFY,
     };
     Failure::new(status, e.to_string())

@@ -42,6 +42,10 @@ pub enum Error {
     /// A module-level problem not tied to one instruction.
     #[error("invalid module: {0}")]
     Module(String),
+    /// An error of the input file `file` as a whole (a proto that does not
+    /// read): rendered `file: error: ...`.
+    #[error("{file}: {source}")]
+    InFile { file: String, source: Box<Error> },
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -74,6 +78,7 @@ impl Error {
                 at.0,
                 caret_lines(&at.1, at.0.col)
             ),
+            Error::InFile { file, source } => format!("{file}: error: {source}"),
             other => format!("error: {other}"),
         }
     }

@@ -22,6 +22,7 @@ extern crate alloc;
 pub mod attrs;
 pub mod error;
 pub mod ir;
+pub mod load;
 pub mod opcode;
 pub mod parse;
 pub mod print;
@@ -32,6 +33,7 @@ pub mod verify;
 
 pub use error::{Error, Result};
 pub use ir::*;
+pub use load::{load_bytes, Loaded};
 pub use opcode::Opcode;
 pub use parse::{parse_module, parse_module_named, source_text};
 pub use print::{

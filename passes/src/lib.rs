@@ -13,8 +13,10 @@ use std::path::PathBuf;
 
 use hlo::Module;
 
+pub mod explain;
 pub mod layout;
 pub mod manager;
+pub mod options;
 
 pub use manager::{
     create_pass, list_passes, parse_pass_list, pass_names, run_pipeline, split_pass_list,
@@ -30,6 +32,9 @@ pub enum PassError {
     UnknownPass { name: String, known: String },
     #[error("--pass {0}")]
     PassList(String),
+    /// Options refused before any pass runs; the message names the flag.
+    #[error("{0}")]
+    Options(String),
     #[error("pass {pass}: {message}")]
     Failed { pass: &'static str, message: String },
     #[error("after pass {pass}: {source}")]
@@ -57,6 +62,9 @@ pub type MeasureFn = dyn FnMut(&str) -> Option<f64> + Send;
 pub struct Measurement {
     /// Index of the candidate to keep.
     pub keep: usize,
+    /// Seconds per run of each candidate (`None`: not measured, failed);
+    /// empty when the measurer gives no times.
+    pub seconds: Vec<Option<f64>>,
     /// Human-readable lines: measured times and the decision (`--explain`).
     pub report: String,
 }
@@ -162,6 +170,9 @@ pub struct PassContext {
     /// What the user must hear even without `--explain` (a kernel skipped, a
     /// module the pass has nothing to do in); each is also in `explain`.
     pub notes: Vec<String>,
+    /// The decisions of `explain` as data ([`explain::Record`]); the
+    /// per-node model scores only with [`PassOptions::explain`].
+    pub records: Vec<explain::Record>,
 }
 
 impl PassContext {
@@ -170,6 +181,7 @@ impl PassContext {
             options,
             explain: String::new(),
             notes: Vec::new(),
+            records: Vec::new(),
         }
     }
 }

@@ -544,6 +544,7 @@ impl passes::Measurer for KeepDefault {
         default: usize,
     ) -> Result<passes::Measurement, String> {
         Ok(passes::Measurement {
+            seconds: Vec::new(),
             keep: default,
             report: String::new(),
         })
@@ -737,6 +738,7 @@ impl passes::Measurer for Recorder {
         let texts = candidates.iter().map(hlo::print_module).collect();
         self.0.lock().map_err(|e| e.to_string())?.push(texts);
         Ok(passes::Measurement {
+            seconds: Vec::new(),
             keep: usize::from(default == 0),
             report: String::new(),
         })

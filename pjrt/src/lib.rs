@@ -28,7 +28,9 @@ pub mod worker;
 pub use backend::{find_plugin, find_worker, Backend, Compiled, Pipeline};
 pub use data::{compare, differences, has_half_floats, inputs_for, values, Mismatch};
 pub use error::{PjrtError, Result};
-pub use measure::{device_name, measurer_for, prepare, MeasureConfig, Measured, PjrtMeasurer};
+pub use measure::{
+    device_name, measurer_for, measurer_for_budget, prepare, MeasureConfig, Measured, PjrtMeasurer,
+};
 
 /// Element types the backend feeds and reads back.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -81,6 +83,16 @@ impl ElementType {
             C64 => "c64",
             C128 => "c128",
         }
+    }
+
+    /// The type [`ElementType::name`] names (`f32`, `pred`, ...).
+    pub fn from_name(name: &str) -> Option<Self> {
+        use ElementType::*;
+        [
+            Pred, S8, S16, S32, S64, U8, U16, U32, U64, F16, Bf16, F32, F64, C64, C128,
+        ]
+        .into_iter()
+        .find(|t| t.name() == name)
     }
 
     pub fn from_prim(p: hlo::PrimType) -> Option<Self> {

@@ -379,6 +379,7 @@ impl passes::Measurer for PjrtMeasurer {
         let m = PjrtMeasurer::measure(self, candidates, default).map_err(|e| e.to_string())?;
         Ok(passes::Measurement {
             keep: m.keep,
+            seconds: m.seconds,
             report: m.report,
         })
     }
@@ -394,6 +395,21 @@ impl passes::Measurer for PjrtMeasurer {
 /// XLA's CPU plugin, `xla-PLATFORM` for another (`xla-cuda`).
 pub fn device_name(platform: &str) -> String {
     format!("xla-{}", platform.trim().to_ascii_lowercase())
+}
+
+/// [`measurer_for`] with `--measure-budget` seconds of timing rounds
+/// (a finite number >= 0, at most a day).
+pub fn measurer_for_budget(spec: &str, seconds: f64) -> Result<PjrtMeasurer> {
+    if !(seconds.is_finite() && seconds >= 0.0) {
+        return Err(PjrtError::Input(format!(
+            "--measure-budget={seconds}: expected a number of seconds"
+        )));
+    }
+    let config = MeasureConfig {
+        budget: Duration::from_secs_f64(seconds.min(86_400.0)),
+        ..MeasureConfig::default()
+    };
+    measurer_for(spec, config)
 }
 
 /// The measurer a `--measure` value names: `xla-cpu` (XLA's CPU plugin,

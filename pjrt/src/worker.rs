@@ -55,12 +55,7 @@ pub(crate) struct ArrayMeta {
 }
 
 pub(crate) fn element_type(name: &str) -> Option<ElementType> {
-    use ElementType::*;
-    [
-        Pred, S8, S16, S32, S64, U8, U16, U32, U64, F16, Bf16, F32, F64, C64, C128,
-    ]
-    .into_iter()
-    .find(|t| t.name() == name)
+    ElementType::from_name(name)
 }
 
 pub(crate) struct Frame {

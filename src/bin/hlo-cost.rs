@@ -36,7 +36,7 @@ use costmodel::metrics::{self, RankingMetrics};
 use costmodel::npz::{write_npz_with, NpzGraphFile, WriteOptions};
 use costmodel::reference::ReferenceModel;
 use costmodel::tuning::{self, Configs, Record};
-use costmodel::{ConfigBatch, CostModel, Task};
+use costmodel::{CostModel, Task};
 use serde_json::{json, Value};
 
 #[path = "../collect.rs"]
@@ -329,16 +329,8 @@ fn featurize(args: &FeaturizeArgs) -> Result<ExitCode, Failure> {
         (module, Some(record))
     };
     if task == Task::Tile {
-        // A tile graph is one kernel (TpuGraphs' tile set): a whole module's
-        // graph would carry tile configurations of no kernel in particular.
-        let kernels = passes::tile::kernel::find_kernels(&module);
-        if kernels.len() > 1 {
-            return Err(CliError(format!(
-                "{name}: --task tile featurizes one kernel (a module holding a single fusion, convolution, dot, copy or reshape, as the TpuGraphs tile graphs do), and this module has {} kernels; use --task layout for a whole module, or `hlo-opt --pass=tile` to rank the tiles of every kernel",
-                kernels.len()
-            ))
-            .into());
-        }
+        passes::tile::kernel::check_single_kernel(&module)
+            .map_err(|e| CliError(format!("{name}: {e}")))?;
     }
     let f = costmodel::features::featurize(&module, task)
         .map_err(|e| CliError(format!("{name}: {e}")))?;
@@ -347,29 +339,7 @@ fn featurize(args: &FeaturizeArgs) -> Result<ExitCode, Failure> {
         Some(r) => r
             .configs(task, &graph.node_config_ids)
             .map_err(|e| CliError(format!("{name}: {e}")))?,
-        None => match task {
-            // One configuration: the compiler's default layout everywhere (all -1).
-            Task::Layout => Configs {
-                batch: ConfigBatch {
-                    task,
-                    num_configs: 1,
-                    nodes_per_config: graph.num_config_nodes(),
-                    feat: vec![-1.0; graph.num_config_nodes() * task.config_dim()],
-                },
-                runtimes: vec![0],
-                normalizers: None,
-            },
-            Task::Tile => Configs {
-                batch: ConfigBatch {
-                    task,
-                    num_configs: 0,
-                    nodes_per_config: 1,
-                    feat: Vec::new(),
-                },
-                runtimes: vec![],
-                normalizers: None,
-            },
-        },
+        None => Configs::compiler_default(graph, task),
     };
     if configs.batch.num_configs == 0 {
         eprintln!(

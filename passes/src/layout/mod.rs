@@ -314,6 +314,7 @@ impl Pass for LayoutPass {
 
         // A measured choice stands on its measurement: no --min-gain on it.
         let mut measured = false;
+        let mut measured_record: Option<crate::explain::MeasuredRecord> = None;
         if let Some(measurer) = cx.options.measurer.as_mut() {
             // Measured autotuning with a built-in measurer: the model's top
             // candidates and the compiler default, measured together.
@@ -386,6 +387,12 @@ impl Pass for LayoutPass {
                     },
                     m_result.report
                 );
+                measured_record = Some(crate::explain::MeasuredRecord {
+                    seconds: m_result.seconds.clone(),
+                    default: default_slot,
+                    kept: m_result.keep,
+                    report: m_result.report.clone(),
+                });
                 measured = true;
                 outcome.best = cands[keep_at].clone();
                 outcome.best_score = outcome
@@ -407,6 +414,8 @@ impl Pass for LayoutPass {
                 // A module measured once, whichever configurations give it.
                 let mut seen: std::collections::HashMap<String, Option<f64>> =
                     std::collections::HashMap::new();
+                // The measured modules in order: (model rank, time).
+                let mut times: Vec<(usize, Option<f64>)> = Vec::new();
                 for (r, g) in cands.iter().enumerate() {
                     let mut trial = m.clone();
                     let dec = decisions(&trial, &spaces, g);
@@ -417,6 +426,7 @@ impl Pass for LayoutPass {
                     }
                     let t = measure(&text).filter(|t| t.is_finite());
                     seen.insert(text, t);
+                    times.push((r, t));
                     if let Some(t) = t {
                         if best.is_none_or(|(b, _)| t < b) {
                             best = Some((t, r));
@@ -440,6 +450,18 @@ impl Pass for LayoutPass {
                         None => "no measurement succeeded; kept the model's best".to_string(),
                     }
                 );
+                let default_rank = cands.iter().position(|g| *g == default).unwrap_or(0);
+                measured_record = Some(crate::explain::MeasuredRecord {
+                    seconds: times.iter().map(|&(_, t)| t).collect(),
+                    default: times
+                        .iter()
+                        .position(|&(r, _)| r == default_rank)
+                        .unwrap_or(0),
+                    kept: best
+                        .and_then(|(_, b)| times.iter().position(|&(r, _)| r == b))
+                        .unwrap_or(0),
+                    report: String::new(),
+                });
                 if let Some((_, r)) = best {
                     measured = true;
                     outcome.best = cands[r].clone();
@@ -511,6 +533,7 @@ impl Pass for LayoutPass {
                 default: &default,
                 batch,
                 floor,
+                measured: measured_record,
             },
             &mut fitness,
         )?;
@@ -689,6 +712,8 @@ struct Report<'r> {
     batch: usize,
     /// The smallest predicted gain acted on.
     floor: Floor,
+    /// The measurement that chose, if one did.
+    measured: Option<crate::explain::MeasuredRecord>,
 }
 
 fn report(
@@ -722,6 +747,7 @@ fn report(
     );
     let _ = writeln!(e, "{}", region_line(m, spaces, o, &cx.options, &r.floor));
     let applied = matches!(r.verdict, Verdict::Applied { .. });
+    let mut nodes = Vec::new();
     if cx.options.explain {
         // Marginal effect of each changed node: the default with only that
         // node changed, scored in one call together with the default (and
@@ -749,6 +775,18 @@ fn report(
             }
             for (&j, &s) in part.iter().zip(&scores[2..]) {
                 marginal[j] = Some((s, scores[0]));
+            }
+        }
+        for (j, s) in spaces.iter().enumerate() {
+            if marginal[j].is_some() || cx.options.explain_all {
+                nodes.push(crate::explain::NodeDecision {
+                    node: m.inst(s.inst).name.to_string(),
+                    chosen: show_config(&s.candidates[o.best[j] as usize]),
+                    default: show_config(&s.candidates[s.default]),
+                    changed: marginal[j].is_some(),
+                    score_alone: marginal[j].map(|(ms, _)| ms),
+                    default_score: marginal[j].map(|(_, base)| base),
+                });
             }
         }
         let mut hidden = 0usize;
@@ -823,6 +861,56 @@ fn report(
     } else {
         format!("{nodes_changed} nodes changed")
     };
+    let (verdict, predicted, required) = match r.verdict {
+        Verdict::DefaultIsBest if !o.reverted.is_empty() => ("reverted", None, None),
+        Verdict::DefaultIsBest => ("default_is_best", None, None),
+        Verdict::Applied { gain, copy_pct } => {
+            ("applied", Some(gain), Some(r.floor.pct + copy_pct))
+        }
+        Verdict::Rejected {
+            gain,
+            copy_pct,
+            floor,
+            ..
+        } => ("rejected", Some(gain), Some(floor.pct + copy_pct)),
+    };
+    let show_genome = |g: &[u16]| -> Vec<(String, String)> {
+        spaces
+            .iter()
+            .enumerate()
+            .filter(|&(j, _)| g.get(j) != default.get(j))
+            .filter_map(|(j, s)| {
+                let c = s.candidates.get(*g.get(j)? as usize)?;
+                Some((m.inst(s.inst).name.to_string(), show_config(c)))
+            })
+            .collect()
+    };
+    cx.records.push(crate::explain::Record::Layout(
+        crate::explain::LayoutRecord {
+            configurable_nodes: spaces.len(),
+            method: o.method.name().to_string(),
+            scored: o.scored,
+            seed: cx.options.seed,
+            default_score: o.default_score,
+            best_score: o.best_score,
+            verdict: verdict.to_string(),
+            predicted_gain_pct: predicted,
+            required_gain_pct: required,
+            copies,
+            relayouted,
+            candidates: o
+                .ranked
+                .iter()
+                .map(|(g, score)| crate::explain::LayoutCandidate {
+                    score: *score,
+                    changes: show_genome(g),
+                })
+                .collect(),
+            nodes,
+            measured: r.measured.clone(),
+        },
+    ));
+    let e = &mut cx.explain;
     // Scores are ranking scores, not runtimes: report the relative change of
     // the score, never a ratio read as a speedup.
     match r.verdict {

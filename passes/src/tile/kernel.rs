@@ -29,6 +29,21 @@ pub const KNOWN_FUSION_KINDS: &[&str] = &["kLoop", "kInput", "kOutput", "kCustom
 /// Highest rank the TpuGraphs tile features describe.
 pub const MAX_RANK: usize = 6;
 
+/// Whether `m` can be featurized for the tile task (`hlo-cost featurize
+/// --task tile`): a tile graph is one kernel, as TpuGraphs' tile graphs are;
+/// a whole module's graph would carry tile configurations of no kernel in
+/// particular. The error says what to do instead.
+pub fn check_single_kernel(m: &Module) -> Result<(), String> {
+    let kernels = find_kernels(m);
+    if kernels.len() > 1 {
+        return Err(format!(
+            "--task tile featurizes one kernel (a module holding a single fusion, convolution, dot, copy or reshape, as the TpuGraphs tile graphs do), and this module has {} kernels; use --task layout for a whole module, or `hlo-opt --pass=tile` to rank the tiles of every kernel",
+            kernels.len()
+        ));
+    }
+    Ok(())
+}
+
 /// Every kernel of `m`, in print order of computations and schedule order.
 pub fn find_kernels(m: &Module) -> Vec<InstId> {
     let program = program_computations(m);

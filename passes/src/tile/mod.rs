@@ -410,6 +410,24 @@ impl Pass for TilePass {
                     continue;
                 }
             }
+            cx.records
+                .push(crate::explain::Record::Tile(crate::explain::TileRecord {
+                    kernel: name.clone(),
+                    chosen: chosen.0.to_string(),
+                    score: chosen.1,
+                    default: sel.default.0.to_string(),
+                    default_score: sel.default.1,
+                    candidates: sel
+                        .ranked
+                        .iter()
+                        .take(top_k)
+                        .map(|(c, s)| (c.to_string(), *s))
+                        .collect(),
+                    ranked: sel.ranked.len(),
+                    within_budget: sel.within_budget,
+                    raw: u64::try_from(sel.raw).unwrap_or(u64::MAX),
+                    measured: measured_time,
+                }));
             let measured = measured_time
                 .map(|t| format!(", measured {t}"))
                 .unwrap_or_default();
