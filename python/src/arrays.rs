@@ -1,0 +1,491 @@
+//! The cost-model side as numpy arrays: `featurize` (what `hlo-cost
+//! featurize` writes), npz files (`costmodel::npz`), the ranking metrics
+//! (`costmodel::metrics`) and `CostModel.score` (what `hlo-cost eval`
+//! predicts).
+//!
+//! Arrays cross as dicts of numpy arrays with the TpuGraphs npz keys,
+//! dtypes and shapes (`costmodel::npz`'s table). Arrays coming in are
+//! expected C-contiguous with the published dtypes: the Python half
+//! (`hlo_opt/__init__.py`) converts them first.
+
+use std::path::PathBuf;
+
+use costmodel::graph::{LAYOUT_CONFIG_DIM, NODE_FEAT_DIM, TILE_CONFIG_DIM};
+use costmodel::npz::{NpzGraphFile, WriteOptions};
+use costmodel::tuning::Configs;
+use costmodel::{ConfigBatch, Graph, Task};
+use numpy::ndarray::{ArrayD, IxDyn};
+use numpy::{Element, IntoPyArray, PyArrayDyn, PyReadonlyArrayDyn};
+use pyo3::exceptions::{PyKeyError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use crate::costmodel_error;
+use crate::module::Module;
+
+fn parse_task(task: &str) -> PyResult<Task> {
+    match task {
+        "layout" => Ok(Task::Layout),
+        "tile" => Ok(Task::Tile),
+        other => Err(PyValueError::new_err(format!(
+            "task `{other}`: give \"layout\" or \"tile\""
+        ))),
+    }
+}
+
+/// `v` as a numpy array of shape `shape`.
+fn array<'py, T: Element>(
+    py: Python<'py>,
+    v: Vec<T>,
+    shape: &[usize],
+) -> PyResult<Bound<'py, PyArrayDyn<T>>> {
+    let a = ArrayD::from_shape_vec(IxDyn(shape), v)
+        .map_err(|e| PyValueError::new_err(format!("array of shape {shape:?}: {e}")))?;
+    Ok(a.into_pyarray(py))
+}
+
+/// The npz arrays of a graph and its configurations, in the published key order.
+fn graph_dict<'py>(
+    py: Python<'py>,
+    graph: &Graph,
+    configs: &ConfigBatch,
+    runtimes: &[i64],
+    normalizers: Option<&[i64]>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    let n = graph.num_nodes();
+    let nc = graph.num_config_nodes();
+    let c = configs.num_configs;
+    d.set_item(
+        "node_feat",
+        array(py, graph.node_feat.clone(), &[n, NODE_FEAT_DIM])?,
+    )?;
+    d.set_item("node_opcode", array(py, graph.node_opcode.clone(), &[n])?)?;
+    let edges: Vec<i64> = graph.edge_index.iter().flatten().copied().collect();
+    d.set_item(
+        "edge_index",
+        array(py, edges, &[graph.edge_index.len(), 2])?,
+    )?;
+    match configs.task {
+        Task::Layout => {
+            d.set_item(
+                "node_config_feat",
+                array(py, configs.feat.clone(), &[c, nc, LAYOUT_CONFIG_DIM])?,
+            )?;
+            d.set_item(
+                "node_config_ids",
+                array(py, graph.node_config_ids.clone(), &[nc])?,
+            )?;
+            d.set_item("config_runtime", array(py, runtimes.to_vec(), &[c])?)?;
+            d.set_item(
+                "node_splits",
+                array(py, graph.node_splits.clone(), &[1, graph.node_splits.len()])?,
+            )?;
+        }
+        Task::Tile => {
+            d.set_item(
+                "config_feat",
+                array(py, configs.feat.clone(), &[c, TILE_CONFIG_DIM])?,
+            )?;
+            d.set_item("config_runtime", array(py, runtimes.to_vec(), &[c])?)?;
+            if let Some(norm) = normalizers {
+                d.set_item(
+                    "config_runtime_normalizers",
+                    array(py, norm.to_vec(), &[c])?,
+                )?;
+            }
+        }
+    }
+    Ok(d)
+}
+
+/// The TpuGraphs arrays of a module, as `hlo-cost featurize --task TASK`
+/// writes them for a module without runs.
+#[pyfunction]
+#[pyo3(signature = (module, task = "layout"))]
+pub fn featurize<'py>(
+    py: Python<'py>,
+    module: &Module,
+    task: &str,
+) -> PyResult<Bound<'py, PyDict>> {
+    let task = parse_task(task)?;
+    let m = module.module();
+    let (graph, configs) = py
+        .detach(|| {
+            if task == Task::Tile {
+                passes::tile::kernel::check_single_kernel(m)
+                    .map_err(costmodel::CostModelError::Input)?;
+            }
+            let f = costmodel::features::featurize(m, task)?;
+            let configs = Configs::compiler_default(&f.graph, task);
+            Ok::<_, costmodel::CostModelError>((f.graph, configs))
+        })
+        .map_err(|e| costmodel_error(&e))?;
+    let ones = vec![1i64; configs.batch.num_configs];
+    let normalizers = (task == Task::Tile).then_some(ones.as_slice());
+    graph_dict(py, &graph, &configs.batch, &configs.runtimes, normalizers)
+}
+
+/// Reads an npz file of the published format: its arrays by key.
+#[pyfunction]
+pub fn load_npz<'py>(py: Python<'py>, path: PathBuf) -> PyResult<Bound<'py, PyDict>> {
+    let (file, configs) = py
+        .detach(|| {
+            let file = NpzGraphFile::open(&path)?;
+            let configs = file.all_configs()?;
+            Ok::<_, costmodel::CostModelError>((file, configs))
+        })
+        .map_err(|e| costmodel_error(&e))?;
+    graph_dict(
+        py,
+        file.graph(),
+        &configs,
+        file.runtimes(),
+        file.runtime_normalizers(),
+    )
+}
+
+/// A required array of `d`, with its shape checked against `shape`
+/// (`None`: any size).
+fn get<T: Element + Copy>(
+    d: &Bound<'_, PyDict>,
+    key: &str,
+    shape: &[Option<usize>],
+) -> PyResult<(Vec<T>, Vec<usize>)> {
+    let item = d
+        .get_item(key)?
+        .ok_or_else(|| PyKeyError::new_err(format!("no `{key}` array")))?;
+    let a: PyReadonlyArrayDyn<'_, T> = item.extract().map_err(|_| {
+        PyValueError::new_err(format!(
+            "`{key}`: expected a numpy array of dtype {}",
+            std::any::type_name::<T>()
+        ))
+    })?;
+    let view = a.as_array();
+    let dims = view.shape().to_vec();
+    let fits = dims.len() == shape.len()
+        && dims
+            .iter()
+            .zip(shape)
+            .all(|(&d, want)| want.is_none_or(|w| w == d));
+    if !fits {
+        let want: Vec<String> = shape
+            .iter()
+            .map(|s| s.map_or("*".to_string(), |v| v.to_string()))
+            .collect();
+        return Err(PyValueError::new_err(format!(
+            "`{key}` has shape {dims:?}, expected ({})",
+            want.join(", ")
+        )));
+    }
+    Ok((view.iter().copied().collect(), dims))
+}
+
+/// The graph of a features dict, and its task (told by the keys, as in npz files).
+fn graph_of(d: &Bound<'_, PyDict>) -> PyResult<(Graph, Task)> {
+    let task = if d.contains("node_config_feat")? || d.contains("node_config_ids")? {
+        Task::Layout
+    } else if d.contains("config_feat")? {
+        Task::Tile
+    } else {
+        return Err(PyKeyError::new_err(
+            "neither `node_config_feat`/`node_config_ids` (layout) nor `config_feat` (tile)",
+        ));
+    };
+    let (node_feat, dims) = get::<f32>(d, "node_feat", &[None, Some(NODE_FEAT_DIM)])?;
+    let n = dims[0];
+    let (node_opcode, _) = get::<u8>(d, "node_opcode", &[Some(n)])?;
+    let (edges, _) = get::<i64>(d, "edge_index", &[None, Some(2)])?;
+    let edge_index = edges.chunks_exact(2).map(|e| [e[0], e[1]]).collect();
+    let (node_config_ids, node_splits) = match task {
+        Task::Layout => (
+            get::<i64>(d, "node_config_ids", &[None])?.0,
+            if d.contains("node_splits")? {
+                get::<i64>(d, "node_splits", &[Some(1), None])?.0
+            } else {
+                Vec::new()
+            },
+        ),
+        Task::Tile => (Vec::new(), Vec::new()),
+    };
+    let graph = Graph {
+        node_feat,
+        node_opcode,
+        edge_index,
+        node_config_ids,
+        node_splits,
+    };
+    graph.check().map_err(PyValueError::new_err)?;
+    Ok((graph, task))
+}
+
+/// The configurations of a features dict (or `configs`, when given).
+fn configs_of(
+    d: &Bound<'_, PyDict>,
+    graph: &Graph,
+    task: Task,
+    configs: Option<&Bound<'_, PyDict>>,
+) -> PyResult<ConfigBatch> {
+    let src = configs.unwrap_or(d);
+    let nc = graph.num_config_nodes();
+    let (feat, dims) = match task {
+        Task::Layout => get::<f32>(
+            src,
+            "node_config_feat",
+            &[None, Some(nc), Some(LAYOUT_CONFIG_DIM)],
+        )?,
+        Task::Tile => get::<f32>(src, "config_feat", &[None, Some(TILE_CONFIG_DIM)])?,
+    };
+    Ok(ConfigBatch {
+        task,
+        num_configs: dims[0],
+        nodes_per_config: match task {
+            Task::Layout => nc,
+            Task::Tile => 1,
+        },
+        feat,
+    })
+}
+
+/// Writes arrays (the `featurize` / `load_npz` keys) as an npz file of the
+/// published format, deflated unless `compressed` is false.
+#[pyfunction]
+#[pyo3(signature = (path, arrays, *, compressed = true))]
+pub fn save_npz(
+    py: Python<'_>,
+    path: PathBuf,
+    arrays: &Bound<'_, PyDict>,
+    compressed: bool,
+) -> PyResult<()> {
+    let (graph, task) = graph_of(arrays)?;
+    let configs = configs_of(arrays, &graph, task, None)?;
+    let c = configs.num_configs;
+    let runtimes = if arrays.contains("config_runtime")? {
+        get::<i64>(arrays, "config_runtime", &[Some(c)])?.0
+    } else {
+        vec![0; c]
+    };
+    let normalizers = if arrays.contains("config_runtime_normalizers")? {
+        Some(get::<i64>(arrays, "config_runtime_normalizers", &[Some(c)])?.0)
+    } else {
+        None
+    };
+    py.detach(|| {
+        costmodel::npz::write_npz_with(
+            &path,
+            &graph,
+            Some(&configs),
+            Some(&runtimes),
+            task,
+            &WriteOptions {
+                stored: !compressed,
+                runtime_normalizers: normalizers.as_deref(),
+            },
+        )
+    })
+    .map_err(|e| costmodel_error(&e))
+}
+
+/// Every metric of `hlo-cost eval` (`costmodel::metrics::RankingMetrics`).
+#[pyfunction]
+pub fn ranking_metrics<'py>(
+    py: Python<'py>,
+    pred: Vec<f64>,
+    runtime: Vec<f64>,
+) -> PyResult<Bound<'py, PyDict>> {
+    same_length(&pred, &runtime)?;
+    let m = costmodel::metrics::RankingMetrics::compute(&pred, &runtime);
+    let d = PyDict::new(py);
+    d.set_item("num_configs", m.num_configs)?;
+    d.set_item("kendall_tau", m.kendall_tau)?;
+    d.set_item("ordered_pair_accuracy", m.ordered_pair_accuracy)?;
+    d.set_item("top1_slowdown", m.top1_slowdown)?;
+    d.set_item("top5_slowdown", m.top5_slowdown)?;
+    d.set_item("top10_slowdown", m.top10_slowdown)?;
+    d.set_item("kaggle_tile_score", m.kaggle_tile_score)?;
+    Ok(d)
+}
+
+fn same_length(pred: &[f64], runtime: &[f64]) -> PyResult<()> {
+    if pred.len() != runtime.len() {
+        return Err(PyValueError::new_err(format!(
+            "{} predictions for {} runtimes",
+            pred.len(),
+            runtime.len()
+        )));
+    }
+    Ok(())
+}
+
+/// Kendall's tau-b (scipy's `kendalltau`); `None` where scipy gives NaN.
+#[pyfunction]
+pub fn kendall_tau(pred: Vec<f64>, runtime: Vec<f64>) -> PyResult<Option<f64>> {
+    same_length(&pred, &runtime)?;
+    Ok(costmodel::metrics::kendall_tau(&pred, &runtime))
+}
+
+/// The ordered pair accuracy of the TpuGraphs paper.
+#[pyfunction]
+pub fn ordered_pair_accuracy(pred: Vec<f64>, runtime: Vec<f64>) -> PyResult<Option<f64>> {
+    same_length(&pred, &runtime)?;
+    Ok(costmodel::metrics::ordered_pair_accuracy(&pred, &runtime))
+}
+
+/// `min runtime of the k best-predicted / min runtime - 1`.
+#[pyfunction]
+pub fn top_k_slowdown(pred: Vec<f64>, runtime: Vec<f64>, k: usize) -> PyResult<Option<f64>> {
+    same_length(&pred, &runtime)?;
+    Ok(costmodel::metrics::top_k_slowdown(&pred, &runtime, k))
+}
+
+/// The Kaggle competition's per-kernel tile score.
+#[pyfunction]
+pub fn kaggle_tile_score(pred: Vec<f64>, runtime: Vec<f64>) -> PyResult<Option<f64>> {
+    same_length(&pred, &runtime)?;
+    Ok(costmodel::metrics::kaggle_tile_score(&pred, &runtime))
+}
+
+/// A cost model: the embedded layout or tile model, the built-in
+/// `xla-cpu` layout model, the `reference` heuristic, or a model file.
+#[pyclass(frozen, module = "hlo_opt")]
+pub struct CostModel {
+    model: Box<dyn costmodel::CostModel>,
+    spec: String,
+}
+
+impl CostModel {
+    fn load(spec: &str, task: Option<Task>, threads: usize) -> costmodel::Result<Self> {
+        use std::path::Path;
+        let model: Box<dyn costmodel::CostModel> = match (spec, task) {
+            ("layout", None | Some(Task::Layout)) => {
+                costmodel::load_model(None, Task::Layout, threads)?
+            }
+            ("tile", None | Some(Task::Tile)) => costmodel::load_model(None, Task::Tile, threads)?,
+            ("reference", t) => Box::new(costmodel::reference::ReferenceModel::new(
+                t.unwrap_or(Task::Layout),
+            )),
+            (path, Some(t)) => costmodel::load_model(Some(Path::new(path)), t, threads)?,
+            // A file names its task: try layout, then tile.
+            (path, None) => {
+                match costmodel::load_model(Some(Path::new(path)), Task::Layout, threads) {
+                    Ok(m) => m,
+                    Err(first) => costmodel::load_model(Some(Path::new(path)), Task::Tile, threads)
+                        .map_err(|_| first)?,
+                }
+            }
+        };
+        Ok(CostModel {
+            model,
+            spec: spec.to_string(),
+        })
+    }
+}
+
+#[pymethods]
+impl CostModel {
+    #[new]
+    #[pyo3(signature = (spec = "layout", *, task = None, threads = 0))]
+    fn new(py: Python<'_>, spec: &str, task: Option<&str>, threads: usize) -> PyResult<Self> {
+        let task = task.map(parse_task).transpose()?;
+        if matches!(
+            (spec, task),
+            ("layout", Some(Task::Tile)) | ("tile", Some(Task::Layout))
+        ) {
+            return Err(PyValueError::new_err(format!(
+                "CostModel(\"{spec}\") is the embedded {spec} model; task= names another task"
+            )));
+        }
+        py.detach(|| CostModel::load(spec, task, threads))
+            .map_err(|e| costmodel_error(&e))
+    }
+
+    /// `"layout"` or `"tile"`.
+    #[getter]
+    fn task(&self) -> &'static str {
+        self.model.task().name()
+    }
+
+    /// The hardware whose runtimes the model learned (`tpu`, `xla-cpu`), if known.
+    #[getter]
+    fn device(&self) -> Option<String> {
+        self.model.device()
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "<hlo_opt.CostModel '{}': {} task>",
+            self.spec,
+            self.model.task().name()
+        )
+    }
+
+    /// One score per configuration (lower = predicted faster), as `hlo-cost
+    /// eval --predictions` gives them: the configurations of `features`, or
+    /// of `configs` (a dict with `node_config_feat` or `config_feat`).
+    #[pyo3(signature = (features, configs = None, *, batch = 512))]
+    fn score<'py>(
+        &self,
+        py: Python<'py>,
+        features: &Bound<'py, PyDict>,
+        configs: Option<&Bound<'py, PyDict>>,
+        batch: usize,
+    ) -> PyResult<Bound<'py, PyArrayDyn<f32>>> {
+        if batch == 0 {
+            return Err(PyValueError::new_err("batch 0: give 1 or more"));
+        }
+        let (graph, task) = graph_of(features)?;
+        if task != self.model.task() {
+            return Err(PyValueError::new_err(format!(
+                "the features are for the {} task, the model for {}",
+                task.name(),
+                self.model.task().name()
+            )));
+        }
+        let all = configs_of(features, &graph, task, configs)?;
+        let model = self.model.as_ref();
+        let scores = py
+            .detach(|| score_all(model, &graph, &all, batch))
+            .map_err(|e| costmodel_error(&e))?;
+        let n = scores.len();
+        array(py, scores, &[n])
+    }
+}
+
+/// Scores `all` in batches of `batch` configurations (as `hlo-cost eval`).
+fn score_all(
+    model: &dyn costmodel::CostModel,
+    graph: &Graph,
+    all: &ConfigBatch,
+    batch: usize,
+) -> costmodel::Result<Vec<f32>> {
+    let prepared = model.prepare(graph)?;
+    let row = all.nodes_per_config * all.task.config_dim();
+    let mut out = Vec::with_capacity(all.num_configs);
+    let mut start = 0;
+    while start < all.num_configs {
+        let end = (start + batch).min(all.num_configs);
+        let part = ConfigBatch {
+            task: all.task,
+            num_configs: end - start,
+            nodes_per_config: all.nodes_per_config,
+            feat: all.feat[start * row..end * row].to_vec(),
+        };
+        let scores = model.score(&prepared, &part)?;
+        if scores.len() != part.num_configs {
+            return Err(costmodel::CostModelError::Input(format!(
+                "the model returned {} scores for {} configurations",
+                scores.len(),
+                part.num_configs
+            )));
+        }
+        if let Some(i) = scores.iter().position(|s| !s.is_finite()) {
+            return Err(costmodel::CostModelError::Input(format!(
+                "the model returned a non-finite score for configuration {}",
+                start + i
+            )));
+        }
+        out.extend(scores);
+        start = end;
+    }
+    Ok(out)
+}
