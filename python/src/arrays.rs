@@ -44,23 +44,25 @@ fn array<'py, T: Element>(
     Ok(a.into_pyarray(py))
 }
 
-/// The npz arrays of a graph and its configurations, in the published key order.
+/// The npz arrays of a graph and its configurations, in the published key
+/// order (the vectors move into the arrays, uncopied).
 fn graph_dict<'py>(
     py: Python<'py>,
-    graph: &Graph,
-    configs: &ConfigBatch,
-    runtimes: &[i64],
-    normalizers: Option<&[i64]>,
+    graph: Graph,
+    configs: ConfigBatch,
+    runtimes: Vec<i64>,
+    normalizers: Option<Vec<i64>>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     let n = graph.num_nodes();
     let nc = graph.num_config_nodes();
     let c = configs.num_configs;
+    let splits = graph.node_splits.len();
     d.set_item(
         "node_feat",
-        array(py, graph.node_feat.clone(), &[n, NODE_FEAT_DIM])?,
+        array(py, graph.node_feat, &[n, NODE_FEAT_DIM])?,
     )?;
-    d.set_item("node_opcode", array(py, graph.node_opcode.clone(), &[n])?)?;
+    d.set_item("node_opcode", array(py, graph.node_opcode, &[n])?)?;
     let edges: Vec<i64> = graph.edge_index.iter().flatten().copied().collect();
     d.set_item(
         "edge_index",
@@ -70,29 +72,20 @@ fn graph_dict<'py>(
         Task::Layout => {
             d.set_item(
                 "node_config_feat",
-                array(py, configs.feat.clone(), &[c, nc, LAYOUT_CONFIG_DIM])?,
+                array(py, configs.feat, &[c, nc, LAYOUT_CONFIG_DIM])?,
             )?;
-            d.set_item(
-                "node_config_ids",
-                array(py, graph.node_config_ids.clone(), &[nc])?,
-            )?;
-            d.set_item("config_runtime", array(py, runtimes.to_vec(), &[c])?)?;
-            d.set_item(
-                "node_splits",
-                array(py, graph.node_splits.clone(), &[1, graph.node_splits.len()])?,
-            )?;
+            d.set_item("node_config_ids", array(py, graph.node_config_ids, &[nc])?)?;
+            d.set_item("config_runtime", array(py, runtimes, &[c])?)?;
+            d.set_item("node_splits", array(py, graph.node_splits, &[1, splits])?)?;
         }
         Task::Tile => {
             d.set_item(
                 "config_feat",
-                array(py, configs.feat.clone(), &[c, TILE_CONFIG_DIM])?,
+                array(py, configs.feat, &[c, TILE_CONFIG_DIM])?,
             )?;
-            d.set_item("config_runtime", array(py, runtimes.to_vec(), &[c])?)?;
+            d.set_item("config_runtime", array(py, runtimes, &[c])?)?;
             if let Some(norm) = normalizers {
-                d.set_item(
-                    "config_runtime_normalizers",
-                    array(py, norm.to_vec(), &[c])?,
-                )?;
+                d.set_item("config_runtime_normalizers", array(py, norm, &[c])?)?;
             }
         }
     }
@@ -121,9 +114,8 @@ pub fn featurize<'py>(
             Ok::<_, costmodel::CostModelError>((f.graph, configs))
         })
         .map_err(|e| costmodel_error(&e))?;
-    let ones = vec![1i64; configs.batch.num_configs];
-    let normalizers = (task == Task::Tile).then_some(ones.as_slice());
-    graph_dict(py, &graph, &configs.batch, &configs.runtimes, normalizers)
+    let normalizers = (task == Task::Tile).then(|| vec![1i64; configs.batch.num_configs]);
+    graph_dict(py, graph, configs.batch, configs.runtimes, normalizers)
 }
 
 /// Reads an npz file of the published format: its arrays by key.
@@ -136,13 +128,9 @@ pub fn load_npz<'py>(py: Python<'py>, path: PathBuf) -> PyResult<Bound<'py, PyDi
             Ok::<_, costmodel::CostModelError>((file, configs))
         })
         .map_err(|e| costmodel_error(&e))?;
-    graph_dict(
-        py,
-        file.graph(),
-        &configs,
-        file.runtimes(),
-        file.runtime_normalizers(),
-    )
+    let runtimes = file.runtimes().to_vec();
+    let normalizers = file.runtime_normalizers().map(<[i64]>::to_vec);
+    graph_dict(py, file.into_graph(), configs, runtimes, normalizers)
 }
 
 /// A required array of `d`, with its shape checked against `shape`
@@ -178,7 +166,12 @@ fn get<T: Element + Copy>(
             want.join(", ")
         )));
     }
-    Ok((view.iter().copied().collect(), dims))
+    // C-contiguous (as the Python half passes them): one copy of the slice.
+    let values = match view.as_slice() {
+        Some(s) => s.to_vec(),
+        None => view.iter().copied().collect(),
+    };
+    Ok((values, dims))
 }
 
 /// The graph of a features dict, and its task (told by the keys, as in npz files).

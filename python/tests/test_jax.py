@@ -111,3 +111,14 @@ def test_wrong_arguments_are_refused() -> None:
         c(args[0][:1], args[1], args[2])
     with pytest.raises(TypeError):
         c(args[0], args[1])
+
+
+def test_the_example_of_docs_python_md_runs_as_written(capsys) -> None:
+    import re
+    from conftest import ROOT
+
+    doc = (ROOT / "docs" / "python.md").read_text()
+    [example] = re.findall(r"```python\n(.*?)```", doc, re.S)
+    exec(compile(example, "docs/python.md", "exec"), {})
+    out = capsys.readouterr().out
+    assert "layout: model score" in out and "applied" in out, out[-2000:]
