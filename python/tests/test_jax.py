@@ -122,3 +122,16 @@ def test_the_example_of_docs_python_md_runs_as_written(capsys) -> None:
     exec(compile(example, "docs/python.md", "exec"), {})
     out = capsys.readouterr().out
     assert "layout: model score" in out and "applied" in out, out[-2000:]
+
+
+@needs_plugin
+def test_measured_candidates_come_with_their_times() -> None:
+    f, make = MODELS["attention"]
+    m = hj.module(f, *make())
+    r = m.run_passes(["layout"], measure="xla-cpu", measure_budget=0.2, trust_radius="all", min_gain=0, explain=True)
+    measured = r.decisions[0]["measured"]
+    assert measured is not None, r.explain
+    seconds = measured["seconds"]
+    assert len(seconds) >= 2 and all(s is not None and s > 0 for s in seconds), measured
+    assert 0 <= measured["default"] < len(seconds) and 0 <= measured["kept"] < len(seconds)
+    assert measured["report"] in r.explain and "compiler default:" in measured["report"]
