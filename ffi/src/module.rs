@@ -250,8 +250,8 @@ pub unsafe extern "C" fn hlo_opt_module_run_passes(
             )
         })?;
         let mut pass_options = match unsafe { options.as_ref() } {
-            Some(o) => o.to_pass_options(),
-            None => crate::options::default_pass_options(),
+            Some(o) => o.to_pass_options()?,
+            None => crate::options::default_pass_options()?,
         };
         pass_options.explain = !explain_out.is_null();
         let mut locked = m.lock();

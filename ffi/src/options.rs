@@ -85,21 +85,30 @@ impl hlo_opt_options_t {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The `passes::PassOptions` of one run under these options.
-    pub(crate) fn to_pass_options(&self) -> passes::PassOptions {
+    /// The `passes::PassOptions` of one run under these options, completed
+    /// and checked by `passes::options::Settings` as the CLI's flags and the
+    /// Python package's arguments are (the setters refused bad values
+    /// already; a thread count above the cores is capped).
+    pub(crate) fn to_pass_options(&self) -> Result<passes::PassOptions, Failure> {
         let d = self.lock().clone();
-        let mut o = passes::PassOptions {
+        let settings = passes::options::Settings {
+            budget: Some(d.budget),
+            seed: Some(d.seed),
+            top_k: Some(d.top_k),
+            threads: Some(d.threads),
+            min_gain: Some(d.min_gain),
+            trust_radius: Some(d.trust_radius),
             layout_model: d.layout_model,
             tile_model: d.tile_model,
-            seed: d.seed,
-            budget: d.budget,
-            top_k: d.top_k,
-            threads: d.threads,
             verify_each: d.verify_each,
-            min_gain: d.min_gain,
-            trust_radius: d.trust_radius,
-            ..passes::PassOptions::default()
+            ..passes::options::Settings::default()
         };
+        let mut o = settings.pass_options("", &mut |_| {}).map_err(|e| {
+            Failure::new(
+                hlo_opt_status_t::HLO_OPT_ERROR_INVALID_ARGUMENT,
+                e.to_string(),
+            )
+        })?;
         if let Some(m) = d.measure {
             o.measure = Some(Box::new(move |text: &str| m.measure(text)));
         }
@@ -109,7 +118,7 @@ impl hlo_opt_options_t {
                 pjrt::MeasureConfig::default(),
             )));
         }
-        o
+        Ok(o)
     }
 }
 
@@ -411,6 +420,6 @@ pub unsafe extern "C" fn hlo_opt_options_set_measure_pjrt(
 }
 
 /// The options of a run given no options handle (the same as a fresh handle).
-pub(crate) fn default_pass_options() -> passes::PassOptions {
+pub(crate) fn default_pass_options() -> Result<passes::PassOptions, Failure> {
     hlo_opt_options_t::with_defaults().to_pass_options()
 }
