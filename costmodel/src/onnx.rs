@@ -118,7 +118,7 @@ enum Stages {
         emb_dim: usize,
         /// The head split at its sums over the configurable nodes
         /// (`model.json` `incremental_stages`; MODEL.md "Incremental stages").
-        node_sum: Option<NodeSumStages>,
+        node_sum: Option<Box<NodeSumStages>>,
     },
     /// One graph from graph + configs to scores (tile; or a plain layout `.onnx`).
     Single { model: Mutex<Session> },
@@ -318,11 +318,11 @@ impl OnnxModel {
                         let terms = new_session(env, &terms, origin, INCREMENTAL_STAGES[0], 1)?;
                         let pool = new_session(env, &pool, origin, INCREMENTAL_STAGES[1], 1)?;
                         let width = check_node_sum(&terms, &pool, emb_dim, origin)?;
-                        Some(NodeSumStages {
+                        Some(Box::new(NodeSumStages {
                             terms: Mutex::new(terms),
                             pool: Mutex::new(pool),
                             width,
-                        })
+                        }))
                     }
                 };
                 Stages::Split {

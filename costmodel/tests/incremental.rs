@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 
 use costmodel::incremental::NodeSumScorer;
 use costmodel::npz::NpzGraphFile;
-use costmodel::{load_model, ConfigBatch, CostModel, CostModelError, Task};
+use costmodel::{load_model, ConfigBatch, CostModelError, Task};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -121,7 +121,11 @@ fn incremental_scores_equal_whole_head_scores_on_the_test_graphs() {
             for g in &genomes {
                 for (j, &c) in g.iter().enumerate() {
                     if c as usize == candidates[j].len() {
-                        let at = (genomes.iter().position(|x| x[j] == c).unwrap() * nc + j) * 18;
+                        let first = genomes
+                            .iter()
+                            .position(|x| x[j] == c)
+                            .expect("a genome picks it");
+                        let at = (first * nc + j) * 18;
                         let mut row = [0f32; 18];
                         row.copy_from_slice(&configs.feat[at..at + 18]);
                         candidates[j].push(row);

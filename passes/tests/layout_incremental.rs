@@ -49,7 +49,8 @@ fn modules() -> Vec<(String, hlo::Module)> {
     for p in paths {
         let text = std::fs::read_to_string(&p).expect("reads");
         let m = hlo::parse_module(&text).expect("parses");
-        out.push((p.file_name().unwrap().to_string_lossy().to_string(), m));
+        let name = p.file_name().expect("a file").to_string_lossy().to_string();
+        out.push((name, m));
     }
     assert!(out.len() >= 3, "the layout test modules");
     out
