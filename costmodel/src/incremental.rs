@@ -112,6 +112,8 @@ impl NodeSumScorer {
                 while k0 < s {
                     let k1 = (k0 + configs_per_call).min(s);
                     let mut feat = Vec::with_capacity((k1 - k0) * m * LAYOUT_CONFIG_DIM);
+                    // `k` picks a candidate of each node: rows[j][k], not rows[k].
+                    #[allow(clippy::needless_range_loop)]
                     for k in k0..k1 {
                         feat.extend(nodes.iter().flat_map(|&j| rows[j][k]));
                     }
