@@ -6,6 +6,8 @@
 //! - [`reference`]: a hand-written, non-learned reference [`CostModel`].
 //! - [`onnx`]: the learned GNN models run with ONNX Runtime; [`load_model`], embedded defaults.
 //! - [`prune`]: k-hop pruning of layout graphs for the encoder.
+//! - [`incremental`]: scores configurations as the default's node sums plus
+//!   the changed nodes' terms, for models of the node-sum form.
 //! - [`features`]: TpuGraphs-exact featurization of an HLO module and of layout / tile choices.
 //! - [`tuning`]: autotuner records (raw TpuGraphs `ModuleTuningData` / `TuningData`
 //!   protobufs, `.runs.json`) as configuration rows with their measured runtimes.
@@ -18,6 +20,7 @@
 pub mod error;
 pub mod features;
 pub mod graph;
+pub mod incremental;
 pub mod metrics;
 pub mod npz;
 pub mod onnx;
@@ -74,4 +77,35 @@ pub trait CostModel: Send + Sync {
     fn prepare(&self, graph: &Graph) -> Result<Prepared>;
     /// One score per configuration of `configs`; lower = predicted faster.
     fn score(&self, prepared: &Prepared, configs: &ConfigBatch) -> Result<Vec<f32>>;
+
+    /// The node-sum form of a layout model (MODEL.md "Incremental stages"),
+    /// when it has one: a configuration's score is `score_pooled` of the sum,
+    /// over the configurable nodes, of each node's `node_terms`, and a node's
+    /// terms depend on its own configuration row alone (given the prepared
+    /// graph). Returns the width of those sums; `None`: no such form, score
+    /// whole configurations with [`CostModel::score`].
+    fn node_sum_width(&self) -> Option<usize> {
+        None
+    }
+    /// The terms of the configurable nodes at positions `nodes` (of the
+    /// graph's `node_config_ids`) under each configuration of `configs`,
+    /// whose rows are those nodes' (`nodes_per_config == nodes.len()`):
+    /// `num_configs x nodes.len() x width`, row-major.
+    fn node_terms(
+        &self,
+        _prepared: &Prepared,
+        _nodes: &[usize],
+        _configs: &ConfigBatch,
+    ) -> Result<Vec<f32>> {
+        Err(CostModelError::Input(
+            "this model has no node-sum form (node_sum_width is None)".into(),
+        ))
+    }
+    /// Scores from node sums, `num_configs x width` row-major (the terms of
+    /// [`CostModel::node_terms`] summed over the nodes).
+    fn score_pooled(&self, _pooled: &[f32], _num_configs: usize) -> Result<Vec<f32>> {
+        Err(CostModelError::Input(
+            "this model has no node-sum form (node_sum_width is None)".into(),
+        ))
+    }
 }

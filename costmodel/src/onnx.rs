@@ -116,10 +116,25 @@ enum Stages {
         encoder: Mutex<Session>,
         head: Mutex<Session>,
         emb_dim: usize,
+        /// The head split at its sums over the configurable nodes
+        /// (`model.json` `incremental_stages`; MODEL.md "Incremental stages").
+        node_sum: Option<Box<NodeSumStages>>,
     },
     /// One graph from graph + configs to scores (tile; or a plain layout `.onnx`).
     Single { model: Mutex<Session> },
 }
+
+/// The incremental stages of a layout model: `head_terms.onnx` (the
+/// configurable nodes' terms of the head's node sums, `[C, NC, width]`) and
+/// `head_pool.onnx` (those sums, `[C, width]`, to scores).
+struct NodeSumStages {
+    terms: Mutex<Session>,
+    pool: Mutex<Session>,
+    width: usize,
+}
+
+/// The `incremental_stages` a `.hlocm` may name, in order.
+pub const INCREMENTAL_STAGES: [&str; 2] = ["head_terms.onnx", "head_pool.onnx"];
 
 /// A GNN cost model run with ONNX Runtime. Create with [`OnnxModel::load`] or
 /// [`load_model`].
@@ -275,10 +290,46 @@ impl OnnxModel {
                     return Err(model_err(origin, "missing stages"));
                 };
                 let emb_dim = check_layout_split(&encoder, &head, &info, origin)?;
+                let node_sum = match json.get("incremental_stages") {
+                    None | Some(serde_json::Value::Null) => None,
+                    Some(v) => {
+                        let names: Option<Vec<&str>> = v
+                            .as_array()
+                            .map(|a| a.iter().filter_map(|x| x.as_str()).collect());
+                        if names.as_deref() != Some(&INCREMENTAL_STAGES[..]) {
+                            return Err(model_err(
+                                origin,
+                                format!("model.json `incremental_stages` is {v}, the contract wants {INCREMENTAL_STAGES:?} or nothing"),
+                            ));
+                        }
+                        if info.meta_hops.is_some() {
+                            return Err(model_err(
+                                origin,
+                                "model.json names `incremental_stages` for an early-join head, which has no node-sum form (MODEL.md)",
+                            ));
+                        }
+                        let terms = read_entry(&mut zip, INCREMENTAL_STAGES[0])?;
+                        let pool = read_entry(&mut zip, INCREMENTAL_STAGES[1])?;
+                        // One thread each: a call of either is small (the
+                        // terms once per graph, the pooling a few dense
+                        // layers per batch), and a second thread's
+                        // hand-off costs more than it saves (the pooling
+                        // took 3 ms a call with two on a loaded machine).
+                        let terms = new_session(env, &terms, origin, INCREMENTAL_STAGES[0], 1)?;
+                        let pool = new_session(env, &pool, origin, INCREMENTAL_STAGES[1], 1)?;
+                        let width = check_node_sum(&terms, &pool, emb_dim, origin)?;
+                        Some(Box::new(NodeSumStages {
+                            terms: Mutex::new(terms),
+                            pool: Mutex::new(pool),
+                            width,
+                        }))
+                    }
+                };
                 Stages::Split {
                     encoder: Mutex::new(encoder),
                     head: Mutex::new(head),
                     emb_dim,
+                    node_sum,
                 }
             }
             Task::Tile => {
@@ -516,7 +567,7 @@ fn check_task_version(info: &ModelInfo, task: Task, origin: &str) -> Result<()> 
 }
 
 /// An expected input or output: name, element type, dims (`None` = dynamic).
-struct Port(&'static str, TensorElementType, &'static [Option<i64>]);
+struct Port<'a>(&'static str, TensorElementType, &'a [Option<i64>]);
 
 const F32: TensorElementType = TensorElementType::Float32;
 const I64: TensorElementType = TensorElementType::Int64;
@@ -651,6 +702,49 @@ fn check_layout_split(
     }
 }
 
+/// Checks the incremental stages against the embedding width `emb_dim`;
+/// returns the width of the node sums.
+fn check_node_sum(terms: &Session, pool: &Session, emb_dim: usize, origin: &str) -> Result<usize> {
+    let width = pool
+        .inputs()
+        .iter()
+        .find(|o| o.name() == "pooled")
+        .and_then(|o| o.dtype().tensor_shape())
+        .and_then(|sh| sh.get(1).copied())
+        .filter(|&w| w > 0)
+        .ok_or_else(|| {
+            model_err(
+                origin,
+                "head_pool.onnx: input `pooled` must be [C, P] with a fixed P > 0",
+            )
+        })?;
+    let dims = [None, Some(width)];
+    let dims3 = [None, None, Some(width)];
+    let emb = [None, Some(emb_dim as i64)];
+    let emb_in = Port("config_node_emb", F32, &emb);
+    let cfg = Port(
+        "config_feat",
+        F32,
+        &[None, None, Some(LAYOUT_CONFIG_DIM as i64)],
+    );
+    let nodes = Port("term_nodes", I64, &[None]);
+    check_ports(
+        terms,
+        INCREMENTAL_STAGES[0],
+        origin,
+        &[&emb_in, &nodes, &cfg],
+        &[&Port("node_terms", F32, &dims3)],
+    )?;
+    check_ports(
+        pool,
+        INCREMENTAL_STAGES[1],
+        origin,
+        &[&Port("pooled", F32, &dims)],
+        &[&Port("score", F32, &[None])],
+    )?;
+    Ok(width as usize)
+}
+
 fn check_single(session: &Session, task: Task, origin: &str) -> Result<()> {
     let score = Port("score", F32, &[None]);
     match task {
@@ -699,49 +793,88 @@ pub fn environment() -> Result<&'static Environment> {
 /// On Linux: the ELF magic, this build's class (32/64-bit), byte order and
 /// machine, a shared object, and the program headers, every loadable
 /// segment and the section headers within the file. Elsewhere: not empty.
+///
+/// Only the headers are read (the first 64 KiB, more when the program header
+/// table lies further in), not the whole library: reading ONNX Runtime's
+/// 29 MB took about 30 ms of every run's start-up (issue 29).
 pub fn check_shared_library(path: &Path) -> std::result::Result<(), String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("cannot read: {e}"))?;
-    if bytes.is_empty() {
+    use std::io::{Seek, SeekFrom};
+    let cannot = |e: std::io::Error| format!("cannot read: {e}");
+    let mut file = std::fs::File::open(path).map_err(cannot)?;
+    let len = file.metadata().map_err(cannot)?.len();
+    if len == 0 {
         return Err("the file is empty".into());
     }
-    if cfg!(target_os = "linux") {
-        check_elf(&bytes)
-    } else {
-        Ok(())
+    if !cfg!(target_os = "linux") {
+        return Ok(());
+    }
+    let mut want = len.min(64 << 10);
+    loop {
+        let mut head = Vec::new();
+        file.seek(SeekFrom::Start(0)).map_err(cannot)?;
+        (&mut file)
+            .take(want)
+            .read_to_end(&mut head)
+            .map_err(cannot)?;
+        match check_elf_prefix(&head, len) {
+            // `need` <= len: the prefix grows, at most once past the table.
+            Err(ElfCheck::Need(need)) if need > want && need <= len => want = need,
+            Err(ElfCheck::Need(_)) => return Err("truncated while being read".into()),
+            Err(ElfCheck::Bad(m)) => return Err(m),
+            Ok(()) => return Ok(()),
+        }
     }
 }
 
-/// The ELF checks of [`check_shared_library`] on the file's bytes.
+/// Why [`check_elf_prefix`] did not pass a prefix of a file.
+enum ElfCheck {
+    Bad(String),
+    /// The program header table ends past the prefix: read this many bytes.
+    Need(u64),
+}
+
+/// The ELF checks of [`check_shared_library`] on a whole file's bytes.
+#[cfg(test)]
 fn check_elf(b: &[u8]) -> std::result::Result<(), String> {
+    match check_elf_prefix(b, b.len() as u64) {
+        Ok(()) => Ok(()),
+        Err(ElfCheck::Bad(m)) => Err(m),
+        Err(ElfCheck::Need(n)) => Err(format!("needs {n} bytes")),
+    }
+}
+
+/// The ELF checks of [`check_shared_library`] on the first bytes `b` of a
+/// file of `len` bytes.
+fn check_elf_prefix(b: &[u8], len: u64) -> std::result::Result<(), ElfCheck> {
+    use ElfCheck::Bad;
     const EM_X86_64: u16 = 62;
     const EM_AARCH64: u16 = 183;
     const EM_386: u16 = 3;
     const EM_ARM: u16 = 40;
     const PT_LOAD: u32 = 1;
     if b.len() < 16 || &b[..4] != b"\x7fELF" {
-        return Err("not an ELF shared library (bad magic)".into());
+        return Err(Bad("not an ELF shared library (bad magic)".into()));
     }
     let is64 = match b[4] {
         1 => false,
         2 => true,
-        c => return Err(format!("unknown ELF class {c}")),
+        c => return Err(Bad(format!("unknown ELF class {c}"))),
     };
     if is64 != cfg!(target_pointer_width = "64") {
-        return Err(format!(
+        return Err(Bad(format!(
             "a {}-bit library, this program is {}-bit",
             if is64 { 64 } else { 32 },
             usize::BITS
-        ));
+        )));
     }
     if b[5] != if cfg!(target_endian = "little") { 1 } else { 2 } {
-        return Err("an ELF library of the other byte order".into());
+        return Err(Bad("an ELF library of the other byte order".into()));
     }
     let header_len = if is64 { 64 } else { 52 };
     if b.len() < header_len {
-        return Err(format!(
-            "truncated: {} bytes, shorter than an ELF header",
-            b.len()
-        ));
+        return Err(Bad(format!(
+            "truncated: {len} bytes, shorter than an ELF header"
+        )));
     }
     let u16_at = |o: usize| u16::from_le_bytes([b[o], b[o + 1]]);
     let u32_at = |o: usize| u32::from_le_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]]);
@@ -760,7 +893,7 @@ fn check_elf(b: &[u8]) -> std::result::Result<(), String> {
     }
     let e_type = u16_at(16);
     if e_type != 3 {
-        return Err(format!("ELF type {e_type}, not a shared object (3)"));
+        return Err(Bad(format!("ELF type {e_type}, not a shared object (3)")));
     }
     let machine = u16_at(18);
     let want = if cfg!(target_arch = "x86_64") {
@@ -775,10 +908,10 @@ fn check_elf(b: &[u8]) -> std::result::Result<(), String> {
         None
     };
     if want.is_some_and(|w| w != machine) {
-        return Err(format!(
+        return Err(Bad(format!(
             "built for ELF machine {machine}, not this machine's ({})",
             want.unwrap_or_default()
-        ));
+        )));
     }
     let (phoff, shoff, sizes_at) = if is64 {
         (word_at(32), word_at(40), 54)
@@ -789,11 +922,10 @@ fn check_elf(b: &[u8]) -> std::result::Result<(), String> {
     let phnum = u64::from(u16_at(sizes_at + 2));
     let shentsize = u64::from(u16_at(sizes_at + 4));
     let shnum = u64::from(u16_at(sizes_at + 6));
-    let len = b.len() as u64;
     let truncated = |what: String| {
-        Err(format!(
+        Err(Bad(format!(
             "truncated or corrupt: {what} ends past the end of the file ({len} bytes)"
-        ))
+        )))
     };
     let table_end =
         |off: u64, n: u64, size: u64| n.checked_mul(size).and_then(|t| t.checked_add(off));
@@ -803,9 +935,12 @@ fn check_elf(b: &[u8]) -> std::result::Result<(), String> {
     if shnum > 0 && table_end(shoff, shnum, shentsize).is_none_or(|e| e > len) {
         return truncated("the section header table".into());
     }
+    if let Some(e) = table_end(phoff, phnum, phentsize).filter(|&e| e > b.len() as u64) {
+        return Err(ElfCheck::Need(e));
+    }
     let min_ph = if is64 { 56 } else { 32 };
     if phnum > 0 && phentsize < min_ph {
-        return Err(format!("program header entries of {phentsize} bytes"));
+        return Err(Bad(format!("program header entries of {phentsize} bytes")));
     }
     for i in 0..phnum {
         let p = (phoff + i * phentsize) as usize;
@@ -1151,6 +1286,17 @@ fn validate_configs(configs: &ConfigBatch, task: Task, nodes_per_config: usize) 
     Ok(())
 }
 
+/// The prepared state of a layout graph is this model's: `[nc, emb_dim]`.
+fn check_prepared(prepared: &Prepared, nc: usize, emb_dim: usize) -> Result<()> {
+    if prepared.state_shape != [nc, emb_dim] || prepared.state.len() != nc * emb_dim {
+        return Err(input_err(format!(
+            "prepared state has shape {:?}, this model wants [{nc}, {emb_dim}]: prepare() with this model first",
+            prepared.state_shape
+        )));
+    }
+    Ok(())
+}
+
 struct GraphTensors<'a> {
     node_feat: &'a [f32],
     node_opcode: Vec<i64>,
@@ -1291,6 +1437,99 @@ impl CostModel for OnnxModel {
         }
     }
 
+    fn node_sum_width(&self) -> Option<usize> {
+        match &self.stages {
+            Stages::Split {
+                node_sum: Some(ns), ..
+            } => Some(ns.width),
+            _ => None,
+        }
+    }
+
+    fn node_terms(
+        &self,
+        prepared: &Prepared,
+        nodes: &[usize],
+        configs: &ConfigBatch,
+    ) -> Result<Vec<f32>> {
+        let Stages::Split {
+            node_sum: Some(ns),
+            emb_dim,
+            ..
+        } = &self.stages
+        else {
+            return Err(input_err(
+                "this model has no incremental stages (node_sum_width is None)",
+            ));
+        };
+        let nc = prepared.graph.num_config_nodes();
+        let m = nodes.len();
+        validate_configs(configs, Task::Layout, m)?;
+        check_prepared(prepared, nc, *emb_dim)?;
+        if let Some(j) = nodes.iter().find(|&&j| j >= nc) {
+            return Err(input_err(format!(
+                "node {j} selected of {nc} configurable nodes"
+            )));
+        }
+        let c = configs.num_configs;
+        if c == 0 || m == 0 {
+            return Ok(Vec::new());
+        }
+        let ids: Vec<i64> = nodes.iter().map(|&j| j as i64).collect();
+        let inputs = vec![
+            (
+                "config_node_emb",
+                tensor(vec![nc, *emb_dim], &prepared.state)?,
+            ),
+            ("term_nodes", tensor(vec![m], &ids)?),
+            (
+                "config_feat",
+                tensor(vec![c, m, LAYOUT_CONFIG_DIM], &configs.feat)?,
+            ),
+        ];
+        let (shape, terms) = run_session(&ns.terms, inputs)?;
+        if shape != [c as i64, m as i64, ns.width as i64] {
+            return Err(runtime_err(
+                "node_terms output",
+                format!("shape {shape:?}, want [{c}, {m}, {}]", ns.width),
+            ));
+        }
+        Ok(terms)
+    }
+
+    fn score_pooled(&self, pooled: &[f32], num_configs: usize) -> Result<Vec<f32>> {
+        let Stages::Split {
+            node_sum: Some(ns), ..
+        } = &self.stages
+        else {
+            return Err(input_err(
+                "this model has no incremental stages (node_sum_width is None)",
+            ));
+        };
+        if pooled.len() != num_configs * ns.width {
+            return Err(input_err(format!(
+                "pooled has {} values, want {num_configs} configs x {}",
+                pooled.len(),
+                ns.width
+            )));
+        }
+        if !all_finite(pooled) {
+            return Err(input_err("node sums contain NaN or infinity"));
+        }
+        if num_configs == 0 {
+            return Ok(Vec::new());
+        }
+        let inputs = vec![("pooled", tensor(vec![num_configs, ns.width], pooled)?)];
+        let (shape, scores) = run_session(&ns.pool, inputs)?;
+        if shape != [num_configs as i64] {
+            return Err(runtime_err(
+                "score output",
+                format!("shape {shape:?}, want [{num_configs}]"),
+            ));
+        }
+        Ok(scores)
+    }
+
     fn score(&self, prepared: &Prepared, configs: &ConfigBatch) -> Result<Vec<f32>> {
         let task = self.info.task;
         let nodes_per_config = match task {
@@ -1304,14 +1543,7 @@ impl CostModel for OnnxModel {
         let c = configs.num_configs;
         let (shape, scores) = match &self.stages {
             Stages::Split { head, emb_dim, .. } => {
-                if prepared.state_shape != [nodes_per_config, *emb_dim]
-                    || prepared.state.len() != nodes_per_config * emb_dim
-                {
-                    return Err(input_err(format!(
-                        "prepared state has shape {:?}, this model wants [{nodes_per_config}, {emb_dim}]: prepare() with this model first",
-                        prepared.state_shape
-                    )));
-                }
+                check_prepared(prepared, nodes_per_config, *emb_dim)?;
                 let mut inputs = vec![
                     (
                         "config_node_emb",

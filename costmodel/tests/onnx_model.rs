@@ -456,3 +456,49 @@ fn an_early_join_head_needs_meta_hops_within_khop_plus_one() {
     let msg = model_error(OnnxModel::from_bytes(&default_hops, "x", Task::Layout, 1));
     assert!(msg.contains("config_edge_index"), "{msg}");
 }
+
+#[test]
+fn incremental_stages_other_than_the_contracts_are_refused() {
+    if !ort_available() {
+        return;
+    }
+    // MODEL.md "Incremental stages": exactly head_terms.onnx, head_pool.onnx.
+    let bytes = layout_with_json(|j| {
+        j["incremental_stages"] = serde_json::json!(["head.onnx", "head_pool.onnx"]);
+    });
+    let m = model_error(OnnxModel::from_bytes(&bytes, "x.hlocm", Task::Layout, 1));
+    assert!(m.contains("incremental_stages"), "{m}");
+    // An early-join head has no node-sum form.
+    let ej = std::fs::read(early_join_model()).expect("reads");
+    let bytes = model_with_json(&ej, |j| {
+        j["incremental_stages"] = serde_json::json!(["head_terms.onnx", "head_pool.onnx"]);
+    });
+    let m = model_error(OnnxModel::from_bytes(&bytes, "ej.hlocm", Task::Layout, 1));
+    assert!(m.contains("early-join"), "{m}");
+    // Named but missing from the archive.
+    let entries: Vec<(String, Vec<u8>)> = unzip(DEFAULT_LAYOUT_MODEL)
+        .into_iter()
+        .filter(|(n, _)| n != "head_pool.onnx")
+        .collect();
+    let m = model_error(OnnxModel::from_bytes(
+        &rezip(&entries),
+        "cut.hlocm",
+        Task::Layout,
+        1,
+    ));
+    assert!(m.contains("head_pool.onnx"), "{m}");
+    // Absent: the model loads and scores whole.
+    let bytes = layout_with_json(|j| {
+        j.as_object_mut()
+            .expect("object")
+            .remove("incremental_stages");
+    });
+    let m = OnnxModel::from_bytes(&bytes, "whole.hlocm", Task::Layout, 1).expect("loads");
+    assert_eq!(m.node_sum_width(), None);
+    assert_eq!(
+        OnnxModel::load(None, Task::Layout, 1)
+            .expect("loads")
+            .node_sum_width(),
+        Some(44)
+    );
+}

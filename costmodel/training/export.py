@@ -243,6 +243,108 @@ class _Builder:
                 y = self.op("Add", [y, self.op("Mul", [ref, self.const(np.float32(hp["ref_blend"]))])])
         return y
 
+    # ---- the head split at its node sums (incremental scoring, MODEL.md "Incremental stages") ----
+
+    def head_terms(self, emb_in: str, hp: dict) -> str:
+        """[C, M, P]: per configuration and selected configurable node
+        (`term_nodes` [M], positions in config_node_emb; config_feat [C, M, 18]
+        holds their rows), the node's terms of every sum over the nodes the
+        head takes (each network's pooled channels, with `tpu_features` its
+        feature means, the ridge term's weighted means), so that with every
+        node selected layout_head = head_pool(the sum of head_terms over the
+        nodes). The config-independent parts (attention weights, node maps,
+        node weights) are computed from all of config_node_emb and folded in;
+        P = pooled_width(hp). Early-join networks pool by max after message
+        passing between the nodes: they have no such form (`has_node_sum_form`)."""
+        d, n = hp["hidden"], M.ensemble_size(hp)
+        shape = self.slice_last(emb_in, n * d, n * d + M.NODE_EXTRA) if M.shape_in_embedding(hp) else None
+        parts = []
+        for i in range(n):
+            self.prefix = f"m{i}_" if n > 1 else ""
+            emb = self.slice_last(emb_in, i * d, (i + 1) * d) if (n > 1 or shape is not None) else emb_in
+            parts += self.network_terms(emb, shape, hp)
+        self.prefix = ""
+        if "blend_w" in self.params:
+            parts.append(self.weighted_terms(shape))
+        return parts[0] if len(parts) == 1 else self.op("Concat", parts, axis=-1)
+
+    def selected(self, x: str) -> str:
+        """Rows `term_nodes` of a per-node tensor [NC, ...]."""
+        return self.op("Gather", [x, "term_nodes"], axis=0)
+
+    def node_weights(self, shape: str) -> str:
+        """[M, 1]: the selected nodes' weights of the weighted means (log2(2 + elements), over its sum on all nodes)."""
+        w = self.slice_last(shape, 7, 8)  # [NC, 1]
+        w = self.op("Div", [w, self.op("ReduceSum", [w, self.const([0], np.int64)], keepdims=1)])
+        return self.selected(w)
+
+    def network_terms(self, emb: str, shape: str | None, hp: dict) -> list:
+        """network_score's node sums, per selected node: [C, M, K] (+ with
+        `tpu_features` [C, M, 2G]: the plain mean's and the weighted mean's terms)."""
+        k = hp["channels"]
+        tpu = bool(hp.get("tpu_features"))
+        logits = self.op("MatMul", [emb, self.param("pool_w")])  # [NC, 1]
+        weights = self.selected(self.op("Softmax", [logits], axis=0))  # [M, 1]
+        u = self.op("Mul", [self.dense(self.selected(emb), "node_w", "node_b"), weights])  # [M, F*K]
+        u = self.op("Reshape", [u, self.const([0, -1, k], np.int64)])  # [M, F, K]
+        x = "config_feat"
+        if hp["config_expand"] == 2:
+            x = self.op("Concat", [x, self.op("Mul", [x, x])], axis=-1)
+        out = []
+        if tpu:
+            g = self.tpu_features("config_feat", self.selected(shape))  # [C, M, G]
+            x = self.op("Concat", [x, g], axis=-1)
+            nc = self.op("Cast", [self.op("Slice", [self.op("Shape", [emb]), self.const([0], np.int64),
+                                                   self.const([1], np.int64)])], to=TensorProto.FLOAT)
+            out = [self.op("Div", [g, nc]), self.op("Mul", [g, self.node_weights(shape)])]
+        xt = self.op("Transpose", [x], perm=[1, 0, 2])  # [M, C, F]
+        t = self.op("Transpose", [self.op("MatMul", [xt, u])], perm=[1, 0, 2])  # [C, M, K]
+        return [t] + out
+
+    def weighted_terms(self, shape: str) -> str:
+        """weighted_tpu_features' node sum, per selected node: [C, M, G]."""
+        g = self.tpu_features("config_feat", self.selected(shape))
+        return self.op("Mul", [g, self.node_weights(shape)])
+
+    def head_pool(self, pooled: str, hp: dict) -> str:
+        """[C] scores from the node sums of head_terms, [C, P]: what layout_head
+        does after its sums over the nodes."""
+        k, n = hp["channels"], M.ensemble_size(hp)
+        tpu = bool(hp.get("tpu_features"))
+        g = M.TPU_FEATURES
+        at = 0
+
+        def take(width):
+            nonlocal at
+            s = self.slice_last(pooled, at, at + width)
+            at += width
+            return s
+
+        y = None
+        for i in range(n):
+            self.prefix = f"m{i}_" if n > 1 else ""
+            p = take(k)
+            agg = None
+            if tpu:
+                agg = take(2 * g)
+                p = self.op("Concat", [p, agg], axis=-1)
+            z = self.dense(p, "mlp_w", "mlp_b", relu=True)
+            yi = self.dense(z, "out_w", "out_b")  # [C, 1]
+            if tpu:
+                yi = self.op("Add", [yi, self.op("MatMul", [agg, self.param("lin_w")])])
+                if hp.get("ref_blend"):
+                    ref = self.op("MatMul", [agg, self.const(M.reference_weights())])
+                    yi = self.op("Add", [yi, self.op("Mul", [ref, self.const(np.float32(hp["ref_blend"]))])])
+            if n > 1:
+                yi = self.op("Mul", [yi, self.param("scale")])
+            y = yi if y is None else self.op("Add", [y, yi])
+        self.prefix = ""
+        if "blend_w" in self.params:
+            wmean = take(g)
+            wmean = self.op("Min", [self.op("Max", [wmean, self.param("blend_lo")]), self.param("blend_hi")])
+            y = self.op("Add", [self.op("Mul", [y, self.param("gnn_scale")]), self.op("MatMul", [wmean, self.param("blend_w")])])
+        return self.op("Squeeze", [y, self.const([1], np.int64)])
+
     def ej_score(self, emb: str, hp: dict) -> str:
         """model.ej_score: [C, 1] from one early-join network's embeddings [NC, D],
         config_feat and the meta-graph `config_edge_index`."""
@@ -337,6 +439,48 @@ def build_layout_head(params, hp) -> onnx.ModelProto:
     return _finish(b, "layout_head", inputs, [("score", TensorProto.FLOAT, ["C"])], meta)
 
 
+def has_node_sum_form(hp) -> bool:
+    """Whether the head is a function of sums over the configurable nodes
+    (head_terms / head_pool exist): every network but an early-join one."""
+    return not hp.get("early_join")
+
+
+def pooled_width(params, hp) -> int:
+    """P, the width of head_terms' last axis."""
+    per = hp["channels"] + (2 * M.TPU_FEATURES if hp.get("tpu_features") else 0)
+    return M.ensemble_size(hp) * per + (M.TPU_FEATURES if "blend_w" in params else 0)
+
+
+def build_layout_head_terms(params, hp) -> onnx.ModelProto:
+    """Incremental stage 1 (MODEL.md): config_node_emb [NC, D], term_nodes [M]
+    (positions in config_node_emb), config_feat [C, M, 18] -> node_terms [C, M, P]."""
+    b = _Builder(params)
+    b.rename_output(b.head_terms("config_node_emb", hp), "node_terms")
+    inputs = [
+        ("config_node_emb", TensorProto.FLOAT, ["NC", emb_width(hp)]),
+        ("term_nodes", TensorProto.INT64, ["M"]),
+        ("config_feat", TensorProto.FLOAT, ["C", "M", M.LAYOUT_CONFIG_DIM]),
+    ]
+    meta = {"task": "layout", "feature_version": FEATURE_VERSION, "stage": "head_terms"}
+    return _finish(b, "layout_head_terms", inputs, [("node_terms", TensorProto.FLOAT, ["C", "M", pooled_width(params, hp)])], meta)
+
+
+def build_layout_head_pool(params, hp) -> onnx.ModelProto:
+    """Incremental stage 2 (MODEL.md): pooled [C, P] (node_terms summed over the nodes) -> score [C]."""
+    b = _Builder(params)
+    b.rename_output(b.head_pool("pooled", hp), "score")
+    inputs = [("pooled", TensorProto.FLOAT, ["C", pooled_width(params, hp)])]
+    meta = {"task": "layout", "feature_version": FEATURE_VERSION, "stage": "head_pool"}
+    return _finish(b, "layout_head_pool", inputs, [("score", TensorProto.FLOAT, ["C"])], meta)
+
+
+def incremental_stages(task: str, params, hp) -> dict:
+    """The incremental stages of a layout model whose head has the node-sum form, else {}."""
+    if task != "layout" or not has_node_sum_form(hp):
+        return {}
+    return {"head_terms.onnx": build_layout_head_terms(params, hp), "head_pool.onnx": build_layout_head_pool(params, hp)}
+
+
 def build_layout_single(params, hp) -> onnx.ModelProto:
     """Encoder and head in one graph (the plain `.onnx` form of a layout model)."""
     if hp.get("early_join"):
@@ -384,6 +528,7 @@ def stages(task: str, params, hp) -> dict:
 def write_hlocm(path: str, task: str, params, hp, info: dict) -> dict:
     """Writes a `.hlocm` (zip: model.json + ONNX stages). Returns the model.json dict."""
     graphs = stages(task, params, hp)
+    extra = incremental_stages(task, params, hp)
     meta = {
         "format": FORMAT,
         "format_version": 1,
@@ -391,6 +536,7 @@ def write_hlocm(path: str, task: str, params, hp, info: dict) -> dict:
         "feature_version": FEATURE_VERSION,
         "opset": OPSET,
         "stages": list(graphs.keys()),
+        **({"incremental_stages": list(extra.keys())} if extra else {}),
         "khop": hp["num_layers"] if task == "layout" else None,
         # early join: the head reads the configurable nodes' meta-graph of this depth (data.meta_edges)
         **({"meta_hops": D.META_HOPS} if task == "layout" and hp.get("early_join") else {}),
@@ -409,7 +555,7 @@ def write_hlocm(path: str, task: str, params, hp, info: dict) -> dict:
             z.writestr(zi, data)
 
         put("model.json", json.dumps(meta, indent=2, sort_keys=False) + "\n")
-        for name, g in graphs.items():
+        for name, g in {**graphs, **extra}.items():
             put(name, g.SerializeToString())
     with open(path, "wb") as f:
         f.write(buf.getvalue())

@@ -149,6 +149,17 @@ def main():
         meta, stages = X.read_hlocm(path)
         if meta["hparams"].get("ensemble") != 2:
             sys.exit("the exported ensemble's model.json does not record it")
+        # The incremental stages (MODEL.md): the head split at its node sums gives its scores.
+        if meta.get("incremental_stages") != ["head_terms.onnx", "head_pool.onnx"]:
+            sys.exit(f"the exported ensemble names incremental stages {meta.get('incremental_stages')}")
+        import zipfile
+
+        import add_incremental as AI
+        with zipfile.ZipFile(path) as z:
+            err = AI.check_split(z.read("head.onnx"), z.read("head_terms.onnx"), z.read("head_pool.onnx"),
+                                 X.emb_width(ens_hp))
+        if not err <= 1e-4:
+            sys.exit(f"the ensemble's incremental stages differ from its head by {err:.3g}")
         enc = ort.InferenceSession(stages["encoder.onnx"].SerializeToString(), opts)
         head = ort.InferenceSession(stages["head.onnx"].SerializeToString(), opts)
         for g in graphs:
@@ -181,7 +192,7 @@ def main():
         sys.exit("ridge_only: not calibrated")
     print(f"ok: ridge tau on its training graphs {', '.join(f'{t:.3f}' for t in taus)}; head and ONNX agree; "
           "the prefit ridge term stays fixed in training; a 2-network ensemble exports and agrees; "
-          "ridge_only ranks as the ridge ranker")
+          "ridge_only ranks as the ridge ranker; the ensemble's incremental stages give its head's scores")
 
 
 if __name__ == "__main__":

@@ -32,6 +32,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
+use costmodel::incremental::NodeSumScorer;
 use costmodel::metrics::{self, RankingMetrics};
 use costmodel::npz::{write_npz_with, NpzGraphFile, WriteOptions};
 use costmodel::reference::ReferenceModel;
@@ -564,7 +565,7 @@ fn eval_file(
     let batch = usize::try_from(args.batch).unwrap_or(usize::MAX);
     for configs in file.config_batches(batch)? {
         let configs = configs?;
-        let scores = model.score(&prepared, &configs).map_err(in_file)?;
+        let scores = score_batch(model, &prepared, &configs).map_err(in_file)?;
         if scores.len() != configs.num_configs {
             return Err(CliError(format!(
                 "{}: the model returned {} scores for {} configurations",
@@ -599,6 +600,26 @@ fn eval_file(
         predictions,
         metrics,
     })
+}
+
+/// Scores a batch of a file's configurations: incrementally when the model
+/// has the node-sum form (each node's distinct rows in the batch become its
+/// candidates, the first configuration the base; costmodel MODEL.md
+/// "Incremental stages"; the whole head's scores up to float rounding), else
+/// with the whole model.
+fn score_batch(
+    model: &dyn CostModel,
+    prepared: &costmodel::Prepared,
+    configs: &ConfigBatch,
+) -> costmodel::Result<Vec<f32>> {
+    if configs.task == Task::Layout {
+        if let Some((scorer, genomes)) =
+            NodeSumScorer::from_rows(model, prepared, configs.num_configs, &configs.feat)?
+        {
+            return scorer.score(model, &genomes);
+        }
+    }
+    model.score(prepared, configs)
 }
 
 fn short_name(path: &Path) -> String {

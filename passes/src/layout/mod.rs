@@ -42,6 +42,7 @@ use std::time::Instant;
 
 use costmodel::features::{featurize, Featurized};
 use costmodel::graph::LAYOUT_CONFIG_DIM;
+use costmodel::incremental::NodeSumScorer;
 use costmodel::{ConfigBatch, CostModel, Prepared, Task};
 use hlo::{InstId, Module};
 use indexmap::IndexMap;
@@ -84,17 +85,35 @@ pub fn load_layout_model(cx: &PassContext) -> Result<Box<dyn CostModel>, PassErr
 }
 
 /// Scores genomes with a cost model: one row of 18 features per node and
-/// candidate, precomputed; batches of genomes become one `ConfigBatch`.
+/// candidate, precomputed. A model of the node-sum form scores a genome
+/// incrementally, from the compiler default's node sums plus the terms of
+/// the nodes it changes ([`NodeSumScorer`]; the same scores up to float
+/// rounding); any other model gets batches of genomes as one `ConfigBatch`.
 pub struct ModelFitness<'a> {
     model: &'a dyn CostModel,
     prepared: Prepared,
     rows: Vec<Vec<[f32; LAYOUT_CONFIG_DIM]>>,
+    incremental: Option<NodeSumScorer>,
     /// Model calls made.
     pub calls: usize,
 }
 
 impl<'a> ModelFitness<'a> {
     pub fn new(
+        model: &'a dyn CostModel,
+        f: &Featurized,
+        spaces: &[NodeSpace],
+    ) -> Result<Self, PassError> {
+        let mut fitness = Self::whole(model, f, spaces)?;
+        let default: Vec<u16> = spaces.iter().map(|s| s.default as u16).collect();
+        fitness.incremental =
+            NodeSumScorer::new(model, &fitness.prepared, &fitness.rows, &default)?;
+        Ok(fitness)
+    }
+
+    /// A fitness that scores every genome whole, whatever the model's form
+    /// (the reference the incremental scores are tested against).
+    pub fn whole(
         model: &'a dyn CostModel,
         f: &Featurized,
         spaces: &[NodeSpace],
@@ -114,6 +133,7 @@ impl<'a> ModelFitness<'a> {
             model,
             prepared,
             rows,
+            incremental: None,
             calls: 0,
         })
     }
@@ -138,6 +158,10 @@ impl<'a> ModelFitness<'a> {
 
 impl Fitness for ModelFitness<'_> {
     fn score(&mut self, genomes: &[Vec<u16>]) -> Result<Vec<f32>, PassError> {
+        if let Some(inc) = &self.incremental {
+            self.calls += 1;
+            return Ok(inc.score(self.model, genomes)?);
+        }
         let n = self.rows.len();
         let mut feat = Vec::with_capacity(genomes.len() * n * LAYOUT_CONFIG_DIM);
         for g in genomes {

@@ -197,15 +197,30 @@ fn final_reserve(budget: usize) -> usize {
 /// budget x nodes. SipHash with fixed keys (deterministic); two genomes
 /// sharing a fingerprint (probability about n^2 / 2^129 for n genomes, below
 /// 1e-28 for a billion) would make the search skip the second one.
-fn fingerprint(g: &[u16]) -> u128 {
-    use std::hash::{Hash, Hasher};
-    let half = |salt: u8| {
-        #[allow(deprecated)]
-        let mut h = std::hash::SipHasher::new_with_keys(0x686c_6f2d_6f70_7431, u64::from(salt));
-        g.hash(&mut h);
-        h.finish()
-    };
-    (u128::from(half(0)) << 64) | u128::from(half(1))
+/// What is hashed is the genome's changes from `base` (the compiler default),
+/// as (node, candidate) pairs in node order: the same genomes give the same
+/// list, and near the default it is a few pairs instead of every gene.
+fn fingerprint(g: &[u16], base: &[u16]) -> u128 {
+    use std::hash::Hasher;
+    let mut h0 = sip(0);
+    let mut h1 = sip(1);
+    for (j, (&a, &b)) in g.iter().zip(base).enumerate() {
+        if a != b {
+            for h in [&mut h0, &mut h1] {
+                h.write_u64(j as u64);
+                h.write_u16(a);
+            }
+        }
+    }
+    for h in [&mut h0, &mut h1] {
+        h.write_u64(g.len() as u64);
+    }
+    (u128::from(h0.finish()) << 64) | u128::from(h1.finish())
+}
+
+#[allow(deprecated)]
+fn sip(salt: u8) -> std::hash::SipHasher {
+    std::hash::SipHasher::new_with_keys(0x686c_6f2d_6f70_7431, u64::from(salt))
 }
 
 /// A scored genome: genome, score, scoring order (ties go to the first scored).
@@ -213,6 +228,8 @@ type Scored = (Vec<u16>, f32, usize);
 
 struct State<'f> {
     fitness: &'f mut dyn Fitness,
+    /// The genome fingerprints are taken against (the compiler default).
+    base: &'f [u16],
     /// Fingerprints of every genome scored (only looked up, never iterated).
     seen: HashSet<u128>,
     /// Genomes scored so far.
@@ -232,29 +249,32 @@ impl State<'_> {
     fn left(&self) -> usize {
         self.budget.saturating_sub(self.scored)
     }
-    fn seen(&self, g: &[u16]) -> bool {
-        self.seen.contains(&fingerprint(g))
+    fn fingerprint(&self, g: &[u16]) -> u128 {
+        fingerprint(g, self.base)
     }
     /// Scores the genomes not seen yet (within the budget), in calls of
     /// `batch`; returns them with their scores and scoring order.
     fn score(&mut self, genomes: Vec<Vec<u16>>) -> Result<Vec<Scored>, PassError> {
         let mut fresh: Vec<Vec<u16>> = Vec::new();
         let mut keys: HashSet<u128> = HashSet::new();
+        let mut fresh_keys: Vec<u128> = Vec::new();
         for g in genomes {
             if fresh.len() >= self.left() {
                 break;
             }
-            let k = fingerprint(&g);
+            let k = self.fingerprint(&g);
             if !self.seen.contains(&k) && keys.insert(k) {
                 fresh.push(g);
+                fresh_keys.push(k);
             }
         }
         let mut out = Vec::with_capacity(fresh.len());
-        for chunk in fresh.chunks(self.batch.max(1)) {
+        let batch = self.batch.max(1);
+        for (chunk, chunk_keys) in fresh.chunks(batch).zip(fresh_keys.chunks(batch)) {
             let scores = score_checked(self.fitness, chunk)?;
             self.calls += 1;
-            for (g, s) in chunk.iter().zip(scores) {
-                self.seen.insert(fingerprint(g));
+            for ((g, s), &key) in chunk.iter().zip(scores).zip(chunk_keys) {
+                self.seen.insert(key);
                 let k = self.scored;
                 self.scored += 1;
                 self.offer(g, s, k);
@@ -371,6 +391,7 @@ pub fn search_top(
     };
     let mut st = State {
         fitness,
+        base: default,
         seen: HashSet::new(),
         scored: 0,
         top: Vec::new(),
@@ -708,6 +729,9 @@ fn genetic(
     let mut stale = 0;
     while st.left() > 0 && stale < 8 {
         let mut children: Vec<Vec<u16>> = Vec::new();
+        // The children's fingerprints (a genome is among the children iff
+        // its fingerprint is here).
+        let mut child_keys: HashSet<u128> = HashSet::new();
         let want = pop_size.min(st.left());
         let mut tries = 0;
         while children.len() < want && tries < want * 8 {
@@ -730,12 +754,14 @@ fn genetic(
             }
             project(&mut g, default, radius, &mut rng);
             let mut extra = 0;
-            while (st.seen(&g) || children.contains(&g)) && extra < 4 {
+            let mut k = st.fingerprint(&g);
+            while (st.seen.contains(&k) || child_keys.contains(&k)) && extra < 4 {
                 mutate_one(&mut g, sizes, &free, &mut rng);
                 project(&mut g, default, radius, &mut rng);
+                k = st.fingerprint(&g);
                 extra += 1;
             }
-            if !st.seen(&g) && !children.contains(&g) {
+            if !st.seen.contains(&k) && child_keys.insert(k) {
                 children.push(g);
             }
         }
