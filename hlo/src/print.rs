@@ -836,7 +836,7 @@ fn all_elements_print_as(a: &crate::attrs::literal::ArrayLiteral, texts: &[&str]
 
 /// An array literal as XLA's `PrintWithoutShapeOneline` writes it: a
 /// scalar alone, a vector `{1, 2}`, higher ranks with a space inside every
-/// brace (`{ { 1, 2 }, { 3, 4 } }`).
+/// brace (`{ { 1, 2 }, { 3, 4 } }`) but a row of one element (`{ {1}, {2} }`).
 fn write_literal_oneline(a: &crate::attrs::literal::ArrayLiteral, out: &mut String) {
     let dims = a.dims();
     if dims.len() < 2 || a.is_single() {
@@ -853,7 +853,9 @@ fn write_literal_oneline(a: &crate::attrs::literal::ArrayLiteral, out: &mut Stri
         text: &mut String,
         out: &mut String,
     ) {
-        out.push_str("{ ");
+        // XLA writes a row of one element without inner spaces: `{ {7} }`.
+        let tight = d + 1 == dims.len() && dims[d] == 1;
+        out.push_str(if tight { "{" } else { "{ " });
         for j in 0..dims[d] {
             if j > 0 {
                 out.push_str(", ");
@@ -874,7 +876,7 @@ fn write_literal_oneline(a: &crate::attrs::literal::ArrayLiteral, out: &mut Stri
                 *k += 1;
             }
         }
-        out.push_str(" }");
+        out.push_str(if tight { "}" } else { " }" });
     }
     nest(a, dims, 0, &mut k, &mut text, out);
 }

@@ -33,6 +33,27 @@ const KNOWN_DIFFERENCES: &[(&str, &str)] = &[
         "own_named_sharding.hlo",
         "mesh replica groups are written out as lists with the full-list option; not modelled",
     ),
+    ("hlo_parser_test__137.hlo", "mesh replica groups written out as lists; not modelled"),
+    ("import_emit_stablehlo__12.hlo", "mesh replica groups written out as lists; not modelled"),
+    (
+        "hlo_parser_test__38.hlo",
+        "a custom call's tuple literal= writes pred as 1/0 in canonical text; not modelled",
+    ),
+    (
+        "hlo_parser_test__103.hlo",
+        "XLA's canonical text of this module breaks a string across blocks (an origin recovery table); not compared",
+    ),
+    (
+        "composite_call__0.hlo",
+        "composite.attributes is written unquoted in canonical text; not modelled",
+    ),
+    ("composite_call__1.hlo", "composite.attributes unquoted; not modelled"),
+    ("composite_call__2.hlo", "composite.attributes unquoted; not modelled"),
+    ("composite_call__4.hlo", "composite.attributes unquoted; not modelled"),
+    ("composite_call__5.hlo", "composite.attributes unquoted; not modelled"),
+    ("composite_call__6.hlo", "composite.attributes unquoted; not modelled"),
+    ("hlo_parser_test__31.hlo", "composite.attributes unquoted; not modelled"),
+    ("hlo_parser_test__34.hlo", "composite.attributes unquoted; not modelled"),
 ];
 
 /// Whether `m` has async instructions in XLA's shorthand (`custom-call-start`,

@@ -195,6 +195,96 @@ pub fn results_to_text(r: &AutotuneResults) -> Result<String, String> {
     Ok(w.out)
 }
 
+/// `AutotuningLogs` as text, as XLA's autotuner dumps them (the fields
+/// hlo-opt declares; an `instr` holding an `xla.HloInstructionProto` in the
+/// expanded `Any` form with its name, opcode and fusion kind). For tests
+/// and for logs made by other tools.
+pub fn logs_to_text(logs: &AutotuningLogs) -> Result<String, String> {
+    use prost::Message as _;
+    let mut w = W {
+        out: String::new(),
+        depth: 0,
+    };
+    for log in &logs.logs {
+        w.open("logs");
+        if let Some(a) = &log.instr {
+            w.open("instr");
+            if a.type_url.ends_with("/xla.HloInstructionProto") {
+                let p = hlo::proto::xla::HloInstructionProto::decode(a.value.as_slice())
+                    .map_err(|e| format!("instr: {e}"))?;
+                w.open(&format!("[{}]", a.type_url));
+                w.string("name", &p.name);
+                w.string("opcode", &p.opcode);
+                w.string("fusion_kind", &p.fusion_kind);
+                w.close();
+            } else {
+                w.string("type_url", &a.type_url);
+            }
+            w.close();
+        }
+        for r in &log.results {
+            w.open("results");
+            w.result(r)?;
+            w.close();
+        }
+        if let Some(c) = &log.cudnn_version {
+            w.open("cudnn_version");
+            w.int("major", i64::from(c.major));
+            w.int("minor", i64::from(c.minor));
+            w.int("patch", i64::from(c.patch));
+            w.close();
+        }
+        if let Some(c) = &log.compute_capability {
+            w.open("compute_capability");
+            w.int("major", i64::from(c.major));
+            w.int("minor", i64::from(c.minor));
+            w.close();
+        }
+        w.string("device_pci_bus_id", &log.device_pci_bus_id);
+        w.string("blas_version", &log.blas_version);
+        w.string("fusion_name", &log.fusion_name);
+        w.int("fusion_count", log.fusion_count);
+        w.string("selected_backend", &log.selected_backend);
+        w.close();
+    }
+    Ok(w.out)
+}
+
+/// The instruction name of a log's `instr` (an `xla.HloInstructionProto`),
+/// else its `fusion_name`.
+pub fn log_instruction_name(log: &AutotuningLog) -> Option<String> {
+    use prost::Message as _;
+    if let Some(a) = &log.instr {
+        if a.type_url.ends_with("/xla.HloInstructionProto") {
+            if let Ok(p) = hlo::proto::xla::HloInstructionProto::decode(a.value.as_slice()) {
+                if !p.name.is_empty() {
+                    return Some(p.name);
+                }
+            }
+        }
+    }
+    (!log.fusion_name.is_empty()).then(|| log.fusion_name.clone())
+}
+
+/// Reads `AutotuningLogs` from a file: text when XLA would write text
+/// there ([`is_text_path`]) or the bytes are not a valid binary message,
+/// binary otherwise.
+pub fn read_logs_file(path: &std::path::Path) -> Result<AutotuningLogs, String> {
+    use prost::Message as _;
+    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let as_text = |b: &[u8]| -> Result<AutotuningLogs, String> {
+        let t = std::str::from_utf8(b)
+            .map_err(|_| "neither binary AutotuningLogs nor UTF-8 text".to_string())?;
+        logs_from_text(t)
+    };
+    let r = if is_text_path(path) {
+        as_text(&bytes)
+    } else {
+        AutotuningLogs::decode(bytes.as_slice()).or_else(|_| as_text(&bytes))
+    };
+    r.map_err(|e| format!("{}: {e}", path.display()))
+}
+
 // ---------------------------------------------------------------------------
 // reader: text -> tree
 
