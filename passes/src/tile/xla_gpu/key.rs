@@ -101,6 +101,11 @@ mod tests {
         // 32 bytes -> 43 characters, no padding, `-` and `_` for 62 and 63.
         assert_eq!(name.len(), 43 + ".textproto".len());
         assert!(!name.contains('=') && !name.contains('+') && !name.contains('/'));
+        // Python: base64.urlsafe_b64encode(hashlib.sha256(key).digest()).rstrip(b"=").
+        assert_eq!(
+            name,
+            "JH2uDmjWHpZx-rDim-oSxsSvayYJfj1r7DUBdk3rph8.textproto"
+        );
         // SHA-256("abc") in URL-safe base64, the standard test vector.
         let abc = sha2::Sha256::digest(b"abc");
         assert_eq!(
