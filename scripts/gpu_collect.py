@@ -137,7 +137,20 @@ def worker(args):
                       "exhaustive": bool(args.exhaustive)}
         except Exception as e:
             status = {"program": name, "mode": args.mode, "error": str(e)[:2000]}
+        prune_dump(os.path.join(out, "dump", name))
         print("DONE " + json.dumps(status), flush=True)
+
+
+def keep_dump_file(fn):
+    """The dump files kept: modules around the autotuner pass and the optimized module."""
+    return fn.endswith(".txt") and ("utotun" in fn or fn.endswith("after_optimizations.txt"))
+
+
+def prune_dump(d):
+    for root, _, files in os.walk(d):
+        for fn in files:
+            if not keep_dump_file(fn):
+                os.remove(os.path.join(root, fn))
 
 
 def run_phase(mode, names, out, deadline, exhaustive=False, log=None):
@@ -207,6 +220,7 @@ def smoke(out, deadline, log):
         for l in se.splitlines():
             if any(k in l for k in ("nknown flag", "rror", "utotun", "ersion")):
                 lines.append("   stderr: " + l[:300])
+    prune_dump(os.path.join(d, "dump"))
     for root, _, files in sorted(os.walk(d)):
         for fn in sorted(files):
             p = os.path.join(root, fn)
