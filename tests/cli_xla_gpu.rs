@@ -2,7 +2,7 @@
 //!
 //! Specification:
 //! - `hlo-opt --pass=tile` on a module with Triton GEMM fusions
-//!   (`testdata/tile/xla_gpu/triton_gemm.hlo`) writes a `triton_gemm_config`
+//!   (`testdata/xla_gpu/triton_gemm.hlo`) writes a `triton_gemm_config`
 //!   into each fusion that has none and keeps one that has; with
 //!   `--gpu-device` it writes XLA's per-fusion cache (one file a key, named
 //!   by the SHA-256 of the key string) and an `AutotuneResults` file (text
@@ -23,7 +23,7 @@ use passes::tile::xla_gpu::{textproto, CacheKey};
 use prost::Message as _;
 
 const DEVICE: &str = "CUDA: 9.0, Cores: 132, GPU clock: 1.98 GHz, Memory bandwidth: 3352 GB/s, L2 cache: 50 MB, DNN version: 9.8.0";
-const MODULE: &str = "testdata/tile/xla_gpu/triton_gemm.hlo";
+const MODULE: &str = "testdata/xla_gpu/triton_gemm.hlo";
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

@@ -169,7 +169,7 @@ fn testdata_canonical_text_equals_xla() {
 /// what `hlo-opt --pass=tile` writes for XLA:GPU).
 #[test]
 fn gpu_gemm_fusions_canonical_text_equals_xla() {
-    let files = hlo_files(&testdata().join("tile/xla_gpu"));
+    let files = hlo_files(&testdata().join("xla_gpu"));
     assert!(!files.is_empty());
     check("xla_gpu", &files);
 }
