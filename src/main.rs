@@ -48,6 +48,13 @@ Passes (--pass=a,b runs them in this order; --list-passes lists them):
           backend_config as \"hlo_opt_tile\".
           Flags: --budget (candidates per kernel), --seed, --top-k,
           --tile-model (or --model), --threads, --explain, --verify-each.
+          XLA:GPU (--tile-target=xla-gpu, or a module with Triton GEMM
+          fusions): writes each \"__triton_gemm\" fusion's triton_gemm_config
+          (a size heuristic for now, not a learned model) and, with
+          --gpu-device, XLA's autotuning cache: --autotune-cache-dir DIR
+          (XLA_FLAGS=--xla_gpu_per_fusion_autotune_cache_dir=DIR) and/or
+          --autotune-results FILE[.textproto] (--xla_gpu_load_autotune_results_from);
+          --autotune-key-version N (docs/xla-gpu.md).
   Without --pass, hlo-opt parses, verifies and prints the module.
 
 ONNX Runtime: the passes' cost models run on ONNX Runtime 1.31.1, a shared
@@ -151,6 +158,37 @@ struct Cli {
     /// also on its own be predicted to gain --min-gain.
     #[arg(long, value_name = "N|all", value_parser = parse_radius)]
     trust_radius: Option<Radius>,
+    /// [tile] Which compiler the tile pass decides for (default: auto, XLA:GPU
+    /// when the module holds Triton GEMM fusions).
+    #[arg(long, value_enum)]
+    tile_target: Option<TileTargetArg>,
+    /// [tile, xla-gpu] The GPU's device description as XLA writes it in its
+    /// autotuning results (`device:` of an AutotuneResults entry), e.g.
+    /// "CUDA: 9.0, Cores: 132, GPU clock: 1.98 GHz, Memory bandwidth: 3352 GB/s, L2 cache: 50 MB, DNN version: 9.8.0".
+    #[arg(long, value_name = "DESCRIPTION")]
+    gpu_device: Option<String>,
+    /// [tile, xla-gpu] The autotuning cache key version of the XLA that reads
+    /// the cache (default 36; docs/xla-gpu.md says how to read it off XLA's own results).
+    #[arg(long, value_name = "N")]
+    autotune_key_version: Option<i32>,
+    /// [tile, xla-gpu] Write XLA's per-fusion autotuning cache files here (needs --gpu-device).
+    #[arg(long, value_name = "DIR")]
+    autotune_cache_dir: Option<PathBuf>,
+    /// [tile, xla-gpu] Write an AutotuneResults file here (text when it ends
+    /// in .txt/.textproto/.txtpb/.pbtxt/.prototxt, else binary; needs --gpu-device).
+    #[arg(long, value_name = "FILE")]
+    autotune_results: Option<PathBuf>,
+}
+
+/// `--tile-target`: which compiler the tile pass decides for.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum TileTargetArg {
+    /// XLA:GPU when the module holds Triton GEMM fusions, else TPU-style kernels.
+    Auto,
+    /// TPU-style kernels ranked by the tile cost model (`hlo_opt_tile`).
+    Tpu,
+    /// XLA:GPU's Triton GEMM fusions (`triton_gemm_config`, autotuning cache).
+    XlaGpu,
 }
 
 /// A `--trust-radius` value: a number of nodes, or `all` (no bound).
@@ -196,9 +234,36 @@ impl Cli {
             explain_all: self.explain.as_deref() == Some("all"),
             progress: std::io::IsTerminal::is_terminal(&std::io::stderr()),
         };
+        if (self.autotune_cache_dir.is_some() || self.autotune_results.is_some())
+            && self.gpu_device.is_none()
+        {
+            return Err(CliError(
+                "error: --autotune-cache-dir and --autotune-results need --gpu-device: the device description XLA keys its cache with (docs/xla-gpu.md)"
+                    .into(),
+            ));
+        }
+        if self.tile_target == Some(TileTargetArg::Tpu)
+            && (self.autotune_cache_dir.is_some() || self.autotune_results.is_some())
+        {
+            return Err(CliError(
+                "error: --autotune-cache-dir and --autotune-results are XLA:GPU outputs; they do not go with --tile-target=tpu"
+                    .into(),
+            ));
+        }
         let mut o = settings
             .pass_options(list, warn)
             .map_err(|e| CliError(e.to_string()))?;
+        o.tile_target = match self.tile_target {
+            None | Some(TileTargetArg::Auto) => passes::TileTarget::Auto,
+            Some(TileTargetArg::Tpu) => passes::TileTarget::Tpu,
+            Some(TileTargetArg::XlaGpu) => passes::TileTarget::XlaGpu,
+        };
+        o.xla_gpu = passes::tile::xla_gpu::XlaGpuOptions {
+            device: self.gpu_device.clone(),
+            key_version: self.autotune_key_version,
+            cache_dir: self.autotune_cache_dir.clone(),
+            results_file: self.autotune_results.clone(),
+        };
         if let Some(spec) = &self.measure {
             let measurer = pjrt::measurer_for_budget(spec, self.measure_budget)
                 .map_err(|e| CliError(format!("error: {e}")))?;
@@ -225,6 +290,14 @@ impl Cli {
             ("--trust-radius", self.trust_radius.is_some()),
             ("--measure", self.measure.is_some()),
             ("--verify-each", self.verify_each),
+            ("--tile-target", self.tile_target.is_some()),
+            ("--gpu-device", self.gpu_device.is_some()),
+            (
+                "--autotune-key-version",
+                self.autotune_key_version.is_some(),
+            ),
+            ("--autotune-cache-dir", self.autotune_cache_dir.is_some()),
+            ("--autotune-results", self.autotune_results.is_some()),
         ]
         .into_iter()
         .filter(|(_, given)| *given)

@@ -1305,6 +1305,78 @@ impl NpzOut {
     }
 }
 
+/// A writer of an npz file of named arrays in any layout (for formats other
+/// than TpuGraphs', e.g. the XLA:GPU tile files of docs/xla-gpu.md);
+/// entries deflated as `np.savez_compressed` writes them.
+pub struct NpzWriter {
+    out: NpzOut,
+    path: PathBuf,
+}
+
+impl NpzWriter {
+    pub fn create(path: impl AsRef<Path>) -> Result<Self> {
+        let path = path.as_ref().to_path_buf();
+        let file = File::create(&path).map_err(|e| CostModelError::Npz {
+            path: path.display().to_string(),
+            message: format!("cannot create: {e}"),
+        })?;
+        Ok(NpzWriter {
+            out: NpzOut {
+                zip: zip::ZipWriter::new(BufWriter::new(file)),
+                stored: false,
+            },
+            path,
+        })
+    }
+    fn err(&self, e: impl std::fmt::Display) -> CostModelError {
+        CostModelError::Npz {
+            path: self.path.display().to_string(),
+            message: format!("write failed: {e}"),
+        }
+    }
+    fn check(&self, name: &str, shape: &[usize], len: usize) -> Result<()> {
+        if shape.iter().product::<usize>() != len {
+            return Err(self.err(format!("{name}: {len} values for shape {shape:?}")));
+        }
+        Ok(())
+    }
+    /// A float32 array.
+    pub fn f32(&mut self, name: &str, shape: &[usize], data: &[f32]) -> Result<()> {
+        self.check(name, shape, data.len())?;
+        self.out
+            .array(name, "<f4", shape, data)
+            .map_err(|e| self.err(e))
+    }
+    /// An int64 array.
+    pub fn i64(&mut self, name: &str, shape: &[usize], data: &[i64]) -> Result<()> {
+        self.check(name, shape, data.len())?;
+        self.out
+            .array(name, "<i8", shape, data)
+            .map_err(|e| self.err(e))
+    }
+    /// A uint8 array (also UTF-8 text: a 1-D array of its bytes).
+    pub fn u8(&mut self, name: &str, shape: &[usize], data: &[u8]) -> Result<()> {
+        self.check(name, shape, data.len())?;
+        self.out
+            .array(name, "|u1", shape, data)
+            .map_err(|e| self.err(e))
+    }
+    /// Finishes the zip.
+    pub fn finish(self) -> Result<()> {
+        let path = self.path.display().to_string();
+        let w = self.out.zip.finish().map_err(|e| CostModelError::Npz {
+            path: path.clone(),
+            message: format!("write failed: {e}"),
+        })?;
+        w.into_inner()
+            .map_err(|e| CostModelError::Npz {
+                path,
+                message: format!("write failed: {e}"),
+            })
+            .map(drop)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

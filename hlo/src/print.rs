@@ -686,3 +686,526 @@ fn write_slice(s: &[SliceDim], out: &mut String) {
     }
     out.push('}');
 }
+
+// ---------------------------------------------------------------------------
+// Canonical printing (XLA's `HloPrintOptions::Canonical()` family)
+
+/// How instructions that call computations print them in canonical text
+/// (XLA's `HloPrintOptions::PrintSubcomputationMode`, the two modes the
+/// canonical forms use).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Subcomputations {
+    /// Nothing: no `calls=`, `to_apply=`, `condition=`, ... attribute.
+    Off,
+    /// The callee's canonical body after `key=\n`, indented one level
+    /// deeper, with its own `tmp_` numbering.
+    FullBodies,
+}
+
+/// Options of canonical printing. Every canonical form prints instruction
+/// names as `tmp_0`, `tmp_1`, ... in print order, operands as
+/// `shape{layout} tmp_k`, no computation name or signature, no `%`, no
+/// `metadata=`, `backend_config=` or `control-predecessors=`, and
+/// instructions in XLA's post order ([`canonical_post_order`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CanonicalOptions {
+    pub subcomputations: Subcomputations,
+    /// Constants print only when essential: `0` when all elements are zero,
+    /// `1` when all are one, integer arrays of at most 500,000 elements in
+    /// full, anything else `{...}`. Off: arrays of at most 10 elements in
+    /// full, larger ones `{...}`.
+    pub only_essential_constants: bool,
+    /// `infeed_config=` and `outfeed_config=` are printed.
+    pub print_infeed_outfeed_config: bool,
+    /// Iota replica groups (`[2,4]<=[8]`) are written out as lists.
+    pub full_replica_group_list: bool,
+    /// The printed computation's instructions in its own order (its
+    /// schedule), as `HloModule::ToString` prints a computation of a
+    /// scheduled module (`is_scheduled=true`); callee bodies stay in post
+    /// order. Off: post order ([`canonical_post_order`]), as
+    /// `HloComputation::ToString` prints (the autotuning key).
+    pub schedule_order: bool,
+}
+
+impl CanonicalOptions {
+    /// `HloPrintOptions::Fingerprint()`: full callee bodies, essential
+    /// constants only, no infeed/outfeed config.
+    pub fn fingerprint() -> Self {
+        CanonicalOptions {
+            subcomputations: Subcomputations::FullBodies,
+            only_essential_constants: true,
+            print_infeed_outfeed_config: false,
+            full_replica_group_list: true,
+            schedule_order: false,
+        }
+    }
+
+    /// The options XLA:GPU's autotuning cache key prints a fusion's called
+    /// computation with (`AutotuneCacheKey::HloInstructionToCanonicalString`
+    /// in `xla/service/gpu/autotuning/autotune_cache_key.cc`): `Canonical()`
+    /// with callees off, no infeed/outfeed config, essential constants only,
+    /// operand shapes, no ids, canonicalized computations.
+    pub fn autotune_key() -> Self {
+        CanonicalOptions {
+            subcomputations: Subcomputations::Off,
+            only_essential_constants: true,
+            print_infeed_outfeed_config: false,
+            full_replica_group_list: false,
+            schedule_order: false,
+        }
+    }
+}
+
+/// The instructions of computation `c` in the order XLA's
+/// `HloComputation::MakeInstructionPostOrder` gives: for every instruction
+/// without users, in `c`'s instruction order, a depth-first post order
+/// from it, where an instruction's operands are visited first to last and
+/// its control predecessors before its operands.
+pub fn canonical_post_order(m: &Module, c: CompId) -> Vec<InstId> {
+    let comp = m.comp(c);
+    let users = m.users(c);
+    // 0: not seen, 1: on the stack, 2: printed.
+    let mut state: std::collections::HashMap<InstId, u8> =
+        std::collections::HashMap::with_capacity(comp.order.len());
+    let mut order = Vec::with_capacity(comp.order.len());
+    let mut stack: Vec<InstId> = Vec::new();
+    for &start in &comp.order {
+        if !users[start.index()].is_empty() || state.contains_key(&start) {
+            continue;
+        }
+        stack.push(start);
+        while let Some(&cur) = stack.last() {
+            match state.get(&cur).copied() {
+                Some(s) => {
+                    stack.pop();
+                    if s == 1 {
+                        state.insert(cur, 2);
+                        order.push(cur);
+                    }
+                }
+                None => {
+                    state.insert(cur, 1);
+                    let inst = m.inst(cur);
+                    stack.extend(inst.operands.iter().rev().copied());
+                    for a in &inst.attrs {
+                        if &*a.key == "control-predecessors" {
+                            if let AttrValue::Insts(preds) = &a.value {
+                                stack.extend(preds.iter().copied());
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    order
+}
+
+/// Computation `c` in canonical text, as XLA's
+/// `HloComputation::ToString(options)` prints it with a canonical
+/// [`CanonicalOptions`]: `{`, one line per instruction, `}`, no trailing
+/// newline. With [`CanonicalOptions::autotune_key`] and a fusion's called
+/// computation this is the `hlo` of XLA:GPU's autotuning cache key.
+pub fn print_computation_canonical(m: &Module, c: CompId, opts: &CanonicalOptions) -> String {
+    let mut p = Printer::new(m);
+    p.canonical_computation(c, opts, 0, opts.schedule_order);
+    p.out
+}
+
+/// Whether every element of `a` prints as one of `texts`.
+fn all_elements_print_as(a: &crate::attrs::literal::ArrayLiteral, texts: &[&str]) -> bool {
+    let w = a.elem().byte_size() as usize;
+    if w == 0 {
+        return false;
+    }
+    let mut s = String::new();
+    for k in 0..a.len() {
+        let Ok(one) =
+            crate::attrs::literal::ArrayLiteral::new(a.elem(), &[], a.element(k).to_vec(), false)
+        else {
+            return false;
+        };
+        s.clear();
+        one.write_text(&mut s);
+        if !texts.contains(&s.as_str()) {
+            return false;
+        }
+    }
+    true
+}
+
+/// An array literal as XLA's `PrintWithoutShapeOneline` writes it: a
+/// scalar alone, a vector `{1, 2}`, higher ranks with a space inside every
+/// brace (`{ { 1, 2 }, { 3, 4 } }`) but a row of one element (`{ {1}, {2} }`).
+fn write_literal_oneline(a: &crate::attrs::literal::ArrayLiteral, out: &mut String) {
+    let dims = a.dims();
+    if dims.len() < 2 || a.is_single() {
+        a.write_text(out);
+        return;
+    }
+    let mut text = String::new();
+    let mut k = 0usize;
+    fn nest(
+        a: &crate::attrs::literal::ArrayLiteral,
+        dims: &[i64],
+        d: usize,
+        k: &mut usize,
+        text: &mut String,
+        out: &mut String,
+    ) {
+        // XLA writes a row of one element without inner spaces: `{ {7} }`.
+        let tight = d + 1 == dims.len() && dims[d] == 1;
+        out.push_str(if tight { "{" } else { "{ " });
+        for j in 0..dims[d] {
+            if j > 0 {
+                out.push_str(", ");
+            }
+            if d + 1 < dims.len() {
+                nest(a, dims, d + 1, k, text, out);
+            } else {
+                text.clear();
+                if let Ok(one) = crate::attrs::literal::ArrayLiteral::new(
+                    a.elem(),
+                    &[],
+                    a.element(*k).to_vec(),
+                    false,
+                ) {
+                    one.write_text(text);
+                }
+                out.push_str(text);
+                *k += 1;
+            }
+        }
+        out.push_str(if tight { "}" } else { " }" });
+    }
+    nest(a, dims, 0, &mut k, &mut text, out);
+}
+
+fn is_integral(t: PrimType) -> bool {
+    use PrimType::*;
+    matches!(
+        t,
+        S2 | S4 | S8 | S16 | S32 | S64 | U2 | U4 | U8 | U16 | U32 | U64
+    )
+}
+
+/// A shape as XLA's canonical text prints it: with its layout, an array
+/// without one given the default (`{rank-1,...,0}`, as XLA's parser
+/// assigns), a scalar without braces, `/*index=N*/` before every fifth
+/// element of a tuple.
+fn write_shape_canonical(m: &Module, s: ShapeId, out: &mut String) {
+    match m.shape(s) {
+        Shape::Array(a) => {
+            write_dims(a, out);
+            match &a.layout {
+                Some(l) => write_layout(Some(m), l, out),
+                None if !a.dims.is_empty() => {
+                    out.push('{');
+                    for d in (0..a.dims.len()).rev() {
+                        push_int(out, d as i64);
+                        if d > 0 {
+                            out.push(',');
+                        }
+                    }
+                    out.push('}');
+                }
+                None => {}
+            }
+        }
+        Shape::Tuple(elems) => {
+            out.push('(');
+            for (i, &e) in elems.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                    if i % 5 == 0 {
+                        let _ = write!(out, "/*index={i}*/");
+                    }
+                }
+                write_shape_canonical(m, e, out);
+            }
+            out.push(')');
+        }
+        Shape::Buffer(inner) => {
+            out.push_str("b(");
+            write_shape_canonical(m, *inner, out);
+            out.push(')');
+        }
+        Shape::Token | Shape::Opaque => write_shape(m, s, true, out),
+    }
+}
+
+/// The groups of an iota replica group list, written out (XLA's
+/// `print_full_replica_group_list`): `iota(prod(reshape))` reshaped,
+/// transposed by `perm`, read row-major into `dims[0]` groups.
+fn expand_iota(l: &crate::attrs::xla::IotaList) -> Option<Vec<Vec<i64>>> {
+    let rank = l.reshape.len();
+    let perm: Vec<usize> = if l.perm.is_empty() {
+        (0..rank).collect()
+    } else {
+        l.perm
+            .iter()
+            .map(|&p| usize::try_from(p).ok())
+            .collect::<Option<_>>()?
+    };
+    if perm.len() != rank || perm.iter().any(|&p| p >= rank) {
+        return None;
+    }
+    let total: i64 = l.reshape.iter().product();
+    if l.dims.len() != 2 || l.dims[0] * l.dims[1] != total || total > 1 << 24 {
+        return None;
+    }
+    let tdims: Vec<i64> = perm.iter().map(|&p| l.reshape[p]).collect();
+    // Row-major strides of the untransposed shape.
+    let mut stride = vec![1i64; rank];
+    for d in (0..rank.saturating_sub(1)).rev() {
+        stride[d] = stride[d + 1] * l.reshape[d + 1];
+    }
+    let mut flat = Vec::with_capacity(total as usize);
+    let mut idx = vec![0i64; rank];
+    for _ in 0..total {
+        flat.push(
+            idx.iter()
+                .enumerate()
+                .map(|(i, &j)| j * stride[perm[i]])
+                .sum(),
+        );
+        for d in (0..rank).rev() {
+            idx[d] += 1;
+            if idx[d] < tdims[d] {
+                break;
+            }
+            idx[d] = 0;
+        }
+    }
+    Some(
+        flat.chunks(l.dims[1].max(1) as usize)
+            .map(<[i64]>::to_vec)
+            .collect(),
+    )
+}
+
+impl Printer<'_> {
+    fn canonical_computation(
+        &mut self,
+        c: CompId,
+        opts: &CanonicalOptions,
+        indent: usize,
+        schedule_order: bool,
+    ) {
+        let tab = "  ".repeat(indent);
+        self.out.push_str(&tab);
+        self.out.push_str("{\n");
+        let mut names: std::collections::HashMap<InstId, usize> = std::collections::HashMap::new();
+        let root = self.m.comp(c).root;
+        let order = if schedule_order {
+            self.m.comp(c).order.clone()
+        } else {
+            canonical_post_order(self.m, c)
+        };
+        for i in order {
+            self.out.push_str(&tab);
+            self.out.push_str("  ");
+            if i == root {
+                self.out.push_str("ROOT ");
+            }
+            self.canonical_instruction(i, opts, indent + 1, &mut names);
+            self.out.push('\n');
+        }
+        self.out.push_str(&tab);
+        self.out.push('}');
+    }
+
+    fn canonical_name(&mut self, i: InstId, names: &mut std::collections::HashMap<InstId, usize>) {
+        let next = names.len();
+        let k = *names.entry(i).or_insert(next);
+        let _ = write!(self.out, "tmp_{k}");
+    }
+
+    fn canonical_constant(
+        &mut self,
+        s: ShapeId,
+        lit: &crate::attrs::literal::Literal,
+        opts: &CanonicalOptions,
+    ) {
+        use crate::attrs::literal::Literal;
+        let array = match lit {
+            Literal::Array(a) => Some(a),
+            _ => None,
+        };
+        if opts.only_essential_constants {
+            let Some(a) = array else {
+                self.out.push_str("{...}");
+                return;
+            };
+            if all_elements_print_as(
+                a,
+                &[
+                    "0", "-0", "false", "(0, 0)", "(-0, 0)", "(0, -0)", "(-0, -0)",
+                ],
+            ) {
+                self.out.push('0');
+            } else if all_elements_print_as(a, &["1", "true", "(1, 0)", "(1, -0)"]) {
+                self.out.push('1');
+            } else if is_integral(a.elem()) && a.len() <= 500_000 {
+                write_literal_oneline(a, &mut self.out);
+            } else {
+                self.out.push_str("{...}");
+            }
+            return;
+        }
+        let small =
+            matches!(self.m.shape(s), Shape::Array(sa) if sa.dims.iter().product::<i64>() <= 10);
+        match array {
+            Some(a) if small => write_literal_oneline(a, &mut self.out),
+            _ => self.out.push_str("{...}"),
+        }
+    }
+
+    fn canonical_instruction(
+        &mut self,
+        id: InstId,
+        opts: &CanonicalOptions,
+        indent: usize,
+        names: &mut std::collections::HashMap<InstId, usize>,
+    ) {
+        let m = self.m;
+        let inst = m.inst(id);
+        self.canonical_name(id, names);
+        self.out.push_str(" = ");
+        write_shape_canonical(m, inst.shape, &mut self.out);
+        self.out.push(' ');
+        match inst.attrs.first() {
+            Some(Attr {
+                key,
+                value: AttrValue::Raw(w),
+            }) if &**key == ASYNC_WRAPPED_OPCODE => {
+                self.out.push_str(w);
+                self.out.push_str(match inst.opcode {
+                    Opcode::AsyncStart => "-start",
+                    Opcode::AsyncUpdate => "-update",
+                    _ => "-done",
+                });
+            }
+            _ => self.out.push_str(inst.opcode.name()),
+        }
+        self.out.push('(');
+        match &inst.payload {
+            Some(Payload::Parameter(n)) => {
+                let _ = write!(self.out, "{n}");
+            }
+            Some(Payload::Literal(l)) => self.canonical_constant(inst.shape, l, opts),
+            None => {
+                for (k, &op) in inst.operands.iter().enumerate() {
+                    if k > 0 {
+                        self.out.push_str(", ");
+                    }
+                    write_shape_canonical(m, m.inst(op).shape, &mut self.out);
+                    self.out.push(' ');
+                    self.canonical_name(op, names);
+                }
+            }
+        }
+        self.out.push(')');
+        for a in &inst.attrs {
+            match &*a.key {
+                ASYNC_WRAPPED_OPCODE
+                | "metadata"
+                | "backend_config"
+                | "control-predecessors"
+                | "parameter_replication" => continue,
+                "infeed_config" | "outfeed_config" if !opts.print_infeed_outfeed_config => continue,
+                _ => {}
+            }
+            match (&a.value, opts.subcomputations) {
+                (AttrValue::Comp(_) | AttrValue::Comps(_), Subcomputations::Off) => {}
+                (AttrValue::Comp(c), Subcomputations::FullBodies) => {
+                    self.out.push_str(", ");
+                    // XLA names a single callee by opcode in full-body mode.
+                    let key = match (&*a.key, inst.opcode) {
+                        ("calls" | "to_apply", op) => {
+                            if matches!(
+                                op,
+                                Opcode::Call
+                                    | Opcode::Map
+                                    | Opcode::ReduceWindow
+                                    | Opcode::Reduce
+                                    | Opcode::AllReduce
+                                    | Opcode::AllReduceStart
+                                    | Opcode::Scatter
+                                    | Opcode::Sort
+                            ) {
+                                "to_apply"
+                            } else {
+                                "calls"
+                            }
+                        }
+                        (k, _) => k,
+                    };
+                    self.out.push_str(key);
+                    self.out.push_str("=\n");
+                    self.canonical_computation(*c, opts, indent, false);
+                }
+                (AttrValue::Comps(cs), Subcomputations::FullBodies) => {
+                    self.out.push_str(", ");
+                    self.out.push_str(&a.key);
+                    if matches!(&*a.key, "branch_computations" | "called_computations") {
+                        self.out.push_str("={\n");
+                        for (k, c) in cs.iter().enumerate() {
+                            if k > 0 {
+                                self.out.push_str(",\n");
+                            }
+                            self.canonical_computation(*c, opts, indent, false);
+                        }
+                        self.out.push_str("\n}");
+                    } else {
+                        self.out.push_str("=\n");
+                        for (k, c) in cs.iter().enumerate() {
+                            if k > 0 {
+                                self.out.push_str(", ");
+                            }
+                            self.canonical_computation(*c, opts, indent, false);
+                        }
+                    }
+                }
+                (AttrValue::Slice(sl), _) if sl.iter().any(|d| d.stride != 1) => {
+                    // Every stride is written when one is not 1.
+                    self.out.push_str(", ");
+                    self.out.push_str(&a.key);
+                    self.out.push_str("={");
+                    for (k, d) in sl.iter().enumerate() {
+                        if k > 0 {
+                            self.out.push_str(", ");
+                        }
+                        let _ = write!(self.out, "[{}:{}:{}]", d.start, d.limit, d.stride);
+                    }
+                    self.out.push('}');
+                }
+                (AttrValue::ReplicaGroups(g), _)
+                    if opts.full_replica_group_list
+                        && matches!(**g, crate::attrs::xla::ReplicaGroups::Iota(_)) =>
+                {
+                    let crate::attrs::xla::ReplicaGroups::Iota(l) = &**g else {
+                        return;
+                    };
+                    self.out.push_str(", ");
+                    self.out.push_str(&a.key);
+                    self.out.push('=');
+                    match expand_iota(l) {
+                        Some(g) => crate::attrs::xla::write_replica_groups(
+                            &crate::attrs::xla::ReplicaGroups::List(g),
+                            &mut self.out,
+                        ),
+                        None => crate::attrs::xla::write_replica_groups(
+                            &crate::attrs::xla::ReplicaGroups::Iota(l.clone()),
+                            &mut self.out,
+                        ),
+                    }
+                }
+                _ => {
+                    self.out.push_str(", ");
+                    self.attr(a);
+                }
+            }
+        }
+    }
+}

@@ -129,6 +129,23 @@ pub struct PassOptions {
     /// check nor resolution floor (README.md, "The layout search's trust
     /// region").
     pub trust_radius: Option<usize>,
+    /// Which compiler the tile pass decides for (`--tile-target`).
+    pub tile_target: TileTarget,
+    /// The XLA:GPU tile target's outputs (device description, key version,
+    /// autotuning cache directory and results file).
+    pub xla_gpu: tile::xla_gpu::XlaGpuOptions,
+}
+
+/// Which compiler the tile pass decides for.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum TileTarget {
+    /// XLA:GPU when the module holds Triton GEMM fusions, else TPU-style kernels.
+    #[default]
+    Auto,
+    /// TPU-style kernels, ranked with the tile cost model (`hlo_opt_tile`).
+    Tpu,
+    /// XLA:GPU's Triton GEMM fusions (`triton_gemm_config`, autotuning cache).
+    XlaGpu,
 }
 
 /// Default of [`PassOptions::trust_radius`]: the near-default
@@ -158,6 +175,8 @@ impl Default for PassOptions {
             explain_all: false,
             min_gain: DEFAULT_MIN_GAIN,
             trust_radius: Some(DEFAULT_TRUST_RADIUS),
+            tile_target: TileTarget::Auto,
+            xla_gpu: tile::xla_gpu::XlaGpuOptions::default(),
         }
     }
 }

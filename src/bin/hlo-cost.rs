@@ -37,11 +37,13 @@ use costmodel::metrics::{self, RankingMetrics};
 use costmodel::npz::{write_npz_with, NpzGraphFile, WriteOptions};
 use costmodel::reference::ReferenceModel;
 use costmodel::tuning::{self, Configs, Record};
-use costmodel::{CostModel, Task};
+use costmodel::{ConfigBatch, CostModel, Task};
 use serde_json::{json, Value};
 
 #[path = "../collect.rs"]
 mod collect;
+#[path = "../gpu_tiles.rs"]
+mod gpu_tiles;
 #[path = "../outfile.rs"]
 mod outfile;
 
@@ -96,6 +98,31 @@ enum Command {
     /// Measure sampled layout configurations of modules on a device (PJRT) and write
     /// them as published-format npz files, a dataset to train a layout model on.
     Collect(CollectArgs),
+    /// Convert XLA:GPU autotuning logs (every Triton GEMM candidate XLA timed)
+    /// into one npz file per fusion (docs/xla-gpu.md, "The GPU tile files").
+    GpuTiles(GpuTilesArgs),
+}
+
+#[derive(clap::Args, Debug)]
+struct GpuTilesArgs {
+    /// AutotuningLogs files (`--xla_gpu_dump_autotune_logs_to`; text or binary).
+    #[arg(long = "logs", required = true, num_args = 1..)]
+    logs: Vec<PathBuf>,
+    /// HLO modules holding the logged fusions (the module before XLA's autotuner, or the optimized one).
+    #[arg(long = "hlo", required = true, num_args = 1..)]
+    hlo: Vec<PathBuf>,
+    /// Optimized HLO compiled with `--xla_gpu_autotune_level=0` (XLA's choice without autotuning).
+    #[arg(long = "off-hlo", num_args = 1..)]
+    off_hlo: Vec<PathBuf>,
+    /// JSON file copied into every output (GPU, driver, jax/XLA versions).
+    #[arg(long)]
+    provenance: Option<PathBuf>,
+    /// Program name in the output names (default: the log file's name up to its first `.`).
+    #[arg(long)]
+    program: Option<String>,
+    /// Output folder.
+    #[arg(long, short = 'o')]
+    out: PathBuf,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
@@ -250,6 +277,7 @@ fn main() -> ExitCode {
         Command::Featurize(args) => featurize(&args),
         Command::Eval(args) => eval(&args).map_err(Failure::Cli),
         Command::Collect(args) => collect_cmd(&args).map_err(Failure::Cli),
+        Command::GpuTiles(args) => gpu_tiles_cmd(&args).map_err(Failure::Cli),
     };
     match result {
         Ok(code) => code,
@@ -266,6 +294,33 @@ fn main() -> ExitCode {
 
 // ---------------------------------------------------------------------------
 // collect
+
+fn gpu_tiles_cmd(args: &GpuTilesArgs) -> Result<ExitCode, CliError> {
+    let inputs = gpu_tiles::Inputs {
+        logs: &args.logs,
+        modules: &args.hlo,
+        off_modules: &args.off_hlo,
+        provenance: args.provenance.as_deref(),
+        program: args.program.as_deref(),
+        device: None,
+        out: &args.out,
+    };
+    let (written, lines) =
+        gpu_tiles::convert(&inputs).map_err(|e| CliError(format!("error: {e}")))?;
+    for l in &lines {
+        eprintln!("{l}");
+    }
+    eprintln!(
+        "gpu-tiles: wrote {written} file{}",
+        if written == 1 { "" } else { "s" }
+    );
+    Ok(if written == 0 {
+        eprintln!("error: no fusion of the logs was found in the modules");
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
 
 fn collect_cmd(args: &CollectArgs) -> Result<ExitCode, CliError> {
     let budget = args

@@ -7,7 +7,9 @@
 //!   shared dimensions, the memory budget) and the default-tile heuristic;
 //! - [`extract`]: a kernel as a standalone module (the TpuGraphs tile graph);
 //! - [`backend`]: the recorded decision (documented JSON keys);
-//! - [`runs`]: the TPU autotuner's records, for coverage and quality checks.
+//! - [`runs`]: the TPU autotuner's records, for coverage and quality checks;
+//! - [`xla_gpu`]: the XLA:GPU target: Triton GEMM fusions' tile
+//!   configurations and XLA's persisted autotuning formats.
 //!
 //! A module before fusion ([`kernel::unfused_ops`]) has no kernels: the pass
 //! says so and changes nothing.
@@ -23,6 +25,7 @@ pub mod extract;
 pub mod kernel;
 pub mod runs;
 pub mod space;
+pub mod xla_gpu;
 
 use costmodel::features::{featurize, tile_config_row};
 use costmodel::{ConfigBatch, CostModel, Task};
@@ -297,6 +300,14 @@ impl Pass for TilePass {
 
     fn run(&mut self, m: &mut Module, cx: &mut PassContext) -> Result<Changed, PassError> {
         self.warnings.clear();
+        let gpu = match cx.options.tile_target {
+            crate::TileTarget::XlaGpu => true,
+            crate::TileTarget::Tpu => false,
+            crate::TileTarget::Auto => !xla_gpu::triton_gemm_fusions(m).is_empty(),
+        };
+        if gpu {
+            return self.run_xla_gpu(m, cx);
+        }
         let kernels = kernel::find_kernels(m);
         if let Some(ops) = kernel::unfused_ops(m) {
             let line = format!(
@@ -448,6 +459,36 @@ impl Pass for TilePass {
             if kernels.len() == 1 { "" } else { "s" }
         ));
         Ok(changed)
+    }
+}
+
+impl TilePass {
+    /// The XLA:GPU target ([`xla_gpu`]): Triton GEMM fusions' configurations
+    /// and, on request, XLA's autotuning cache.
+    fn run_xla_gpu(&mut self, m: &mut Module, cx: &mut PassContext) -> Result<Changed, PassError> {
+        let before: Vec<Option<String>> = xla_gpu::triton_gemm_fusions(m)
+            .into_iter()
+            .map(|i| m.inst(i).raw_attr("backend_config").map(str::to_string))
+            .collect();
+        let fail = |message: String| PassError::Failed {
+            pass: "tile",
+            message,
+        };
+        let report = xla_gpu::select(m, &cx.options.xla_gpu, &mut cx.explain).map_err(fail)?;
+        for w in &report.warnings {
+            cx.notes.push(w.clone());
+            self.warnings.push(w.clone());
+        }
+        for line in xla_gpu::write_outputs(&report, &cx.options.xla_gpu).map_err(fail)? {
+            cx.explain.push_str(&line);
+            cx.explain.push('\n');
+            cx.notes.push(line);
+        }
+        let after: Vec<Option<String>> = xla_gpu::triton_gemm_fusions(m)
+            .into_iter()
+            .map(|i| m.inst(i).raw_attr("backend_config").map(str::to_string))
+            .collect();
+        Ok(before != after)
     }
 }
 

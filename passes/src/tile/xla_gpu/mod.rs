@@ -1,0 +1,531 @@
+//! The tile pass for XLA:GPU (`--pass=tile --tile-target=xla-gpu`, or a
+//! module holding Triton GEMM fusions): for every fusion whose
+//! `backend_config` says `"fusion_backend_config":{"kind":"__triton_gemm"}`,
+//! choose a Triton tile configuration (XLA's `TritonGemmKey`: block_m,
+//! block_n, block_k, split_k, num_stages, num_warps, num_ctas, TMA and warp
+//! specialization), write it into the fusion's backend config as
+//! `triton_gemm_config` (as XLA's autotuner does), and, on request, into
+//! XLA's persisted autotuning formats keyed exactly as XLA keys them
+//! ([`key`]): a per-fusion cache directory and/or an `AutotuneResults` file.
+//! Then XLA uses these configurations and does not autotune those fusions.
+//!
+//! The choice is [`heuristic_config`], a documented size rule, until a
+//! model trained on XLA's own autotuning logs exists (docs/xla-gpu.md): a
+//! baseline, not a learned decision; `--explain` says so.
+//!
+//! Invariants: only `backend_config` of Triton GEMM fusions changes; a
+//! fusion that already has a `triton_gemm_config` keeps it (XLA does not
+//! autotune it either) but is still written to the cache; a fusion that
+//! cannot be read (no dot, a backend config that is not JSON) is left
+//! unchanged with a warning naming it; output is deterministic (fusions in
+//! module order, files written in key order).
+
+pub mod key;
+pub mod proto;
+pub mod textproto;
+
+use std::path::PathBuf;
+
+use hlo::{AttrValue, InstId, Module, Opcode, Shape};
+use serde_json::{Map, Value};
+
+pub use key::CacheKey;
+pub use proto::TritonGemmKey;
+
+/// The `kind` XLA gives a Triton GEMM fusion in its backend config.
+pub const TRITON_GEMM_KIND: &str = "__triton_gemm";
+
+/// Where the XLA:GPU tile pass writes, besides the module.
+#[derive(Clone, Debug, Default)]
+pub struct XlaGpuOptions {
+    /// The device description string of the cache key (XLA's
+    /// `DeviceDescriptionToCacheKey`; read it from an `AutotuneResults`
+    /// file XLA wrote on that GPU). Needed for the cache outputs.
+    pub device: Option<String>,
+    /// The key version (`None`: [`key::DEFAULT_KEY_VERSION`]).
+    pub key_version: Option<i32>,
+    /// Write one `AutotuneResult` text file per fusion here.
+    pub cache_dir: Option<PathBuf>,
+    /// Write an `AutotuneResults` file here (text when the name ends in
+    /// `.txt`/`.textproto`/`.txtpb`/`.pbtxt`/`.prototxt`, else binary).
+    pub results_file: Option<PathBuf>,
+}
+
+/// The backend config of `id` as a JSON object, when it has one.
+fn backend_json(m: &Module, id: InstId) -> Result<Map<String, Value>, String> {
+    let raw = match m.inst(id).attr("backend_config") {
+        None => None,
+        Some(AttrValue::Raw(s)) => Some(&**s),
+        Some(AttrValue::Str(b)) => {
+            Some(std::str::from_utf8(b).map_err(|_| "backend_config is not UTF-8")?)
+        }
+        Some(_) => return Err("backend_config is not text".into()),
+    };
+    super::backend::parse_backend_config(raw)
+}
+
+/// Whether `id` is a Triton GEMM fusion (its backend config's
+/// `fusion_backend_config.kind` is `__triton_gemm`).
+pub fn is_triton_gemm_fusion(m: &Module, id: InstId) -> bool {
+    m.inst(id).opcode == Opcode::Fusion
+        && backend_json(m, id).is_ok_and(|o| {
+            o.get("fusion_backend_config")
+                .and_then(|f| f.get("kind"))
+                .and_then(Value::as_str)
+                == Some(TRITON_GEMM_KIND)
+        })
+}
+
+/// The Triton GEMM fusions of `m`, in module order.
+pub fn triton_gemm_fusions(m: &Module) -> Vec<InstId> {
+    m.computations()
+        .flat_map(|c| m.comp(c).order.iter().copied())
+        .filter(|&i| is_triton_gemm_fusion(m, i))
+        .collect()
+}
+
+/// The sizes of a GEMM fusion's dot: batch, M (lhs non-contracting), N
+/// (rhs non-contracting), K (contracting), and the widest operand element
+/// in bits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GemmShape {
+    pub batch: i64,
+    pub m: i64,
+    pub n: i64,
+    pub k: i64,
+    pub operand_bits: u32,
+}
+
+/// The dot of fusion `id` (the first in its called computation) and its sizes.
+pub fn gemm_shape(m: &Module, id: InstId) -> Result<GemmShape, String> {
+    let callee = m
+        .inst(id)
+        .called_computations()
+        .next()
+        .ok_or("the fusion calls no computation")?;
+    let dot = m
+        .comp(callee)
+        .order
+        .iter()
+        .copied()
+        .find(|&i| matches!(m.inst(i).opcode, Opcode::Dot | Opcode::ScaledDot))
+        .ok_or("its computation holds no dot")?;
+    let d = m.inst(dot);
+    let dims = |k: &str| -> Result<Vec<usize>, String> {
+        d.int_list_attr(k)
+            .map_err(|e| e.to_string())?
+            .unwrap_or_default()
+            .into_iter()
+            .map(|x| usize::try_from(x).map_err(|_| format!("{k}: negative dimension")))
+            .collect()
+    };
+    let operand = |k: usize| -> Result<&hlo::ArrayShape, String> {
+        let op = *d
+            .operands
+            .get(k)
+            .ok_or("a dot with fewer than two operands")?;
+        match m.shape(m.inst(op).shape) {
+            Shape::Array(a) => Ok(a),
+            _ => Err("a dot operand that is not an array".into()),
+        }
+    };
+    let (lhs, rhs) = (operand(0)?, operand(1)?);
+    let (lb, lc, rb, rc) = (
+        dims("lhs_batch_dims")?,
+        dims("lhs_contracting_dims")?,
+        dims("rhs_batch_dims")?,
+        dims("rhs_contracting_dims")?,
+    );
+    let prod = |a: &hlo::ArrayShape, pick: &dyn Fn(usize) -> bool| -> Result<i64, String> {
+        let mut p = 1i64;
+        for (i, &x) in a.dims.iter().enumerate() {
+            if pick(i) {
+                p = p.checked_mul(x).ok_or("dot sizes overflow")?;
+            }
+        }
+        Ok(p)
+    };
+    for &i in lb.iter().chain(&lc) {
+        if i >= lhs.dims.len() {
+            return Err("a dot dimension beyond the lhs rank".into());
+        }
+    }
+    for &i in rb.iter().chain(&rc) {
+        if i >= rhs.dims.len() {
+            return Err("a dot dimension beyond the rhs rank".into());
+        }
+    }
+    Ok(GemmShape {
+        batch: prod(lhs, &|i| lb.contains(&i))?,
+        m: prod(lhs, &|i| !lb.contains(&i) && !lc.contains(&i))?,
+        n: prod(rhs, &|i| !rb.contains(&i) && !rc.contains(&i))?,
+        k: prod(lhs, &|i| lc.contains(&i))?,
+        operand_bits: lhs.elem.bit_width().max(rhs.elem.bit_width()),
+    })
+}
+
+fn pow2_clamp(x: i64, lo: i64, hi: i64) -> i64 {
+    let p = if x <= 1 {
+        1
+    } else {
+        1i64.checked_shl(64 - (x - 1).leading_zeros()).unwrap_or(hi)
+    };
+    p.clamp(lo, hi)
+}
+
+/// The baseline tile rule (not learned; docs/xla-gpu.md, "The heuristic"):
+/// - block_m, block_n: M and N rounded up to a power of two, within [16, 128];
+/// - block_k: K rounded up to a power of two, within [16, 64] for operands
+///   of 16 bits or fewer, [16, 32] for wider ones (32 at least for 8-bit
+///   operands, which Triton needs);
+/// - num_stages: 3 when K spans at least 4 blocks of block_k, 2 when it spans
+///   2 or 3, else 1;
+/// - num_warps: 8 for a 128x128 output tile, 4 from 64x64, else 2;
+/// - split_k 1, num_ctas 1, no TMA, no warp specialization.
+pub fn heuristic_config(s: &GemmShape) -> TritonGemmKey {
+    let block_m = pow2_clamp(s.m, 16, 128);
+    let block_n = pow2_clamp(s.n, 16, 128);
+    let k_hi = if s.operand_bits <= 16 { 64 } else { 32 };
+    let k_lo = if s.operand_bits <= 8 { 32 } else { 16 };
+    let block_k = pow2_clamp(s.k, k_lo, k_hi);
+    let k_blocks = (s.k + block_k - 1) / block_k;
+    let num_stages = match k_blocks {
+        b if b >= 4 => 3,
+        2 | 3 => 2,
+        _ => 1,
+    };
+    let num_warps = match block_m * block_n {
+        a if a >= 128 * 128 => 8,
+        a if a >= 64 * 64 => 4,
+        _ => 2,
+    };
+    TritonGemmKey {
+        block_m,
+        block_n,
+        block_k,
+        split_k: 1,
+        num_stages,
+        num_warps,
+        num_ctas: 1,
+        is_tma_allowed: false,
+        is_warp_specialization_allowed: false,
+        waves_per_eu: 0,
+    }
+}
+
+/// A `TritonGemmKey` as XLA writes it in a backend config (proto3 JSON:
+/// 64-bit integers as strings, every field written).
+pub fn config_to_json(k: &TritonGemmKey) -> Value {
+    let s = |v: i64| Value::String(v.to_string());
+    let mut o = Map::new();
+    o.insert("block_m".into(), s(k.block_m));
+    o.insert("block_n".into(), s(k.block_n));
+    o.insert("block_k".into(), s(k.block_k));
+    o.insert("split_k".into(), s(k.split_k));
+    o.insert("num_stages".into(), s(k.num_stages));
+    o.insert("num_warps".into(), s(k.num_warps));
+    o.insert("num_ctas".into(), s(k.num_ctas));
+    o.insert("is_tma_allowed".into(), Value::Bool(k.is_tma_allowed));
+    o.insert(
+        "is_warp_specialization_allowed".into(),
+        Value::Bool(k.is_warp_specialization_allowed),
+    );
+    Value::Object(o)
+}
+
+/// A `triton_gemm_config` read from a backend config (numbers as strings
+/// or numbers, as proto3 JSON allows).
+pub fn config_from_json(v: &Value) -> Result<TritonGemmKey, String> {
+    let o = v.as_object().ok_or("triton_gemm_config is not an object")?;
+    let int = |k: &str| -> Result<i64, String> {
+        match o.get(k) {
+            None => Ok(0),
+            Some(Value::String(s)) => s
+                .parse()
+                .map_err(|_| format!("triton_gemm_config.{k}: `{s}` is not an integer")),
+            Some(Value::Number(n)) => n
+                .as_i64()
+                .ok_or_else(|| format!("triton_gemm_config.{k} is not an integer")),
+            Some(_) => Err(format!("triton_gemm_config.{k} is not an integer")),
+        }
+    };
+    let flag = |k: &str| o.get(k).and_then(Value::as_bool).unwrap_or(false);
+    Ok(TritonGemmKey {
+        block_m: int("block_m")?,
+        block_n: int("block_n")?,
+        block_k: int("block_k")?,
+        split_k: int("split_k")?,
+        num_stages: int("num_stages")?,
+        num_warps: int("num_warps")?,
+        num_ctas: int("num_ctas")?,
+        is_tma_allowed: flag("is_tma_allowed"),
+        is_warp_specialization_allowed: flag("is_warp_specialization_allowed"),
+        waves_per_eu: int("waves_per_eu")?,
+    })
+}
+
+/// The configuration a fusion's backend config already holds, if any.
+pub fn existing_config(m: &Module, id: InstId) -> Result<Option<TritonGemmKey>, String> {
+    let o = backend_json(m, id)?;
+    match o
+        .get("fusion_backend_config")
+        .and_then(|f| f.get("triton_gemm_config"))
+    {
+        None => Ok(None),
+        Some(v) => config_from_json(v).map(Some),
+    }
+}
+
+/// `id`'s backend config with `fusion_backend_config.triton_gemm_config`
+/// set to `k` (every other key kept in its order).
+pub fn with_config(m: &Module, id: InstId, k: &TritonGemmKey) -> Result<String, String> {
+    let mut o = backend_json(m, id)?;
+    let fbc = o
+        .entry("fusion_backend_config")
+        .or_insert_with(|| Value::Object(Map::new()));
+    let fbc = fbc
+        .as_object_mut()
+        .ok_or("fusion_backend_config is not an object")?;
+    fbc.insert("triton_gemm_config".into(), config_to_json(k));
+    serde_json::to_string(&Value::Object(o)).map_err(|e| e.to_string())
+}
+
+fn fmt_key(k: &TritonGemmKey) -> String {
+    format!(
+        "block_m={} block_n={} block_k={} split_k={} num_stages={} num_warps={} num_ctas={}",
+        k.block_m, k.block_n, k.block_k, k.split_k, k.num_stages, k.num_warps, k.num_ctas
+    )
+}
+
+/// What the XLA:GPU tile pass did to one module.
+#[derive(Clone, Debug, Default)]
+pub struct Report {
+    /// (fusion name, key, configuration) of every fusion handled, in module order.
+    pub chosen: Vec<(String, Option<CacheKey>, TritonGemmKey)>,
+    /// Warnings, one per fusion left unchanged.
+    pub warnings: Vec<String>,
+}
+
+/// Runs the XLA:GPU tile selection on `m`: writes each Triton GEMM fusion's
+/// configuration and returns what it chose (the cache files are written by
+/// [`write_outputs`]). `explain` receives the report lines.
+pub fn select(
+    m: &mut Module,
+    opts: &XlaGpuOptions,
+    explain: &mut String,
+) -> Result<Report, String> {
+    let version = opts.key_version.unwrap_or(key::DEFAULT_KEY_VERSION);
+    let wants_cache = opts.cache_dir.is_some() || opts.results_file.is_some();
+    if wants_cache && opts.device.is_none() {
+        return Err("the autotuning cache outputs need the GPU's device description (--gpu-device \"CUDA: 9.0, Cores: 132, ...\", as XLA writes it in an AutotuneResults file)".into());
+    }
+    let mut report = Report::default();
+    let fusions = triton_gemm_fusions(m);
+    explain.push_str(&format!(
+        "tile (xla-gpu): {} Triton GEMM fusion{}; configurations from the size heuristic (a baseline rule, not a learned model: docs/xla-gpu.md)\n",
+        fusions.len(),
+        if fusions.len() == 1 { "" } else { "s" }
+    ));
+    for id in fusions {
+        let name = m.inst(id).name.to_string();
+        let existing = match existing_config(m, id) {
+            Ok(e) => e,
+            Err(e) => {
+                report
+                    .warnings
+                    .push(format!("warning: tile: skipped fusion %{name}: {e}"));
+                continue;
+            }
+        };
+        let chosen = match existing {
+            Some(k) => {
+                explain.push_str(&format!(
+                    "tile %{name}: kept its triton_gemm_config ({})\n",
+                    fmt_key(&k)
+                ));
+                k
+            }
+            None => {
+                let shape = match gemm_shape(m, id) {
+                    Ok(s) => s,
+                    Err(e) => {
+                        report
+                            .warnings
+                            .push(format!("warning: tile: skipped fusion %{name}: {e}"));
+                        continue;
+                    }
+                };
+                let k = heuristic_config(&shape);
+                let text = match with_config(m, id, &k) {
+                    Ok(t) => t,
+                    Err(e) => {
+                        report
+                            .warnings
+                            .push(format!("warning: tile: skipped fusion %{name}: {e}"));
+                        continue;
+                    }
+                };
+                m.inst_mut(id)
+                    .set_attr("backend_config", AttrValue::Raw(text.into()));
+                explain.push_str(&format!(
+                    "tile %{name}: batch {} M {} N {} K {} ({}-bit operands): {}\n",
+                    shape.batch,
+                    shape.m,
+                    shape.n,
+                    shape.k,
+                    shape.operand_bits,
+                    fmt_key(&k)
+                ));
+                k
+            }
+        };
+        let key = match &opts.device {
+            Some(device) => match CacheKey::of_fusion(m, id, device, version) {
+                Ok(k) => Some(k),
+                Err(e) => {
+                    report.warnings.push(format!(
+                        "warning: tile: no cache key for fusion %{name}: {e}"
+                    ));
+                    None
+                }
+            },
+            None => None,
+        };
+        report.chosen.push((name, key, chosen));
+    }
+    for w in &report.warnings {
+        explain.push_str(w);
+        explain.push('\n');
+    }
+    Ok(report)
+}
+
+/// The `AutotuneResult` XLA reads for a Triton configuration.
+pub fn triton_result(k: &TritonGemmKey) -> proto::AutotuneResult {
+    proto::AutotuneResult {
+        key: Some(proto::ResultKey::Triton(*k)),
+        ..Default::default()
+    }
+}
+
+/// The `AutotuneResults` of a report's keyed choices (one entry a distinct
+/// key; sorted by device and HLO, as XLA sorts them).
+pub fn results_of(report: &Report) -> proto::AutotuneResults {
+    let mut entries: std::collections::BTreeMap<(String, String, i32), TritonGemmKey> =
+        std::collections::BTreeMap::new();
+    for (_, key, k) in &report.chosen {
+        if let Some(key) = key {
+            entries
+                .entry((key.device.clone(), key.hlo.clone(), key.version))
+                .or_insert(*k);
+        }
+    }
+    proto::AutotuneResults {
+        version: key::RESULTS_FORMAT_VERSION,
+        results: entries
+            .into_iter()
+            .map(|((device, hlo, version), k)| proto::AutotuneResultsEntry {
+                device,
+                hlo,
+                result: Some(triton_result(&k)),
+                version,
+            })
+            .collect(),
+    }
+}
+
+/// Writes the cache outputs `opts` asks for; returns a line per output.
+pub fn write_outputs(report: &Report, opts: &XlaGpuOptions) -> Result<Vec<String>, String> {
+    use prost::Message as _;
+    let mut lines = Vec::new();
+    if let Some(dir) = &opts.cache_dir {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let mut written = std::collections::BTreeMap::new();
+        for (_, key, k) in &report.chosen {
+            if let Some(key) = key {
+                written.entry(key.file_name()).or_insert(*k);
+            }
+        }
+        for (file, k) in &written {
+            let path = dir.join(file);
+            let text = textproto::result_to_text(&triton_result(k))?;
+            std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+        }
+        lines.push(format!(
+            "tile (xla-gpu): wrote {} per-fusion cache file{} to {} (XLA_FLAGS=--xla_gpu_per_fusion_autotune_cache_dir={})",
+            written.len(),
+            if written.len() == 1 { "" } else { "s" },
+            dir.display(),
+            dir.display()
+        ));
+    }
+    if let Some(path) = &opts.results_file {
+        let results = results_of(report);
+        let bytes = if textproto::is_text_path(path) {
+            textproto::results_to_text(&results)?.into_bytes()
+        } else {
+            results.encode_to_vec()
+        };
+        std::fs::write(path, bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+        lines.push(format!(
+            "tile (xla-gpu): wrote {} autotuning result{} to {} (XLA_FLAGS=--xla_gpu_load_autotune_results_from={})",
+            results.results.len(),
+            if results.results.len() == 1 { "" } else { "s" },
+            path.display(),
+            path.display()
+        ));
+    }
+    Ok(lines)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn heuristic_clamps_to_powers_of_two() {
+        let k = heuristic_config(&GemmShape {
+            batch: 1,
+            m: 1000,
+            n: 20,
+            k: 4096,
+            operand_bits: 16,
+        });
+        assert_eq!(
+            (k.block_m, k.block_n, k.block_k, k.num_stages, k.num_warps),
+            (128, 32, 64, 3, 4)
+        );
+        let k = heuristic_config(&GemmShape {
+            batch: 1,
+            m: 8,
+            n: 8,
+            k: 8,
+            operand_bits: 32,
+        });
+        assert_eq!(
+            (k.block_m, k.block_n, k.block_k, k.num_stages, k.num_warps),
+            (16, 16, 16, 1, 2)
+        );
+        let k = heuristic_config(&GemmShape {
+            batch: 1,
+            m: 64,
+            n: 64,
+            k: 16,
+            operand_bits: 8,
+        });
+        assert_eq!(k.block_k, 32);
+    }
+
+    #[test]
+    fn json_round_trip() {
+        let k = heuristic_config(&GemmShape {
+            batch: 2,
+            m: 256,
+            n: 256,
+            k: 256,
+            operand_bits: 16,
+        });
+        assert_eq!(config_from_json(&config_to_json(&k)), Ok(k));
+        assert!(config_from_json(&serde_json::json!({"block_m": "x"})).is_err());
+    }
+}

@@ -1,0 +1,180 @@
+#!/usr/bin/env python3
+"""Compile time and step time of held-out programs on XLA:GPU, three ways,
+interleaved in one run (docs/xla-gpu.md, "Measuring"):
+
+  a  full autotuning (XLA's default);
+  b  autotuning off (`--xla_gpu_autotune_level=0`);
+  c  hlo-opt's cache: compile with autotuning off while dumping the module
+     before the autotuner, `hlo-opt --pass=tile` writes XLA's per-fusion
+     autotuning cache for it, then compile with
+     `--xla_gpu_per_fusion_autotune_cache_dir`. Its compile time counts all
+     three steps.
+
+Every (program, way) compile runs in a fresh process (XLA keeps autotuning
+results in memory per process), in the order a, b, c, c, b, a, ... so that
+drift hits all three alike. Step time: median of --steps runs after 3
+warm-ups. The device description and key version the cache needs are read
+once from XLA's own results file of a probe matmul. Writes OUT/measure.json
+and OUT/measure.md (the table for docs/benchmarks.md); stops starting new
+rounds at --budget seconds.
+
+Usage: gpu_measure.py --out OUT [--hlo-opt gpu-bin/hlo-opt] [--rounds 2]
+                      [--steps 30] [--budget 500] [--only a,b] [--dry-run]
+"""
+import argparse
+import glob
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+CHILD = r"""
+import json, os, sys, time
+sys.path.insert(0, {here!r})
+import gpu_programs, jax, numpy as np
+name, steps, opts = {name!r}, {steps}, {opts!r}
+prog = {{p[0]: p for p in gpu_programs.programs()}}[name]
+_, fn, shapes, _ = prog
+t = time.perf_counter()
+c = jax.jit(fn).lower(*shapes).compile(compiler_options=opts)
+compile_s = time.perf_counter() - t
+rng = np.random.default_rng(0)
+args = [jax.device_put((rng.standard_normal(s.shape) * 0.1).astype(s.dtype)) for s in shapes]
+times = []
+for i in range(steps + 3):
+    t = time.perf_counter()
+    jax.block_until_ready(c(*args))
+    if i >= 3:
+        times.append(time.perf_counter() - t)
+print("RESULT " + json.dumps({{"compile_s": compile_s, "step_s": sorted(times)[len(times) // 2]}}))
+"""
+
+PROBE = r"""
+import jax, jax.numpy as jnp
+x = jax.ShapeDtypeStruct((256, 512), jnp.bfloat16)
+jax.jit(lambda a, b: a @ b).lower(x, jax.ShapeDtypeStruct((512, 256), jnp.bfloat16)).compile(
+    compiler_options={{"xla_gpu_dump_autotune_results_to": {path!r}}})
+"""
+
+
+def child(name, steps, opts, env=None, timeout=300):
+    code = CHILD.format(here=HERE, name=name, steps=steps, opts=opts)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       timeout=timeout, env=env)
+    for line in r.stdout.splitlines():
+        if line.startswith("RESULT "):
+            return json.loads(line[7:])
+    raise RuntimeError(f"{name} {opts}: exit {r.returncode}: {r.stderr[-1500:]}")
+
+
+def probe_device(tmp):
+    path = os.path.join(tmp, "probe.textproto")
+    subprocess.run([sys.executable, "-c", PROBE.format(path=path)], check=True,
+                   capture_output=True, text=True, timeout=300)
+    text = open(path).read()
+    dev = re.search(r'device: "((?:[^"\\]|\\.)*)"', text)
+    ver = re.findall(r"^  version: (\d+)$", text, re.M)
+    if not dev:
+        raise RuntimeError("no device in XLA's results file:\n" + text[:2000])
+    return dev.group(1), int(ver[0]) if ver else None
+
+
+def way_c(name, steps, hlo_opt, device, version, tmp):
+    """Level-0 compile dumping the module before the autotuner, hlo-opt, cached compile."""
+    d = tempfile.mkdtemp(dir=tmp, prefix=f"{name}-")
+    t0 = time.perf_counter()
+    r0 = child(name, 1, {"xla_gpu_autotune_level": 0, "xla_dump_to": os.path.join(d, "dump"),
+                         "xla_dump_hlo_pass_re": ".*utotun.*"})
+    before = sorted(f for f in glob.glob(os.path.join(d, "dump", "*.txt"))
+                    if "before_" in os.path.basename(f) and "utotun" in os.path.basename(f))
+    if not before:
+        raise RuntimeError(f"{name}: no module dumped before the autotuner in {d}/dump")
+    cache = os.path.join(d, "cache")
+    cmd = [hlo_opt, before[0], "--pass=tile", "--tile-target=xla-gpu", "--no-verify",
+           "--gpu-device", device, "--autotune-cache-dir", cache, "-o", os.path.join(d, "out.hlo")]
+    if version is not None:
+        cmd += ["--autotune-key-version", str(version)]
+    t1 = time.perf_counter()
+    h = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    if h.returncode != 0:
+        raise RuntimeError(f"hlo-opt failed: {h.stderr[-1500:]}")
+    t2 = time.perf_counter()
+    r = child(name, steps, {"xla_gpu_per_fusion_autotune_cache_dir": cache})
+    return {"compile_s": r0["compile_s"] + (t2 - t1) + r["compile_s"],
+            "compile_parts_s": [r0["compile_s"], t2 - t1, r["compile_s"]],
+            "step_s": r["step_s"], "cache_files": len(os.listdir(cache)) if os.path.isdir(cache) else 0,
+            "wall_s": time.perf_counter() - t0}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--hlo-opt", default="gpu-bin/hlo-opt")
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--steps", type=int, default=30)
+    ap.add_argument("--budget", type=float, default=500.0)
+    ap.add_argument("--only", default="")
+    ap.add_argument("--dry-run", action="store_true", help="check the plan and hlo-opt only (no GPU)")
+    args = ap.parse_args()
+    import gpu_programs
+    held = [p[0] for p in gpu_programs.programs() if p[3]]
+    if args.only:
+        held = [n for n in held if n in set(args.only.split(","))]
+    os.makedirs(args.out, exist_ok=True)
+    plan = []
+    for r in range(args.rounds):
+        order = ["a", "b", "c"] if r % 2 == 0 else ["c", "b", "a"]
+        plan += [(r, n, w) for n in held for w in order]
+    if args.dry_run:
+        h = subprocess.run([args.hlo_opt, "--help"], capture_output=True, text=True)
+        assert h.returncode == 0 and "--autotune-cache-dir" in h.stdout, "hlo-opt lacks the XLA:GPU flags"
+        print(json.dumps({"programs": held, "plan": len(plan)}))
+        return 0
+    start = time.time()
+    tmp = tempfile.mkdtemp(prefix="gpu-measure-")
+    device, version = probe_device(tmp)
+    rows = []
+    for r, name, way in plan:
+        if time.time() - start > args.budget:
+            rows.append({"round": r, "program": name, "way": way, "skipped": "out of time"})
+            continue
+        try:
+            if way == "a":
+                res = child(name, args.steps, {})
+            elif way == "b":
+                res = child(name, args.steps, {"xla_gpu_autotune_level": 0})
+            else:
+                res = way_c(name, args.steps, args.hlo_opt, device, version, tmp)
+        except Exception as e:
+            res = {"error": str(e)[:2000]}
+        res.update(round=r, program=name, way=way)
+        rows.append(res)
+        print(json.dumps(res), flush=True)
+    out = {"device": device, "key_version": version, "rows": rows,
+           "elapsed_s": round(time.time() - start, 1)}
+    with open(os.path.join(args.out, "measure.json"), "w") as f:
+        json.dump(out, f, indent=1)
+    lines = ["| program | compile a (s) | compile b | compile c | step a (ms) | step b | step c | c/a step |",
+             "|---|---|---|---|---|---|---|---|"]
+    for n in held:
+        def med(way, key):
+            v = [x[key] for x in rows if x["program"] == n and x["way"] == way and key in x]
+            return statistics.median(v) if v else float("nan")
+        ca, cb, cc = med("a", "compile_s"), med("b", "compile_s"), med("c", "compile_s")
+        sa, sb, sc = (med(w, "step_s") * 1e3 for w in "abc")
+        lines.append(f"| {n} | {ca:.2f} | {cb:.2f} | {cc:.2f} | {sa:.3f} | {sb:.3f} | {sc:.3f} | {sc / sa:.3f} |")
+    with open(os.path.join(args.out, "measure.md"), "w") as f:
+        f.write(f"device: {device}\n\n" + "\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
