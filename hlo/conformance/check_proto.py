@@ -117,7 +117,11 @@ def reader_job(hlo, job, res) -> None:
     # XLA's own text of its reading of a proto reads back differently when
     # the two orders differ (most optimized modules with stack frames); our
     # text must then read as XLA's own text does.
-    if actual == hlo.hlo_module_from_text(expected_text).to_string():
+    try:
+        own_text = hlo.hlo_module_from_text(expected_text).to_string()
+    except Exception:  # XLA cannot read its own text of it back
+        own_text = None
+    if actual == own_text:
         res["ok_roundtrip"] = True
         return
     own = m.as_serialized_hlo_module_proto()
