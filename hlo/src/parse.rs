@@ -1940,6 +1940,27 @@ impl<'a> Lowerer<'a> {
             Abs => Ok(Shape::Array(to_real(array_of(0)?))),
             Select | Clamp => Ok(shape_of(1)?.clone()),
             While | OptBarrier | AddDependency => Ok(shape_of(0)?.clone()),
+            // As XLA's parser infers it: the root shape of the first branch
+            // (`true_computation`, or the first of `branch_computations`),
+            // which must be defined before the conditional.
+            Conditional => {
+                let first = attrs
+                    .iter()
+                    .find_map(|a| match (&*a.key, &a.value) {
+                        ("true_computation", AttrValue::Comp(c)) => Some(*c),
+                        ("branch_computations", AttrValue::Comps(cs)) => cs.first().copied(),
+                        _ => None,
+                    })
+                    .ok_or_else(|| missing("true_computation` or `branch_computations"))?;
+                let c = m.comp(first);
+                if c.order.is_empty() {
+                    return Err(format!(
+                        "its first branch %{} is not defined before it",
+                        c.name
+                    ));
+                }
+                Ok(m.inst_shape(c.root).clone())
+            }
             Transpose => {
                 let perm = crate::attrs::int_list_in(attrs, "dimensions")
                     .map_err(ae)?

@@ -21,6 +21,7 @@
 pub mod xla;
 
 mod async_shorthand;
+mod frames;
 mod read;
 mod write;
 

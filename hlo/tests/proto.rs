@@ -923,3 +923,55 @@ fn a_mesh_axis_of_size_zero_is_not_written() {
         assert!(err.contains("mesh axis 'x' has size 0"), "{err}");
     }
 }
+
+/// XLA numbers the stack frame tables (`FileNames`, `FunctionNames`,
+/// `FileLocations`, `StackFrames`) of a module it reads from a proto in the
+/// order its instructions use them (computations in XLA's order,
+/// instructions by id, each frame after its parents), not as the proto
+/// lists them: the optimized module of a sharded jax program comes out of
+/// XLA's compiler with its tables in another order. hlo-opt reads them so:
+/// a proto whose tables are listed backwards reads as the proto in use
+/// order (the generated corpus checks this against XLA, `jax_gen.rs`).
+#[test]
+fn stack_frames_read_from_a_proto_are_numbered_in_use_order() {
+    let text = std::fs::read_to_string(common::testdata().join("hlo/mlp.pre_debug.hlo"))
+        .expect("testdata/hlo/mlp.pre_debug.hlo");
+    let m = hlo::parse_module(&text).expect("parses");
+    let p = proto::module_to_proto(&m).expect("writes");
+    let expected = hlo::print_module(&proto::module_from_proto(&p).expect("reads").0);
+    // The same index listed backwards, every id renumbered with it.
+    let mut q = p.clone();
+    let sf = q
+        .stack_frame_index
+        .as_mut()
+        .expect("the module has stack frames");
+    let rev = |n: usize, id: i32| if id == 0 { 0 } else { n as i32 + 1 - id };
+    let (nf, nu, nl, ns) = (
+        sf.file_names.len(),
+        sf.function_names.len(),
+        sf.file_locations.len(),
+        sf.stack_frames.len(),
+    );
+    assert!(nl > 2 && ns > 2, "too few frames to reorder");
+    sf.file_names.reverse();
+    sf.function_names.reverse();
+    sf.file_locations.reverse();
+    sf.stack_frames.reverse();
+    for l in &mut sf.file_locations {
+        l.file_name_id = rev(nf, l.file_name_id);
+        l.function_name_id = rev(nu, l.function_name_id);
+    }
+    for f in &mut sf.stack_frames {
+        f.file_location_id = rev(nl, f.file_location_id);
+        f.parent_frame_id = rev(ns, f.parent_frame_id);
+    }
+    for c in &mut q.computations {
+        for i in &mut c.instructions {
+            if let Some(md) = &mut i.metadata {
+                md.stack_frame_id = rev(ns, md.stack_frame_id);
+            }
+        }
+    }
+    let got = hlo::print_module(&proto::module_from_proto(&q).expect("reads").0);
+    assert_eq!(got, expected);
+}

@@ -633,13 +633,17 @@ pub fn replica_groups(text: &str) -> R<ReplicaGroups> {
     if let Some(rest) = t.strip_prefix("mesh") {
         let mut c = Cur::new(rest);
         let axes = mesh_axes(&mut c)?;
+        let mut mesh = xla::MeshProto::default();
+        // `mesh['x'=4,'y'=2], device_ids=([2,4]T(1,0)) {'x'}`.
+        if c.eat(",") {
+            c.expect("device_ids=")?;
+            mesh_device_ids(&mut c, &mut mesh)?;
+        }
         let refs = axis_refs(&mut c, &axes)?;
         c.end()?;
-        let mesh = xla::MeshProto {
-            axes,
-            ..Default::default()
-        };
+        mesh.axes = axes;
         check_mesh(&mesh, &refs)?;
+        canonicalize_iota(&mut mesh);
         // XLA's parser (not its proto reader) wants groups of two or more.
         let per_group: i64 = refs
             .iter()
@@ -689,17 +693,11 @@ pub fn write_replica_groups(g: &ReplicaGroups, o: &mut String) {
         }
         ReplicaGroups::Mesh(g) => {
             let mesh = g.mesh.clone().unwrap_or_default();
-            o.push_str("mesh[");
-            for (k, a) in mesh.axes.iter().enumerate() {
-                if k > 0 {
-                    o.push(',');
-                }
-                let _ = write!(o, "'{}'={}", a.name, a.size);
-            }
-            o.push_str("] {");
+            write_mesh(&mesh, o);
+            o.push_str(" {");
             for (j, a) in g.axes.iter().enumerate() {
                 if j > 0 {
-                    o.push_str(", ");
+                    o.push(',');
                 }
                 write_axis_ref(a, &mesh, o);
             }
@@ -978,6 +976,135 @@ fn mesh_axes(c: &mut Cur) -> R<Vec<xla::MeshAxis>> {
     }
 }
 
+/// The device order of a mesh after `device_ids=` (one token, as XLA's
+/// lexer reads it): `(3,2,1,0)` (explicit ids) or an iota list, `([8])`
+/// or `([2,4]T(1,0))` (the ids
+/// `iota(8).reshape(2,4).transpose(1,0)`, flattened; XLA prints this form
+/// for a mesh whose devices are so ordered, e.g. in the collectives of a
+/// sharded program after optimization). A `T(...)` is required after more
+/// than one dimension and refused after one, as XLA's parser does. An iota
+/// list is kept in XLA's form ([`canonical_iota`]; one that orders the
+/// devices as they are, `([8])`, `([2,4]T(0,1))`, is dropped, as XLA drops
+/// it); [`check_mesh`] checks the rest.
+fn mesh_device_ids(c: &mut Cur, mesh: &mut xla::MeshProto) -> R<()> {
+    c.expect("(")?;
+    if c.eat("[") {
+        let mut reshape_dims = Vec::new();
+        loop {
+            reshape_dims.push(c.int()?);
+            if !c.eat(",") {
+                c.expect("]")?;
+                break;
+            }
+        }
+        let mut transpose_perm = Vec::new();
+        if reshape_dims.len() > 1 {
+            c.expect("T")?;
+            c.expect("(")?;
+            loop {
+                transpose_perm.push(c.int()?);
+                if !c.eat(",") {
+                    c.expect(")")?;
+                    break;
+                }
+            }
+        } else {
+            transpose_perm.push(0);
+        }
+        c.expect(")")?;
+        mesh.iota_transform = Some(xla::IotaTransform {
+            reshape_dims,
+            transpose_perm,
+        });
+        return Ok(());
+    }
+    loop {
+        mesh.device_ids.push(c.int()?);
+        if !c.eat(",") {
+            return c.expect(")");
+        }
+    }
+}
+
+/// An iota device order (checked by [`check_mesh`]) in the form XLA keeps
+/// and prints: dimensions of size 1 dropped, dimensions that the
+/// transposition keeps next to each other in order merged into one
+/// (`[2,2,2]T(1,2,0)` is `[2,4]T(1,0)`, `[1,2,4]T(2,1,0)` is `[2,4]T(1,0)`).
+/// `None` when that leaves one dimension or none: the devices in order.
+fn canonical_iota(t: &xla::IotaTransform) -> Option<xla::IotaTransform> {
+    // Dimensions larger than 1, and the transposition renumbered over them.
+    let kept: Vec<usize> = (0..t.reshape_dims.len())
+        .filter(|&k| t.reshape_dims[k] != 1)
+        .collect();
+    let perm: Vec<usize> = t
+        .transpose_perm
+        .iter()
+        .filter_map(|&p| kept.iter().position(|&k| k as i64 == p))
+        .collect();
+    // Runs of the transposition that step by one: each a merged dimension.
+    let mut runs: Vec<Vec<usize>> = Vec::new();
+    for &p in &perm {
+        match runs.last_mut() {
+            Some(r) if r.last().is_some_and(|&q| q + 1 == p) => r.push(p),
+            _ => runs.push(vec![p]),
+        }
+    }
+    if runs.len() <= 1 {
+        return None;
+    }
+    let mut by_start: Vec<usize> = (0..runs.len()).collect();
+    by_start.sort_by_key(|&r| runs[r][0]);
+    let reshape_dims = by_start
+        .iter()
+        .map(|&r| {
+            runs[r]
+                .iter()
+                .fold(1i64, |a, &p| a.saturating_mul(t.reshape_dims[kept[p]]))
+        })
+        .collect();
+    let transpose_perm = (0..runs.len())
+        .map(|r| by_start.iter().position(|&b| b == r).unwrap_or(0) as i64)
+        .collect();
+    Some(xla::IotaTransform {
+        reshape_dims,
+        transpose_perm,
+    })
+}
+
+/// Puts a mesh's iota device order (checked by [`check_mesh`] first) in
+/// XLA's form ([`canonical_iota`]), dropping one that leaves the devices
+/// in order, as XLA does: `device_ids=([8])` reads as no ids.
+fn canonicalize_iota(mesh: &mut xla::MeshProto) {
+    if let Some(t) = &mesh.iota_transform {
+        mesh.iota_transform = canonical_iota(t);
+    }
+}
+
+/// `mesh['x'=4,'y'=2]`, then `, device_ids=(...)` when the mesh orders
+/// its devices (explicit ids, or an iota list, which the readers keep in
+/// XLA's form), as XLA prints a mesh.
+fn write_mesh(mesh: &xla::MeshProto, o: &mut String) {
+    o.push_str("mesh[");
+    for (k, a) in mesh.axes.iter().enumerate() {
+        if k > 0 {
+            o.push(',');
+        }
+        let _ = write!(o, "'{}'={}", a.name, a.size);
+    }
+    o.push(']');
+    if let Some(t) = &mesh.iota_transform {
+        o.push_str(", device_ids=([");
+        write_joined(&t.reshape_dims, o);
+        o.push_str("]T(");
+        write_joined(&t.transpose_perm, o);
+        o.push_str("))");
+    } else if !mesh.device_ids.is_empty() {
+        o.push_str(", device_ids=(");
+        write_joined(&mesh.device_ids, o);
+        o.push(')');
+    }
+}
+
 /// The body of a named sharding after `mesh` (newer XLA):
 /// `['x'=2,'y'=2], device_ids=(3,2,1,0), [{'x'}, {?}], replicated={'y'},
 /// unreduced={...}, manual={...}`; `replicated` for no dimension list,
@@ -987,20 +1114,11 @@ fn named_sharding(c: &mut Cur) -> R<xla::NamedShardingProto> {
     let axes = mesh_axes(c)?;
     let mut n = xla::NamedShardingProto::default();
     c.eat(",");
-    if c.eat("device_ids") {
-        c.expect("=")?;
-        c.expect("(")?;
-        if !c.eat(")") {
-            loop {
-                let mesh_ids = &mut n.mesh.get_or_insert_with(Default::default).device_ids;
-                mesh_ids.push(c.int()?);
-                if !c.eat(",") {
-                    c.expect(")")?;
-                    break;
-                }
-            }
-        }
+    if c.eat("device_ids=") {
+        mesh_device_ids(c, n.mesh.get_or_insert_with(Default::default))?;
         c.eat(",");
+    } else if c.rest().starts_with("device_ids") {
+        return Err("expected `device_ids=` (one token, as XLA's lexer reads it)".into());
     }
     if c.eat("[") {
         if !c.eat("]") {
@@ -1068,6 +1186,9 @@ fn named_sharding(c: &mut Cur) -> R<xla::NamedShardingProto> {
         n.mesh.as_ref().unwrap_or(&xla::MeshProto::default()),
         named_refs(&n),
     )?;
+    if let Some(m) = &mut n.mesh {
+        canonicalize_iota(m);
+    }
     Ok(n)
 }
 
@@ -1098,8 +1219,49 @@ fn check_mesh<'r>(
             return Err(format!("mesh axis name '{}' is given twice", a.name));
         }
     }
+    let n = mesh.axes.iter().fold(1i64, |p, a| p.saturating_mul(a.size));
+    if let Some(t) = &mesh.iota_transform {
+        if !mesh.device_ids.is_empty() {
+            return Err("a mesh has both device ids and an iota device list".into());
+        }
+        // XLA 0.10.2 takes any dimensions and permutation here (`[3,3]T(1,1)`
+        // for 8 devices) and prints them back; they order no devices, so
+        // hlo-opt refuses them (its printer never writes them).
+        if t.reshape_dims.is_empty() || t.reshape_dims.iter().any(|&d| d < 1) {
+            return Err(format!(
+                "an iota device list needs dimensions of at least 1, not {:?}",
+                t.reshape_dims
+            ));
+        }
+        let total = t
+            .reshape_dims
+            .iter()
+            .fold(1i64, |p, &d| p.saturating_mul(d));
+        if total != n {
+            return Err(format!(
+                "an iota device list of {total} devices for a mesh of {n} devices"
+            ));
+        }
+        let mut seen = vec![false; t.reshape_dims.len()];
+        let ok = t.transpose_perm.len() == seen.len()
+            && t.transpose_perm.iter().all(|&p| {
+                match usize::try_from(p).ok().and_then(|p| seen.get_mut(p)) {
+                    Some(s) if !*s => {
+                        *s = true;
+                        true
+                    }
+                    _ => false,
+                }
+            });
+        if !ok {
+            return Err(format!(
+                "an iota device list's transposition {:?} is not a permutation of its {} dimensions",
+                t.transpose_perm,
+                seen.len()
+            ));
+        }
+    }
     if !mesh.device_ids.is_empty() {
-        let n = mesh.axes.iter().fold(1i64, |p, a| p.saturating_mul(a.size));
         if i64::try_from(mesh.device_ids.len()).ok() != Some(n) {
             return Err(format!(
                 "{} device ids for a mesh of {n} devices",
@@ -1116,6 +1278,18 @@ fn check_mesh<'r>(
                 ))
                 }
             }
+        }
+        // XLA aborts on ids in order ("Non-iota device assignment has iota
+        // device id list"): that mesh is written without ids.
+        if mesh
+            .device_ids
+            .iter()
+            .enumerate()
+            .all(|(k, &d)| d == k as i64)
+        {
+            return Err(format!(
+                "device ids in order (0..{n}) are written without `device_ids`"
+            ));
         }
     }
     // Each reference as the range [lo, hi) of its axis's factors it spans.
@@ -1203,9 +1377,6 @@ pub fn mesh_replica_groups_from_proto(
         replicated_axes: g.axes.clone(),
         ..Default::default()
     })?;
-    if n.mesh.as_ref().is_some_and(|m| !m.device_ids.is_empty()) {
-        return Err("mesh replica groups with device ids are not supported".into());
-    }
     Ok(xla::MeshAxesReplicaGroupListProto {
         mesh: n.mesh,
         axes: n.replicated_axes,
@@ -1217,19 +1388,8 @@ pub fn mesh_replica_groups_from_proto(
 fn write_named_sharding(n: &xla::NamedShardingProto, o: &mut String) {
     let mesh = n.mesh.clone().unwrap_or_default();
     let axis = |a: &xla::AxisRefProto, o: &mut String| write_axis_ref(a, &mesh, o);
-    o.push_str("mesh[");
-    for (k, a) in mesh.axes.iter().enumerate() {
-        if k > 0 {
-            o.push(',');
-        }
-        let _ = write!(o, "'{}'={}", a.name, a.size);
-    }
-    o.push_str("], ");
-    if !mesh.device_ids.is_empty() {
-        o.push_str("device_ids=(");
-        write_joined(&mesh.device_ids, o);
-        o.push_str("), ");
-    }
+    write_mesh(&mesh, o);
+    o.push_str(", ");
     let no_lists = n.replicated_axes.is_empty() && n.manual_axes.is_empty();
     if n.dim_shardings.is_empty() && no_lists && n.unreduced_axes.is_empty() {
         o.push_str("replicated");
@@ -1279,13 +1439,10 @@ fn write_named_sharding(n: &xla::NamedShardingProto, o: &mut String) {
 
 /// A named sharding read from a proto: the fields its text carries, or
 /// what is wrong (an axis index outside the mesh, an axis name that text
-/// cannot carry, an iota mesh or metadata, which the text form here does
-/// not write).
+/// cannot carry, metadata, which the text form here does not write, a
+/// mesh [`check_mesh`] refuses).
 fn named_sharding_from_proto(n: &xla::NamedShardingProto) -> R<xla::NamedShardingProto> {
     let mesh = n.mesh.clone().unwrap_or_default();
-    if mesh.iota_transform.is_some() {
-        return Err("a named sharding's iota mesh is not supported".into());
-    }
     if !n.metadata.is_empty() {
         return Err("a named sharding's metadata is not supported".into());
     }
@@ -1313,6 +1470,8 @@ fn named_sharding_from_proto(n: &xla::NamedShardingProto) -> R<xla::NamedShardin
         ));
     }
     check_mesh(&mesh, named_refs(n))?;
+    let mut mesh = mesh;
+    canonicalize_iota(&mut mesh);
     Ok(xla::NamedShardingProto {
         mesh: Some(mesh),
         dim_shardings: n.dim_shardings.clone(),

@@ -179,6 +179,21 @@ fn attr_value(b: &[u8], i: usize) -> Option<usize> {
             None => break,
         }
     }
+    // The grammar's `mesh_ids` (`, device_ids=(...)` continuing a mesh's
+    // value): left to the grammar.
+    let mut k = i;
+    while matches!(at(b, k), b' ' | b'\t') {
+        k += 1;
+    }
+    if at(b, k) == b',' {
+        k += 1;
+        while matches!(at(b, k), b' ' | b'\t') {
+            k += 1;
+        }
+        if b.get(k..).is_some_and(|r| r.starts_with(b"device_ids")) {
+            return None;
+        }
+    }
     loop {
         let mut k = i;
         while matches!(at(b, k), b' ' | b'\t') {

@@ -165,9 +165,12 @@ fn module_from_proto_ordered(
     r.build()?;
     let m = std::mem::replace(&mut r.m, Module::new(""));
     check_readable(&m).map_err(|e| bad(format!("the module it describes is not valid: {e}")))?;
+    // The stack frame tables as XLA numbers them after reading a proto
+    // (over its module, wrapped computations included).
+    let mut m = m;
+    super::frames::renumber(&mut m, p)?;
     // XLA's wrapped computations of the async shorthand become the
     // shorthand again, as the text parser holds it.
-    let mut m = m;
     super::async_shorthand::fold(&mut m);
     Ok((m, r.report))
 }

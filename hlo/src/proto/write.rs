@@ -941,123 +941,12 @@ impl<'m> Writer<'m> {
 
     /// XLA's parser rebuilds the stack frame index from the frames that
     /// instructions use, in text order (each frame after its parents), and
-    /// renumbers `stack_frame_id`s; so does the writer.
+    /// renumbers `stack_frame_id`s; so does the writer
+    /// ([`super::frames::in_use_order`]).
     fn canonical_frames(&mut self) -> Result<()> {
-        let m = self.m;
-        let Some(old) = &m.stack_frames else {
-            return Ok(());
-        };
-        let mut new = xla::StackFrameIndexProto::default();
-        let mut names: HashMap<String, i32> = HashMap::new();
-        let mut funcs: HashMap<String, i32> = HashMap::new();
-        let mut locs: HashMap<(i32, i32, i32, i32, i32, i32), i32> = HashMap::new();
-        let mut frames: HashMap<(i32, i32), i32> = HashMap::new();
-        let bad = |what: &str| Error::Module(format!("stack frame sections: {what}"));
-        for c in m.computations() {
-            for &i in &m.comp(c).order {
-                let Some(md) = m.inst(i).metadata().map_err(|e| err(&m.inst(i).name, e))? else {
-                    continue;
-                };
-                let id = md.stack_frame_id;
-                if id == 0 || self.frame_map.contains_key(&id) {
-                    continue;
-                }
-                // The chain from `id` to its root, leaf first.
-                let mut chain = Vec::new();
-                let mut f = id;
-                while f != 0 && !self.frame_map.contains_key(&f) {
-                    if chain.len() > old.stack_frames.len() {
-                        return Err(bad("the parents of a frame form a cycle"));
-                    }
-                    chain.push(f);
-                    let fr = usize::try_from(f - 1)
-                        .ok()
-                        .and_then(|k| old.stack_frames.get(k))
-                        .ok_or_else(|| bad(&format!("stack frame {f} does not exist")))?;
-                    f = fr.parent_frame_id;
-                }
-                for &f in chain.iter().rev() {
-                    let fr = &old.stack_frames[(f - 1) as usize];
-                    let loc = usize::try_from(fr.file_location_id - 1)
-                        .ok()
-                        .and_then(|k| old.file_locations.get(k))
-                        .ok_or_else(|| {
-                            bad(&format!(
-                                "file location {} does not exist",
-                                fr.file_location_id
-                            ))
-                        })?;
-                    let intern = |list: &Vec<String>,
-                                  id: i32,
-                                  map: &mut HashMap<String, i32>,
-                                  out: &mut Vec<String>|
-                     -> Result<i32> {
-                        let s = usize::try_from(id - 1)
-                            .ok()
-                            .and_then(|k| list.get(k))
-                            .ok_or_else(|| bad(&format!("name {id} does not exist")))?;
-                        let n = map.len() as i32 + 1;
-                        Ok(*map.entry(s.clone()).or_insert_with(|| {
-                            out.push(s.clone());
-                            n
-                        }))
-                    };
-                    let file = intern(
-                        &old.file_names,
-                        loc.file_name_id,
-                        &mut names,
-                        &mut new.file_names,
-                    )?;
-                    let func = intern(
-                        &old.function_names,
-                        loc.function_name_id,
-                        &mut funcs,
-                        &mut new.function_names,
-                    )?;
-                    let key = (
-                        file,
-                        func,
-                        loc.line,
-                        loc.end_line,
-                        loc.column,
-                        loc.end_column,
-                    );
-                    let n = locs.len() as i32 + 1;
-                    let loc_id = *locs.entry(key).or_insert_with(|| {
-                        new.file_locations.push(xla::FileLocation {
-                            file_name_id: file,
-                            function_name_id: func,
-                            line: loc.line,
-                            end_line: loc.end_line,
-                            column: loc.column,
-                            end_column: loc.end_column,
-                        });
-                        n
-                    });
-                    let parent = if fr.parent_frame_id == 0 {
-                        0
-                    } else {
-                        self.frame_map
-                            .get(&fr.parent_frame_id)
-                            .copied()
-                            .unwrap_or(0)
-                    };
-                    let n = frames.len() as i32 + 1;
-                    let fid = *frames.entry((loc_id, parent)).or_insert_with(|| {
-                        new.stack_frames.push(xla::StackFrame {
-                            file_location_id: loc_id,
-                            parent_frame_id: parent,
-                        });
-                        n
-                    });
-                    self.frame_map.insert(f, fid);
-                }
-            }
-        }
-        // No instruction uses a frame: XLA writes no index (found by
-        // fuzzing: an empty one was read back as none, breaking the write ->
-        // read -> write fixed point).
-        self.frames = (!new.stack_frames.is_empty()).then_some(new);
+        let order = super::frames::in_use_order(self.m)?;
+        self.frames = order.index;
+        self.frame_map = order.ids;
         Ok(())
     }
 

@@ -1,0 +1,324 @@
+//! The generated corpus `testdata/jax_gen` (real modules jax 0.10.2 and XLA
+//! write for the programs of `hlo/conformance/jax_programs.py`, made by
+//! `hlo/conformance/gen_jax_modules.py`: SPMD programs over 8 host devices,
+//! shard_map collectives, loops, remat, custom derivatives, sort, top-k,
+//! FFT, RNG, linear algebra custom calls, mixed precision; each module
+//! before and after optimization, with and without debug info, as XLA's
+//! text and XLA's serialized proto) against XLA (jaxlib):
+//!
+//! - text: XLA reads hlo-opt's printed text of each text module as the
+//!   module it reads from the original (`check_xla.py`);
+//! - proto writer: XLA reads the proto hlo-opt writes for each module (read
+//!   from its text, or from XLA's proto) as the original (`check_proto.py`);
+//! - proto reader: hlo-opt reads XLA's proto of each module into a module
+//!   that XLA reads, from our printed text, as the module XLA reads from
+//!   that proto (`check_proto.py --read-dir`), stack frame tables included.
+//!
+//! Needs `HLO_OPT_PYTHON` (a Python with the pinned jaxlib; `scripts/test`
+//! sets it); skipped with a record otherwise. No `../shared` needed.
+
+mod common;
+#[path = "../../tests/support/report.rs"]
+mod report;
+
+use std::io::Read as _;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::*;
+
+/// Programs of the corpus and their modules: each program has these eight
+/// files (with `.gz` where the generator compressed one).
+const KINDS: [&str; 8] = [
+    "pre.dbg.hlo",
+    "pre.dbg.pb",
+    "pre.hlo",
+    "pre.pb",
+    "post.dbg.hlo",
+    "post.dbg.pb",
+    "post.hlo",
+    "post.pb",
+];
+
+fn corpus_dir() -> PathBuf {
+    testdata().join("jax_gen")
+}
+
+/// Every file of the corpus, decompressed: (name without `.gz`, bytes).
+fn corpus() -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(corpus_dir())
+        .expect("testdata/jax_gen")
+        .map(|e| e.expect("dir entry").path())
+        .filter(|p| p.file_name().is_some_and(|n| n != "MANIFEST.tsv"))
+        .collect();
+    paths.sort();
+    for p in paths {
+        let name = p
+            .file_name()
+            .expect("file name")
+            .to_string_lossy()
+            .into_owned();
+        let raw = std::fs::read(&p).expect("read corpus file");
+        match name.strip_suffix(".gz") {
+            Some(plain) => {
+                let mut data = Vec::new();
+                flate2::read::GzDecoder::new(&raw[..])
+                    .read_to_end(&mut data)
+                    .unwrap_or_else(|e| panic!("{name}: not gzip: {e}"));
+                out.push((plain.to_string(), data));
+            }
+            None => out.push((name, raw)),
+        }
+    }
+    out
+}
+
+/// The manifest's file names, in order.
+fn manifest() -> Vec<String> {
+    let text = std::fs::read_to_string(corpus_dir().join("MANIFEST.tsv")).expect("MANIFEST.tsv");
+    text.lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+        .map(|l| l.split('\t').next().unwrap_or("").to_string())
+        .collect()
+}
+
+/// The corpus is what its manifest lists, every program has its eight
+/// files, and there are over 100 modules, sharded programs among them.
+#[test]
+fn generated_corpus_is_complete() {
+    let mut on_disk: Vec<String> = std::fs::read_dir(corpus_dir())
+        .expect("testdata/jax_gen")
+        .map(|e| {
+            e.expect("dir entry")
+                .file_name()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .filter(|n| n != "MANIFEST.tsv")
+        .collect();
+    on_disk.sort();
+    let mut listed = manifest();
+    listed.sort();
+    assert_eq!(
+        on_disk, listed,
+        "testdata/jax_gen and its MANIFEST.tsv differ"
+    );
+    let files = corpus();
+    let mut programs: Vec<&str> = files
+        .iter()
+        .filter_map(|(n, _)| n.strip_suffix(".pre.hlo"))
+        .collect();
+    programs.sort();
+    for p in &programs {
+        for k in KINDS {
+            let name = format!("{p}.{k}");
+            assert!(files.iter().any(|(n, _)| *n == name), "{name} is missing");
+        }
+    }
+    assert_eq!(files.len(), programs.len() * KINDS.len(), "stray files");
+    let modules = files.len() / 2;
+    assert!(modules >= 100, "only {modules} modules");
+    let sharded = manifest_rows().filter(|r| r[5] == "yes").count();
+    assert!(sharded > 0, "no sharded programs");
+    println!(
+        "{} programs, {modules} modules ({} files, {sharded} of them sharded)",
+        programs.len(),
+        files.len()
+    );
+}
+
+fn manifest_rows() -> impl Iterator<Item = Vec<String>> {
+    let text = std::fs::read_to_string(corpus_dir().join("MANIFEST.tsv")).expect("MANIFEST.tsv");
+    text.lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+        .map(|l| l.split('\t').map(str::to_string).collect::<Vec<_>>())
+        .collect::<Vec<_>>()
+        .into_iter()
+}
+
+/// Writes the corpus, decompressed, into `dir/src`; returns the paths.
+fn extract(dir: &Path) -> Vec<PathBuf> {
+    let src = dir.join("src");
+    std::fs::create_dir_all(&src).expect("create folder");
+    corpus()
+        .into_iter()
+        .map(|(name, data)| {
+            let p = src.join(name);
+            std::fs::write(&p, data).expect("write corpus file");
+            p
+        })
+        .collect()
+}
+
+fn fresh(label: &str) -> PathBuf {
+    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join(label);
+    let _ = std::fs::remove_dir_all(&out);
+    std::fs::create_dir_all(&out).expect("create output folder");
+    out
+}
+
+fn is_pb(p: &Path) -> bool {
+    p.extension().is_some_and(|x| x == "pb")
+}
+
+fn run(python: &str, script: &str, args: &[std::ffi::OsString]) -> String {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("conformance")
+        .join(script);
+    let res = Command::new(python)
+        .arg(&script)
+        .args(args)
+        .output()
+        .expect("run the conformance script");
+    let stdout = String::from_utf8_lossy(&res.stdout).into_owned();
+    println!("{stdout}");
+    assert!(
+        res.status.success(),
+        "{} failed:\n{stdout}\n{}",
+        script.display(),
+        String::from_utf8_lossy(&res.stderr)
+    );
+    stdout
+}
+
+/// The summary line must count every module as matching but the known
+/// differences listed for the direction (none skipped: XLA wrote them all,
+/// so it reads them all), and no listed difference may match now.
+fn assert_all_match(stdout: &str, n: usize, direction: &str) {
+    let known = known_differences(direction);
+    let last = stdout.lines().last().unwrap_or("");
+    let ok = n - known;
+    assert!(
+        last.contains(&format!(": {ok} of {n} modules match"))
+            && last.contains(&format!("{known} known differences"))
+            && last.contains(" 0 skipped"),
+        "expected {ok} of {n} modules to match ({known} known), none skipped: {last}"
+    );
+    assert!(
+        !stdout.contains("but matches now"),
+        "a listed known difference matches now: remove its line from {}",
+        KNOWN
+    );
+}
+
+/// `hlo/conformance/jax_gen_known_differences.tsv`: the remaining work,
+/// `direction<TAB>module<TAB>reason`.
+const KNOWN: &str = "conformance/jax_gen_known_differences.tsv";
+
+fn known_file() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(KNOWN)
+}
+
+fn known_differences(direction: &str) -> usize {
+    std::fs::read_to_string(known_file())
+        .expect("known differences file")
+        .lines()
+        .filter(|l| l.split('\t').next() == Some(direction))
+        .count()
+}
+
+#[test]
+fn generated_text_conforms_to_xla() {
+    let Ok(python) = std::env::var("HLO_OPT_PYTHON") else {
+        report::skipped("HLO_OPT_PYTHON is not set (XLA conformance needs jaxlib)");
+        return;
+    };
+    report::ran();
+    let out = fresh("jax-gen-text");
+    let files: Vec<PathBuf> = extract(&out).into_iter().filter(|p| !is_pb(p)).collect();
+    let printed = out.join("printed");
+    std::fs::create_dir_all(&printed).expect("create folder");
+    for f in &files {
+        let text = std::fs::read_to_string(f).expect("text module");
+        match hlo::parse_module_named(&text, &f.display().to_string()) {
+            Ok(m) => std::fs::write(
+                printed.join(f.file_name().expect("name")),
+                hlo::print_module(&m),
+            )
+            .expect("write printed module"),
+            Err(e) => println!("not parsed by hlo-opt: {e}"),
+        }
+    }
+    let mut args: Vec<std::ffi::OsString> = vec!["--printed-dir".into(), printed.into()];
+    args.extend(files.iter().map(|f| f.clone().into_os_string()));
+    let stdout = run(&python, "check_xla.py", &args);
+    assert_all_match(&stdout, files.len(), "text");
+}
+
+/// Fields of an executable's module proto that neither HLO text nor the IR
+/// carries (XLA's text of the module does not print them either): the
+/// module config's device assignment and the SPMD partitioner's parameter
+/// and output shardings. They come with every optimized module here.
+const CONFIG_ONLY_FIELDS: [&str; 3] = [
+    "device_assignment",
+    "spmd_output_sharding",
+    "spmd_parameters_shardings",
+];
+
+/// hlo-opt's reading of one of XLA's protos; an error if the proto holds a
+/// field the IR drops other than [`CONFIG_ONLY_FIELDS`].
+fn read_xla_proto(f: &Path) -> Result<hlo::Module, String> {
+    let bytes = std::fs::read(f).expect("read proto");
+    let (m, report) = hlo::proto::from_bytes_lossy(&bytes).map_err(|e| e.to_string())?;
+    let dropped: Vec<&String> = report
+        .ignored
+        .iter()
+        .filter(|n| !CONFIG_ONLY_FIELDS.contains(&n.as_str()))
+        .collect();
+    if dropped.is_empty() {
+        Ok(m)
+    } else {
+        Err(format!("fields hlo-opt drops: {dropped:?}"))
+    }
+}
+
+#[test]
+fn generated_protos_conform_to_xla() {
+    let Ok(python) = std::env::var("HLO_OPT_PYTHON") else {
+        report::skipped("HLO_OPT_PYTHON is not set (XLA conformance needs jaxlib)");
+        return;
+    };
+    report::ran();
+    let out = fresh("jax-gen-proto");
+    let files = extract(&out);
+    let (ours, read) = (out.join("ours"), out.join("read"));
+    for d in [&ours, &read] {
+        std::fs::create_dir_all(d).expect("create folder");
+    }
+    // Writer: every module, from its text or from XLA's proto.
+    for f in &files {
+        let name = f.file_name().expect("name").to_string_lossy().into_owned();
+        let module = if is_pb(f) {
+            read_xla_proto(f)
+        } else {
+            let text = std::fs::read_to_string(f).expect("text module");
+            hlo::parse_module_named(&text, &name).map_err(|e| e.to_string())
+        };
+        let written = module.and_then(|m| hlo::proto::to_bytes(&m).map_err(|e| e.to_string()));
+        match written {
+            Ok(b) => std::fs::write(ours.join(format!("{name}.pb")), b).expect("write proto"),
+            Err(e) => std::fs::write(ours.join(format!("{name}.err")), e).expect("write error"),
+        }
+        // Reader: XLA's protos, read and printed.
+        if is_pb(f) {
+            match read_xla_proto(f) {
+                Ok(m) => std::fs::write(read.join(&name), hlo::print_module(&m)).expect("write"),
+                Err(e) => println!("FAIL reading XLA's proto {name}: {e}"),
+            }
+        }
+    }
+    let known: Vec<std::ffi::OsString> = vec!["--known-file".into(), known_file().into()];
+    let mut w: Vec<std::ffi::OsString> = vec!["--ours-dir".into(), ours.into()];
+    w.extend(known.iter().cloned());
+    w.extend(files.iter().map(|f| f.clone().into_os_string()));
+    let stdout = run(&python, "check_proto.py", &w);
+    assert_all_match(&stdout, files.len(), "writer");
+
+    let pbs: Vec<&PathBuf> = files.iter().filter(|f| is_pb(f)).collect();
+    let mut r: Vec<std::ffi::OsString> = vec!["--read-dir".into(), read.into()];
+    r.extend(known);
+    r.extend(pbs.iter().map(|f| f.as_os_str().to_owned()));
+    let stdout = run(&python, "check_proto.py", &r);
+    assert_all_match(&stdout, pbs.len(), "reader");
+}
