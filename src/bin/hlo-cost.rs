@@ -207,7 +207,7 @@ struct CollectArgs {
     /// the default's fastest round). The state records both; this picks the
     /// npz's. The median is the default: on the control (the default
     /// compiled twice) its median error was 1.7% against the minimum's 4.3%
-    /// (README: 219 chunks at load 8-18).
+    /// (docs/cost-models.md: 219 chunks at load 8-18).
     #[arg(long, default_value = "median", value_parser = ["min", "median"])]
     estimator: String,
 }
