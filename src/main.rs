@@ -23,6 +23,22 @@
 //!
 //! The work is split in [`load`] -> [`transform`] -> [`emit`], so that
 //! rewriting flags (`--pass=...`) only touch `Cli` and `transform`.
+//!
+//! # Map of the tools crate
+//!
+//! The crate holds the command-line tools only: they parse flags, call the
+//! libraries and render errors and reports for people. Each file: what it
+//! owns; what it may import.
+//!
+//! | file | owns | may import |
+//! |---|---|---|
+//! | `src/main.rs` | `hlo-opt`: flags, load -> verify -> passes -> emit, the `--explain` rendering | `outfile`; `hlo`, `passes`, `costmodel`, `pjrt` |
+//! | `src/bin/hlo-cost.rs` | `hlo-cost featurize`, `eval`, `collect` | `collect`, `outfile`; `hlo`, `costmodel`, `passes`, `pjrt` |
+//! | `src/collect.rs` | `hlo-cost collect`: sampling, measuring, resumable npz output | `outfile`; `hlo`, `costmodel`, `passes`, `pjrt` |
+//! | `src/outfile.rs` | outputs never written onto an input, written through a renamed temporary | nothing |
+//! | `src/bin/hlo-opt-pjrt-worker.rs` | the PJRT worker process (all of it is `pjrt::worker`) | `pjrt` |
+//!
+//! No library crate imports this one.
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
