@@ -9,7 +9,7 @@
 //!
 //! `--pass=layout,tile` runs passes between verify and print (`--list-passes`
 //! lists them; `--explain` reports their decisions on stderr, `--explain=all`
-//! for every node; `--budget`, `--min-gain`, `--trust-radius`,
+//! for every node, `--explain-json FILE` as JSON for tools; `--budget`, `--min-gain`, `--trust-radius`,
 //! `--seed`, `--model`, `--layout-model`, `--tile-model`, `--top-k`,
 //! `--threads`, `--verify-each` set their options). `--measure=xla-cpu`
 //! (or `--measure=pjrt:PLUGIN`) makes the layout pass measure the model's
@@ -44,7 +44,7 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 
 mod outfile;
 
@@ -108,7 +108,7 @@ struct Cli {
     #[arg(long)]
     no_verify: bool,
     /// Run these passes in order, comma-separated (`--pass=layout,tile`); see "Passes" below.
-    #[arg(long = "pass", value_name = "PASSES")]
+    #[arg(long = "pass", value_name = "PASSES", value_parser = parse_passes)]
     pass: Option<String>,
     /// List the registered passes and exit.
     #[arg(long)]
@@ -116,15 +116,21 @@ struct Cli {
     /// [passes] Run the verifier after every pass.
     #[arg(long)]
     verify_each: bool,
-    /// [passes] Report what the passes decided on stderr: a summary and the
-    /// changed nodes (`--explain=all`: every node). Scores are model scores:
-    /// lower is predicted faster.
+    /// [passes] Report on stderr what the passes considered and decided, and
+    /// who decided (the model, the trust region, measurement); predictions are
+    /// changes in percent, negative is faster, with the model's error beside
+    /// them (`--explain=all`: every node, and the raw model scores).
     #[arg(long, value_name = "WHAT", num_args = 0..=1, require_equals = true,
           default_missing_value = "changed", value_parser = ["changed", "all"])]
     explain: Option<String>,
+    /// [passes] Write the passes' reports as JSON to FILE (`-`: stdout, when
+    /// the module goes to `-o`), for tools: per decision the candidates, the
+    /// predicted changes, the model's error, the measurements, who decided.
+    #[arg(long, value_name = "FILE")]
+    explain_json: Option<PathBuf>,
     /// [layout, tile] Maximum number of configurations a pass's search scores
     /// (layout: in all; tile: per kernel); at least 1, default 10000.
-    #[arg(long)]
+    #[arg(long, value_parser = parse_budget)]
     budget: Option<usize>,
     /// [layout, tile] Seed of the searches (same input, model and seed: same output).
     #[arg(long)]
@@ -142,14 +148,14 @@ struct Cli {
     tile_model: Option<PathBuf>,
     /// [layout, tile] How many of the best candidates to keep (and measure,
     /// where a pass can); at least 1, default 1, or 3 with `--measure`.
-    #[arg(long)]
+    #[arg(long, value_parser = parse_top_k)]
     top_k: Option<usize>,
     /// [layout] Measure candidates on a real backend and keep the fastest: `xla-cpu`
     /// (XLA's CPU PJRT plugin, `pip install xla-cpu-pjrt`) or `pjrt:PLUGIN_PATH`.
-    #[arg(long, value_name = "BACKEND")]
+    #[arg(long, value_name = "BACKEND", value_parser = parse_measure)]
     measure: Option<String>,
     /// [layout] Seconds of interleaved timing runs for `--measure` (compiles not included).
-    #[arg(long, default_value_t = 10.0, value_name = "SECONDS")]
+    #[arg(long, default_value_t = 10.0, value_name = "SECONDS", value_parser = parse_seconds)]
     measure_budget: f64,
     /// [layout, tile] ONNX Runtime intra-op threads (0 = one per available
     /// core; more than the available cores are capped, with a warning).
@@ -158,7 +164,7 @@ struct Cli {
     /// [layout] Smallest predicted gain (percent of the compiler default's
     /// model score) for which the layout pass changes the module; the
     /// estimated cost of the copies it would insert is added to it.
-    #[arg(long, value_name = "PERCENT")]
+    #[arg(long, value_name = "PERCENT", value_parser = parse_min_gain)]
     min_gain: Option<f64>,
     /// [layout] Trust region of the search: at most N configurable nodes
     /// changed from the compiler default (default 3: as far as a model's
@@ -166,6 +172,58 @@ struct Cli {
     /// also on its own be predicted to gain --min-gain.
     #[arg(long, value_name = "N|all", value_parser = parse_radius)]
     trust_radius: Option<Radius>,
+}
+
+/// A `--pass` list: every name a registered pass, no empty entry.
+fn parse_passes(s: &str) -> Result<String, String> {
+    passes::parse_pass_list(s)
+        .map(|_| s.to_string())
+        .map_err(|e| match e {
+            passes::PassError::PassList(m) => m,
+            other => other.to_string(),
+        })
+}
+
+fn parse_budget(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(0) => Err("a search scores at least the compiler default; give 1 or more".into()),
+        Ok(n) => Ok(n),
+        Err(_) => Err(format!(
+            "`{s}`: give a number of configurations (1 or more)"
+        )),
+    }
+}
+
+fn parse_top_k(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(0) => Err("a pass keeps at least its best candidate; give 1 or more".into()),
+        Ok(n) => Ok(n),
+        Err(_) => Err(format!("`{s}`: give a number of candidates (1 or more)")),
+    }
+}
+
+fn parse_min_gain(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(g) if g.is_finite() && g >= 0.0 => Ok(g),
+        _ => Err(format!("`{s}`: give a percentage of 0 or more")),
+    }
+}
+
+fn parse_seconds(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(t) if t.is_finite() && t >= 0.0 => Ok(t),
+        _ => Err(format!("`{s}`: expected a number of seconds (0 or more)")),
+    }
+}
+
+/// A `--measure` backend: `xla-cpu` or `pjrt:PLUGIN_PATH` (whether the
+/// plugin is there is the run's business, status 1).
+fn parse_measure(s: &str) -> Result<String, String> {
+    match s.strip_prefix("pjrt:") {
+        _ if s == "xla-cpu" => Ok(s.to_string()),
+        Some(path) if !path.is_empty() => Ok(s.to_string()),
+        _ => Err(format!("`{s}`: expected `xla-cpu` or `pjrt:PLUGIN_PATH`")),
+    }
 }
 
 /// A `--trust-radius` value: a number of nodes, or `all` (no bound).
@@ -195,28 +253,12 @@ impl Cli {
         warn: &mut dyn FnMut(String),
     ) -> Result<passes::PassOptions, CliError> {
         let d = passes::PassOptions::default();
+        // Ranges are checked by clap (status 2), see the `parse_*` functions.
         let budget = self.budget.unwrap_or(d.budget);
-        if budget == 0 {
-            return Err(CliError(
-                "--budget 0: a search scores at least the compiler default; give --budget 1 or more"
-                    .into(),
-            ));
-        }
         let top_k = self
             .top_k
             .unwrap_or(if self.measure.is_some() { 3 } else { d.top_k });
-        if top_k == 0 {
-            return Err(CliError(
-                "--top-k 0: a pass keeps at least its best candidate; give --top-k 1 or more"
-                    .into(),
-            ));
-        }
         let min_gain = self.min_gain.unwrap_or(d.min_gain);
-        if !(min_gain.is_finite() && min_gain >= 0.0) {
-            return Err(CliError(format!(
-                "--min-gain {min_gain}: give a percentage of 0 or more"
-            )));
-        }
         let mut threads = self.threads.unwrap_or(d.threads);
         let cores = costmodel::onnx::max_threads();
         if threads > cores {
@@ -241,12 +283,6 @@ impl Cli {
             ..d
         };
         if let Some(spec) = &self.measure {
-            if !(self.measure_budget.is_finite() && self.measure_budget >= 0.0) {
-                return Err(CliError(format!(
-                    "--measure-budget={}: expected a number of seconds",
-                    self.measure_budget
-                )));
-            }
             let config = pjrt::MeasureConfig {
                 budget: std::time::Duration::from_secs_f64(self.measure_budget.min(86_400.0)),
                 ..pjrt::MeasureConfig::default()
@@ -259,15 +295,36 @@ impl Cli {
             match passes::split_pass_list(list).as_slice() {
                 ["layout"] => o.layout_model = Some(model.clone()),
                 ["tile"] => o.tile_model = Some(model.clone()),
-                _ => {
-                    return Err(CliError(
-                        "--model names the model of a single pass; with several passes use --layout-model / --tile-model"
-                            .into(),
-                    ))
-                }
+                // Refused by `usage_errors` before any work.
+                _ => {}
             }
         }
         Ok(o)
+    }
+
+    /// Combinations of flags clap cannot check by itself; each is a bad
+    /// command line (status 2).
+    fn usage_error(&self) -> Option<String> {
+        if self.model.is_some() {
+            if let Some(list) = &self.pass {
+                if !matches!(
+                    passes::split_pass_list(list).as_slice(),
+                    ["layout"] | ["tile"]
+                ) {
+                    return Some(
+                        "--model names the model of a single pass; with several passes use --layout-model / --tile-model"
+                            .into(),
+                    );
+                }
+            }
+        }
+        if self.explain_json.as_deref() == Some(Path::new("-")) && self.output.is_none() {
+            return Some(
+                "--explain-json - writes the report to stdout, where the module goes too; give -o OUT for the module"
+                    .into(),
+            );
+        }
+        None
     }
 
     /// The flags that only matter with `--pass`, when given without it.
@@ -277,6 +334,7 @@ impl Cli {
         }
         [
             ("--explain", self.explain.is_some()),
+            ("--explain-json", self.explain_json.is_some()),
             ("--budget", self.budget.is_some()),
             ("--seed", self.seed.is_some()),
             ("--model", self.model.is_some()),
@@ -301,8 +359,13 @@ struct CliError(String);
 
 impl From<std::io::Error> for CliError {
     fn from(e: std::io::Error) -> Self {
-        CliError(e.to_string())
+        CliError(format!("error: {e}"))
     }
+}
+
+/// A message that names no file position, rendered as `error: ...`.
+fn error(message: String) -> CliError {
+    CliError(format!("error: {message}"))
 }
 
 /// The input text and the name errors give it.
@@ -318,11 +381,11 @@ fn load(cli: &Cli) -> Result<(hlo::Module, Source), CliError> {
         let mut b = Vec::new();
         std::io::stdin()
             .read_to_end(&mut b)
-            .map_err(|e| CliError(format!("<stdin>: {e}")))?;
+            .map_err(|e| CliError(format!("<stdin>: error: {e}")))?;
         (b, "<stdin>".to_string())
     } else {
-        let b =
-            std::fs::read(cli.input()).map_err(|e| CliError(format!("{}: {e}", cli.input())))?;
+        let b = std::fs::read(cli.input())
+            .map_err(|e| CliError(format!("{}: error: {e}", cli.input())))?;
         (b, cli.input().to_string())
     };
     if hlo::proto::looks_like_proto(&bytes) {
@@ -341,7 +404,7 @@ fn load(cli: &Cli) -> Result<(hlo::Module, Source), CliError> {
     let text =
         String::from_utf8(bytes).map_err(|e| match hlo::source_text(e.as_bytes(), &name) {
             Err(positioned) => CliError(positioned.render()),
-            Ok(_) => CliError(format!("{name}: {e}")),
+            Ok(_) => CliError(format!("{name}: error: {e}")),
         })?;
     let m = hlo::parse_module_named(&text, &name).map_err(|e| CliError(e.render()))?;
     Ok((m, Source { text, name }))
@@ -355,9 +418,13 @@ fn transform(cli: &Cli, m: &mut hlo::Module, src: &Source) -> Result<(), CliErro
     let unused = cli.pass_flags_without_pass();
     if !unused.is_empty() {
         eprintln!(
-            "warning: {} only apply{} to passes; without --pass no pass runs",
+            "warning: {} only {} to passes; without --pass no pass runs",
             unused.join(", "),
-            if unused.len() == 1 { "s" } else { "" }
+            if unused.len() == 1 {
+                "applies"
+            } else {
+                "apply"
+            }
         );
     }
     if let Some(list) = &cli.pass {
@@ -380,6 +447,9 @@ fn transform(cli: &Cli, m: &mut hlo::Module, src: &Source) -> Result<(), CliErro
                 eprintln!("{note}");
             }
         }
+        if let (Ok(_), Some(path)) = (&result, &cli.explain_json) {
+            write_explain_json(path, cli, &cx.reports)?;
+        }
         result.map_err(|e| match e {
             passes::PassError::Verify { pass, source } => CliError(format!(
                 "the module does not verify after pass {pass}:\n{}",
@@ -390,6 +460,29 @@ fn transform(cli: &Cli, m: &mut hlo::Module, src: &Source) -> Result<(), CliErro
         })?;
     }
     Ok(())
+}
+
+/// Writes the passes' structured reports (`--explain-json FILE`, `-` for
+/// stdout) as one JSON document: `{"passes": [...]}`.
+fn write_explain_json(
+    path: &Path,
+    cli: &Cli,
+    reports: &[serde_json::Value],
+) -> Result<(), CliError> {
+    let doc = serde_json::json!({ "passes": reports });
+    let mut text =
+        serde_json::to_string_pretty(&doc).map_err(|e| error(format!("--explain-json: {e}")))?;
+    text.push('\n');
+    if path == Path::new("-") {
+        let mut out = std::io::stdout().lock();
+        out.write_all(text.as_bytes())?;
+        return Ok(out.flush()?);
+    }
+    outfile::check_not_input(path, &[("input", Path::new(cli.input()))]).map_err(error)?;
+    outfile::write_via_temp(path, |temp| {
+        std::fs::write(temp, &text).map_err(|e| format!("{}: {e}", path.display()))
+    })
+    .map_err(error)
 }
 
 /// Prints the module (text or proto) to stdout or `-o`.
@@ -405,12 +498,11 @@ fn emit(cli: &Cli, m: &hlo::Module) -> Result<(), CliError> {
             out.flush()?;
         }
         Some(path) => {
-            outfile::check_not_input(path, &[("input", Path::new(cli.input()))])
-                .map_err(CliError)?;
+            outfile::check_not_input(path, &[("input", Path::new(cli.input()))]).map_err(error)?;
             outfile::write_via_temp(path, |temp| {
                 std::fs::write(temp, &text).map_err(|e| format!("{}: {e}", path.display()))
             })
-            .map_err(CliError)?;
+            .map_err(error)?;
         }
     }
     Ok(())
@@ -425,7 +517,7 @@ fn run(cli: &Cli) -> Result<(), CliError> {
     }
     if let Some(path) = &cli.output {
         // Before any work: an output that is the input is refused at once.
-        outfile::check_not_input(path, &[("input", Path::new(cli.input()))]).map_err(CliError)?;
+        outfile::check_not_input(path, &[("input", Path::new(cli.input()))]).map_err(error)?;
     }
     let (mut m, src) = load(cli)?;
     transform(cli, &mut m, &src)?;
@@ -434,6 +526,12 @@ fn run(cli: &Cli) -> Result<(), CliError> {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Some(message) = cli.usage_error() {
+        // clap's rendering and status (2) for a bad command line.
+        Cli::command()
+            .error(clap::error::ErrorKind::ArgumentConflict, message)
+            .exit();
+    }
     match run(&cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(CliError(msg)) => {

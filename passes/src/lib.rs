@@ -176,6 +176,10 @@ pub struct PassContext {
     /// What the user must hear even without `--explain` (a kernel skipped, a
     /// module the pass has nothing to do in); each is also in `explain`.
     pub notes: Vec<String>,
+    /// Structured reports (`--explain-json`), one per pass run that writes
+    /// one (the layout pass: its search, model, candidates, measurements
+    /// and decision).
+    pub reports: Vec<serde_json::Value>,
 }
 
 impl PassContext {
@@ -184,6 +188,7 @@ impl PassContext {
             options,
             explain: String::new(),
             notes: Vec::new(),
+            reports: Vec::new(),
         }
     }
 }
