@@ -900,7 +900,12 @@ fn report(
     };
     lines.push(match opts.trust_radius {
         Some(k) if k < free => format!(
-            "layout: trust region (--trust-radius {k}; `all` lifts it): the {region_text} configurations that change at most {k} of the {free} nodes from the compiler default"
+            "layout: trust region (--trust-radius {k}; `all` lifts it): the {region_text} {} at most {k} of the {free} nodes from the compiler default",
+            if o.region == 1 {
+                "configuration that changes"
+            } else {
+                "configurations that change"
+            }
         ),
         Some(k) => format!(
             "layout: trust region (--trust-radius {k}): the whole space, {k} reaches all {free} nodes with a choice"
