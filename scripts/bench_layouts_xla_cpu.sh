@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The honest table of README.md ("Layouts on XLA:CPU"): for each *.pre.hlo of
+# The XLA:CPU table of docs/benchmarks.md (24 Nov, "the layout pass on XLA:CPU"): for each *.pre.hlo of
 # the shared jax corpus and the testdata layout modules, runtime on XLA:CPU
 # (through PJRT) of (a) XLA's normal pipeline, (b) the original with its
 # layouts kept, (c) the layout pass's output (default model), (d) with

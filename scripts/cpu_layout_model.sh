@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The collect -> train -> use loop on XLA:CPU (README.md, "A layout model of
+# The collect -> train -> use loop on XLA:CPU (docs/cost-models.md, "A layout model of
 # your own hardware"): the recipe of costmodel/models/layout-xla-cpu.hlocm.
 #  1. write 47 small and medium jax modules (scripts/make_cpu_layout_modules.py);
 #  2. collect 40 layout configurations of each of 44 modules (41 generated,
@@ -45,7 +45,7 @@ fi
 # 3. Leave-one-module-out: each module scored by a model trained on the
 #    other 43 (the shipped recipe: 300 steps, --ridge-blend 1), the TPU default
 #    (--old-model) and the reference heuristic, with hlo-cost eval. The
-#    README's table also ran --ridge-only, --ridge-blend 4 --reuse blend1 and
+#    docs/cost-models.md's table also ran --ridge-only, --ridge-blend 4 --reuse blend1 and
 #    --steps 100 the same way.
 if has cv; then
   nice -n 10 "$HLO_OPT_PYTHON" costmodel/training/cv.py --data "$out/train" \
@@ -53,7 +53,7 @@ if has cv; then
     --old-model costmodel/models/layout.hlocm --name blend1 --ridge-blend 1 --steps 300
 fi
 # 4. Train (the device, xla-cpu, comes from the collection's manifest.json):
-#    the network with the ridge term, chosen by step 3 (README); calibrated
+#    the network with the ridge term, chosen by step 3 (docs/cost-models.md); calibrated
 #    (log_runtime_per_score, log_runtime_resolution) for the trust region.
 #    costmodel/models/layout-xla-cpu.hlocm (`--layout-model xla-cpu`) is this
 #    file (16 minutes at load 14-16).

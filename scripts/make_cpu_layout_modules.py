@@ -13,7 +13,7 @@ milliseconds on a CPU and a module compiles in seconds, so that a layout
 collection can measure many configurations of many modules. Written as
 OUT_DIR/NAME.pre.hlo (existing files are replaced; nothing else is
 written). Deterministic: the same jax gives the same files. Used by
-scripts/cpu_layout_model.sh (README, "A layout model of your own
+scripts/cpu_layout_model.sh (docs/cost-models.md, "A layout model of your own
 hardware"); the modules are data, not committed.
 """
 import os
@@ -226,7 +226,7 @@ MODULES = {
     "gen2_attention_wide": lambda: attention(2, 32, 256, 8),
     "gen2_attention_train": lambda: attention_train(1, 64, 32, 4),
     "gen2_einsum": lambda: einsum_chain(4, 128, 32, 64),
-    # Held out: never collected, for the pass-output benchmark (README).
+    # Held out: never collected, for the pass-output benchmark (docs/benchmarks.md).
     "held_mlp": lambda: mlp_module(32, [256, 512, 512, 64]),
     "held_cnn_nhwc": lambda: cnn(8, 24, [3, 24, 48]),
     "held_cnn_nchw": lambda: cnn(8, 24, [3, 24, 48], layout="NCHW"),

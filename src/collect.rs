@@ -19,7 +19,7 @@
 //! processes only add time); a chunk records both, the estimator is chosen
 //! when the npz is written, and the manifest reports each estimator's error
 //! on the control (the same program twice, whose true ratio is 1), by which
-//! the median was chosen (README).
+//! the median was chosen (docs/cost-models.md).
 //!
 //! Files in the output folder, per module `STEM` (the file name without
 //! `.hlo`): `STEM.collect.jsonl`, the state (a header with the sampled plan,

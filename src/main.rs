@@ -9,7 +9,7 @@
 //!
 //! `--pass=layout,tile` runs passes between verify and print (`--list-passes`
 //! lists them; `--explain` reports their decisions on stderr, `--explain=all`
-//! for every node; `--budget`, `--min-gain`, `--trust-radius`,
+//! for every node, `--explain-json FILE` as JSON for tools; `--budget`, `--min-gain`, `--trust-radius`,
 //! `--seed`, `--model`, `--layout-model`, `--tile-model`, `--top-k`,
 //! `--threads`, `--verify-each` set their options). `--measure=xla-cpu`
 //! (or `--measure=pjrt:PLUGIN`) makes the layout pass measure the model's
@@ -23,13 +23,29 @@
 //!
 //! The work is split in [`load`] -> [`transform`] -> [`emit`], so that
 //! rewriting flags (`--pass=...`) only touch `Cli` and `transform`.
+//!
+//! # Map of the tools crate
+//!
+//! The crate holds the command-line tools only: they parse flags, call the
+//! libraries and render errors and reports for people. Each file: what it
+//! owns; what it may import.
+//!
+//! | file | owns | may import |
+//! |---|---|---|
+//! | `src/main.rs` | `hlo-opt`: flags, load -> verify -> passes -> emit, the `--explain` rendering | `outfile`; `hlo`, `passes`, `costmodel`, `pjrt` |
+//! | `src/bin/hlo-cost.rs` | `hlo-cost featurize`, `eval`, `collect` | `collect`, `outfile`; `hlo`, `costmodel`, `passes`, `pjrt` |
+//! | `src/collect.rs` | `hlo-cost collect`: sampling, measuring, resumable npz output | `outfile`; `hlo`, `costmodel`, `passes`, `pjrt` |
+//! | `src/outfile.rs` | outputs never written onto an input, written through a renamed temporary | nothing |
+//! | `src/bin/hlo-opt-pjrt-worker.rs` | the PJRT worker process (all of it is `pjrt::worker`) | `pjrt` |
+//!
+//! No library crate imports this one.
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 
 mod outfile;
 
@@ -100,7 +116,7 @@ struct Cli {
     #[arg(long)]
     no_verify: bool,
     /// Run these passes in order, comma-separated (`--pass=layout,tile`); see "Passes" below.
-    #[arg(long = "pass", value_name = "PASSES")]
+    #[arg(long = "pass", value_name = "PASSES", value_parser = parse_passes)]
     pass: Option<String>,
     /// List the registered passes and exit.
     #[arg(long)]
@@ -108,15 +124,21 @@ struct Cli {
     /// [passes] Run the verifier after every pass.
     #[arg(long)]
     verify_each: bool,
-    /// [passes] Report what the passes decided on stderr: a summary and the
-    /// changed nodes (`--explain=all`: every node). Scores are model scores:
-    /// lower is predicted faster.
+    /// [passes] Report on stderr what the passes considered and decided, and
+    /// who decided (the model, the trust region, measurement); predictions are
+    /// changes in percent, negative is faster, with the model's error beside
+    /// them (`--explain=all`: every node, and the raw model scores).
     #[arg(long, value_name = "WHAT", num_args = 0..=1, require_equals = true,
           default_missing_value = "changed", value_parser = ["changed", "all"])]
     explain: Option<String>,
+    /// [passes] Write the passes' reports as JSON to FILE (`-`: stdout, when
+    /// the module goes to `-o`), for tools: per decision the candidates, the
+    /// predicted changes, the model's error, the measurements, who decided.
+    #[arg(long, value_name = "FILE")]
+    explain_json: Option<PathBuf>,
     /// [layout, tile] Maximum number of configurations a pass's search scores
     /// (layout: in all; tile: per kernel); at least 1, default 10000.
-    #[arg(long)]
+    #[arg(long, value_parser = parse_budget)]
     budget: Option<usize>,
     /// [layout, tile] Seed of the searches (same input, model and seed: same output).
     #[arg(long)]
@@ -134,14 +156,14 @@ struct Cli {
     tile_model: Option<PathBuf>,
     /// [layout, tile] How many of the best candidates to keep (and measure,
     /// where a pass can); at least 1, default 1, or 3 with `--measure`.
-    #[arg(long)]
+    #[arg(long, value_parser = parse_top_k)]
     top_k: Option<usize>,
     /// [layout] Measure candidates on a real backend and keep the fastest: `xla-cpu`
     /// (XLA's CPU PJRT plugin, `pip install xla-cpu-pjrt`) or `pjrt:PLUGIN_PATH`.
-    #[arg(long, value_name = "BACKEND")]
+    #[arg(long, value_name = "BACKEND", value_parser = parse_measure)]
     measure: Option<String>,
     /// [layout] Seconds of interleaved timing runs for `--measure` (compiles not included).
-    #[arg(long, default_value_t = 10.0, value_name = "SECONDS")]
+    #[arg(long, default_value_t = 10.0, value_name = "SECONDS", value_parser = parse_seconds)]
     measure_budget: f64,
     /// [layout, tile] ONNX Runtime intra-op threads (0 = one per available
     /// core; more than the available cores are capped, with a warning).
@@ -150,7 +172,7 @@ struct Cli {
     /// [layout] Smallest predicted gain (percent of the compiler default's
     /// model score) for which the layout pass changes the module; the
     /// estimated cost of the copies it would insert is added to it.
-    #[arg(long, value_name = "PERCENT")]
+    #[arg(long, value_name = "PERCENT", value_parser = parse_min_gain)]
     min_gain: Option<f64>,
     /// [layout] Trust region of the search: at most N configurable nodes
     /// changed from the compiler default (default 3: as far as a model's
@@ -189,6 +211,58 @@ enum TileTargetArg {
     Tpu,
     /// XLA:GPU's Triton GEMM fusions (`triton_gemm_config`, autotuning cache).
     XlaGpu,
+}
+
+/// A `--pass` list: every name a registered pass, no empty entry.
+fn parse_passes(s: &str) -> Result<String, String> {
+    passes::parse_pass_list(s)
+        .map(|_| s.to_string())
+        .map_err(|e| match e {
+            passes::PassError::PassList(m) => m,
+            other => other.to_string(),
+        })
+}
+
+fn parse_budget(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(0) => Err("a search scores at least the compiler default; give 1 or more".into()),
+        Ok(n) => Ok(n),
+        Err(_) => Err(format!(
+            "`{s}`: give a number of configurations (1 or more)"
+        )),
+    }
+}
+
+fn parse_top_k(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(0) => Err("a pass keeps at least its best candidate; give 1 or more".into()),
+        Ok(n) => Ok(n),
+        Err(_) => Err(format!("`{s}`: give a number of candidates (1 or more)")),
+    }
+}
+
+fn parse_min_gain(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(g) if g.is_finite() && g >= 0.0 => Ok(g),
+        _ => Err(format!("`{s}`: give a percentage of 0 or more")),
+    }
+}
+
+fn parse_seconds(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(t) if t.is_finite() && t >= 0.0 => Ok(t),
+        _ => Err(format!("`{s}`: expected a number of seconds (0 or more)")),
+    }
+}
+
+/// A `--measure` backend: `xla-cpu` or `pjrt:PLUGIN_PATH` (whether the
+/// plugin is there is the run's business, status 1).
+fn parse_measure(s: &str) -> Result<String, String> {
+    match s.strip_prefix("pjrt:") {
+        _ if s == "xla-cpu" => Ok(s.to_string()),
+        Some(path) if !path.is_empty() => Ok(s.to_string()),
+        _ => Err(format!("`{s}`: expected `xla-cpu` or `pjrt:PLUGIN_PATH`")),
+    }
 }
 
 /// A `--trust-radius` value: a number of nodes, or `all` (no bound).
@@ -272,6 +346,31 @@ impl Cli {
         Ok(o)
     }
 
+    /// Combinations of flags clap cannot check by itself; each is a bad
+    /// command line (status 2).
+    fn usage_error(&self) -> Option<String> {
+        if self.model.is_some() {
+            if let Some(list) = &self.pass {
+                if !matches!(
+                    passes::split_pass_list(list).as_slice(),
+                    ["layout"] | ["tile"]
+                ) {
+                    return Some(
+                        "--model names the model of a single pass; with several passes use --layout-model / --tile-model"
+                            .into(),
+                    );
+                }
+            }
+        }
+        if self.explain_json.as_deref() == Some(Path::new("-")) && self.output.is_none() {
+            return Some(
+                "--explain-json - writes the report to stdout, where the module goes too; give -o OUT for the module"
+                    .into(),
+            );
+        }
+        None
+    }
+
     /// The flags that only matter with `--pass`, when given without it.
     fn pass_flags_without_pass(&self) -> Vec<&'static str> {
         if self.pass.is_some() {
@@ -279,6 +378,7 @@ impl Cli {
         }
         [
             ("--explain", self.explain.is_some()),
+            ("--explain-json", self.explain_json.is_some()),
             ("--budget", self.budget.is_some()),
             ("--seed", self.seed.is_some()),
             ("--model", self.model.is_some()),
@@ -311,8 +411,13 @@ struct CliError(String);
 
 impl From<std::io::Error> for CliError {
     fn from(e: std::io::Error) -> Self {
-        CliError(e.to_string())
+        CliError(format!("error: {e}"))
     }
+}
+
+/// A message that names no file position, rendered as `error: ...`.
+fn error(message: String) -> CliError {
+    CliError(format!("error: {message}"))
 }
 
 /// Reads and parses the input (`hlo::load_bytes`: text or proto by content;
@@ -322,11 +427,11 @@ fn load(cli: &Cli) -> Result<hlo::Loaded, CliError> {
         let mut b = Vec::new();
         std::io::stdin()
             .read_to_end(&mut b)
-            .map_err(|e| CliError(format!("<stdin>: {e}")))?;
+            .map_err(|e| CliError(format!("<stdin>: error: {e}")))?;
         (b, "<stdin>".to_string())
     } else {
-        let b =
-            std::fs::read(cli.input()).map_err(|e| CliError(format!("{}: {e}", cli.input())))?;
+        let b = std::fs::read(cli.input())
+            .map_err(|e| CliError(format!("{}: error: {e}", cli.input())))?;
         (b, cli.input().to_string())
     };
     let loaded = hlo::load_bytes(bytes, &name).map_err(|e| CliError(e.render()))?;
@@ -345,9 +450,13 @@ fn transform(cli: &Cli, src: &mut hlo::Loaded) -> Result<(), CliError> {
     let unused = cli.pass_flags_without_pass();
     if !unused.is_empty() {
         eprintln!(
-            "warning: {} only apply{} to passes; without --pass no pass runs",
+            "warning: {} only {} to passes; without --pass no pass runs",
             unused.join(", "),
-            if unused.len() == 1 { "s" } else { "" }
+            if unused.len() == 1 {
+                "applies"
+            } else {
+                "apply"
+            }
         );
     }
     if let Some(list) = &cli.pass {
@@ -358,6 +467,9 @@ fn transform(cli: &Cli, src: &mut hlo::Loaded) -> Result<(), CliError> {
         let options = cli.pass_options(list, &mut |w| eprintln!("{w}"))?;
         let (result, report) = passes::options::run(&mut src.module, list, options);
         eprint!("{}", report.stderr_text(cli.explain.is_some()));
+        if let (Ok(_), Some(path)) = (&result, &cli.explain_json) {
+            write_explain_json(path, cli, &report.reports)?;
+        }
         result.map_err(|e| CliError(pass_error_text(e, src)))?;
     }
     Ok(())
@@ -375,6 +487,29 @@ fn pass_error_text(e: passes::PassError, src: &hlo::Loaded) -> String {
     }
 }
 
+/// Writes the passes' structured reports (`--explain-json FILE`, `-` for
+/// stdout) as one JSON document: `{"passes": [...]}`.
+fn write_explain_json(
+    path: &Path,
+    cli: &Cli,
+    reports: &[serde_json::Value],
+) -> Result<(), CliError> {
+    let doc = serde_json::json!({ "passes": reports });
+    let mut text =
+        serde_json::to_string_pretty(&doc).map_err(|e| error(format!("--explain-json: {e}")))?;
+    text.push('\n');
+    if path == Path::new("-") {
+        let mut out = std::io::stdout().lock();
+        out.write_all(text.as_bytes())?;
+        return Ok(out.flush()?);
+    }
+    outfile::check_not_input(path, &[("input", Path::new(cli.input()))]).map_err(error)?;
+    outfile::write_via_temp(path, |temp| {
+        std::fs::write(temp, &text).map_err(|e| format!("{}: {e}", path.display()))
+    })
+    .map_err(error)
+}
+
 /// Prints the module (text or proto) to stdout or `-o`.
 fn emit(cli: &Cli, m: &hlo::Module) -> Result<(), CliError> {
     let text = match cli.emit {
@@ -388,12 +523,11 @@ fn emit(cli: &Cli, m: &hlo::Module) -> Result<(), CliError> {
             out.flush()?;
         }
         Some(path) => {
-            outfile::check_not_input(path, &[("input", Path::new(cli.input()))])
-                .map_err(CliError)?;
+            outfile::check_not_input(path, &[("input", Path::new(cli.input()))]).map_err(error)?;
             outfile::write_via_temp(path, |temp| {
                 std::fs::write(temp, &text).map_err(|e| format!("{}: {e}", path.display()))
             })
-            .map_err(CliError)?;
+            .map_err(error)?;
         }
     }
     Ok(())
@@ -408,7 +542,7 @@ fn run(cli: &Cli) -> Result<(), CliError> {
     }
     if let Some(path) = &cli.output {
         // Before any work: an output that is the input is refused at once.
-        outfile::check_not_input(path, &[("input", Path::new(cli.input()))]).map_err(CliError)?;
+        outfile::check_not_input(path, &[("input", Path::new(cli.input()))]).map_err(error)?;
     }
     let mut src = load(cli)?;
     transform(cli, &mut src)?;
@@ -417,6 +551,12 @@ fn run(cli: &Cli) -> Result<(), CliError> {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Some(message) = cli.usage_error() {
+        // clap's rendering and status (2) for a bad command line.
+        Cli::command()
+            .error(clap::error::ErrorKind::ArgumentConflict, message)
+            .exit();
+    }
     match run(&cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(CliError(msg)) => {

@@ -266,9 +266,15 @@ fn bad_input_is_a_clear_error() {
         "HloModule add\n\nENTRY e {\n  p = f32[4] parameter(0)\n  ROOT a = f32[4] add(p, p)\n}\n",
     )
     .expect("write");
-    let cases: Vec<(Vec<String>, &str)> = vec![
-        (vec!["missing.hlo".into()], "missing.hlo: No such file"),
-        (vec![no_nodes.display().to_string()], "no configurable node"),
+    // (arguments, what the message says, the status: 1 a bad input or run,
+    // 2 a bad command line)
+    let cases: Vec<(Vec<String>, &str, i32)> = vec![
+        (vec!["missing.hlo".into()], "missing.hlo: No such file", 1),
+        (
+            vec![no_nodes.display().to_string()],
+            "no configurable node",
+            1,
+        ),
         (
             vec![
                 tiny().display().to_string(),
@@ -276,6 +282,7 @@ fn bad_input_is_a_clear_error() {
                 "10x".into(),
             ],
             "--budget \"10x\": expected a duration",
+            2,
         ),
         (
             vec![
@@ -283,7 +290,8 @@ fn bad_input_is_a_clear_error() {
                 "--random-fraction".into(),
                 "2".into(),
             ],
-            "--random-fraction 2: expected a number from 0 to 1",
+            "`2`: expected a number from 0 to 1",
+            2,
         ),
         (
             vec![
@@ -292,6 +300,7 @@ fn bad_input_is_a_clear_error() {
                 "tpu".into(),
             ],
             "expected `xla-cpu` or `pjrt:PLUGIN_PATH`",
+            2,
         ),
         (
             vec![
@@ -300,9 +309,10 @@ fn bad_input_is_a_clear_error() {
                 "pjrt:/nonexistent.so".into(),
             ],
             "/nonexistent.so is not a file",
+            1,
         ),
     ];
-    for (args, expected) in cases {
+    for (args, expected, code) in cases {
         let out = hlo_cost()
             .arg("collect")
             .args(&args)
@@ -311,7 +321,7 @@ fn bad_input_is_a_clear_error() {
             .output()
             .expect("runs");
         let err = text(&out.stderr);
-        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert_eq!(out.status.code(), Some(code), "{args:?}: {err}");
         assert!(err.contains(expected), "{args:?}: {err}");
         assert!(!err.contains("panicked"), "{err}");
     }

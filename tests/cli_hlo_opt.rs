@@ -332,17 +332,32 @@ fn an_installed_binary_finds_onnx_runtime_from_any_folder() {
     std::fs::create_dir_all(&bin_dir).expect("dir");
     let exe = bin_dir.join("hlo-opt");
     std::fs::copy(env!("CARGO_BIN_EXE_hlo-opt"), &exe).expect("copy the binary");
-    let out = Command::new(&exe)
-        .args(["--pass=layout", "--budget", "50"])
-        .arg(repo().join(MODULE))
-        .current_dir("/")
-        .env_remove("ORT_DYLIB_PATH")
-        .env_remove("HLO_OPT_PYTHON")
-        .env_remove("HLO_OPT_HOME")
-        .env("XDG_DATA_HOME", &bin_dir)
-        .env("PATH", &bin_dir)
-        .output()
-        .expect("run");
+    let run = || {
+        Command::new(&exe)
+            .args(["--pass=layout", "--budget", "50"])
+            .arg(repo().join(MODULE))
+            .current_dir("/")
+            .env_remove("ORT_DYLIB_PATH")
+            .env_remove("HLO_OPT_PYTHON")
+            .env_remove("HLO_OPT_HOME")
+            .env("XDG_DATA_HOME", &bin_dir)
+            .env("PATH", &bin_dir)
+            .output()
+    };
+    // A test running beside this one may fork while the copy is still open
+    // for writing; its child holds the file until it execs, and running the
+    // copy then fails with ETXTBSY ("Text file busy"): try again briefly.
+    let mut out = run();
+    for _ in 0..50 {
+        match &out {
+            Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy => {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+                out = run();
+            }
+            _ => break,
+        }
+    }
+    let out = out.expect("run");
     let _ = std::fs::remove_dir_all(&bin_dir);
     assert!(out.status.success(), "{}", stderr(&out));
 }

@@ -1,16 +1,27 @@
 //! `costmodel`: the learned cost model of hlo-opt.
 //!
-//! - [`graph`]: the TpuGraphs graph format in memory.
-//! - [`npz`]: npz files of the published format, read streaming and written.
-//! - [`metrics`]: the ranking metrics of the TpuGraphs paper and Kaggle.
-//! - [`reference`]: a hand-written, non-learned reference [`CostModel`].
-//! - [`onnx`]: the learned GNN models run with ONNX Runtime; [`load_model`], embedded defaults.
-//! - [`prune`]: k-hop pruning of layout graphs for the encoder.
-//! - [`incremental`]: scores configurations as the default's node sums plus
-//!   the changed nodes' terms, for models of the node-sum form.
-//! - [`features`]: TpuGraphs-exact featurization of an HLO module and of layout / tile choices.
-//! - [`tuning`]: autotuner records (raw TpuGraphs `ModuleTuningData` / `TuningData`
-//!   protobufs, `.runs.json`) as configuration rows with their measured runtimes.
+//! # Map of the modules
+//!
+//! Each line: what the module owns; what it may import from this crate
+//! (and from outside it). Imports point down this list, never up, so each
+//! module can be read knowing only the ones below it.
+//!
+//! | module | owns | may import |
+//! |---|---|---|
+//! | [`tuning`] | autotuner records (raw TpuGraphs `ModuleTuningData` / `TuningData` protobufs, `.runs.json`) as configuration rows with their measured runtimes | `features`, `graph`, `error`; `hlo` |
+//! | [`features`] | TpuGraphs-exact featurization of an HLO module (`node`: the 140 node features; `opcode`: TpuGraphs' opcode ids; `config`: the 18 layout / 24 tile configuration features) | `graph`, `error`; `hlo` |
+//! | [`onnx`] | the learned GNN models run with ONNX Runtime: the model contract (docs/cost-models.md), finding and checking the library, [`load_model`], the embedded defaults | `prune`, `graph`, the [`CostModel`] trait, `error` |
+//! | [`reference`] | a hand-written, non-learned reference [`CostModel`] for tests and `--model reference` | `graph`, the [`CostModel`] trait, `error` |
+//! | [`incremental`] | scoring configurations as the compiler default's node sums plus the changed nodes' terms, for models of the node-sum form | the [`CostModel`] trait, `graph`, `error` |
+//! | [`prune`] | k-hop pruning of layout graphs for the encoder | `graph` |
+//! | [`npz`] | npz files of the published format, read streaming and written | `graph`, `error` |
+//! | [`metrics`] | the ranking metrics of the TpuGraphs paper and Kaggle (Kendall tau, slowdown@k) | nothing |
+//! | [`graph`] | the TpuGraphs graph format in memory ([`Graph`], [`ConfigBatch`], [`Task`]) | nothing |
+//! | [`error`] | [`CostModelError`], the crate's one error enum | nothing |
+//! | this file | the [`CostModel`] trait, [`Prepared`] | `graph`, `error` |
+//!
+//! `hlo` is the only workspace crate this one imports; `passes` and the
+//! tools import it. No module here prints, reads flags or knows a pass.
 //!
 //! A cost model sits behind the [`CostModel`] trait so the ONNX model, a
 //! reference model for tests and future models plug in the same way. Scores are

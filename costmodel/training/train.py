@@ -269,6 +269,7 @@ def fit(task, hp, graphs, stats, *, steps, batch, lr, loss, margin, weight_decay
         put_batch = parallel.split_batch
     rng = np.random.default_rng(seed)
     order, losses, t0 = [], [], time.time()
+    progress = sys.stderr.isatty()
     for step in range(steps):
         if not order:
             order = list(rng.permutation(len(graphs)))
@@ -288,6 +289,13 @@ def fit(task, hp, graphs, stats, *, steps, batch, lr, loss, margin, weight_decay
             put_graph(meta_edges_of(task, hp, g)),
         )
         losses.append(float(DataParallel.fetch(value) if parallel is not None else value))
+        if progress:
+            # A progress line on a terminal only; logs and pipes get the
+            # step lines below and nothing else.
+            sys.stderr.write(f"\rtraining: step {step + 1}/{steps} ({time.time() - t0:.0f}s)\x1b[K")
+            if step == steps - 1:
+                sys.stderr.write("\r\x1b[K")
+            sys.stderr.flush()
         if log and ((step + 1) % 50 == 0 or step == steps - 1):
             log(f"step {step + 1}/{steps} loss {np.mean(losses[-50:]):.4f} ({time.time() - t0:.0f}s)")
     get = DataParallel.fetch if parallel is not None else np.asarray

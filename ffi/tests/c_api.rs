@@ -217,20 +217,27 @@ fn c_program_runs_clean_under_valgrind() {
     );
 }
 
-/// The C example of README.md's "C ABI" section: its first ```c block.
+/// The C example of docs/c-abi.md: its first ```c block.
 fn readme_example() -> String {
-    let readme = std::fs::read_to_string(repo_root().join("README.md")).expect("read README.md");
-    let section = readme
-        .split("\n## C ABI\n")
-        .nth(1)
-        .expect("README.md has a \"## C ABI\" section");
-    let code = section
+    let doc =
+        std::fs::read_to_string(repo_root().join("docs/c-abi.md")).expect("read docs/c-abi.md");
+    let code = doc
         .split("```c\n")
         .nth(1)
-        .expect("the C ABI section has a ```c block");
+        .expect("docs/c-abi.md has a ```c block");
     code.split("\n```")
         .next()
         .expect("the block is closed")
+        .to_string()
+}
+
+/// The `cc app.c ... -lhlo_opt` line of a document (relative to the
+/// repository root).
+fn shared_library_line(doc: &str) -> String {
+    let text = std::fs::read_to_string(repo_root().join(doc)).expect("read the document");
+    text.lines()
+        .find(|l| l.starts_with("cc app.c") && l.contains("-lhlo_opt"))
+        .unwrap_or_else(|| panic!("{doc} has a `cc app.c ... -lhlo_opt` line"))
         .to_string()
 }
 
@@ -328,19 +335,17 @@ fn readme_c_example_reports_a_read_failure() {
     );
 }
 
-/// The README's command line for the shared library, with `app.c` the
-/// README example: the program it builds must run without `LD_LIBRARY_PATH`.
+/// The command line for the shared library that README.md and docs/c-abi.md
+/// quote (the same line in both), with `app.c` the example of docs/c-abi.md:
+/// the program it builds must run without `LD_LIBRARY_PATH`.
 #[test]
 fn readme_shared_library_command_line_builds_a_program_that_runs() {
-    let readme = std::fs::read_to_string(repo_root().join("README.md")).expect("read README.md");
-    let line = readme
-        .split("\n## C ABI\n")
-        .nth(1)
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("cc app.c") && l.contains("-lhlo_opt"))
-        })
-        .expect("the C ABI section has a `cc app.c ... -lhlo_opt` line");
+    let line = shared_library_line("docs/c-abi.md");
+    assert_eq!(
+        shared_library_line("README.md"),
+        line,
+        "README.md and docs/c-abi.md quote different command lines"
+    );
     let dir = build_dir();
     let source = dir.join("readme_shared.c");
     std::fs::write(&source, readme_example()).expect("write the README example");

@@ -3,7 +3,7 @@
 //! configurations of the model call (the layout head attends across the
 //! batch, costmodel/MODEL.md). The default of `--min-gain`
 //! (`passes::DEFAULT_MIN_GAIN`) must stay above the gain noise this prints;
-//! README.md, "What the passes promise", quotes its figures.
+//! docs/passes.md, "What the passes promise", quotes its figures.
 //!
 //! `cargo run -p passes --release --example layout_noise -- FILE [ROUNDS] [BATCH]`
 //! (the embedded ONNX model; needs ONNX Runtime).

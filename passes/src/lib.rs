@@ -6,8 +6,22 @@
 //! [`run_pipeline`] runs a comma-separated list of them, with the verifier
 //! after each pass when asked (always in tests).
 //!
-//! - [`layout`]: layout assignment guided by the layout cost model.
-//! - [`manager`]: the registry and the pipeline runner.
+//! # Map of the modules
+//!
+//! Each line: what the module owns; what it may import from this crate
+//! (and from outside it). Imports point down this list, never up.
+//!
+//! | module | owns | may import |
+//! |---|---|---|
+//! | [`manager`] | the registry (one `match` from `--pass` name to pass), the pass-list parser, the pipeline runner with the verifier between passes | `layout`, `tile`, this file; `hlo` |
+//! | [`layout`] | the layout pass: `candidates` (each configurable node's layouts), `search` (the trust-region and genetic search over them; knows no IR, only genomes and a fitness), `assign` (propagation and copy insertion), `dims` and `shapes` (minor-to-major helpers), `attrs`, and the `--explain` report (`mod.rs`) | this file; `costmodel`, `hlo` |
+//! | [`tile`] | the tile pass: `extract` (kernels of a fused module), `kernel` and `space` (tile candidates), `runs` (measured runs as rows), `backend` (the `hlo_opt_tile` backend config) | this file; `costmodel`, `hlo` |
+//! | this file | [`Pass`], [`PassContext`], [`PassOptions`], [`PassError`] (the crate's one error enum), the defaults the tools share | `costmodel`, `hlo` |
+//!
+//! `layout` and `tile` do not import each other. Nothing here parses flags
+//! or prints for people beyond the `--explain` text the passes write into
+//! [`PassContext::explain`]; the tools render it. `pjrt` imports this
+//! crate (its measurer implements [`Measurer`]), never the other way.
 
 use std::path::PathBuf;
 
@@ -118,7 +132,7 @@ pub struct PassOptions {
     /// Smallest predicted gain, in percent of the compiler default's model
     /// score, for which the layout pass changes a module; the estimated
     /// price of the copies a configuration needs is added to it
-    /// (README.md, "What the passes promise").
+    /// (docs/passes.md, "What the passes promise").
     pub min_gain: f64,
     /// The layout search's trust region: most configurable nodes a
     /// configuration may change from the compiler default. Each change of
@@ -126,7 +140,7 @@ pub struct PassOptions {
     /// `min_gain`, or the model's resolution when larger (unless measured),
     /// and the whole configuration that floor plus its copies. `None`
     /// (`--trust-radius all`): no trust region, neither bound nor per-change
-    /// check nor resolution floor (README.md, "The layout search's trust
+    /// check nor resolution floor (docs/passes.md, "The layout search's trust
     /// region").
     pub trust_radius: Option<usize>,
     /// Which compiler the tile pass decides for (`--tile-target`).
@@ -151,11 +165,11 @@ pub enum TileTarget {
 /// Default of [`PassOptions::trust_radius`]: the near-default
 /// configurations a layout model is trained on change one to three nodes
 /// (TpuGraphs' "default" collection, `hlo-cost collect`); farther away the
-/// model extrapolates (README.md, "The layout search's trust region").
+/// model extrapolates (docs/passes.md, "The layout search's trust region").
 pub const DEFAULT_TRUST_RADIUS: usize = 3;
 
 /// Default of [`PassOptions::min_gain`], in percent: above the layout
-/// model's own noise (README.md, "What the passes promise").
+/// model's own noise (docs/passes.md, "What the passes promise").
 pub const DEFAULT_MIN_GAIN: f64 = 1.0;
 
 impl Default for PassOptions {
@@ -192,6 +206,10 @@ pub struct PassContext {
     /// The decisions of `explain` as data ([`explain::Record`]); the
     /// per-node model scores only with [`PassOptions::explain`].
     pub records: Vec<explain::Record>,
+    /// Structured reports (`--explain-json`), one per pass run that writes
+    /// one (the layout pass: its search, model, candidates, measurements
+    /// and decision).
+    pub reports: Vec<serde_json::Value>,
 }
 
 impl PassContext {
@@ -201,6 +219,7 @@ impl PassContext {
             explain: String::new(),
             notes: Vec::new(),
             records: Vec::new(),
+            reports: Vec::new(),
         }
     }
 }

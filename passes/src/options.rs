@@ -132,6 +132,8 @@ pub struct Report {
     pub notes: Vec<String>,
     /// The decisions as data.
     pub records: Vec<explain::Record>,
+    /// The passes' structured reports (`--explain-json`).
+    pub reports: Vec<serde_json::Value>,
 }
 
 impl Report {
@@ -162,6 +164,7 @@ pub fn run(
             explain: cx.explain,
             notes: cx.notes,
             records: cx.records,
+            reports: cx.reports,
         },
     )
 }

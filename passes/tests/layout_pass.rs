@@ -299,8 +299,8 @@ fn a_gain_below_min_gain_leaves_the_module_unchanged() {
         };
         let (m, explain, changed) = layout_with(&text, Box::new(Nudged(1.0e6)), options);
         assert!(
-            explain.contains("layout: kept the compiler default: the best configuration scored")
-                && explain.contains("a predicted gain of 0.35%, below the"),
+            explain.contains("layout: decision: kept the compiler default: the search's best is predicted -0.35%, short of the ")
+                && explain.contains("; decided by the model"),
             "{explain}"
         );
         assert!(
@@ -316,7 +316,11 @@ fn a_gain_below_min_gain_leaves_the_module_unchanged() {
         ..common::options(2000, 0)
     };
     let (m, explain, changed) = layout_with(&text, Box::new(Nudged(1.0e5)), whole);
-    assert!(explain.contains("layout: model score"), "{explain}");
+    assert!(
+        explain
+            .contains("layout: decision: applied the search's best configuration: predicted -3.4"),
+        "{explain}"
+    );
     assert!(changed);
     assert_ne!(hlo::print_module(&m), original);
 }
@@ -334,7 +338,10 @@ fn the_copies_a_configuration_needs_count_against_its_gain() {
         ..common::options(2000, 0)
     };
     let (_, explain, _) = layout_with(&text, contrary(), opts(0.0));
-    let summary = explain.lines().last().expect("summary");
+    let summary = explain
+        .lines()
+        .find(|l| l.starts_with("layout: decision: "))
+        .expect("a decision");
     let number = |after: &str, until: char| -> f64 {
         let at = summary.find(after).expect(after) + after.len();
         summary[at..]
@@ -343,16 +350,22 @@ fn the_copies_a_configuration_needs_count_against_its_gain() {
             .and_then(|x| x.trim().parse().ok())
             .expect("a number")
     };
-    let gain = -number("for the compiler default (", '%');
-    let copies = number("the copies cost an estimated ", '%');
+    let gain = -number("predicted ", '%');
+    let copies = number("its copies' estimated price, ", '%');
     assert!(gain > 0.0 && copies > 0.0, "{summary}");
     // Clears min_gain, not min_gain + copies.
     let (_, rejected, changed) = layout_with(&text, contrary(), opts(gain - copies / 2.0));
-    assert!(rejected.contains("kept the compiler default"), "{rejected}");
-    assert!(rejected.contains("for the "), "{rejected}");
+    assert!(
+        rejected.contains("layout: decision: kept the compiler default"),
+        "{rejected}"
+    );
+    assert!(rejected.contains(" copies it needs)"), "{rejected}");
     let _ = changed;
     let (_, accepted, _) = layout_with(&text, contrary(), opts((gain - copies * 1.5).max(0.0)));
-    assert!(accepted.contains("layout: model score"), "{accepted}");
+    assert!(
+        accepted.contains("layout: decision: applied the search's best"),
+        "{accepted}"
+    );
 }
 
 /// A model that prefers spelling out the layout a node already has (the
@@ -638,7 +651,7 @@ fn the_trust_radius_bounds_the_nodes_a_configuration_changes() {
     assert_eq!(passes::DEFAULT_TRUST_RADIUS, 3);
     assert!((1..=3).contains(&d), "scored one {d} nodes away");
     assert!(
-        explain.contains("layout: trust region: at most 3 of the 50 nodes with a choice"),
+        explain.contains("layout: trust region (--trust-radius 3; `all` lifts it): the 39,835,810 configurations that change at most 3 of the 50 nodes"),
         "{explain}"
     );
     let (d, _) = far(Some(1));
@@ -646,7 +659,7 @@ fn the_trust_radius_bounds_the_nodes_a_configuration_changes() {
     let (d, explain) = far(None);
     assert!(d > 10, "the whole space: {d}");
     assert!(
-        explain.contains("layout: trust region: the whole space (--trust-radius all)"),
+        explain.contains("layout: trust region: none (--trust-radius all): the whole space"),
         "{explain}"
     );
 }
@@ -700,14 +713,18 @@ fn changes_the_model_cannot_resolve_are_not_applied() {
     assert!(!changed, "{explain}");
     assert_eq!(hlo::print_module(&m), original);
     assert!(
-        explain.contains("each change alone predicted to gain at least 39.35%, the model's resolution 39.35% (model.json log_runtime_resolution; --min-gain 1%)")
-            && explain.contains("kept the compiler default"),
+        explain.contains("its error ±39.35% (log_runtime_resolution 0.500, measured on its training graphs); a change is applied when predicted faster by at least 39.35% (the model's error, above --min-gain 1%)")
+            && explain.contains("reverted by the trust region's per-change check (not faster by 39.35%)")
+            && explain.contains("layout: decision: kept the compiler default: none of the ")
+            && explain.contains("; decided by the trust region"),
         "{explain}"
     );
     let (_, explain, changed) = run(Some(0.001), Some(0.01));
     assert!(changed, "{explain}");
     assert!(
-        explain.contains("each change alone predicted to gain at least 1.00%, --min-gain 1%"),
+        explain.contains(
+            "a change is applied when predicted faster by at least 1.00% (--min-gain 1%)"
+        ) && explain.contains("-> applied"),
         "{explain}"
     );
     let (_, explain, changed) = run(None, Some(0.5));

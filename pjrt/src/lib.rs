@@ -10,6 +10,23 @@
 //! module whose layouts are kept (`legalize.rs`) and the measured choice
 //! among candidates (`measure.rs`).
 //!
+//! # Map of the modules
+//!
+//! Each line: what the module owns; what it may import from this crate
+//! (and from outside it). Imports point down this list, never up.
+//!
+//! | module | owns | may import |
+//! |---|---|---|
+//! | [`measure`] | the measured choice among candidates ([`PjrtMeasurer`], [`measurer_for`]): interleaved rounds, the control, the decision | `backend`, `data`, `legalize`, `proto`; `hlo`, `passes` (the `Measurer` trait) |
+//! | `backend` | the parent's side of the worker ([`Backend`]): finding the plugin and the worker binary, compiling, running, timing | `worker`, `data`, `proto` |
+//! | [`legalize`] | the XLA:CPU legalizations of a module whose layouts are kept | `hlo` |
+//! | `data` | deterministic inputs for a signature, result comparison | `proto`; `hlo` |
+//! | [`worker`] | the worker process: every call into XLA happens here | `plugin` |
+//! | `plugin` | the PJRT C API calls | `sys` |
+//! | `sys` | the hand-written C structs of the PJRT API | nothing |
+//! | [`proto`] | the compile options as prost messages with XLA's field numbers | `hlo` |
+//! | `error` | [`PjrtError`], the crate's one error enum | `hlo` |
+//!
 //! Invariants: nothing in the calling process calls into XLA; XLA aborting
 //! (a fatal check, a missing custom-call handler) ends the worker, and the
 //! caller gets [`PjrtError::WorkerDied`] with the tail of XLA's log. Inputs

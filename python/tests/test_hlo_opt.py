@@ -177,7 +177,7 @@ def test_the_unbounded_layout_search_changes_bert_and_explains_it() -> None:
     changed = [n for n in d["nodes"] if n["changed"] and n["chosen"] != n["default"]]
     assert changed and all(n["score_alone"] is not None for n in changed)
     for n in changed:
-        assert f"score {n['score_alone']:.4f} alone vs {n['default_score']:.4f} default" in stderr
+        assert f"%{n['node']}: {n['chosen']} (default {n['default']})" in stderr
 
 
 @pytest.mark.parametrize("path", TILE_MODULES, ids=lambda p: p.name)

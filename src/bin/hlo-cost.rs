@@ -204,7 +204,7 @@ struct CollectArgs {
     #[arg(required = true)]
     modules: Vec<PathBuf>,
     /// Where to measure: `xla-cpu` (XLA's CPU PJRT plugin) or `pjrt:PLUGIN_PATH`.
-    #[arg(long, default_value = "xla-cpu")]
+    #[arg(long, default_value = "xla-cpu", value_parser = parse_device)]
     device: String,
     /// Output folder: per module STEM.npz and STEM.collect.jsonl (the state a
     /// later run continues from), and manifest.json.
@@ -214,30 +214,54 @@ struct CollectArgs {
     #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u64).range(1..=100_000))]
     configs: u64,
     /// Share of random configurations (every node drawn); the rest change 1-3 nodes of the default.
-    #[arg(long, default_value_t = 0.5)]
+    #[arg(long, default_value_t = 0.5, value_parser = parse_fraction)]
     random_fraction: f64,
     /// Seed of the sampling (same seed, module and settings: same configurations).
     #[arg(long, default_value_t = 0)]
     seed: u64,
     /// Wall-time budget of this run (90s, 10m, 1h30m); the state is kept, a
     /// later run with the same command continues.
-    #[arg(long)]
-    budget: Option<String>,
+    #[arg(long, value_parser = collect::parse_duration)]
+    budget: Option<std::time::Duration>,
     /// Configurations measured together in one interleaved run with the
     /// compiler default and its control.
     #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u64).range(1..=256))]
     chunk: u64,
     /// Seconds of interleaved timing rounds per chunk (compiles not included).
-    #[arg(long, default_value_t = 2.0)]
+    #[arg(long, default_value_t = 2.0, value_parser = parse_chunk_seconds)]
     measure_budget: f64,
     /// A configuration's ratio to the compiler default within its chunk:
     /// `median` (median of per-round ratios) or `min` (its fastest round /
     /// the default's fastest round). The state records both; this picks the
     /// npz's. The median is the default: on the control (the default
     /// compiled twice) its median error was 1.7% against the minimum's 4.3%
-    /// (README: 219 chunks at load 8-18).
+    /// (docs/cost-models.md: 219 chunks at load 8-18).
     #[arg(long, default_value = "median", value_parser = ["min", "median"])]
     estimator: String,
+}
+
+/// A `--device`: `xla-cpu` or `pjrt:PLUGIN_PATH` (whether the plugin is
+/// there is the run's business, status 1).
+fn parse_device(s: &str) -> Result<String, String> {
+    match s.strip_prefix("pjrt:") {
+        _ if s == "xla-cpu" => Ok(s.to_string()),
+        Some(path) if !path.is_empty() => Ok(s.to_string()),
+        _ => Err(format!("`{s}`: expected `xla-cpu` or `pjrt:PLUGIN_PATH`")),
+    }
+}
+
+fn parse_fraction(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(x) if (0.0..=1.0).contains(&x) => Ok(x),
+        _ => Err(format!("`{s}`: expected a number from 0 to 1")),
+    }
+}
+
+fn parse_chunk_seconds(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(x) if (0.0..=3600.0).contains(&x) => Ok(x),
+        _ => Err(format!("`{s}`: expected seconds from 0 to 3600")),
+    }
 }
 
 /// A failure rendered for people.
@@ -323,12 +347,7 @@ fn gpu_tiles_cmd(args: &GpuTilesArgs) -> Result<ExitCode, CliError> {
 }
 
 fn collect_cmd(args: &CollectArgs) -> Result<ExitCode, CliError> {
-    let budget = args
-        .budget
-        .as_deref()
-        .map(collect::parse_duration)
-        .transpose()
-        .map_err(CliError)?;
+    let budget = args.budget;
     let settings = collect::Settings {
         device: args.device.clone(),
         estimator: collect::Estimator::parse(&args.estimator).map_err(CliError)?,

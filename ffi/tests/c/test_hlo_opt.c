@@ -485,7 +485,7 @@ static void test_trust_radius(const char *text, size_t len) {
   char *explain;
   hlo_opt_module_t *m = run_layout(text, len, opts, &changed, &explain);
   CHECK(changed == 0, "radius 0 keeps the module: %s", explain ? explain : "");
-  CHECK(explain != NULL && strstr(explain, "trust region: at most 0 of the") != NULL,
+  CHECK(explain != NULL && strstr(explain, "trust region (--trust-radius 0; `all` lifts it): the 1 configuration that changes at most 0 of the") != NULL,
         "the report names the radius: %s", explain ? explain : "(null)");
   hlo_opt_string_free(explain);
   hlo_opt_module_free(m);

@@ -212,6 +212,26 @@ pub fn decisions(m: &Module, spaces: &[NodeSpace], genome: &[u16]) -> IndexMap<I
     out
 }
 
+/// A spinner on stderr naming the phase of long work; only when `on`
+/// (stderr is a terminal), so that output to a file or a pipe stays clean.
+fn phase(on: bool, message: &str) -> Option<Spinner> {
+    on.then(|| {
+        let b = indicatif::ProgressBar::new_spinner();
+        b.set_message(format!("layout: {message}"));
+        b.enable_steady_tick(std::time::Duration::from_millis(120));
+        Spinner(b)
+    })
+}
+
+/// A spinner that leaves nothing behind when it ends (on every path).
+struct Spinner(indicatif::ProgressBar);
+
+impl Drop for Spinner {
+    fn drop(&mut self) {
+        self.0.finish_and_clear();
+    }
+}
+
 fn show_prefix(p: &Option<dims::M2M>) -> String {
     match p {
         None => "default".into(),
@@ -242,6 +262,8 @@ impl Pass for LayoutPass {
     }
 
     fn run(&mut self, m: &mut Module, cx: &mut PassContext) -> Result<Changed, PassError> {
+        let progress_on = cx.options.progress;
+        let spin = phase(progress_on, "featurizing the module");
         let f = featurize(m, Task::Layout)?;
         if f.config_nodes.is_empty() {
             let _ = writeln!(
@@ -251,6 +273,11 @@ impl Pass for LayoutPass {
             return Ok(false);
         }
         let loaded;
+        let model_name = match (&self.model, &cx.options.layout_model) {
+            (Some(_), _) => "the model given to the pass".to_string(),
+            (None, Some(path)) => path.display().to_string(),
+            (None, None) => "the embedded default model".to_string(),
+        };
         let model: &dyn CostModel = match &self.model {
             Some(b) => b.as_ref(),
             None => {
@@ -272,11 +299,14 @@ impl Pass for LayoutPass {
         let spaces = candidates::spaces(m, &f.config_nodes);
         let sizes: Vec<usize> = spaces.iter().map(|s| s.candidates.len()).collect();
         let default: Vec<u16> = spaces.iter().map(|s| s.default as u16).collect();
+        if let Some(b) = &spin {
+            b.0.set_message("layout: running the model's encoder on the module");
+        }
         let mut fitness = ModelFitness::new(model, &f, &spaces)?;
+        drop(spin);
 
         let budget = cx.options.budget;
         let batch = search::configs_per_call(spaces.len());
-        let progress_on = cx.options.progress;
         let mut bar: Option<indicatif::ProgressBar> = None;
         let search_start = Instant::now();
         let mut progress = |done: usize| {
@@ -285,7 +315,12 @@ impl Pass for LayoutPass {
             }
             if bar.is_none() && search_start.elapsed().as_secs_f64() > 1.0 {
                 let b = indicatif::ProgressBar::new(budget as u64);
-                b.set_message("layout search");
+                if let Ok(style) = indicatif::ProgressStyle::with_template(
+                    "{msg} [{bar:40}] {pos}/{len} configurations scored ({elapsed})",
+                ) {
+                    b.set_style(style);
+                }
+                b.set_message("layout: searching");
                 bar = Some(b);
             }
             if let Some(b) = &bar {
@@ -307,7 +342,12 @@ impl Pass for LayoutPass {
             cx.options.trust_radius.is_some(),
         );
         let calibration = model.log_runtime_per_score();
-        let keeps = move |alone: f32, base: f32| {
+        // The per-change check's scores, in the order the search asks: each
+        // change of its best alone against the default, by node (the report
+        // shows each reverted change's own prediction).
+        let checked_alone: std::cell::RefCell<Vec<(f32, f32)>> = Default::default();
+        let keeps = |alone: f32, base: f32| {
+            checked_alone.borrow_mut().push((alone, base));
             let g = gain_pct(alone, base, calibration);
             g > 0.0 && g >= floor.pct
         };
@@ -338,6 +378,7 @@ impl Pass for LayoutPass {
 
         // A measured choice stands on its measurement: no --min-gain on it.
         let mut measured = false;
+        let mut measurement: Option<Measurement> = None;
         let mut measured_record: Option<crate::explain::MeasuredRecord> = None;
         if let Some(measurer) = cx.options.measurer.as_mut() {
             // Measured autotuning with a built-in measurer: the model's top
@@ -369,27 +410,37 @@ impl Pass for LayoutPass {
                 .unwrap_or(0);
             let same = cands.len() - trials.len();
             if trials.len() == 1 && cands.len() > 1 {
-                let _ = writeln!(
-                    cx.explain,
-                    "layout: nothing to measure: the model's {} best configurations give the compiler default's module",
-                    cands.len() - 1
-                );
+                measurement = Some(Measurement::NothingToMeasure {
+                    configurations: cands.len() - 1,
+                });
             }
             if trials.len() > 1 {
-                let m_result = measurer.measure(&trials, default_slot).map_err(|message| {
-                    PassError::Failed {
-                        pass: "layout",
-                        message: format!("measuring candidates: {message}"),
-                    }
-                })?;
+                let spin = phase(
+                    progress_on,
+                    &format!(
+                        "measuring {} candidates{} (interleaved rounds; compiles first)",
+                        trials.len(),
+                        measurer
+                            .device()
+                            .map_or(String::new(), |d| format!(" on {d}"))
+                    ),
+                );
+                let m_result =
+                    measurer
+                        .measure(&trials, default_slot)
+                        .map_err(|message| PassError::Failed {
+                            pass: "layout",
+                            message: format!("measuring candidates: {message}"),
+                        });
+                drop(spin);
+                let m_result = m_result?;
                 let group = &members[m_result.keep.min(members.len() - 1)];
                 let keep_at = if group.contains(&default_at) {
                     default_at
                 } else {
                     group[0]
                 };
-                let _ = write!(
-                    cx.explain,
+                let text = format!(
                     "layout: measured {} candidates (the model's best and the compiler default, candidate {}{}): {}\n{}",
                     trials.len(),
                     default_slot + 1,
@@ -411,6 +462,11 @@ impl Pass for LayoutPass {
                     },
                     m_result.report
                 );
+                measurement = Some(Measurement::Measured {
+                    text,
+                    kept_default: keep_at == default_at,
+                    candidates: trials.len(),
+                });
                 measured_record = Some(crate::explain::MeasuredRecord {
                     seconds: m_result.seconds.clone(),
                     default: default_slot,
@@ -457,9 +513,8 @@ impl Pass for LayoutPass {
                         }
                     }
                 }
-                let _ = writeln!(
-                    cx.explain,
-                    "layout: measured {} candidates{}: {}",
+                let text = format!(
+                    "layout: measured {} candidates{}: {}\n",
                     seen.len(),
                     if seen.len() < cands.len() {
                         format!(
@@ -471,7 +526,7 @@ impl Pass for LayoutPass {
                     },
                     match best {
                         Some((t, r)) => format!("kept the model's rank {} (measured {t})", r + 1),
-                        None => "no measurement succeeded; kept the model's best".to_string(),
+                        None => "no measurement succeeded; the model decides".to_string(),
                     }
                 );
                 let default_rank = cands.iter().position(|g| *g == default).unwrap_or(0);
@@ -485,6 +540,15 @@ impl Pass for LayoutPass {
                         .and_then(|(_, b)| times.iter().position(|&(r, _)| r == b))
                         .unwrap_or(0),
                     report: String::new(),
+                });
+                let candidates = seen.len();
+                measurement = Some(match best {
+                    Some((_, r)) => Measurement::Measured {
+                        text,
+                        kept_default: cands[r] == default,
+                        candidates,
+                    },
+                    None => Measurement::Failed { text },
                 });
                 if let Some((_, r)) = best {
                     measured = true;
@@ -506,7 +570,8 @@ impl Pass for LayoutPass {
         // the copies it needs are part of its price (see [`Verdict`]).
         let mut verdict = Verdict::DefaultIsBest;
         let mut applied: Option<(Module, assign::Assignment)> = None;
-        if outcome.best != default {
+        let nothing_to_measure = matches!(measurement, Some(Measurement::NothingToMeasure { .. }));
+        if outcome.best != default && !nothing_to_measure {
             let mut trial = m.clone();
             let dec = decisions(&trial, &spaces, &outcome.best);
             let a = assign::assign(&mut trial, &dec)?;
@@ -544,6 +609,7 @@ impl Pass for LayoutPass {
             .zip(&before)
             .map(|(s, b)| node_layouts(m, s) != *b)
             .collect();
+        let checked_alone = checked_alone.into_inner();
         report(
             m,
             cx,
@@ -557,7 +623,15 @@ impl Pass for LayoutPass {
                 default: &default,
                 batch,
                 floor,
+                checked_alone: &checked_alone,
+                measurement: measurement.as_ref(),
                 measured: measured_record,
+                model: ModelInfo {
+                    name: model_name,
+                    device: model.device(),
+                    calibration,
+                    resolution: model.log_runtime_resolution(),
+                },
             },
             &mut fitness,
         )?;
@@ -632,10 +706,9 @@ impl Floor {
     /// What set the floor, for the reports.
     fn source(&self) -> String {
         match self.resolution_pct {
-            Some(r) if r > self.min_gain => format!(
-                "the model's resolution {r:.2}% (model.json log_runtime_resolution; --min-gain {}%)",
-                self.min_gain
-            ),
+            Some(r) if r > self.min_gain => {
+                format!("the model's error, above --min-gain {}%", self.min_gain)
+            }
             _ => format!("--min-gain {}%", self.min_gain),
         }
     }
@@ -722,6 +795,42 @@ fn shape_bytes(m: &Module, s: hlo::ShapeId) -> f64 {
     }
 }
 
+/// What measurement said about the candidates, for the report.
+enum Measurement {
+    /// The model's best configurations all give the compiler default's
+    /// module: there was nothing to measure.
+    NothingToMeasure { configurations: usize },
+    /// Measured: the report's lines (`layout: measured ...`) and the choice.
+    Measured {
+        text: String,
+        kept_default: bool,
+        candidates: usize,
+    },
+    /// Every measurement failed: the model decides.
+    Failed { text: String },
+}
+
+/// The model, as the report describes it.
+struct ModelInfo {
+    name: String,
+    device: Option<String>,
+    /// `log_runtime_per_score`: predictions are runtime changes.
+    calibration: Option<f64>,
+    /// `log_runtime_resolution`: the model's error, in ln(runtime).
+    resolution: Option<f64>,
+}
+
+impl ModelInfo {
+    /// The model's error as a runtime change in percent (`1 - exp(-r)`, the
+    /// smallest predicted gain it can tell from its own error).
+    fn error_pct(&self) -> Option<f64> {
+        match (self.calibration, self.resolution) {
+            (Some(_), Some(r)) => Some((1.0 - (-r).exp()) * 100.0),
+            _ => None,
+        }
+    }
+}
+
 /// What [`report`] reports.
 struct Report<'r> {
     spaces: &'r [NodeSpace],
@@ -736,8 +845,71 @@ struct Report<'r> {
     batch: usize,
     /// The smallest predicted gain acted on.
     floor: Floor,
-    /// The measurement that chose, if one did.
+    /// The per-change check's (alone, default) scores, in node order of the
+    /// changes it checked.
+    checked_alone: &'r [(f32, f32)],
+    /// The measurement that chose, as data ([`crate::explain::MeasuredRecord`]).
     measured: Option<crate::explain::MeasuredRecord>,
+    measurement: Option<&'r Measurement>,
+    model: ModelInfo,
+}
+
+/// Who made the pass's decision.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Decider {
+    Model,
+    TrustRegion,
+    Measurement,
+}
+
+impl Decider {
+    fn name(self) -> &'static str {
+        match self {
+            Decider::Model => "the model",
+            Decider::TrustRegion => "the trust region",
+            Decider::Measurement => "measurement",
+        }
+    }
+}
+
+/// `n` with thousands separators (`39,840,000`).
+fn thousands(n: u128) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// The number of configurations of the product space of `sizes`: exact
+/// up to a trillion, else a mantissa and a power of ten (`1.83e42`, never
+/// capped: the log10 is summed over the nodes); and its log10.
+fn space_size(sizes: &[usize]) -> (String, Option<u128>, f64) {
+    let log10: f64 = sizes.iter().map(|&n| (n.max(1) as f64).log10()).sum();
+    let exact = sizes
+        .iter()
+        .try_fold(1u128, |acc, &n| acc.checked_mul(n as u128));
+    // Exact up to a trillion; beyond, a mantissa and a power of ten.
+    let text = match exact {
+        Some(n) if n < 1_000_000_000_000 => thousands(n),
+        _ => {
+            let e = log10.floor();
+            format!("{:.2}e{}", 10f64.powf(log10 - e), e as i64)
+        }
+    };
+    (text, exact, log10)
+}
+
+/// A predicted change in percent, negative = faster (`-3.88%`).
+fn change(gain: f64) -> String {
+    if gain.is_infinite() {
+        return "faster by an unbounded amount (a score that is not finite)".into();
+    }
+    format!("{:+.2}%", -gain)
 }
 
 fn report(
@@ -746,127 +918,395 @@ fn report(
     r: &Report<'_>,
     fitness: &mut ModelFitness<'_>,
 ) -> Result<(), PassError> {
+    use serde_json::json;
     let (spaces, o, default) = (r.spaces, r.outcome, r.default);
-    let e = &mut cx.explain;
-    let space = if o.space == u128::MAX {
-        "more than 3.4e38".to_string()
-    } else {
-        format!("{:.3e}", o.space as f64)
+    let opts = &cx.options;
+    let calibration = r.model.calibration;
+    let error = r.model.error_pct();
+    let error_text = match error {
+        Some(e) => format!(" ±{e:.2}%"),
+        None => String::new(),
     };
-    let _ = writeln!(
-        e,
-        "layout: {} configurable nodes, {} configurations; {} search scored {} in {:.2} s ({:.0}/s), seed {}{}",
-        spaces.len(),
-        space,
+    let name_of = |j: usize| m.inst(spaces[j].inst).name.clone();
+    let mut lines: Vec<String> = Vec::new();
+    let mut warnings: Vec<String> = Vec::new();
+
+    // What was searched.
+    let free = spaces.iter().filter(|s| s.candidates.len() > 1).count();
+    let sizes: Vec<usize> = spaces.iter().map(|s| s.candidates.len()).collect();
+    let (space_text, space_exact, space_log10) = space_size(&sizes);
+    lines.push(format!(
+        "layout: {} configurable nodes, {free} with a choice of layout: {space_text} configurations",
+        spaces.len()
+    ));
+    let region_text = if o.region == u128::MAX {
+        "more than 3.40e38".to_string()
+    } else if o.region < 1_000_000_000_000 {
+        thousands(o.region)
+    } else {
+        let l = (o.region as f64).log10();
+        format!("{:.2}e{}", 10f64.powf(l - l.floor()), l.floor() as i64)
+    };
+    lines.push(match opts.trust_radius {
+        Some(k) if k < free => format!(
+            "layout: trust region (--trust-radius {k}; `all` lifts it): the {region_text} {} at most {k} of the {free} nodes from the compiler default",
+            if o.region == 1 {
+                "configuration that changes"
+            } else {
+                "configurations that change"
+            }
+        ),
+        Some(k) => format!(
+            "layout: trust region (--trust-radius {k}): the whole space, {k} reaches all {free} nodes with a choice"
+        ),
+        None => "layout: trust region: none (--trust-radius all): the whole space".to_string(),
+    });
+    lines.push(format!(
+        "layout: {} search scored {} configurations in {:.2} s, seed {}{}",
         o.method.name(),
-        o.scored,
+        thousands(o.scored as u128),
         r.secs,
-        o.scored as f64 / r.secs.max(1e-9),
-        cx.options.seed,
+        opts.seed,
         if o.rescored > 0 {
-            format!("; the best {} rescored in one batch", o.rescored)
+            format!("; the best {} rescored in one model call", o.rescored)
         } else {
             String::new()
         }
-    );
-    let _ = writeln!(e, "{}", region_line(m, spaces, o, &cx.options, &r.floor));
-    let applied = matches!(r.verdict, Verdict::Applied { .. });
-    let mut nodes = Vec::new();
-    if cx.options.explain {
-        // Marginal effect of each changed node: the default with only that
-        // node changed, scored in one call together with the default (and
-        // the chosen configuration, so that the batch resembles the final
-        // one); extra to the budget (only with --explain). Calls of at most
-        // `batch` configurations, each with its own default score.
-        let changed: Vec<usize> = (0..spaces.len())
-            .filter(|&j| applied && r.changed_nodes[j])
-            .collect();
-        let mut marginal: Vec<Option<(f32, f32)>> = vec![None; spaces.len()];
-        for part in changed.chunks(r.batch.saturating_sub(2).max(1)) {
-            let mut genomes: Vec<Vec<u16>> = vec![default.to_vec(), o.best.clone()];
-            genomes.extend(part.iter().map(|&j| {
-                let mut g = default.to_vec();
-                g[j] = o.best[j];
-                g
-            }));
-            let scores = fitness.score(&genomes)?;
-            if scores.len() != genomes.len() {
-                return Err(fail(format!(
-                    "the cost model returned {} scores for {} configurations",
-                    scores.len(),
-                    genomes.len()
-                )));
-            }
-            for (&j, &s) in part.iter().zip(&scores[2..]) {
-                marginal[j] = Some((s, scores[0]));
-            }
+    ));
+
+    // The model, its error and the threshold: said once.
+    let measuring = opts.measure.is_some() || opts.measurer.is_some();
+    let unit = if calibration.is_some() {
+        "predicted runtime changes"
+    } else {
+        "predicted changes of the model's score relative to the default's (the model gives no runtime calibration)"
+    };
+    let error_sentence = match (error, r.model.resolution) {
+        (Some(e), Some(res)) => format!(
+            "its error ±{e:.2}% (log_runtime_resolution {res:.3}, measured on its training graphs)"
+        ),
+        _ => "its error unknown (the model records no log_runtime_resolution)".to_string(),
+    };
+    let threshold = if measuring {
+        "measured candidates decide, no threshold".to_string()
+    } else {
+        format!(
+            "a change is applied when predicted faster by at least {:.2}% ({}) plus its copies' price",
+            r.floor.pct,
+            r.floor.source()
+        )
+    };
+    lines.push(format!(
+        "layout: model: {} ({}); {unit}, negative is faster; {error_sentence}; {threshold}",
+        r.model.name,
+        match &r.model.device {
+            Some(d) => format!("trained on {d} runtimes"),
+            None => "of no device".to_string(),
         }
-        for (j, s) in spaces.iter().enumerate() {
-            if marginal[j].is_some() || cx.options.explain_all {
-                nodes.push(crate::explain::NodeDecision {
-                    node: m.inst(s.inst).name.to_string(),
-                    chosen: show_config(&s.candidates[o.best[j] as usize]),
-                    default: show_config(&s.candidates[s.default]),
-                    changed: marginal[j].is_some(),
-                    score_alone: marginal[j].map(|(ms, _)| ms),
-                    default_score: marginal[j].map(|(_, base)| base),
-                });
-            }
-        }
-        let mut hidden = 0usize;
-        for (j, s) in spaces.iter().enumerate() {
-            let name = &m.inst(s.inst).name;
-            let chosen = &s.candidates[o.best[j] as usize];
-            match marginal[j] {
-                // Its own choice is the default; a changed neighbour's
-                // layout reached it (propagation, copies).
-                Some(_) if o.best[j] == default[j] => {
-                    let _ = writeln!(
-                        e,
-                        "  %{name}: its own choice is the default ({}); relaid out by the changes around it",
-                        show_config(chosen)
-                    );
-                }
-                Some((ms, base)) => {
-                    let _ = writeln!(
-                        e,
-                        "  %{name}: {} (default {}); score {:.4} alone vs {:.4} default ({:+.2}%)",
-                        show_config(chosen),
-                        show_config(&s.candidates[s.default]),
-                        ms,
-                        base,
-                        pct(ms, base)
-                    );
-                }
-                None if cx.options.explain_all => {
-                    let _ = writeln!(
-                        e,
-                        "  %{name}: unchanged ({})",
-                        show_config(&s.candidates[s.default])
-                    );
-                }
-                None => hidden += 1,
-            }
-        }
-        if hidden > 0 {
-            let _ = writeln!(
-                e,
-                "  ({hidden} unchanged nodes not listed; --explain=all lists every node)"
-            );
-        }
-        if let Some(a) = r.assignment {
-            for c in &a.copies {
-                let _ = writeln!(
-                    e,
-                    "  copy %{} of %{} for %{} ({})",
-                    m.inst(c.copy).name,
-                    m.inst(c.producer).name,
-                    m.inst(c.consumer).name,
-                    shapes::show(m, m.inst(c.copy).shape)
-                );
+    ));
+
+    // What was considered: each change of the search's best, alone against
+    // the default in one model call (the per-change check's own calls for
+    // the changes it reverted; one more call for the others, --explain only).
+    let reverted: Vec<usize> = o.reverted.clone();
+    let mut considered: Vec<usize> = (0..spaces.len())
+        .filter(|&j| o.best[j] != default[j])
+        .chain(reverted.iter().copied())
+        .collect();
+    considered.sort_unstable();
+    considered.dedup();
+    let mut alone: Vec<Option<(f32, f32)>> = vec![None; spaces.len()];
+    if let Some(n) = o.checked {
+        // The check scored each change of the search's best in node order;
+        // kept and reverted together are exactly those changes.
+        if r.checked_alone.len() == n && considered.len() == n {
+            for (&j, &sc) in considered.iter().zip(r.checked_alone) {
+                alone[j] = Some(sc);
             }
         }
     }
+    let applied = matches!(r.verdict, Verdict::Applied { .. });
+    let need: Vec<usize> = considered
+        .iter()
+        .copied()
+        .filter(|&j| alone[j].is_none() && !reverted.contains(&j))
+        .collect();
+    // Extra model calls only for the report (--explain).
+    let need = if opts.explain { need } else { Vec::new() };
+    for part in need.chunks(r.batch.saturating_sub(2).max(1)) {
+        let mut genomes: Vec<Vec<u16>> = vec![default.to_vec(), o.best.clone()];
+        genomes.extend(part.iter().map(|&j| {
+            let mut g = default.to_vec();
+            g[j] = o.best[j];
+            g
+        }));
+        let scores = fitness.score(&genomes)?;
+        if scores.len() != genomes.len() {
+            return Err(fail(format!(
+                "the cost model returned {} scores for {} configurations",
+                scores.len(),
+                genomes.len()
+            )));
+        }
+        for (&j, &sc) in part.iter().zip(&scores[2..]) {
+            alone[j] = Some((sc, scores[0]));
+        }
+    }
+    let mut considered_json = Vec::new();
+    let mut ranked_json = Vec::new();
+    if measuring && !o.ranked.is_empty() {
+        // The candidates measurement chose among: the model's best, with
+        // their predictions (scored in one call with the default).
+        let mut preds = Vec::new();
+        for (rank, (g, sc)) in o.ranked.iter().enumerate() {
+            let gain = gain_pct(*sc, o.default_score, calibration);
+            let n = g.iter().zip(default).filter(|(a, b)| a != b).count();
+            preds.push(format!(
+                "rank {}: {}{error_text} ({n} nodes changed)",
+                rank + 1,
+                change(gain)
+            ));
+            ranked_json.push(json!({
+                "rank": rank + 1,
+                "predicted_change_pct": -gain,
+                "nodes_changed": n,
+                "score": sc,
+            }));
+        }
+        lines.push(format!(
+            "layout: considered for measurement: the model's {} best configurations against the compiler default: {}",
+            o.ranked.len(),
+            preds.join("; ")
+        ));
+    }
+    if !considered.is_empty() {
+        lines.push(format!(
+            "layout: considered: the search's best configuration changes {} of the {} nodes; each change alone, scored with the compiler default in one model call:",
+            considered.len(),
+            spaces.len()
+        ));
+    }
+    for &j in &considered {
+        let s = &spaces[j];
+        let is_reverted = reverted.contains(&j);
+        let outcome = if is_reverted {
+            "reverted"
+        } else if applied {
+            "applied"
+        } else {
+            "not applied"
+        };
+        let choice = if is_reverted {
+            None
+        } else {
+            Some(show_config(&s.candidates[o.best[j] as usize]))
+        };
+        let dflt = show_config(&s.candidates[s.default]);
+        let gain = alone[j].map(|(a, b)| gain_pct(a, b, calibration));
+        let mut line = format!("  %{}", name_of(j));
+        if let Some(c) = &choice {
+            let _ = write!(line, ": {c} (default {dflt})");
+        }
+        match gain {
+            Some(g) => {
+                let _ = write!(line, ": {}{error_text} alone", change(g));
+            }
+            None => line.push_str(": not scored alone"),
+        }
+        if is_reverted {
+            let _ = write!(
+                line,
+                " -> reverted by the trust region's per-change check (not faster by {:.2}%)",
+                r.floor.pct
+            );
+        } else if applied && r.changed_nodes.get(j) == Some(&false) {
+            line.push_str(" -> applied (the layouts it already had)");
+        } else {
+            let _ = write!(line, " -> {outcome}");
+        }
+        if opts.explain_all {
+            if let Some((a, b)) = alone[j] {
+                let _ = write!(line, " [score {a:.4} alone vs {b:.4} default]");
+            }
+        }
+        lines.push(line);
+        considered_json.push(json!({
+            "node": name_of(j),
+            "choice": choice,
+            "default": dflt,
+            "predicted_change_pct": gain.map(|g| -g),
+            "score_alone": alone[j].map(|(a, _)| a),
+            "default_score": alone[j].map(|(_, b)| b),
+            "outcome": outcome,
+        }));
+    }
+    // Nodes relaid out by their neighbours' changes, and the unchanged ones.
+    let mut hidden = 0usize;
+    for (j, s) in spaces.iter().enumerate() {
+        if considered.contains(&j) {
+            continue;
+        }
+        if applied && r.changed_nodes[j] {
+            lines.push(format!(
+                "  %{}: its own choice is the default ({}); relaid out by the changes around it",
+                name_of(j),
+                show_config(&s.candidates[s.default])
+            ));
+        } else if opts.explain_all {
+            lines.push(format!(
+                "  %{}: unchanged ({})",
+                name_of(j),
+                show_config(&s.candidates[s.default])
+            ));
+        } else {
+            hidden += 1;
+        }
+    }
+    if hidden > 0 {
+        lines.push(format!(
+            "  ({hidden} unchanged nodes not listed; --explain=all lists every node)"
+        ));
+    }
+    let mut copies_json = Vec::new();
+    if let Some(a) = r.assignment {
+        for c in &a.copies {
+            let line = format!(
+                "  copy %{} of %{} for %{} ({})",
+                m.inst(c.copy).name,
+                m.inst(c.producer).name,
+                m.inst(c.consumer).name,
+                shapes::show(m, m.inst(c.copy).shape)
+            );
+            copies_json.push(json!(line.trim_start()));
+            lines.push(line);
+        }
+    }
+
+    // What measurement said.
+    let mut measurement_json = serde_json::Value::Null;
+    match r.measurement {
+        Some(Measurement::Measured {
+            text, candidates, ..
+        }) => {
+            lines.extend(text.lines().map(str::to_string));
+            measurement_json =
+                json!({"candidates": candidates, "model_ranked": ranked_json, "report": text});
+        }
+        Some(Measurement::Failed { text }) => {
+            lines.extend(text.lines().map(str::to_string));
+            measurement_json = json!({"failed": true, "report": text});
+        }
+        Some(Measurement::NothingToMeasure { configurations }) => {
+            measurement_json =
+                json!({"nothing_to_measure": true, "configurations": configurations});
+        }
+        None => {}
+    }
+
+    // The decision, and who made it.
+    let required = |floor: &Floor, copy_pct: f64| floor.pct + copy_pct;
+    let (decided_by, decision, predicted) = match (r.measurement, r.verdict) {
+        (Some(Measurement::NothingToMeasure { configurations }), _) => (
+            Decider::Model,
+            format!(
+                "kept the compiler default: the model's {configurations} best configurations give the compiler default's module, so there was nothing to measure"
+            ),
+            None,
+        ),
+        (Some(Measurement::Measured { kept_default, .. }), v) => {
+            let what = if *kept_default {
+                "kept the compiler default: no measured candidate beat it beyond the noise"
+                    .to_string()
+            } else {
+                "applied the fastest measured candidate".to_string()
+            };
+            let gain = match v {
+                Verdict::Applied { gain, .. } => Some(gain),
+                _ => None,
+            };
+            (Decider::Measurement, what, gain)
+        }
+        (_, Verdict::DefaultIsBest) if !reverted.is_empty() => (
+            Decider::TrustRegion,
+            format!(
+                "kept the compiler default: none of the {} changes of the search's best is predicted faster by {:.2}% on its own",
+                reverted.len(),
+                r.floor.pct
+            ),
+            None,
+        ),
+        (_, Verdict::DefaultIsBest) => (
+            Decider::Model,
+            "kept the compiler default: no configuration the search scored is predicted faster than it".to_string(),
+            None,
+        ),
+        (_, Verdict::Applied { gain, copy_pct }) => (
+            Decider::Model,
+            format!(
+                "applied the search's best configuration: predicted {}{error_text} (its copies' estimated price, {copy_pct:.2}%, counted against it)",
+                change(gain)
+            ),
+            Some(gain),
+        ),
+        (
+            _,
+            Verdict::Rejected {
+                gain,
+                copy_pct,
+                copies,
+                floor,
+            },
+        ) => {
+            let by = if floor.resolution_pct.is_some_and(|e| e >= floor.min_gain) {
+                Decider::TrustRegion
+            } else {
+                Decider::Model
+            };
+            (
+                by,
+                format!(
+                    "kept the compiler default: the search's best is predicted {}{error_text}, short of the {:+.2}% required ({:.2}% plus {copy_pct:.2}% for the {copies} copies it needs)",
+                    change(gain),
+                    -required(&floor, copy_pct),
+                    floor.pct
+                ),
+                Some(gain),
+            )
+        }
+    };
+    lines.push(format!(
+        "layout: decision: {decision}; decided by {}",
+        decided_by.name()
+    ));
+    if opts.explain_all {
+        lines.push(format!(
+            "layout: scores (lower is predicted faster): the search's best {:.4}, the compiler default {:.4}",
+            o.best_score, o.default_score
+        ));
+    }
+
+    // Outside the region where the model's error was measured.
+    let changed_genes = (0..spaces.len())
+        .filter(|&j| o.best[j] != default[j])
+        .count();
+    if applied && decided_by != Decider::Measurement {
+        if changed_genes > crate::DEFAULT_TRUST_RADIUS {
+            warnings.push(format!(
+                "layout: warning: the applied configuration changes {changed_genes} nodes of the compiler default, but the model's error was measured on configurations that change at most {} (its training data): its prediction here is an extrapolation (such layouts ran up to 69x slower on XLA:CPU, docs/benchmarks.md); keep --trust-radius at most {} or add --measure",
+                crate::DEFAULT_TRUST_RADIUS,
+                crate::DEFAULT_TRUST_RADIUS
+            ));
+        }
+        if let (Some(e), Some(g)) = (error, predicted) {
+            if g < e {
+                warnings.push(format!(
+                    "layout: warning: the applied configuration is predicted {}, within the model's error ±{e:.2}%: the model cannot tell it from the compiler default",
+                    change(g)
+                ));
+            }
+        }
+    }
+
     let (copies, relayouted) = r
         .assignment
         .map_or((0, 0), |a| (a.copies.len(), a.relayouted));
@@ -880,12 +1320,14 @@ fn report(
     } else {
         0
     };
-    let nodes_changed = if chose_same > 0 {
+    let nodes_text = if chose_same > 0 {
         format!("{nodes_changed} nodes changed ({chose_same} more chose the layouts they had)")
     } else {
         format!("{nodes_changed} nodes changed")
     };
-    let (verdict, predicted, required) = match r.verdict {
+    // The same decision as data (`passes::explain::Record`: the Python
+    // package's `decisions`).
+    let (rec_verdict, rec_predicted, rec_required) = match r.verdict {
         Verdict::DefaultIsBest if !o.reverted.is_empty() => ("reverted", None, None),
         Verdict::DefaultIsBest => ("default_is_best", None, None),
         Verdict::Applied { gain, copy_pct } => {
@@ -905,21 +1347,34 @@ fn report(
             .filter(|&(j, _)| g.get(j) != default.get(j))
             .filter_map(|(j, s)| {
                 let c = s.candidates.get(*g.get(j)? as usize)?;
-                Some((m.inst(s.inst).name.to_string(), show_config(c)))
+                Some((name_of(j).to_string(), show_config(c)))
             })
             .collect()
     };
+    let nodes: Vec<crate::explain::NodeDecision> = spaces
+        .iter()
+        .enumerate()
+        .filter(|&(j, _)| opts.explain_all || alone[j].is_some() || (applied && r.changed_nodes[j]))
+        .map(|(j, s)| crate::explain::NodeDecision {
+            node: name_of(j).to_string(),
+            chosen: show_config(&s.candidates[o.best[j] as usize]),
+            default: show_config(&s.candidates[s.default]),
+            changed: applied && r.changed_nodes[j],
+            score_alone: alone[j].map(|(a, _)| a),
+            default_score: alone[j].map(|(_, b)| b),
+        })
+        .collect();
     cx.records.push(crate::explain::Record::Layout(
         crate::explain::LayoutRecord {
             configurable_nodes: spaces.len(),
             method: o.method.name().to_string(),
             scored: o.scored,
-            seed: cx.options.seed,
+            seed: opts.seed,
             default_score: o.default_score,
             best_score: o.best_score,
-            verdict: verdict.to_string(),
-            predicted_gain_pct: predicted,
-            required_gain_pct: required,
+            verdict: rec_verdict.to_string(),
+            predicted_gain_pct: rec_predicted,
+            required_gain_pct: rec_required,
             copies,
             relayouted,
             candidates: o
@@ -934,107 +1389,74 @@ fn report(
             measured: r.measured.clone(),
         },
     ));
+    lines.extend(warnings.iter().cloned());
+    lines.push(format!(
+        "layout: result: {nodes_text}, {copies} copies added, {relayouted} instructions relaid out"
+    ));
+    for w in &warnings {
+        cx.notes.push(w.clone());
+    }
+
+    // Without --explain the report keeps its summary: the decision, the
+    // warnings and the result (what `cx.explain` always held).
     let e = &mut cx.explain;
-    // Scores are ranking scores, not runtimes: report the relative change of
-    // the score, never a ratio read as a speedup.
-    match r.verdict {
-        Verdict::DefaultIsBest if !o.reverted.is_empty() => {
-            let _ = writeln!(
-                e,
-                "layout: kept the compiler default ({:.4}; lower is predicted faster): none of the {} changes of the search's best was predicted to gain {:.2}% on its own ({}; the trust region's per-change check); {nodes_changed}, {copies} copies added, {relayouted} instructions relaid out",
-                o.default_score,
-                o.reverted.len(),
-                r.floor.pct,
-                r.floor.source()
-            );
-        }
-        Verdict::DefaultIsBest => {
-            let _ = writeln!(
-                e,
-                "layout: the compiler default scored best ({:.4}; lower is predicted faster); {nodes_changed}, {copies} copies added, {relayouted} instructions relaid out",
-                o.default_score
-            );
-        }
-        Verdict::Applied { gain, copy_pct } => {
-            let _ = writeln!(
-                e,
-                "layout: model score {:.4} vs {:.4} for the compiler default ({:+.2}%; lower is predicted faster; the copies cost an estimated {copy_pct:.2}%); {nodes_changed}, {copies} copies added, {relayouted} instructions relaid out",
-                o.best_score,
-                o.default_score,
-                -gain,
-            );
-        }
-        Verdict::Rejected {
-            gain,
-            copy_pct,
-            copies: needed,
-            floor,
-        } => {
-            let _ = writeln!(
-                e,
-                "layout: kept the compiler default: the best configuration scored {:.4} vs {:.4} (lower is predicted faster), a predicted gain of {gain:.2}%, below the {:.2}% required ({} plus {copy_pct:.2}% for the {needed} copies it needs); {nodes_changed}, {copies} copies added, {relayouted} instructions relaid out",
-                o.best_score,
-                o.default_score,
-                floor.pct + copy_pct,
-                floor.source(),
-            );
+    for l in &lines {
+        if cx.options.explain || !l.starts_with("  ") && !l.starts_with("layout: considered") {
+            let _ = writeln!(e, "{l}");
         }
     }
-    Ok(())
-}
-
-/// The `--explain` line saying what bounded the search: the trust region's
-/// radius and size, and what the per-change check kept.
-fn region_line(
-    m: &Module,
-    spaces: &[NodeSpace],
-    o: &Outcome,
-    opts: &crate::PassOptions,
-    floor: &Floor,
-) -> String {
-    let free = spaces.iter().filter(|s| s.candidates.len() > 1).count();
-    let mut line = match opts.trust_radius {
-        Some(r) if r < free => format!(
-            "layout: trust region: at most {r} of the {free} nodes with a choice changed from the compiler default (--trust-radius {r}; `all` lifts it): {:.3e} of the {:.3e} configurations",
-            o.region as f64, o.space as f64
-        ),
-        Some(r) => format!(
-            "layout: trust region: the whole space (--trust-radius {r} reaches all {free} nodes with a choice)"
-        ),
-        None => "layout: trust region: the whole space (--trust-radius all)".to_string(),
+    let by_json = match decided_by {
+        Decider::Model => "model",
+        Decider::TrustRegion => "trust region",
+        Decider::Measurement => "measurement",
     };
-    match o.checked {
-        Some(n) => {
-            let names: Vec<String> = o
-                .reverted
-                .iter()
-                .map(|&j| format!("%{}", m.inst(spaces[j].inst).name))
-                .collect();
-            let _ = write!(
-                line,
-                "; per-change check (each change alone predicted to gain at least {:.2}%, {}): kept {} of {n}",
-                floor.pct,
-                floor.source(),
-                n - o.reverted.len()
-            );
-            if !names.is_empty() {
-                let _ = write!(line, ", reverted {}", names.join(", "));
-            }
-        }
-        None if opts.measure.is_some() || opts.measurer.is_some() => {
-            line.push_str("; no per-change check (measured candidates decide)");
-        }
-        None => {}
-    }
-    line
-}
-
-fn pct(x: f32, base: f32) -> f64 {
-    if base == 0.0 {
-        0.0
-    } else {
-        (f64::from(x) - f64::from(base)) / f64::from(base).abs() * 100.0
-    }
+    cx.reports.push(json!({
+        "pass": "layout",
+        "nodes": spaces.len(),
+        "nodes_with_choice": free,
+        "space": {
+            "configurations": space_exact.map(|n| n.to_string()),
+            "log10": space_log10,
+        },
+        "trust_region": {
+            "radius": opts.trust_radius,
+            "configurations": (o.region != u128::MAX).then(|| o.region.to_string()),
+        },
+        "search": {
+            "method": o.method.name(),
+            "scored": o.scored,
+            "seconds": r.secs,
+            "seed": opts.seed,
+            "rescored": o.rescored,
+        },
+        "model": {
+            "name": r.model.name,
+            "device": r.model.device,
+            "runtime_calibrated": calibration.is_some(),
+            "error_pct": error,
+            "threshold_pct": (!measuring).then_some(r.floor.pct),
+            "threshold_source": (!measuring).then(|| r.floor.source()),
+        },
+        "considered": considered_json,
+        "measurement": measurement_json,
+        "decision": {
+            "applied": applied,
+            "decided_by": by_json,
+            "text": decision,
+            "predicted_change_pct": predicted.map(|g| -g),
+            "best_score": o.best_score,
+            "default_score": o.default_score,
+        },
+        "warnings": warnings,
+        "result": {
+            "nodes_changed": nodes_changed,
+            "chose_same_layouts": chose_same,
+            "copies_added": copies,
+            "instructions_relaid_out": relayouted,
+            "copies": copies_json,
+        },
+    }));
+    Ok(())
 }
 
 /// `modules` grouped by their printed text, in first-seen order: the
@@ -1060,7 +1482,23 @@ fn distinct_modules(modules: Vec<Module>) -> (Vec<Module>, Vec<Vec<usize>>) {
 
 #[cfg(test)]
 mod tests {
-    use super::gain_pct;
+    use super::{gain_pct, space_size, thousands};
+
+    /// The space's size in the report: exact up to a trillion, a power of
+    /// ten beyond, and never capped (the f32 and u128 maxima are not limits).
+    #[test]
+    fn a_space_size_is_exact_or_a_power_of_ten_never_capped() {
+        assert_eq!(thousands(39_835_810), "39,835,810");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(space_size(&[2, 64]).0, "128");
+        let (text, exact, log10) = space_size(&[10; 13]);
+        assert_eq!((text.as_str(), exact), ("1.00e13", Some(10u128.pow(13))));
+        assert!((log10 - 13.0).abs() < 1e-9);
+        // 4^200 = 2.58e120: beyond u128 (3.4e38) and f32 (3.4e38).
+        let (text, exact, log10) = space_size(&[4; 200]);
+        assert_eq!((text.as_str(), exact), ("2.58e120", None));
+        assert!((log10 - 200.0 * 4f64.log10()).abs() < 1e-9);
+    }
 
     #[test]
     fn a_calibrated_gain_is_a_runtime_saving_wherever_the_scores_lie() {
