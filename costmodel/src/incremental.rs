@@ -262,3 +262,24 @@ impl NodeSumScorer {
         model.score_pooled(&pooled, genomes.len())
     }
 }
+
+/// Scores a batch of configurations (`hlo-cost eval`, Python's
+/// `CostModel.score`): incrementally when the model
+/// has the node-sum form (each node's distinct rows in the batch become its
+/// candidates, the first configuration the base; costmodel MODEL.md
+/// "Incremental stages"; the whole head's scores up to float rounding), else
+/// with the whole model.
+pub fn score_batch(
+    model: &dyn crate::CostModel,
+    prepared: &crate::Prepared,
+    configs: &crate::ConfigBatch,
+) -> crate::Result<Vec<f32>> {
+    if configs.task == crate::Task::Layout {
+        if let Some((scorer, genomes)) =
+            NodeSumScorer::from_rows(model, prepared, configs.num_configs, &configs.feat)?
+        {
+            return scorer.score(model, &genomes);
+        }
+    }
+    model.score(prepared, configs)
+}

@@ -463,7 +463,7 @@ fn score_all(
             nodes_per_config: all.nodes_per_config,
             feat: all.feat[start * row..end * row].to_vec(),
         };
-        let scores = model.score(&prepared, &part)?;
+        let scores = costmodel::incremental::score_batch(model, &prepared, &part)?;
         if scores.len() != part.num_configs {
             return Err(costmodel::CostModelError::Input(format!(
                 "the model returned {} scores for {} configurations",

@@ -121,7 +121,7 @@ def test_the_example_of_docs_python_md_runs_as_written(capsys) -> None:
     [example] = re.findall(r"```python\n(.*?)```", doc, re.S)
     exec(compile(example, "docs/python.md", "exec"), {})
     out = capsys.readouterr().out
-    assert "layout: model score" in out and "applied" in out, out[-2000:]
+    assert "layout: decision: applied" in out, out[-2000:]
 
 
 @needs_plugin

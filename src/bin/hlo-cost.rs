@@ -32,12 +32,12 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
-use costmodel::incremental::NodeSumScorer;
+use costmodel::incremental::score_batch;
 use costmodel::metrics::{self, RankingMetrics};
 use costmodel::npz::{write_npz_with, NpzGraphFile, WriteOptions};
 use costmodel::reference::ReferenceModel;
 use costmodel::tuning::{self, Configs, Record};
-use costmodel::{ConfigBatch, CostModel, Task};
+use costmodel::{CostModel, Task};
 use serde_json::{json, Value};
 
 #[path = "../collect.rs"]
@@ -674,26 +674,6 @@ fn eval_file(
         predictions,
         metrics,
     })
-}
-
-/// Scores a batch of a file's configurations: incrementally when the model
-/// has the node-sum form (each node's distinct rows in the batch become its
-/// candidates, the first configuration the base; costmodel MODEL.md
-/// "Incremental stages"; the whole head's scores up to float rounding), else
-/// with the whole model.
-fn score_batch(
-    model: &dyn CostModel,
-    prepared: &costmodel::Prepared,
-    configs: &ConfigBatch,
-) -> costmodel::Result<Vec<f32>> {
-    if configs.task == Task::Layout {
-        if let Some((scorer, genomes)) =
-            NodeSumScorer::from_rows(model, prepared, configs.num_configs, &configs.feat)?
-        {
-            return scorer.score(model, &genomes);
-        }
-    }
-    model.score(prepared, configs)
 }
 
 fn short_name(path: &Path) -> String {
