@@ -23,7 +23,6 @@ mod report;
 
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use common::*;
 
@@ -162,26 +161,6 @@ fn is_pb(p: &Path) -> bool {
     p.extension().is_some_and(|x| x == "pb")
 }
 
-fn run(python: &str, script: &str, args: &[std::ffi::OsString]) -> String {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("conformance")
-        .join(script);
-    let res = Command::new(python)
-        .arg(&script)
-        .args(args)
-        .output()
-        .expect("run the conformance script");
-    let stdout = String::from_utf8_lossy(&res.stdout).into_owned();
-    println!("{stdout}");
-    assert!(
-        res.status.success(),
-        "{} failed:\n{stdout}\n{}",
-        script.display(),
-        String::from_utf8_lossy(&res.stderr)
-    );
-    stdout
-}
-
 /// The summary line must count every module as matching but the known
 /// differences listed for the direction (none skipped: XLA wrote them all,
 /// so it reads them all), and no listed difference may match now.
@@ -242,7 +221,7 @@ fn generated_text_conforms_to_xla() {
     }
     let mut args: Vec<std::ffi::OsString> = vec!["--printed-dir".into(), printed.into()];
     args.extend(files.iter().map(|f| f.clone().into_os_string()));
-    let stdout = run(&python, "check_xla.py", &args);
+    let stdout = run_conformance(&python, "check_xla.py", &args);
     assert_all_match(&stdout, files.len(), "text");
 }
 
@@ -312,13 +291,13 @@ fn generated_protos_conform_to_xla() {
     let mut w: Vec<std::ffi::OsString> = vec!["--ours-dir".into(), ours.into()];
     w.extend(known.iter().cloned());
     w.extend(files.iter().map(|f| f.clone().into_os_string()));
-    let stdout = run(&python, "check_proto.py", &w);
+    let stdout = run_conformance(&python, "check_proto.py", &w);
     assert_all_match(&stdout, files.len(), "writer");
 
     let pbs: Vec<&PathBuf> = files.iter().filter(|f| is_pb(f)).collect();
     let mut r: Vec<std::ffi::OsString> = vec!["--read-dir".into(), read.into()];
     r.extend(known);
     r.extend(pbs.iter().map(|f| f.as_os_str().to_owned()));
-    let stdout = run(&python, "check_proto.py", &r);
+    let stdout = run_conformance(&python, "check_proto.py", &r);
     assert_all_match(&stdout, pbs.len(), "reader");
 }

@@ -17,29 +17,8 @@ mod common;
 mod report;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use common::*;
-
-fn run(python: &str, script: &str, args: &[std::ffi::OsString]) -> String {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("conformance")
-        .join(script);
-    let res = Command::new(python)
-        .arg(&script)
-        .args(args)
-        .output()
-        .expect("run the conformance script");
-    let stdout = String::from_utf8_lossy(&res.stdout).into_owned();
-    println!("{stdout}");
-    assert!(
-        res.status.success(),
-        "{} failed:\n{stdout}\n{}",
-        script.display(),
-        String::from_utf8_lossy(&res.stderr)
-    );
-    stdout
-}
 
 /// Known differences (testdata and shared corpus) (`writer|reader<TAB>name<TAB>reason`):
 /// the remaining work, listed so that any new failure fails the test.
@@ -132,7 +111,7 @@ fn check(label: &str, files: &[PathBuf]) {
     w.push(known_file());
     w.extend(chunk());
     w.extend(args.iter().cloned());
-    run(&python, "check_proto.py", &w);
+    run_conformance(&python, "check_proto.py", &w);
 
     // Reader: our reading of XLA's protos, printed, must be the same module.
     // One module at a time, each dropped before the next is read.
@@ -169,7 +148,7 @@ fn check(label: &str, files: &[PathBuf]) {
     r.extend(chunk());
     r.extend(too_large);
     r.extend(args);
-    run(&python, "check_proto.py", &r);
+    run_conformance(&python, "check_proto.py", &r);
 }
 
 #[test]
@@ -212,7 +191,7 @@ fn testdata_literal_values_are_xlas() {
         args.push(f.clone().into());
         args.push(pb.into());
     }
-    let stdout = run(&python, "check_literals.py", &args);
+    let stdout = run_conformance(&python, "check_literals.py", &args);
     assert!(stdout.contains("literal values:"), "{stdout}");
 }
 

@@ -92,3 +92,25 @@ impl Rng {
         (self.next() % n.max(1) as u64) as usize
     }
 }
+
+/// Runs `hlo/conformance/SCRIPT` with `python` and `args`, echoes and returns
+/// its stdout; a failing script fails the test with its output.
+pub fn run_conformance(python: &str, script: &str, args: &[std::ffi::OsString]) -> String {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("conformance")
+        .join(script);
+    let res = std::process::Command::new(python)
+        .arg(&script)
+        .args(args)
+        .output()
+        .expect("run the conformance script");
+    let stdout = String::from_utf8_lossy(&res.stdout).into_owned();
+    println!("{stdout}");
+    assert!(
+        res.status.success(),
+        "{} failed:\n{stdout}\n{}",
+        script.display(),
+        String::from_utf8_lossy(&res.stderr)
+    );
+    stdout
+}
