@@ -401,20 +401,7 @@ impl<'m> Printer<'m> {
         self.out.push_str(" = ");
         self.shape(inst.shape);
         self.out.push(' ');
-        match inst.attrs.first() {
-            Some(Attr {
-                key,
-                value: AttrValue::Raw(w),
-            }) if &**key == ASYNC_WRAPPED_OPCODE => {
-                self.out.push_str(w);
-                self.out.push_str(match inst.opcode {
-                    Opcode::AsyncStart => "-start",
-                    Opcode::AsyncUpdate => "-update",
-                    _ => "-done",
-                });
-            }
-            _ => self.out.push_str(inst.opcode.name()),
-        }
+        write_opcode(inst, &mut self.out);
         self.out.push('(');
         if let Some(p) = &inst.payload {
             match p {
@@ -1074,20 +1061,7 @@ impl Printer<'_> {
         self.out.push_str(" = ");
         write_shape_canonical(m, inst.shape, &mut self.out);
         self.out.push(' ');
-        match inst.attrs.first() {
-            Some(Attr {
-                key,
-                value: AttrValue::Raw(w),
-            }) if &**key == ASYNC_WRAPPED_OPCODE => {
-                self.out.push_str(w);
-                self.out.push_str(match inst.opcode {
-                    Opcode::AsyncStart => "-start",
-                    Opcode::AsyncUpdate => "-update",
-                    _ => "-done",
-                });
-            }
-            _ => self.out.push_str(inst.opcode.name()),
-        }
+        write_opcode(inst, &mut self.out);
         self.out.push('(');
         match &inst.payload {
             Some(Payload::Parameter(n)) => {
@@ -1207,5 +1181,24 @@ impl Printer<'_> {
                 }
             }
         }
+    }
+}
+
+/// An instruction's opcode as printed: XLA's async shorthand
+/// (`all-reduce-start`, ...) for an async op that wraps one, else its name.
+fn write_opcode(inst: &Instruction, out: &mut String) {
+    match inst.attrs.first() {
+        Some(Attr {
+            key,
+            value: AttrValue::Raw(w),
+        }) if &**key == ASYNC_WRAPPED_OPCODE => {
+            out.push_str(w);
+            out.push_str(match inst.opcode {
+                Opcode::AsyncStart => "-start",
+                Opcode::AsyncUpdate => "-update",
+                _ => "-done",
+            });
+        }
+        _ => out.push_str(inst.opcode.name()),
     }
 }
