@@ -23,6 +23,7 @@ Outputs are packed into at most 8 files of at most 15 MiB (packing drops
 the largest dumps first and says so).
 
 Usage: gpu_collect.py --out OUT [--budget SECONDS] [--only a,b] [--dry-run]
+                      [--max-files 8] [--exhaustive-frac 0.25]
   --dry-run: no GPU: checks the corpus (lowers every program on the
   default backend), the flag sets, and the packing of OUT, with stand-in
   files. `worker` is the internal entry of a phase's worker process.
@@ -40,7 +41,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-MAX_FILES = 8
+MAX_FILES = 8  # --max-files lowers it when another script shares OUT
 MAX_BYTES = 15 * 1024 * 1024
 
 # The flags the smoke test tries, each a fresh process.
@@ -236,8 +237,8 @@ def smoke(out, deadline, log):
     print("\n".join(lines[:80]), flush=True)
 
 
-def pack(out, pack_dir):
-    """Packs OUT's folders into at most MAX_FILES files of at most MAX_BYTES."""
+def pack(out, pack_dir, max_files=MAX_FILES):
+    """Packs OUT's folders into at most max_files files of at most MAX_BYTES."""
     os.makedirs(pack_dir, exist_ok=True)
     groups = [("core", ["summary.json", "provenance.json", "smoke.txt", "logs", "results", "hlo"]),
               ("smoke", ["smoke"]), ("dumps", ["dump"])]
@@ -270,10 +271,10 @@ def pack(out, pack_dir):
             written.append(target)
             files = files[len(batch):]
             part += 1
-            if len(written) >= MAX_FILES - 1 and files:
+            if len(written) >= max_files - 1 and files:
                 dropped += [os.path.relpath(p, out) for p in files]
                 files = []
-        if len(written) >= MAX_FILES - 1:
+        if len(written) >= max_files - 1:
             break
     return written, dropped
 
@@ -290,7 +291,13 @@ def main():
     ap.add_argument("--budget", type=float, default=540.0, help="wall-clock seconds in all")
     ap.add_argument("--only", default="", help="comma-separated program names")
     ap.add_argument("--dry-run", action="store_true")
+    ap.add_argument("--max-files", type=int, default=MAX_FILES,
+                    help="files written under OUT, summary.json included (at most 8)")
+    ap.add_argument("--exhaustive-frac", type=float, default=0.25,
+                    help="share of the budget for exhaustive tiling searches")
     args = ap.parse_args()
+    if not 2 <= args.max_files <= MAX_FILES:
+        ap.error(f"--max-files must be within 2..{MAX_FILES}")
     if args.cmd == "worker":
         return worker(args)
     if not args.out:
@@ -332,7 +339,7 @@ def main():
         log = open(os.path.join(work, "workers.stderr.txt"), "w")
         smoke(work, start + 0.15 * args.budget, log)
         done_off, st_off, left_off = run_phase("off", names, work, start + 0.35 * args.budget, log=log)
-        ex_deadline = start + 0.6 * args.budget
+        ex_deadline = start + (0.35 + args.exhaustive_frac) * args.budget
         done_ex, st_ex, rest = run_phase("tune", names, work, ex_deadline, exhaustive=True, log=log)
         done_t, st_t, left_t = run_phase("tune", rest, work, end - 25, log=log)
         summary.update(off=st_off, off_not_run=left_off, tune=st_ex + st_t, tune_not_run=left_t)
@@ -340,7 +347,7 @@ def main():
     summary["elapsed_s"] = round(time.time() - start, 1)
     with open(os.path.join(work, "summary.json"), "w") as f:
         json.dump(summary, f, indent=1)
-    written, dropped = pack(work, args.out)
+    written, dropped = pack(work, args.out, args.max_files)
     summary["packed"] = [os.path.basename(p) for p in written]
     summary["dropped_from_pack"] = dropped
     with open(os.path.join(args.out, "summary.json"), "w") as f:
@@ -349,7 +356,7 @@ def main():
     total = sum(os.path.getsize(os.path.join(args.out, f)) for f in os.listdir(args.out))
     files = os.listdir(args.out)
     print(f"packed {len(files)} files, {total} bytes in {args.out}: {sorted(files)}; dropped {len(dropped)}")
-    assert len(files) <= MAX_FILES, files
+    assert len(files) <= args.max_files, files
     return 0
 
 

@@ -12,8 +12,9 @@ interleaved in one run (docs/xla-gpu.md, "Measuring"):
 
 Every (program, way) compile runs in a fresh process (XLA keeps autotuning
 results in memory per process), in the order a, b, c, c, b, a, ... so that
-drift hits all three alike. Step time: median of --steps runs after 3
-warm-ups. The device description and key version the cache needs are read
+drift hits all three alike. Step time: median over --steps samples (after 3
+warm-ups) of the time of 10 calls issued back to back and waited for once,
+divided by 10, so that the GPU's time is measured rather than dispatch. The device description and key version the cache needs are read
 once from XLA's own results file of a probe matmul. Writes OUT/measure.json
 and OUT/measure.md (the table for docs/benchmarks.md); stops starting new
 rounds at --budget seconds.
@@ -29,10 +30,13 @@ import re
 import statistics
 import subprocess
 import sys
+import shutil
+import tarfile
 import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+KEEP = ""  # set in main: what goes into OUT/measure_files.tar.xz
 sys.path.insert(0, HERE)
 
 CHILD = r"""
@@ -47,13 +51,16 @@ c = jax.jit(fn).lower(*shapes).compile(compiler_options=opts)
 compile_s = time.perf_counter() - t
 rng = np.random.default_rng(0)
 args = [jax.device_put((rng.standard_normal(s.shape) * 0.1).astype(s.dtype)) for s in shapes]
-times = []
-for i in range(steps + 3):
-    t = time.perf_counter()
+for _ in range(3):
     jax.block_until_ready(c(*args))
-    if i >= 3:
-        times.append(time.perf_counter() - t)
-print("RESULT " + json.dumps({{"compile_s": compile_s, "step_s": sorted(times)[len(times) // 2]}}))
+times = []
+for i in range(steps):
+    t = time.perf_counter()
+    outs = [c(*args) for _ in range({batch})]
+    jax.block_until_ready(outs)
+    times.append((time.perf_counter() - t) / {batch})
+print("RESULT " + json.dumps({{"compile_s": compile_s, "step_s": sorted(times)[len(times) // 2],
+                              "step_min_s": min(times), "step_max_s": max(times)}}))
 """
 
 PROBE = r"""
@@ -64,8 +71,11 @@ jax.jit(lambda a, b: a @ b).lower(x, jax.ShapeDtypeStruct((512, 256), jnp.bfloat
 """
 
 
+BATCH = 10  # calls per timed sample, one block_until_ready: the GPU stays busy
+
+
 def child(name, steps, opts, env=None, timeout=300):
-    code = CHILD.format(here=HERE, name=name, steps=steps, opts=opts)
+    code = CHILD.format(here=HERE, name=name, steps=steps, opts=opts, batch=BATCH)
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                        timeout=timeout, env=env)
     for line in r.stdout.splitlines():
@@ -106,10 +116,22 @@ def way_c(name, steps, hlo_opt, device, version, tmp):
     if h.returncode != 0:
         raise RuntimeError(f"hlo-opt failed: {h.stderr[-1500:]}")
     t2 = time.perf_counter()
+    ours = sorted(f for f in os.listdir(cache) if f.endswith(".textproto")) if os.path.isdir(cache) else []
     r = child(name, steps, {"xla_gpu_per_fusion_autotune_cache_dir": cache})
+    after = sorted(f for f in os.listdir(cache) if f.endswith(".textproto")) if os.path.isdir(cache) else []
+    keep = os.path.join(KEEP, name)
+    if not os.path.isdir(os.path.join(keep, "cache")):  # for the offline key check
+        os.makedirs(os.path.join(keep, "cache"), exist_ok=True)
+        if os.path.isdir(cache):
+            shutil.copytree(cache, os.path.join(keep, "cache"), dirs_exist_ok=True)
+        shutil.copy(before[0], os.path.join(keep, "before_autotuner.txt"))
+        with open(os.path.join(keep, "hlo-opt.stderr.txt"), "w") as f:
+            f.write(h.stderr[-200000:])
     return {"compile_s": r0["compile_s"] + (t2 - t1) + r["compile_s"],
             "compile_parts_s": [r0["compile_s"], t2 - t1, r["compile_s"]],
-            "step_s": r["step_s"], "cache_files": len(os.listdir(cache)) if os.path.isdir(cache) else 0,
+            "step_s": r["step_s"], "step_min_s": r["step_min_s"], "step_max_s": r["step_max_s"],
+            "cache_files_ours": len(ours),
+            "cache_files_xla_added": len(set(after) - set(ours)),
             "wall_s": time.perf_counter() - t0}
 
 
@@ -139,6 +161,9 @@ def main():
         return 0
     start = time.time()
     tmp = tempfile.mkdtemp(prefix="gpu-measure-")
+    global KEEP
+    KEEP = os.path.join(tmp, "keep")
+    os.makedirs(KEEP, exist_ok=True)
     device, version = probe_device(tmp)
     rows = []
     for r, name, way in plan:
@@ -147,7 +172,11 @@ def main():
             continue
         try:
             if way == "a":
-                res = child(name, args.steps, {})
+                opts = {}
+                if r == 0:  # XLA's own choices and keys for the offline key check
+                    os.makedirs(os.path.join(KEEP, name), exist_ok=True)
+                    opts["xla_gpu_dump_autotune_results_to"] = os.path.join(KEEP, name, "xla_results.textproto")
+                res = child(name, args.steps, opts)
             elif way == "b":
                 res = child(name, args.steps, {"xla_gpu_autotune_level": 0})
             else:
@@ -161,6 +190,8 @@ def main():
            "elapsed_s": round(time.time() - start, 1)}
     with open(os.path.join(args.out, "measure.json"), "w") as f:
         json.dump(out, f, indent=1)
+    with tarfile.open(os.path.join(args.out, "measure_files.tar.xz"), "w:xz") as t:
+        t.add(KEEP, arcname="measure_files")
     lines = ["| program | compile a (s) | compile b | compile c | step a (ms) | step b | step c | c/a step |",
              "|---|---|---|---|---|---|---|---|"]
     for n in held:

@@ -122,20 +122,21 @@ def programs():
         dt = DT[dn]
         add(f"odd_{dn}", lambda x, w: jax.nn.gelu(x @ w), [z(100, 300, dtype=dt), z(300, 700, dtype=dt)])
     add("int8_weights_bf16", int8_weights, [z(512, 1024, dtype=BF16), z(1024, 1024, dtype=I8), z(1024, dtype=BF16)])
-    # Held out of the data: the measurement's programs.
-    add("held_mlp_bf16_b512", mlp, [z(512, 768, dtype=BF16), z(768, 3072, dtype=BF16),
-                                    z(3072, 768, dtype=BF16)], True)
-    add("held_block_bf16_b2_s512", lambda x, *w: block(x, *w, heads=12),
-        [z(2, 512, 768, dtype=BF16)] + [z(768, 768, dtype=BF16)] * 4
-        + [z(768, 3072, dtype=BF16), z(3072, 768, dtype=BF16)], True)
-    add("held_attention_f16_s256", lambda x, a, b_, c, d: attention(x, a, b_, c, d, 4),
-        [z(8, 256, 256, dtype=F16)] + [z(256, 256, dtype=F16)] * 4, True)
-    add("held_gated_mlp_bf16_b256", gated_mlp, [z(256, 768, dtype=BF16), z(768, 2048, dtype=BF16),
-                                                z(768, 2048, dtype=BF16), z(2048, 768, dtype=BF16)], True)
-    add("held_mlp_f32_b1024", mlp, [z(1024, 384, dtype=F32), z(384, 1536, dtype=F32),
-                                    z(1536, 384, dtype=F32)], True)
-    add("held_mlp_train_bf16_b512", mlp_train_step, [z(512, 784, dtype=BF16), z(512, 10, dtype=BF16),
-                                                     z(784, 512, dtype=BF16), z(512, 10, dtype=BF16)], True)
+    # Held out of the data: the measurement's programs. Sized so that a step
+    # is GPU time (0.3 ms or more on an H100), not dispatch.
+    add("held_mlp_bf16_b4096", mlp, [z(4096, 2048, dtype=BF16), z(2048, 8192, dtype=BF16),
+                                     z(8192, 2048, dtype=BF16)], True)
+    add("held_block_bf16_b8_s1024", lambda x, *w: block(x, *w, heads=16),
+        [z(8, 1024, 1024, dtype=BF16)] + [z(1024, 1024, dtype=BF16)] * 4
+        + [z(1024, 4096, dtype=BF16), z(4096, 1024, dtype=BF16)], True)
+    add("held_attention_f16_s1024", lambda x, a, b_, c, d: attention(x, a, b_, c, d, 8),
+        [z(8, 1024, 512, dtype=F16)] + [z(512, 512, dtype=F16)] * 4, True)
+    add("held_gated_mlp_bf16_b2048", gated_mlp, [z(2048, 1536, dtype=BF16), z(1536, 4096, dtype=BF16),
+                                                 z(1536, 4096, dtype=BF16), z(4096, 1536, dtype=BF16)], True)
+    add("held_mlp_f32_b4096", mlp, [z(4096, 1024, dtype=F32), z(1024, 4096, dtype=F32),
+                                    z(4096, 1024, dtype=F32)], True)
+    add("held_mlp_train_bf16_b4096", mlp_train_step, [z(4096, 1536, dtype=BF16), z(4096, 16, dtype=BF16),
+                                                      z(1536, 3072, dtype=BF16), z(3072, 16, dtype=BF16)], True)
     return out
 
 

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# One GPU session in one command (docs/xla-gpu.md): the tile collection, then
+# the three-way measurement of the held-out programs, within one 10-minute
+# run. Writes at most 8 files under $OUT: the collection's 5 (core, smoke,
+# dumps tarballs, summary.json), measure.json, measure.md, measure_files.tar.xz.
+#   OUT=... bash scripts/gpu_session.sh [COLLECT_SECONDS] [MEASURE_SECONDS]
+set -uo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-/opt/torch/.venv/bin/python}
+OUT=${OUT:-out-gpu}
+COLLECT=${1:-300}
+MEASURE=${2:-200}
+export PYTHONUNBUFFERED=1
+mkdir -p "$OUT"
+nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader || true
+"$PY" scripts/gpu_collect.py --out "$OUT" --budget "$COLLECT" --max-files 5 --exhaustive-frac 0.12
+echo "collect exit $?"
+"$PY" scripts/gpu_measure.py --out "$OUT" --hlo-opt gpu-bin/hlo-opt --rounds 2 --budget "$MEASURE"
+echo "measure exit $?"
+ls -la "$OUT"
