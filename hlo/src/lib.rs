@@ -38,7 +38,7 @@ pub use opcode::Opcode;
 pub use parse::{parse_module, parse_module_named, source_text};
 pub use print::{
     canonical_post_order, print_computation, print_computation_canonical, print_instruction,
-    print_layout, print_layout_in, print_module, print_shape, print_shape_no_layout,
-    CanonicalOptions, Subcomputations,
+    print_instruction_canonical, print_layout, print_layout_in, print_module, print_shape,
+    print_shape_no_layout, CanonicalOptions, Subcomputations,
 };
 pub use verify::{verify, verify_in_source};

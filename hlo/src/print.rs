@@ -799,6 +799,31 @@ pub fn print_computation_canonical(m: &Module, c: CompId, opts: &CanonicalOption
     p.out
 }
 
+/// Instruction `i` alone in canonical text, as XLA's
+/// `HloInstruction::ToString(options)` prints it: no name, operands as
+/// shapes only, callee bodies (with [`Subcomputations::FullBodies`]) after
+/// `calls=` and a newline. `frontend_attributes=` is left out, and
+/// `backend_config` is written last as given (XLA prints the instruction's
+/// own with `print_backend_config`; the caller passes the text it wants,
+/// e.g. sorted JSON). With [`CanonicalOptions::fingerprint`] this is the
+/// text XLA:GPU's autotuner fingerprints (`GetHloFingerprint` in
+/// `xla/backends/autotuner/autotune_fingerprint.cc`).
+pub fn print_instruction_canonical(
+    m: &Module,
+    i: InstId,
+    opts: &CanonicalOptions,
+    backend_config: Option<&str>,
+) -> String {
+    let mut p = Printer::new(m);
+    let mut names = std::collections::HashMap::new();
+    p.canonical_instruction(i, opts, 0, &mut names, true);
+    if let Some(b) = backend_config {
+        p.out.push_str(", backend_config=");
+        p.out.push_str(b);
+    }
+    p.out
+}
+
 /// Whether every element of `a` prints as one of `texts`.
 fn all_elements_print_as(a: &crate::attrs::literal::ArrayLiteral, texts: &[&str]) -> bool {
     let w = a.elem().byte_size() as usize;
@@ -995,7 +1020,7 @@ impl Printer<'_> {
             if i == root {
                 self.out.push_str("ROOT ");
             }
-            self.canonical_instruction(i, opts, indent + 1, &mut names);
+            self.canonical_instruction(i, opts, indent + 1, &mut names, false);
             self.out.push('\n');
         }
         self.out.push_str(&tab);
@@ -1054,11 +1079,16 @@ impl Printer<'_> {
         opts: &CanonicalOptions,
         indent: usize,
         names: &mut std::collections::HashMap<InstId, usize>,
+        top_level: bool,
     ) {
         let m = self.m;
         let inst = m.inst(id);
-        self.canonical_name(id, names);
-        self.out.push_str(" = ");
+        // XLA prints no name for the instruction itself, nor for its
+        // operands, when `HloInstruction::ToString` is called on it alone.
+        if !top_level {
+            self.canonical_name(id, names);
+            self.out.push_str(" = ");
+        }
         write_shape_canonical(m, inst.shape, &mut self.out);
         self.out.push(' ');
         write_opcode(inst, &mut self.out);
@@ -1074,8 +1104,10 @@ impl Printer<'_> {
                         self.out.push_str(", ");
                     }
                     write_shape_canonical(m, m.inst(op).shape, &mut self.out);
-                    self.out.push(' ');
-                    self.canonical_name(op, names);
+                    if !top_level {
+                        self.out.push(' ');
+                        self.canonical_name(op, names);
+                    }
                 }
             }
         }
@@ -1088,6 +1120,7 @@ impl Printer<'_> {
                 | "control-predecessors"
                 | "parameter_replication" => continue,
                 "infeed_config" | "outfeed_config" if !opts.print_infeed_outfeed_config => continue,
+                "frontend_attributes" if top_level => continue,
                 _ => {}
             }
             match (&a.value, opts.subcomputations) {

@@ -20,6 +20,7 @@
 //! unchanged with a warning naming it; output is deterministic (fusions in
 //! module order, files written in key order).
 
+pub mod autotuner;
 pub mod key;
 pub mod proto;
 pub mod textproto;

@@ -1,0 +1,84 @@
+//! XLA:GPU's new autotuner keys, checked against XLA's own: every
+//! fusion XLA autotuned in the committed GPU session
+//! (`testdata/xla_gpu/session1/core.tar.xz`: its autotuning logs, with each
+//! instruction's `hlo_fingerprint`, and the optimized module of each
+//! program compiled with autotuning off) gets the same fingerprint from
+//! hlo-opt, read from the module compiled with autotuning off: what a user
+//! runs hlo-opt on to make a cache. (Autotuned cuDNN convolutions are
+//! custom calls, not fusions: not hlo-opt's decision, counted apart. The
+//! module compiled *with* autotuning is not a source of keys: a fusion XLA
+//! gave to cuBLAS is gone from it, and split-K reductions change.)
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use passes::tile::xla_gpu::autotuner;
+
+fn session1() -> BTreeMap<String, Vec<u8>> {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/xla_gpu/session1/core.tar.xz");
+    autotuner::read_tar_xz(&p, 256 << 20)
+        .expect("core.tar.xz")
+        .into_iter()
+        .collect()
+}
+
+#[test]
+fn fingerprints_equal_xla_on_every_autotuned_fusion() {
+    let files = session1();
+    let mut checked = 0;
+    let mut not_fusions = 0;
+    let mut failures = Vec::new();
+    for (path, bytes) in &files {
+        let Some(prog) = path
+            .strip_prefix("logs/")
+            .and_then(|p| p.strip_suffix(".textproto"))
+        else {
+            continue;
+        };
+        let (_, profiles) = autotuner::read_profiles(std::str::from_utf8(bytes).unwrap()).unwrap();
+        for mode in ["off"] {
+            let text = String::from_utf8(files[&format!("hlo/{prog}.{mode}.hlo")].clone()).unwrap();
+            let m = hlo::parse_module(&text).unwrap();
+            let by_name: BTreeMap<String, hlo::InstId> = m
+                .computations()
+                .flat_map(|c| m.comp(c).order.clone())
+                .map(|i| (m.inst(i).name.to_string(), i))
+                .collect();
+            for p in &profiles {
+                let Some(&id) = by_name.get(&p.name) else {
+                    failures.push(format!("{prog}.{mode}: no instruction {}", p.name));
+                    continue;
+                };
+                if m.inst(id).opcode != hlo::Opcode::Fusion {
+                    not_fusions += 1;
+                    continue;
+                }
+                let got = autotuner::fusion_fingerprint(&m, id).unwrap().map(|x| x.0);
+                checked += 1;
+                if got.as_deref() != Some(p.hlo_fingerprint.as_str()) {
+                    failures.push(format!(
+                        "{prog}.{mode}: {} {:?} != XLA {}",
+                        p.name, got, p.hlo_fingerprint
+                    ));
+                }
+            }
+        }
+    }
+    for f in failures.iter().take(40) {
+        eprintln!("{f}");
+    }
+    eprintln!(
+        "checked {checked} fusions, failed {}; {not_fusions} autotuned non-fusions left out",
+        failures.len()
+    );
+    assert!(checked >= 150, "checked only {checked}");
+    assert!(
+        not_fusions <= 4,
+        "{not_fusions} autotuned instructions are not fusions"
+    );
+    assert!(
+        failures.is_empty(),
+        "{} of {checked} differ",
+        failures.len()
+    );
+}
