@@ -4,18 +4,20 @@ interleaved in one run (docs/xla-gpu.md, "Measuring"):
 
   a  full autotuning (XLA's default);
   b  autotuning off (`--xla_gpu_autotune_level=0`);
-  c  hlo-opt's cache: compile with autotuning off while dumping the module
-     before the autotuner, `hlo-opt --pass=tile` writes XLA's per-fusion
-     autotuning cache for it, then compile with
+  c  hlo-opt's cache: compile with autotuning off while dumping the
+     optimized module, `hlo-opt --pass=tile --autotune-env LOGS` writes XLA's
+     per-fusion autotuning cache for its GEMM fusions (the learned model's
+     choices, keyed as XLA's new autotuner keys them), then compile with
      `--xla_gpu_per_fusion_autotune_cache_dir`. Its compile time counts all
-     three steps.
+     three steps; fusions the cache does not hold (loop fusions) XLA
+     autotunes as usual, and `cache_files_xla_added` counts them.
 
 Every (program, way) compile runs in a fresh process (XLA keeps autotuning
 results in memory per process), in the order a, b, c, c, b, a, ... so that
 drift hits all three alike. Step time: median over --steps samples (after 3
 warm-ups) of the time of 10 calls issued back to back and waited for once,
-divided by 10, so that the GPU's time is measured rather than dispatch. The device description and key version the cache needs are read
-once from XLA's own results file of a probe matmul. Writes OUT/measure.json
+divided by 10, so that the GPU's time is measured rather than dispatch. The device key and the versions the cache needs are read once from
+XLA's own autotuning logs of a probe matmul. Writes OUT/measure.json
 and OUT/measure.md (the table for docs/benchmarks.md); stops starting new
 rounds at --budget seconds.
 
@@ -67,11 +69,9 @@ PROBE = r"""
 import jax, jax.numpy as jnp
 x = jax.ShapeDtypeStruct((256, 512), jnp.bfloat16)
 jax.jit(lambda a, b: a @ b).lower(x, jax.ShapeDtypeStruct((512, 256), jnp.bfloat16)).compile(
-    compiler_options={{"xla_gpu_dump_autotune_results_to": {path!r}}})
+    compiler_options={{"xla_gpu_dump_autotune_results_to": {path!r},
+                      "xla_gpu_dump_autotune_logs_to": {logs!r}}})
 """
-
-
-BATCH = 10  # calls per timed sample, one block_until_ready: the GPU stays busy
 
 
 def child(name, steps, opts, env=None, timeout=300):
@@ -85,46 +85,47 @@ def child(name, steps, opts, env=None, timeout=300):
 
 
 def probe_device(tmp):
+    """XLA's device key, and a logs file holding it with the codegen and
+    backend versions (hlo-opt's --autotune-env)."""
     path = os.path.join(tmp, "probe.textproto")
-    subprocess.run([sys.executable, "-c", PROBE.format(path=path)], check=True,
+    logs = os.path.join(tmp, "probe_logs.textproto")
+    subprocess.run([sys.executable, "-c", PROBE.format(path=path, logs=logs)], check=True,
                    capture_output=True, text=True, timeout=300)
-    text = open(path).read()
-    dev = re.search(r'device: "((?:[^"\\]|\\.)*)"', text)
-    ver = re.findall(r"^  version: (\d+)$", text, re.M)
+    text = open(logs).read()
+    dev = re.search(r'^device: "((?:[^"\\]|\\.)*)"', text, re.M)
     if not dev:
-        raise RuntimeError("no device in XLA's results file:\n" + text[:2000])
-    return dev.group(1), int(ver[0]) if ver else None
+        raise RuntimeError("no device in XLA's autotuning logs:\n" + text[:2000])
+    shutil.copy(logs, os.path.join(KEEP, "probe_logs.textproto"))
+    return dev.group(1), logs
 
 
-def way_c(name, steps, hlo_opt, device, version, tmp):
-    """Level-0 compile dumping the module before the autotuner, hlo-opt, cached compile."""
+def way_c(name, steps, hlo_opt, device, env_logs, tmp):
+    """Level-0 compile dumping the optimized module, hlo-opt writes XLA's
+    autotuning cache for its GEMM fusions, then the cached compile."""
     d = tempfile.mkdtemp(dir=tmp, prefix=f"{name}-")
     t0 = time.perf_counter()
-    r0 = child(name, 1, {"xla_gpu_autotune_level": 0, "xla_dump_to": os.path.join(d, "dump"),
-                         "xla_dump_hlo_pass_re": ".*utotun.*"})
-    before = sorted(f for f in glob.glob(os.path.join(d, "dump", "*.txt"))
-                    if "before_" in os.path.basename(f) and "utotun" in os.path.basename(f))
-    if not before:
-        raise RuntimeError(f"{name}: no module dumped before the autotuner in {d}/dump")
+    r0 = child(name, 1, {"xla_gpu_autotune_level": 0, "xla_dump_to": os.path.join(d, "dump")})
+    mods = sorted(glob.glob(os.path.join(d, "dump", "*after_optimizations.txt")))
+    if not mods:
+        raise RuntimeError(f"{name}: no optimized module dumped in {d}/dump")
     cache = os.path.join(d, "cache")
-    cmd = [hlo_opt, before[0], "--pass=tile", "--tile-target=xla-gpu", "--no-verify",
-           "--gpu-device", device, "--autotune-cache-dir", cache, "-o", os.path.join(d, "out.hlo")]
-    if version is not None:
-        cmd += ["--autotune-key-version", str(version)]
+    cmd = [hlo_opt, mods[-1], "--pass=tile", "--no-verify", "--explain", "--autotune-env", env_logs,
+           "--autotune-cache-dir", cache, "-o", os.path.join(d, "out.hlo")]
     t1 = time.perf_counter()
     h = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     if h.returncode != 0:
         raise RuntimeError(f"hlo-opt failed: {h.stderr[-1500:]}")
     t2 = time.perf_counter()
-    ours = sorted(f for f in os.listdir(cache) if f.endswith(".textproto")) if os.path.isdir(cache) else []
+    sub = os.path.join(cache, device)
+    ours = sorted(f for f in os.listdir(sub) if f.endswith(".pb")) if os.path.isdir(sub) else []
     r = child(name, steps, {"xla_gpu_per_fusion_autotune_cache_dir": cache})
-    after = sorted(f for f in os.listdir(cache) if f.endswith(".textproto")) if os.path.isdir(cache) else []
+    after = sorted(f for f in os.listdir(sub) if f.endswith(".pb")) if os.path.isdir(sub) else []
     keep = os.path.join(KEEP, name)
     if not os.path.isdir(os.path.join(keep, "cache")):  # for the offline key check
         os.makedirs(os.path.join(keep, "cache"), exist_ok=True)
         if os.path.isdir(cache):
             shutil.copytree(cache, os.path.join(keep, "cache"), dirs_exist_ok=True)
-        shutil.copy(before[0], os.path.join(keep, "before_autotuner.txt"))
+        shutil.copy(mods[-1], os.path.join(keep, "off_module.txt"))
         with open(os.path.join(keep, "hlo-opt.stderr.txt"), "w") as f:
             f.write(h.stderr[-200000:])
     return {"compile_s": r0["compile_s"] + (t2 - t1) + r["compile_s"],
@@ -164,7 +165,7 @@ def main():
     global KEEP
     KEEP = os.path.join(tmp, "keep")
     os.makedirs(KEEP, exist_ok=True)
-    device, version = probe_device(tmp)
+    device, env_logs = probe_device(tmp)
     rows = []
     for r, name, way in plan:
         if time.time() - start > args.budget:
@@ -176,17 +177,18 @@ def main():
                 if r == 0:  # XLA's own choices and keys for the offline key check
                     os.makedirs(os.path.join(KEEP, name), exist_ok=True)
                     opts["xla_gpu_dump_autotune_results_to"] = os.path.join(KEEP, name, "xla_results.textproto")
+                    opts["xla_gpu_dump_autotune_logs_to"] = os.path.join(KEEP, name, "xla_logs.textproto")
                 res = child(name, args.steps, opts)
             elif way == "b":
                 res = child(name, args.steps, {"xla_gpu_autotune_level": 0})
             else:
-                res = way_c(name, args.steps, args.hlo_opt, device, version, tmp)
+                res = way_c(name, args.steps, args.hlo_opt, device, env_logs, tmp)
         except Exception as e:
             res = {"error": str(e)[:2000]}
         res.update(round=r, program=name, way=way)
         rows.append(res)
         print(json.dumps(res), flush=True)
-    out = {"device": device, "key_version": version, "rows": rows,
+    out = {"device": device, "rows": rows,
            "elapsed_s": round(time.time() - start, 1)}
     with open(os.path.join(args.out, "measure.json"), "w") as f:
         json.dump(out, f, indent=1)

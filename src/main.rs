@@ -200,6 +200,18 @@ struct Cli {
     /// in .txt/.textproto/.txtpb/.pbtxt/.prototxt, else binary; needs --gpu-device).
     #[arg(long, value_name = "FILE")]
     autotune_results: Option<PathBuf>,
+    /// [tile, xla-gpu] XLA's new autotuner (jax 0.11+): a logs or results file
+    /// XLA wrote on the GPU (--xla_gpu_dump_autotune_logs_to), read for the
+    /// device, codegen and Triton versions its cache keys hold. The module
+    /// is one XLA compiled with --xla_gpu_autotune_level=0; the cache
+    /// (--autotune-cache-dir) gets the learned model's choice per GEMM fusion.
+    #[arg(long, value_name = "FILE")]
+    autotune_env: Option<PathBuf>,
+    /// [tile, xla-gpu] The learned GPU tile model with --autotune-env: a
+    /// builtin name (xla-gpu-h200, the default) or a JSON file from
+    /// `hlo-cost gpu-tile-model -o`.
+    #[arg(long, value_name = "NAME|PATH")]
+    gpu_tile_model: Option<String>,
 }
 
 /// `--tile-target`: which compiler the tile pass decides for.
@@ -310,6 +322,7 @@ impl Cli {
         };
         if (self.autotune_cache_dir.is_some() || self.autotune_results.is_some())
             && self.gpu_device.is_none()
+            && self.autotune_env.is_none()
         {
             return Err(CliError(
                 "error: --autotune-cache-dir and --autotune-results need --gpu-device: the device description XLA keys its cache with (docs/xla-gpu.md)"
@@ -337,6 +350,14 @@ impl Cli {
             key_version: self.autotune_key_version,
             cache_dir: self.autotune_cache_dir.clone(),
             results_file: self.autotune_results.clone(),
+            autotuner_env: match &self.autotune_env {
+                Some(p) => Some(
+                    passes::tile::xla_gpu::autotuner::Environment::from_file(p)
+                        .map_err(|e| CliError(format!("error: --autotune-env: {e}")))?,
+                ),
+                None => None,
+            },
+            model: self.gpu_tile_model.clone(),
         };
         if let Some(spec) = &self.measure {
             let measurer = pjrt::measurer_for_budget(spec, self.measure_budget)
@@ -398,6 +419,8 @@ impl Cli {
             ),
             ("--autotune-cache-dir", self.autotune_cache_dir.is_some()),
             ("--autotune-results", self.autotune_results.is_some()),
+            ("--autotune-env", self.autotune_env.is_some()),
+            ("--gpu-tile-model", self.gpu_tile_model.is_some()),
         ]
         .into_iter()
         .filter(|(_, given)| *given)

@@ -101,6 +101,23 @@ enum Command {
     /// Convert XLA:GPU autotuning logs (every Triton GEMM candidate XLA timed)
     /// into one npz file per fusion (docs/xla-gpu.md, "The GPU tile files").
     GpuTiles(GpuTilesArgs),
+    /// Build the learned XLA:GPU tile model from GPU sessions' files (their
+    /// core.tar.xz: XLA's autotuning logs and the modules compiled with
+    /// autotuning off) and report leave-one-program-out cross-validation.
+    GpuTileModel(GpuTileModelArgs),
+}
+
+#[derive(clap::Args, Debug)]
+struct GpuTileModelArgs {
+    /// core.tar.xz of GPU sessions (testdata/xla_gpu/session*/core.tar.xz).
+    #[arg(long = "session", required = true, num_args = 1..)]
+    sessions: Vec<PathBuf>,
+    /// Neighbour counts to cross-validate; the best (least mean top-1 slowdown) is kept.
+    #[arg(long, value_delimiter = ',', default_value = "1,2,3,5,8")]
+    k: Vec<usize>,
+    /// Write the model (JSON) here.
+    #[arg(long, short = 'o')]
+    out: Option<PathBuf>,
 }
 
 #[derive(clap::Args, Debug)]
@@ -302,6 +319,7 @@ fn main() -> ExitCode {
         Command::Eval(args) => eval(&args).map_err(Failure::Cli),
         Command::Collect(args) => collect_cmd(&args).map_err(Failure::Cli),
         Command::GpuTiles(args) => gpu_tiles_cmd(&args).map_err(Failure::Cli),
+        Command::GpuTileModel(args) => gpu_tile_model_cmd(&args).map_err(Failure::Cli),
     };
     match result {
         Ok(code) => code,
@@ -318,6 +336,49 @@ fn main() -> ExitCode {
 
 // ---------------------------------------------------------------------------
 // collect
+
+fn gpu_tile_model_cmd(args: &GpuTileModelArgs) -> Result<ExitCode, CliError> {
+    use passes::tile::xla_gpu::model;
+    let mut records = Vec::new();
+    let mut provenance = Vec::new();
+    for s in &args.sessions {
+        let (r, p) = model::session_records(s).map_err(|e| CliError(format!("error: {e}")))?;
+        records.extend(r);
+        provenance.push(p);
+    }
+    let programs: std::collections::BTreeSet<&str> = records.iter().map(|r| r.program.as_str()).collect();
+    println!(
+        "{} Triton GEMM fusions of {} programs; leave-one-program-out, each fusion's choice against its best measured Triton config:\n",
+        records.len(),
+        programs.len()
+    );
+    if args.k.is_empty() || args.k.contains(&0) {
+        return Err(CliError("--k: give neighbour counts of at least 1".into()));
+    }
+    let mut best: Option<(f64, usize)> = None;
+    for &k in &args.k {
+        let rows = model::lopo(&records, k);
+        println!("k = {k}\n{}", model::lopo_table(&rows));
+        let score = rows[0].mean_top1_slowdown + rows[0].unmeasured as f64;
+        if best.is_none_or(|(b, _)| score < b) {
+            best = Some((score, k));
+        }
+    }
+    let k = best.map_or(1, |b| b.1);
+    println!("chosen: k = {k}");
+    if let Some(out) = &args.out {
+        let m = model::TileModel {
+            kind: "xla-gpu-tile-knn".into(),
+            provenance: provenance.join("; "),
+            k,
+            records,
+        };
+        let text = serde_json::to_string(&m).map_err(|e| CliError(e.to_string()))?;
+        std::fs::write(out, text + "\n").map_err(|e| CliError(format!("{}: {e}", out.display())))?;
+        println!("wrote {}", out.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}
 
 fn gpu_tiles_cmd(args: &GpuTilesArgs) -> Result<ExitCode, CliError> {
     let inputs = gpu_tiles::Inputs {

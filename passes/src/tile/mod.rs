@@ -303,7 +303,15 @@ impl Pass for TilePass {
         let gpu = match cx.options.tile_target {
             crate::TileTarget::XlaGpu => true,
             crate::TileTarget::Tpu => false,
-            crate::TileTarget::Auto => !xla_gpu::triton_gemm_fusions(m).is_empty(),
+            crate::TileTarget::Auto => {
+                !xla_gpu::triton_gemm_fusions(m).is_empty()
+                    || m.computations().any(|c| {
+                        m.comp(c)
+                            .order
+                            .iter()
+                            .any(|&i| xla_gpu::autotuner::is_gemm_fusion(m, i))
+                    })
+            }
         };
         if gpu {
             return self.run_xla_gpu(m, cx);
@@ -466,6 +474,25 @@ impl TilePass {
     /// The XLA:GPU target ([`xla_gpu`]): Triton GEMM fusions' configurations
     /// and, on request, XLA's autotuning cache.
     fn run_xla_gpu(&mut self, m: &mut Module, cx: &mut PassContext) -> Result<Changed, PassError> {
+        if cx.options.xla_gpu.autotuner_env.is_some() {
+            let (_, lines) =
+                xla_gpu::select_for_autotuner(m, &cx.options.xla_gpu, &mut cx.explain).map_err(
+                    |message| PassError::Failed {
+                        pass: "tile",
+                        message,
+                    },
+                )?;
+            for l in lines {
+                if l.starts_with("warning") {
+                    self.warnings.push(l.clone());
+                } else {
+                    cx.explain.push_str(&l);
+                    cx.explain.push('\n');
+                }
+                cx.notes.push(l);
+            }
+            return Ok(false);
+        }
         let before: Vec<Option<String>> = xla_gpu::triton_gemm_fusions(m)
             .into_iter()
             .map(|i| m.inst(i).raw_attr("backend_config").map(str::to_string))

@@ -180,7 +180,9 @@ pub struct BackendConfigs {
 pub struct Empty {}
 
 /// The Triton config of the new autotuner's entries.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, prost::Message)]
+#[derive(
+    Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, prost::Message, serde::Serialize, serde::Deserialize,
+)]
 pub struct TritonConfig {
     #[prost(int64, tag = "1")]
     pub block_m: i64,

@@ -22,12 +22,14 @@
 
 pub mod autotuner;
 pub mod key;
+pub mod model;
 pub mod proto;
 pub mod textproto;
 
 use std::path::PathBuf;
 
 use hlo::{AttrValue, InstId, Module, Opcode, Shape};
+
 use serde_json::{Map, Value};
 
 pub use key::CacheKey;
@@ -50,6 +52,100 @@ pub struct XlaGpuOptions {
     /// Write an `AutotuneResults` file here (text when the name ends in
     /// `.txt`/`.textproto`/`.txtpb`/`.pbtxt`/`.prototxt`, else binary).
     pub results_file: Option<PathBuf>,
+    /// XLA's new autotuner (jax 0.11 and later): the device, codegen and
+    /// backend versions its cache keys hold, read from a logs or results
+    /// file XLA wrote on that GPU. With it, the pass reads a module XLA
+    /// compiled with autotuning off and writes the new cache format
+    /// (`cache_dir/<device>/<fingerprint>.pb`), choosing with the learned
+    /// model ([`model`]).
+    pub autotuner_env: Option<autotuner::Environment>,
+    /// The learned tile model (builtin name or JSON path; default the
+    /// builtin `xla-gpu-h200`).
+    pub model: Option<String>,
+}
+
+/// One choice for XLA's new autotuner: fusion name, key, config, and where
+/// it came from (for `--explain`).
+#[derive(Clone, Debug)]
+pub struct AutotunerChoice {
+    pub fusion: String,
+    pub hlo_fingerprint: String,
+    pub config: autotuner::TritonConfig,
+    pub why: String,
+}
+
+/// The new autotuner's path: for every GEMM fusion of `m` (a module XLA
+/// compiled, autotuning off or on), its key and the model's config; writes
+/// the cache directory when asked. The module is not changed.
+pub fn select_for_autotuner(
+    m: &Module,
+    opts: &XlaGpuOptions,
+    explain: &mut String,
+) -> Result<(Vec<AutotunerChoice>, Vec<String>), String> {
+    let env = opts.autotuner_env.as_ref().ok_or("no autotuner environment")?;
+    let tm = model::TileModel::load(opts.model.as_deref().unwrap_or("xla-gpu-h200"))?;
+    let mut choices = Vec::new();
+    let mut warnings = Vec::new();
+    let fusions: Vec<InstId> = m
+        .computations()
+        .flat_map(|c| m.comp(c).order.iter().copied())
+        .filter(|&i| autotuner::is_gemm_fusion(m, i))
+        .collect();
+    explain.push_str(&format!(
+        "tile (xla-gpu, new autotuner): {} GEMM fusion{}; configurations from the learned model ({} training fusions, k={}; {})\n",
+        fusions.len(),
+        if fusions.len() == 1 { "" } else { "s" },
+        tm.records.len(),
+        tm.k,
+        tm.provenance
+    ));
+    for id in fusions {
+        let name = m.inst(id).name.to_string();
+        let shape = match gemm_shape(m, id) {
+            Ok(s) => s,
+            Err(e) => {
+                warnings.push(format!("warning: tile: skipped fusion %{name}: {e}"));
+                continue;
+            }
+        };
+        let fp = match autotuner::fusion_fingerprint(m, id)? {
+            Some((fp, _)) => fp,
+            None => continue,
+        };
+        let (config, why) = match tm.choose(&shape) {
+            Some((c, near)) => (
+                c,
+                format!("nearest measured GEMM {}:{} (batch {} M {} N {} K {})", near.program, near.fusion, near.gemm[0], near.gemm[1], near.gemm[2], near.gemm[3]),
+            ),
+            None => (autotuner::TritonConfig::from_key(&heuristic_config(&shape)), "size heuristic (the model is empty)".into()),
+        };
+        explain.push_str(&format!(
+            "tile %{name}: batch {} M {} N {} K {} ({}-bit): {} [{}], key {fp}\n",
+            shape.batch, shape.m, shape.n, shape.k, shape.operand_bits, config.describe(), why
+        ));
+        choices.push(AutotunerChoice { fusion: name, hlo_fingerprint: fp, config, why });
+    }
+    let mut lines = Vec::new();
+    if let Some(dir) = &opts.cache_dir {
+        let pairs: Vec<(String, autotuner::TritonConfig)> =
+            choices.iter().map(|c| (c.hlo_fingerprint.clone(), c.config)).collect();
+        let n = autotuner::write_cache_dir(dir, env, &pairs)?;
+        lines.push(format!(
+            "tile (xla-gpu): wrote {n} cache entr{} to {}/{} (XLA_FLAGS=--xla_gpu_per_fusion_autotune_cache_dir={})",
+            if n == 1 { "y" } else { "ies" },
+            dir.display(),
+            env.device,
+            dir.display()
+        ));
+    }
+    if opts.results_file.is_some() {
+        warnings.push("warning: tile: --autotune-results is the legacy format; with --autotune-env use --autotune-cache-dir".into());
+    }
+    for w in &warnings {
+        explain.push_str(w);
+        explain.push('\n');
+    }
+    Ok((choices, [warnings, lines].concat()))
 }
 
 /// The backend config of `id` as a JSON object, when it has one.
