@@ -181,7 +181,16 @@ pub struct Empty {}
 
 /// The Triton config of the new autotuner's entries.
 #[derive(
-    Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, prost::Message, serde::Serialize, serde::Deserialize,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    prost::Message,
+    serde::Serialize,
+    serde::Deserialize,
 )]
 pub struct TritonConfig {
     #[prost(int64, tag = "1")]
