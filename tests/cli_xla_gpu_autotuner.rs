@@ -272,3 +272,41 @@ fn gpu_tiles_converts_the_session() {
     let meta: serde_json::Value = serde_json::from_slice(&meta).unwrap();
     assert_eq!(meta["hlo_fingerprint"], p.hlo_fingerprint.as_str());
 }
+
+/// A model file that is not a tile model, or is missing, is refused with a
+/// message naming it, not a panic.
+#[test]
+fn a_bad_tile_model_is_refused() {
+    let files = session();
+    let dir = tmp("badmodel");
+    let module = dir.join("off.hlo");
+    std::fs::write(&module, &files["hlo/odd_bf16.off.hlo"]).unwrap();
+    let env = dir.join("logs.textproto");
+    std::fs::write(&env, &files["logs/odd_bf16.textproto"]).unwrap();
+    let bad = dir.join("model.json");
+    std::fs::write(
+        &bad,
+        "{\"kind\": \"something else\", \"k\": 3, \"records\": []}",
+    )
+    .unwrap();
+    for model in [bad.to_str().unwrap(), "/nonexistent/model.json"] {
+        let out = Command::new(env!("CARGO_BIN_EXE_hlo-opt"))
+            .args([module.to_str().unwrap(), "--pass=tile", "--no-verify"])
+            .args([
+                "--autotune-env",
+                env.to_str().unwrap(),
+                "--gpu-tile-model",
+                model,
+            ])
+            .args(["--autotune-cache-dir", dir.join("c").to_str().unwrap()])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{model}: {stderr}");
+        assert!(
+            stderr.contains("tile model") || stderr.contains("nonexistent"),
+            "{stderr}"
+        );
+        assert!(!stderr.contains("panicked"), "{stderr}");
+    }
+}

@@ -192,6 +192,7 @@ pub struct Empty {}
     serde::Serialize,
     serde::Deserialize,
 )]
+#[serde(from = "[i64; 10]", into = "[i64; 10]")]
 pub struct TritonConfig {
     #[prost(int64, tag = "1")]
     pub block_m: i64,
@@ -213,6 +214,43 @@ pub struct TritonConfig {
     pub is_warp_specialization_allowed: bool,
     #[prost(int64, tag = "11")]
     pub group_size: i64,
+}
+
+/// In model files a config is one array: block_m, block_n, block_k,
+/// split_k, num_stages, num_warps, num_ctas, TMA (0/1), warp
+/// specialization (0/1), group_size.
+impl From<[i64; 10]> for TritonConfig {
+    fn from(a: [i64; 10]) -> Self {
+        TritonConfig {
+            block_m: a[0],
+            block_n: a[1],
+            block_k: a[2],
+            split_k: a[3],
+            num_stages: a[4],
+            num_warps: a[5],
+            num_ctas: a[6],
+            is_tma_allowed: a[7] != 0,
+            is_warp_specialization_allowed: a[8] != 0,
+            group_size: a[9],
+        }
+    }
+}
+
+impl From<TritonConfig> for [i64; 10] {
+    fn from(c: TritonConfig) -> Self {
+        [
+            c.block_m,
+            c.block_n,
+            c.block_k,
+            c.split_k,
+            c.num_stages,
+            c.num_warps,
+            c.num_ctas,
+            i64::from(c.is_tma_allowed),
+            i64::from(c.is_warp_specialization_allowed),
+            c.group_size,
+        ]
+    }
 }
 
 impl TritonConfig {
