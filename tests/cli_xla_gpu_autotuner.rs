@@ -51,42 +51,47 @@ fn cache_entries_are_keyed_as_xla_keys_them() {
     let dir = tmp("cache");
     let prog = "block_bf16_b4_s256_d768";
     let module = dir.join("off.hlo");
-    std::fs::write(&module, &files[&format!("hlo/{prog}.off.hlo")]).unwrap();
+    std::fs::write(&module, &files[&format!("hlo/{prog}.off.hlo")]).expect("test step");
     let logs = dir.join("logs.textproto");
-    std::fs::write(&logs, &files[&format!("logs/{prog}.textproto")]).unwrap();
+    std::fs::write(&logs, &files[&format!("logs/{prog}.textproto")]).expect("test step");
     let cache = dir.join("cache");
     let out = Command::new(env!("CARGO_BIN_EXE_hlo-opt"))
         .args([
-            module.to_str().unwrap(),
+            module.to_str().expect("test step"),
             "--pass=tile",
             "--no-verify",
             "--explain",
         ])
         .args([
             "--autotune-env",
-            logs.to_str().unwrap(),
+            logs.to_str().expect("test step"),
             "--autotune-cache-dir",
-            cache.to_str().unwrap(),
+            cache.to_str().expect("test step"),
         ])
-        .args(["-o", dir.join("out.hlo").to_str().unwrap()])
+        .args(["-o", dir.join("out.hlo").to_str().expect("test step")])
         .output()
-        .unwrap();
+        .expect("test step");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     assert!(stderr.contains("learned model"), "{stderr}");
     // XLA's own keys for the program's GEMM fusions.
     let (env, profiles) = autotuner::read_profiles(
-        std::str::from_utf8(&files[&format!("logs/{prog}.textproto")]).unwrap(),
+        std::str::from_utf8(&files[&format!("logs/{prog}.textproto")]).expect("test step"),
     )
-    .unwrap();
+    .expect("test step");
     let xla: Vec<&autotuner::Profile> = profiles
         .iter()
         .filter(|p| p.hlo_text.contains("__triton_gemm"))
         .collect();
     assert!(xla.len() >= 4, "{} GEMM fusions", xla.len());
     let mut ours: Vec<String> = std::fs::read_dir(cache.join(&env.device))
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .expect("test step")
+        .map(|e| {
+            e.expect("test step")
+                .file_name()
+                .to_string_lossy()
+                .into_owned()
+        })
         .collect();
     ours.sort();
     let mut want: Vec<String> = xla
@@ -102,26 +107,26 @@ fn cache_entries_are_keyed_as_xla_keys_them() {
                 .join(&env.device)
                 .join(format!("{}.pb", p.hlo_fingerprint)),
         )
-        .unwrap();
-        let e = autotuner::AutotuneEntry::decode(&bytes[..]).unwrap();
-        let key = e.key.unwrap();
-        assert_eq!(key.target.as_ref().unwrap().device, env.device);
+        .expect("test step");
+        let e = autotuner::AutotuneEntry::decode(&bytes[..]).expect("test step");
+        let key = e.key.expect("test step");
+        assert_eq!(key.target.as_ref().expect("test step").device, env.device);
         assert_eq!(
-            key.environment.unwrap().codegen_version,
+            key.environment.expect("test step").codegen_version,
             env.codegen_version
         );
-        let v = e.value.unwrap();
+        let v = e.value.expect("test step");
         assert_eq!(
             v.optimal_backend_version,
-            env.backend_version("TRITON").unwrap()
+            env.backend_version("TRITON").expect("test step")
         );
         let c = v
             .optimal_config
-            .unwrap()
+            .expect("test step")
             .backend_config
-            .unwrap()
+            .expect("test step")
             .triton
-            .unwrap();
+            .expect("test step");
         assert!(
             p.candidates
                 .iter()
@@ -132,11 +137,14 @@ fn cache_entries_are_keyed_as_xla_keys_them() {
     }
     // The module is left as XLA wrote it.
     let before = hlo::print_module(
-        &hlo::parse_module(std::str::from_utf8(&files[&format!("hlo/{prog}.off.hlo")]).unwrap())
-            .unwrap(),
+        &hlo::parse_module(
+            std::str::from_utf8(&files[&format!("hlo/{prog}.off.hlo")]).expect("test step"),
+        )
+        .expect("test step"),
     );
     let after = hlo::print_module(
-        &hlo::parse_module(&std::fs::read_to_string(dir.join("out.hlo")).unwrap()).unwrap(),
+        &hlo::parse_module(&std::fs::read_to_string(dir.join("out.hlo")).expect("test step"))
+            .expect("test step"),
     );
     assert_eq!(before, after);
 }
@@ -145,18 +153,21 @@ fn cache_entries_are_keyed_as_xla_keys_them() {
 fn an_environment_without_xla_keys_is_refused() {
     let dir = tmp("badenv");
     let env = dir.join("env.textproto");
-    std::fs::write(&env, "entries { }\n").unwrap();
+    std::fs::write(&env, "entries { }\n").expect("test step");
     let out = Command::new(env!("CARGO_BIN_EXE_hlo-opt"))
         .args([
             "testdata/xla_gpu/triton_gemm.hlo",
             "--pass=tile",
             "--autotune-env",
-            env.to_str().unwrap(),
+            env.to_str().expect("test step"),
         ])
-        .args(["--autotune-cache-dir", dir.join("c").to_str().unwrap()])
+        .args([
+            "--autotune-cache-dir",
+            dir.join("c").to_str().expect("test step"),
+        ])
         .current_dir(repo())
         .output()
-        .unwrap();
+        .expect("test step");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
     assert!(
@@ -176,11 +187,11 @@ fn model_cross_validation_runs_and_reproduces_the_builtin_model() {
             "--session",
             "testdata/xla_gpu/session1/core.tar.xz",
             "-o",
-            model.to_str().unwrap(),
+            model.to_str().expect("test step"),
         ])
         .current_dir(repo())
         .output()
-        .unwrap();
+        .expect("test step");
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
@@ -194,11 +205,11 @@ fn model_cross_validation_runs_and_reproduces_the_builtin_model() {
             .expect(method);
         line.split('|')
             .nth(4)
-            .unwrap()
+            .expect("test step")
             .trim()
             .trim_end_matches('%')
             .parse()
-            .unwrap()
+            .expect("test step")
     };
     let knn = pct("kNN (k=3)");
     let off = pct("XLA, autotuning off");
@@ -207,8 +218,9 @@ fn model_cross_validation_runs_and_reproduces_the_builtin_model() {
         "kNN {knn}% vs autotuning off {off}%\n{stdout}"
     );
     assert!(stdout.contains("chosen: k = 3"), "{stdout}");
-    let built = std::fs::read(&model).unwrap();
-    let shipped = std::fs::read(repo().join("passes/models/xla_gpu_h200_knn.json")).unwrap();
+    let built = std::fs::read(&model).expect("test step");
+    let shipped =
+        std::fs::read(repo().join("passes/models/xla_gpu_h200_knn.json")).expect("test step");
     assert!(
         built == shipped,
         "the builtin model differs from what gpu-tile-model writes"
@@ -228,22 +240,22 @@ fn gpu_tiles_converts_the_session() {
             "--session",
             "testdata/xla_gpu/session1/core.tar.xz",
             "-o",
-            dir.to_str().unwrap(),
+            dir.to_str().expect("test step"),
         ])
         .current_dir(repo())
         .output()
-        .unwrap();
+        .expect("test step");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     assert!(stderr.contains("wrote 98 files"), "{stderr}");
     assert!(!stderr.contains("is not XLA's"), "{stderr}");
     let files = session();
-    let logs = std::str::from_utf8(&files["logs/mlp_bf16_b2048.textproto"]).unwrap();
-    let (_, profiles) = autotuner::read_profiles(logs).unwrap();
+    let logs = std::str::from_utf8(&files["logs/mlp_bf16_b2048.textproto"]).expect("test step");
+    let (_, profiles) = autotuner::read_profiles(logs).expect("test step");
     let p = profiles
         .iter()
         .find(|p| p.name == "gemm_fusion_dot_general.4")
-        .unwrap();
+        .expect("test step");
     let path = dir.join("mlp_bf16_b2048.gemm_fusion_dot_general.4.npz");
     let mut npz = npyz::npz::NpzArchive::open(&path).expect("npz");
     macro_rules! arr {
@@ -253,12 +265,12 @@ fn gpu_tiles_converts_the_session() {
                 .unwrap_or_else(|| panic!("{} missing", $n))
         };
     }
-    let rt: Vec<i64> = arr!("config_runtime").into_vec().unwrap();
-    let failed: Vec<u8> = arr!("config_failed").into_vec().unwrap();
-    let best: Vec<i64> = arr!("xla_best_index").into_vec().unwrap();
-    let feat: Vec<f32> = arr!("config_feat").into_vec().unwrap();
-    let gemm: Vec<i64> = arr!("gemm_shape").into_vec().unwrap();
-    let meta: Vec<u8> = arr!("meta_json").into_vec().unwrap();
+    let rt: Vec<i64> = arr!("config_runtime").into_vec().expect("test step");
+    let failed: Vec<u8> = arr!("config_failed").into_vec().expect("test step");
+    let best: Vec<i64> = arr!("xla_best_index").into_vec().expect("test step");
+    let feat: Vec<f32> = arr!("config_feat").into_vec().expect("test step");
+    let gemm: Vec<i64> = arr!("gemm_shape").into_vec().expect("test step");
+    let meta: Vec<u8> = arr!("meta_json").into_vec().expect("test step");
     assert_eq!(rt.len(), p.candidates.len());
     assert_eq!(feat.len(), 10 * rt.len());
     for (k, c) in p.candidates.iter().enumerate() {
@@ -269,7 +281,7 @@ fn gpu_tiles_converts_the_session() {
     let b = best[0] as usize;
     assert!(rt.iter().zip(&failed).all(|(&t, &f)| f == 1 || t >= rt[b]));
     assert_eq!(gemm, [1, 2048, 1024, 1024, 16]);
-    let meta: serde_json::Value = serde_json::from_slice(&meta).unwrap();
+    let meta: serde_json::Value = serde_json::from_slice(&meta).expect("test step");
     assert_eq!(meta["hlo_fingerprint"], p.hlo_fingerprint.as_str());
 }
 
@@ -280,27 +292,34 @@ fn a_bad_tile_model_is_refused() {
     let files = session();
     let dir = tmp("badmodel");
     let module = dir.join("off.hlo");
-    std::fs::write(&module, &files["hlo/odd_bf16.off.hlo"]).unwrap();
+    std::fs::write(&module, &files["hlo/odd_bf16.off.hlo"]).expect("test step");
     let env = dir.join("logs.textproto");
-    std::fs::write(&env, &files["logs/odd_bf16.textproto"]).unwrap();
+    std::fs::write(&env, &files["logs/odd_bf16.textproto"]).expect("test step");
     let bad = dir.join("model.json");
     std::fs::write(
         &bad,
         "{\"kind\": \"something else\", \"k\": 3, \"records\": []}",
     )
-    .unwrap();
-    for model in [bad.to_str().unwrap(), "/nonexistent/model.json"] {
+    .expect("test step");
+    for model in [bad.to_str().expect("test step"), "/nonexistent/model.json"] {
         let out = Command::new(env!("CARGO_BIN_EXE_hlo-opt"))
-            .args([module.to_str().unwrap(), "--pass=tile", "--no-verify"])
+            .args([
+                module.to_str().expect("test step"),
+                "--pass=tile",
+                "--no-verify",
+            ])
             .args([
                 "--autotune-env",
-                env.to_str().unwrap(),
+                env.to_str().expect("test step"),
                 "--gpu-tile-model",
                 model,
             ])
-            .args(["--autotune-cache-dir", dir.join("c").to_str().unwrap()])
+            .args([
+                "--autotune-cache-dir",
+                dir.join("c").to_str().expect("test step"),
+            ])
             .output()
-            .unwrap();
+            .expect("test step");
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(!out.status.success(), "{model}: {stderr}");
         assert!(

@@ -35,10 +35,13 @@ fn fingerprints_equal_xla_on_every_autotuned_fusion() {
         else {
             continue;
         };
-        let (_, profiles) = autotuner::read_profiles(std::str::from_utf8(bytes).unwrap()).unwrap();
+        let (_, profiles) =
+            autotuner::read_profiles(std::str::from_utf8(bytes).expect("test step"))
+                .expect("test step");
         for mode in ["off"] {
-            let text = String::from_utf8(files[&format!("hlo/{prog}.{mode}.hlo")].clone()).unwrap();
-            let m = hlo::parse_module(&text).unwrap();
+            let text = String::from_utf8(files[&format!("hlo/{prog}.{mode}.hlo")].clone())
+                .expect("test step");
+            let m = hlo::parse_module(&text).expect("test step");
             let by_name: BTreeMap<String, hlo::InstId> = m
                 .computations()
                 .flat_map(|c| m.comp(c).order.clone())
@@ -53,7 +56,9 @@ fn fingerprints_equal_xla_on_every_autotuned_fusion() {
                     not_fusions += 1;
                     continue;
                 }
-                let got = autotuner::fusion_fingerprint(&m, id).unwrap().map(|x| x.0);
+                let got = autotuner::fusion_fingerprint(&m, id)
+                    .expect("test step")
+                    .map(|x| x.0);
                 checked += 1;
                 if got.as_deref() != Some(p.hlo_fingerprint.as_str()) {
                     failures.push(format!(

@@ -266,11 +266,7 @@ struct CollectArgs {
 /// A `--device`: `xla-cpu` or `pjrt:PLUGIN_PATH` (whether the plugin is
 /// there is the run's business, status 1).
 fn parse_device(s: &str) -> Result<String, String> {
-    match s.strip_prefix("pjrt:") {
-        _ if s == "xla-cpu" => Ok(s.to_string()),
-        Some(path) if !path.is_empty() => Ok(s.to_string()),
-        _ => Err(format!("`{s}`: expected `xla-cpu` or `pjrt:PLUGIN_PATH`")),
-    }
+    s.parse::<pjrt::MeasureTarget>().map(|_| s.to_string())
 }
 
 fn parse_fraction(s: &str) -> Result<f64, String> {

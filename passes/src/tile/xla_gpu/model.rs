@@ -315,56 +315,6 @@ pub fn lopo(records: &[Record], k: usize) -> Vec<Lopo> {
     ]
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn cfg(m: i64) -> TritonConfig {
-        TritonConfig {
-            block_m: m,
-            block_n: 64,
-            block_k: 32,
-            num_stages: 2,
-            num_warps: 4,
-            num_ctas: 1,
-            group_size: 1,
-            ..Default::default()
-        }
-    }
-
-    fn rec(p: &str, mm: i64, times: &[(i64, i64)]) -> Record {
-        Record {
-            program: p.into(),
-            fusion: "f".into(),
-            hlo_fingerprint: String::new(),
-            gemm: [1, mm, 512, 512, 16],
-            triton: times.iter().map(|&(b, t)| (cfg(b), t)).collect(),
-            best_other_ns: None,
-            first_triton: Some(cfg(16)),
-        }
-    }
-
-    #[test]
-    fn chooses_what_was_fastest_on_similar_gemms() {
-        let rs = vec![
-            rec("a", 512, &[(16, 300), (64, 100), (128, 120)]),
-            rec("b", 1024, &[(16, 400), (64, 150), (128, 100)]),
-            rec("c", 16, &[(16, 10), (64, 30)]),
-        ];
-        let g = GemmShape {
-            batch: 1,
-            m: 600,
-            n: 512,
-            k: 512,
-            operand_bits: 16,
-        };
-        let (c, near) = choose_among(&rs, 2, &features(&g), None).unwrap();
-        assert_eq!(near.program, "a");
-        // 64: (ln 1 + ln 1.5) / 2 = 0.20; 128: (ln 1.2 + ln 1) / 2 = 0.09.
-        assert_eq!(c.block_m, 128);
-    }
-}
-
 /// The records of a GPU session's `core.tar.xz` (`logs/<program>.textproto`
 /// with `hlo/<program>.off.hlo`), in program order, and its provenance line.
 pub fn session_records(path: &std::path::Path) -> Result<(Vec<Record>, String), String> {
@@ -424,4 +374,54 @@ pub fn lopo_table(rows: &[Lopo]) -> String {
         ));
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(m: i64) -> TritonConfig {
+        TritonConfig {
+            block_m: m,
+            block_n: 64,
+            block_k: 32,
+            num_stages: 2,
+            num_warps: 4,
+            num_ctas: 1,
+            group_size: 1,
+            ..Default::default()
+        }
+    }
+
+    fn rec(p: &str, mm: i64, times: &[(i64, i64)]) -> Record {
+        Record {
+            program: p.into(),
+            fusion: "f".into(),
+            hlo_fingerprint: String::new(),
+            gemm: [1, mm, 512, 512, 16],
+            triton: times.iter().map(|&(b, t)| (cfg(b), t)).collect(),
+            best_other_ns: None,
+            first_triton: Some(cfg(16)),
+        }
+    }
+
+    #[test]
+    fn chooses_what_was_fastest_on_similar_gemms() {
+        let rs = vec![
+            rec("a", 512, &[(16, 300), (64, 100), (128, 120)]),
+            rec("b", 1024, &[(16, 400), (64, 150), (128, 100)]),
+            rec("c", 16, &[(16, 10), (64, 30)]),
+        ];
+        let g = GemmShape {
+            batch: 1,
+            m: 600,
+            n: 512,
+            k: 512,
+            operand_bits: 16,
+        };
+        let (c, near) = choose_among(&rs, 2, &features(&g), None).expect("test data");
+        assert_eq!(near.program, "a");
+        // 64: (ln 1 + ln 1.5) / 2 = 0.20; 128: (ln 1.2 + ln 1) / 2 = 0.09.
+        assert_eq!(c.block_m, 128);
+    }
 }
