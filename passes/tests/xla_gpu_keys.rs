@@ -87,3 +87,49 @@ fn fingerprints_equal_xla_on_every_autotuned_fusion() {
         failures.len()
     );
 }
+
+/// The keys also equal those of XLA's own results file of each program
+/// (`--xla_gpu_dump_autotune_results_to`: the entries XLA would load), and
+/// the environment read from it names the same device and codegen version.
+#[test]
+fn fingerprints_are_in_xla_results_files() {
+    let files = session1();
+    let mut checked = 0;
+    for (path, bytes) in &files {
+        let Some(prog) = path
+            .strip_prefix("results/")
+            .and_then(|p| p.strip_suffix(".textproto"))
+        else {
+            continue;
+        };
+        let results = std::str::from_utf8(bytes).expect("utf-8");
+        let env = autotuner::Environment::from_text(results).expect("environment");
+        let (log_env, _) = autotuner::read_profiles(
+            std::str::from_utf8(&files[&format!("logs/{prog}.textproto")]).expect("utf-8"),
+        )
+        .expect("logs");
+        assert_eq!(
+            (&env.device, &env.codegen_version),
+            (&log_env.device, &log_env.codegen_version)
+        );
+        let text = String::from_utf8(files[&format!("hlo/{prog}.off.hlo")].clone()).expect("utf-8");
+        let m = hlo::parse_module(&text).expect("parses");
+        for c in m.computations() {
+            for &i in &m.comp(c).order {
+                if !autotuner::is_gemm_fusion(&m, i) {
+                    continue;
+                }
+                let (fp, _) = autotuner::fusion_fingerprint(&m, i)
+                    .expect("fingerprint")
+                    .expect("a fusion");
+                assert!(
+                    results.contains(&format!("hlo_fingerprint: \"{fp}\"")),
+                    "{prog}: %{} key {fp} is not in XLA's results",
+                    m.inst(i).name
+                );
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked >= 98, "checked {checked}");
+}
