@@ -71,3 +71,19 @@ def test_make_cache_on_a_gpu(tmp_path):
     choices = xg.make_cache(f, *args, cache_dir=tmp_path)
     assert choices
     assert xg.compile(f, *args, cache_dir=tmp_path) is not None
+
+
+def test_jax_compile_gpu_refuses_what_it_cannot_do():
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+    import hlo_opt.jax as hj
+
+    f = lambda x: x @ x  # noqa: E731
+    x = jax.ShapeDtypeStruct((64, 64), jnp.float32)
+    with pytest.raises(ValueError, match="only"):
+        hj.compile(f, x, passes=["layout"], backend="gpu")
+    with pytest.raises(TypeError, match="unknown options"):
+        hj.compile(f, x, passes=["tile"], backend="gpu", budget=3)
+    if jax.default_backend() != "gpu":
+        with pytest.raises(hlo_opt.BackendError, match="not a GPU"):
+            hj.compile(f, x, passes=["tile"], backend="gpu")
