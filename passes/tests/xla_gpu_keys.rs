@@ -133,3 +133,45 @@ fn fingerprints_are_in_xla_results_files() {
     }
     assert!(checked >= 98, "checked {checked}");
 }
+
+/// Damaged inputs give errors, not panics: a truncated or garbage session
+/// archive, logs cut anywhere, an environment without XLA's keys, a model
+/// file of another kind.
+#[test]
+fn damaged_inputs_are_errors() {
+    use passes::tile::xla_gpu::model::TileModel;
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("xla_gpu_damaged");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("tmp");
+    let good = std::fs::read(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/xla_gpu/session1/core.tar.xz"),
+    )
+    .expect("archive");
+    for (name, bytes) in [
+        ("truncated", &good[..good.len() / 2]),
+        ("garbage", &b"not an archive at all"[..]),
+        ("empty", &b""[..]),
+    ] {
+        let p = dir.join(name);
+        std::fs::write(&p, bytes).expect("write");
+        assert!(autotuner::read_tar_xz(&p, 256 << 20).is_err(), "{name}");
+    }
+    // A cap smaller than the archive unpacks to is an error too.
+    let p = dir.join("whole");
+    std::fs::write(&p, &good).expect("write");
+    assert!(autotuner::read_tar_xz(&p, 1000).is_err());
+    let files = session1();
+    let logs = std::str::from_utf8(&files["logs/odd_f32.textproto"]).expect("utf-8");
+    for cut in (0..logs.len()).step_by(997) {
+        // Cut anywhere: parsed or refused, never a panic.
+        let _ = autotuner::read_profiles(&logs[..cut]);
+        let _ = autotuner::Environment::from_text(&logs[..cut]);
+    }
+    assert!(autotuner::read_profiles("instruction_profiles { config_profiles { } }").is_err());
+    assert!(autotuner::Environment::from_text("device: \"x\"").is_err());
+    assert!(TileModel::from_json(
+        "{\"kind\":\"layout\",\"provenance\":\"\",\"k\":3,\"records\":[]}"
+    )
+    .is_err());
+    assert!(TileModel::from_json("[1, 2").is_err());
+}
