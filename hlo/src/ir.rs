@@ -22,6 +22,7 @@ use crate::opcode::Opcode;
 
 pub mod dims;
 pub(crate) mod hash;
+pub mod layout;
 pub mod literal;
 pub mod values;
 pub mod xla;
@@ -324,7 +325,7 @@ impl Layout {
 
     /// The default (descending, row-major) layout of a rank-`rank` array: `{rank-1,...,1,0}`.
     pub fn default_for_rank(rank: usize) -> Self {
-        Self::from_minor_to_major((0..rank as i64).rev())
+        Self::from_minor_to_major(Self::default_order(rank))
     }
 }
 

@@ -127,18 +127,7 @@ fn check_dim_numbers(what: &str, dims: &[i64], rank: usize) -> Result<()> {
     Ok(())
 }
 
-/// Whether `perm` orders all `rank` dimensions, each once (a transpose's
-/// permutation, a layout's minor-to-major order).
-pub(crate) fn is_permutation(perm: &[i64], rank: usize) -> bool {
-    let mut seen = vec![false; rank];
-    perm.len() == rank
-        && perm.iter().all(|&d| {
-            usize::try_from(d)
-                .ok()
-                .and_then(|d| seen.get_mut(d))
-                .is_some_and(|s| !std::mem::replace(s, true))
-        })
-}
+pub(crate) use crate::ir::layout::is_permutation;
 
 // ---------------------------------------------------------------------------
 // Shape-preserving and rearranging ops
