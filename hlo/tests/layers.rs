@@ -13,28 +13,24 @@
 //! parent's private items; a large module is split into files this way),
 //! so a use of an ancestor's items (`super::x`) is no edge; every other
 //! import is one, between siblings too (`proto::read` and `proto::write`).
-//! A path resolves to the deepest module it names; a name taken from the
-//! crate root resolves through `lib.rs`'s re-exports to the module that
-//! defines it (the root only re-exports, it is no layer of its own).
+//! A path resolves to the deepest module it names; a name a module imports
+//! or re-exports (`use`, `pub use`) resolves to where it comes from, and a
+//! name of the crate root not re-exported by name to its glob re-export
+//! (`pub use ir::*`): the root only re-exports, it is no layer of its own.
 //!
 //! Checks:
-//! - the graph has no cycle beyond [`KNOWN_CYCLES`] (each cycle found is
-//!   printed as a path `a -> b -> .. -> a`), and every listed one still
-//!   exists, so the list only shrinks;
+//! - the graph has no cycle (each cycle found is printed with its modules
+//!   and a path `a -> b -> .. -> a` through them);
 //! - the IR's modules ([`IR`]) import only from the IR;
 //! - the cycle finder reports a cycle planted in a small graph, and one
-//!   planted in the real sources (an import of the parser from `ir.rs`).
+//!   planted in the real sources (an import of the parser from `ir.rs`);
+//!   the IR check reports an import of the printer planted in `ir/literal.rs`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::str::FromStr;
 
 use proc_macro2::{Delimiter, Spacing, TokenStream, TokenTree};
-
-/// Strongly connected groups of modules allowed for now (debt: each entry is
-/// the sorted member list of one cycle group; remove entries as they are
-/// broken, never add).
-const KNOWN_CYCLES: &[&[&str]] = &[];
 
 /// The IR layer: these modules (and their non-test children) import only
 /// from each other.
@@ -491,33 +487,16 @@ fn no_import_cycles() {
         g.edges.get("parse")
     );
     let cycles = find_cycles(&g.edges);
-    let known: BTreeSet<Vec<String>> = KNOWN_CYCLES
-        .iter()
-        .map(|c| c.iter().map(|s| s.to_string()).collect())
-        .collect();
-    let new: Vec<_> = cycles
-        .iter()
-        .filter(|(grp, _)| !known.contains(grp))
-        .cloned()
-        .collect();
     assert!(
-        new.is_empty(),
+        cycles.is_empty(),
         "import cycles among hlo's modules (a module imports one of its own importers):\n{}",
-        report(&new)
-    );
-    let found: BTreeSet<&Vec<String>> = cycles.iter().map(|(grp, _)| grp).collect();
-    let gone: Vec<_> = known.iter().filter(|k| !found.contains(k)).collect();
-    assert!(
-        gone.is_empty(),
-        "KNOWN_CYCLES lists cycles that no longer exist; remove them: {gone:?}"
+        report(&cycles)
     );
 }
 
-#[test]
-fn ir_imports_only_the_ir() {
-    let g = Graph::build(&sources());
-    let bad: Vec<String> = g
-        .edges
+/// Each import of an IR module from above the IR, `from -> to`.
+fn ir_violations(g: &Graph) -> Vec<String> {
+    g.edges
         .iter()
         .filter(|(from, _)| in_ir(from))
         .flat_map(|(from, tos)| {
@@ -525,11 +504,27 @@ fn ir_imports_only_the_ir() {
                 .filter(|to| !in_ir(to))
                 .map(move |to| format!("{from} -> {to}"))
         })
-        .collect();
+        .collect()
+}
+
+#[test]
+fn ir_imports_only_the_ir() {
+    let bad = ir_violations(&Graph::build(&sources()));
     assert!(
         bad.is_empty(),
         "the IR imports from above it:\n  {}",
         bad.join("\n  ")
+    );
+}
+
+#[test]
+fn an_ir_import_from_above_planted_in_the_sources_is_reported() {
+    let mut files = sources();
+    let lit = files.get_mut("ir/literal.rs").expect("ir/literal.rs");
+    lit.push_str("\nuse crate::print::print_shape;\n");
+    assert_eq!(
+        ir_violations(&Graph::build(&files)),
+        ["ir::literal -> print"]
     );
 }
 
