@@ -66,7 +66,9 @@ pub struct RecoveryTable {
     pub entries: Vec<RecoveryEntry>,
 }
 
-/// One entry of a [`RecoveryTable`].
+/// One entry of a [`RecoveryTable`]. Modules have no structural equality:
+/// two entries are equal when their recovery modules print the same text
+/// (the `PartialEq` lives with the printer, [`crate::print`]).
 #[derive(Clone, Debug)]
 pub struct RecoveryEntry {
     /// The original array (the key).
