@@ -19,9 +19,9 @@
 //!   every typed attribute value: [`ir::literal`], [`ir::values`],
 //!   [`ir::dims`], XLA's messages [`ir::xla`]), [`opcode`], and [`error`]
 //!   (errors carry their positions); it imports nothing above it;
-//! - the formats over it: text ([`parse`], [`attrs`], [`print`]) and
+//! - the formats over it: text ([`parse`], [`attrs`], [`print`](mod@print)) and
 //!   [`proto`] (reader and writer);
-//! - the checks: [`semantic`], [`shape_infer`], [`verify`].
+//! - the checks: [`semantic`], [`shape_infer`], [`verify`](mod@verify).
 
 // pest is used without its `std` feature (which forces a stack probe on every
 // rule call); the generated parser then refers to `alloc`. Nesting depth is
