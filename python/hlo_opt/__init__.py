@@ -14,7 +14,7 @@ import os as _os
 import sys as _sys
 import sysconfig as _sysconfig
 from pathlib import Path as _Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import numpy as _np
 
@@ -38,6 +38,7 @@ __all__ = [
     "CostModelError",
     "HloError",
     "Module",
+    "collect",
     "PassError",
     "PassResult",
     "featurize",
@@ -107,6 +108,39 @@ class CostModel:
             configs = {key: configs}
         cfg = _published(configs) if configs is not None else None
         return _native.CostModel.score(self._model, feats, cfg, batch=batch)
+
+
+def collect(
+    modules: "str | _os.PathLike[str] | Sequence[str | _os.PathLike[str]]",
+    output: "str | _os.PathLike[str]",
+    *,
+    device: str = "xla-cpu",
+    configs: int = 32,
+    random_fraction: float = 0.5,
+    seed: int = 0,
+    budget: "float | str | None" = None,
+    chunk: int = 8,
+    measure_budget: float = 2.0,
+    estimator: str = "median",
+) -> dict[str, Any]:
+    if isinstance(modules, (str, bytes, _os.PathLike)):
+        modules = [modules]
+    paths = [_os.fspath(p) for p in modules]
+    for p in paths:  # a bad module raises HloError with its position, as read() does
+        read(p)
+    out = _native.collect(
+        paths,
+        _os.fspath(output),
+        device=device,
+        configs=configs,
+        random_fraction=random_fraction,
+        seed=seed,
+        budget=budget,
+        chunk=chunk,
+        measure_budget=measure_budget,
+        estimator=estimator,
+    )
+    return _json.loads(out)
 
 
 def _decisions(self: PassResult) -> list[dict[str, Any]]:

@@ -140,6 +140,37 @@ def save_npz(path: str | os.PathLike[str], arrays: Mapping[str, Any], *, compres
     published format (the same bytes ``hlo-cost featurize`` writes for the
     same arrays); the task is told by the keys."""
 
+def collect(
+    modules: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+    output: str | os.PathLike[str],
+    *,
+    device: str = "xla-cpu",
+    configs: int = 32,
+    random_fraction: float = 0.5,
+    seed: int = 0,
+    budget: float | str | None = None,
+    chunk: int = 8,
+    measure_budget: float = 2.0,
+    estimator: Literal["median", "min"] = "median",
+) -> dict[str, Any]:
+    """What ``hlo-cost collect MODULE... -o OUTPUT`` does, with the same
+    settings (the flags of the same names) and the same code: samples
+    layout configurations of each module (before layout assignment), times
+    them on ``device`` (``"xla-cpu"``: XLA's CPU PJRT plugin, or
+    ``"pjrt:PLUGIN_PATH"``) and writes ``OUTPUT/STEM.npz`` (published
+    layout format: :func:`load_npz` reads it), ``STEM.collect.jsonl`` (the
+    state a later call with the same settings continues) and
+    ``manifest.json``. ``budget``: wall time of this call, in seconds or as
+    ``"10m"``. Returns ``{"manifest": path, "modules": [each module's
+    manifest entry], "not_measured": n}``.
+
+    Raises :class:`HloError` for an invalid module, ``ValueError`` for a
+    bad setting, a module without configurable node or a folder collected
+    with other settings, :class:`BackendError` when the device does not
+    start or a module could not be measured (the others are collected),
+    ``OSError`` when the folder cannot be written. The GIL is released
+    while it measures."""
+
 class CostModel:
     """A learned cost model: ``"layout"`` / ``"tile"`` (the embedded
     defaults), ``"xla-cpu"`` (the built-in layout model of XLA:CPU

@@ -16,6 +16,7 @@ use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 
 mod arrays;
+mod collect;
 mod module;
 mod runner;
 
@@ -99,6 +100,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(arrays::top_k_slowdown, m)?)?;
     m.add_function(wrap_pyfunction!(arrays::kaggle_tile_score, m)?)?;
     m.add_class::<arrays::CostModel>()?;
+    m.add_function(wrap_pyfunction!(collect::collect, m)?)?;
     m.add_class::<runner::Runner>()?;
     m.add_function(wrap_pyfunction!(runner::pjrt_worker_main, m)?)?;
     Ok(())

@@ -40,12 +40,9 @@ use costmodel::tuning::{self, Configs, Record};
 use costmodel::{CostModel, Task};
 use serde_json::{json, Value};
 
-#[path = "../collect.rs"]
-mod collect;
+use hlo_opt_tools::{collect, outfile};
 #[path = "../gpu_tiles.rs"]
 mod gpu_tiles;
-#[path = "../outfile.rs"]
-mod outfile;
 
 /// What `--help` says after the commands: inputs, ONNX Runtime, exit codes.
 const AFTER_HELP: &str = "\
@@ -346,7 +343,8 @@ fn gpu_tile_model_cmd(args: &GpuTileModelArgs) -> Result<ExitCode, CliError> {
         records.extend(r);
         provenance.push(p);
     }
-    let programs: std::collections::BTreeSet<&str> = records.iter().map(|r| r.program.as_str()).collect();
+    let programs: std::collections::BTreeSet<&str> =
+        records.iter().map(|r| r.program.as_str()).collect();
     println!(
         "{} Triton GEMM fusions of {} programs; leave-one-program-out, each fusion's choice against its best measured Triton config:\n",
         records.len(),
@@ -374,7 +372,8 @@ fn gpu_tile_model_cmd(args: &GpuTileModelArgs) -> Result<ExitCode, CliError> {
             records,
         };
         let text = serde_json::to_string(&m).map_err(|e| CliError(e.to_string()))?;
-        std::fs::write(out, text + "\n").map_err(|e| CliError(format!("{}: {e}", out.display())))?;
+        std::fs::write(out, text + "\n")
+            .map_err(|e| CliError(format!("{}: {e}", out.display())))?;
         println!("wrote {}", out.display());
     }
     Ok(ExitCode::SUCCESS)
