@@ -44,8 +44,10 @@ __all__ = [
     "featurize",
     "list_passes",
     "load_npz",
+    "meta_edges",
     "metrics",
     "parse",
+    "prune_khop",
     "read",
     "save_npz",
 ]
@@ -78,8 +80,16 @@ def featurize(module: Module, task: str = "layout") -> dict[str, _np.ndarray]:
     return _native.featurize(module, task)
 
 
-def load_npz(path: "str | _os.PathLike[str]") -> dict[str, _np.ndarray]:
-    return _native.load_npz(_os.fspath(path))
+def load_npz(path: "str | _os.PathLike[str]", *, configs: bool = True) -> dict[str, _np.ndarray]:
+    return _native.load_npz(_os.fspath(path), configs=configs)
+
+
+def prune_khop(arrays: Mapping[str, Any], k: int) -> dict[str, _np.ndarray]:
+    return _native.prune_khop(_published(arrays), k)
+
+
+def meta_edges(arrays: Mapping[str, Any], hops: int = 3) -> _np.ndarray:
+    return _native.meta_edges(_published(arrays), hops)
 
 
 def save_npz(path: "str | _os.PathLike[str]", arrays: Mapping[str, Any], *, compressed: bool = True) -> None:

@@ -131,9 +131,26 @@ def featurize(module: Module, task: Literal["layout", "tile"] = "layout") -> dic
     ``config_runtime_normalizers``). The tile task takes a module of one
     kernel. Raises ``ValueError`` or :class:`CostModelError`."""
 
-def load_npz(path: str | os.PathLike[str]) -> dict[str, npt.NDArray[Any]]:
+def load_npz(path: str | os.PathLike[str], *, configs: bool = True) -> dict[str, npt.NDArray[Any]]:
     """Reads an npz file of the published TpuGraphs format (checked as
-    ``hlo-cost eval`` checks it): its arrays by key, in the published dtypes."""
+    ``hlo-cost eval`` checks it): its arrays by key, in the published dtypes.
+    ``configs=False`` leaves out the configurations' features
+    (``node_config_feat`` / ``config_feat``, the largest array), not read."""
+
+def prune_khop(arrays: Mapping[str, Any], k: int) -> dict[str, npt.NDArray[Any]]:
+    """The subgraph of a layout graph (``node_feat``, ``node_opcode``,
+    ``edge_index``, ``node_config_ids``) induced by the nodes within ``k``
+    undirected hops of its configurable nodes, renumbered in their order:
+    what the layout model scores (``costmodel::prune::prune_khop``). The
+    same keys; edges keep their order."""
+
+def meta_edges(arrays: Mapping[str, Any], hops: int = 3) -> npt.NDArray[np.int64]:
+    """The configurable nodes' meta-graph of a layout graph, as the
+    early-join layout head takes it (``costmodel::prune::meta_edges``):
+    int64 rows ``[consumer, producer]`` over positions in
+    ``node_config_ids``, one per pair where the producer reaches the
+    consumer by at most ``hops`` edges through non-configurable nodes;
+    sorted, no self-loops."""
 
 def save_npz(path: str | os.PathLike[str], arrays: Mapping[str, Any], *, compressed: bool = True) -> None:
     """Writes arrays with the :func:`featurize` keys as an npz file of the

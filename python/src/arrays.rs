@@ -15,7 +15,7 @@ use costmodel::npz::{NpzGraphFile, WriteOptions};
 use costmodel::tuning::Configs;
 use costmodel::{ConfigBatch, Graph, Task};
 use numpy::ndarray::{ArrayD, IxDyn};
-use numpy::{Element, IntoPyArray, PyArrayDyn, PyReadonlyArrayDyn};
+use numpy::{Element, IntoPyArray, PyArrayDyn, PyReadonlyArray1, PyReadonlyArrayDyn};
 use pyo3::exceptions::{PyKeyError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -49,14 +49,15 @@ fn array<'py, T: Element>(
 fn graph_dict<'py>(
     py: Python<'py>,
     graph: Graph,
-    configs: ConfigBatch,
+    task: Task,
+    configs: Option<ConfigBatch>,
     runtimes: Vec<i64>,
     normalizers: Option<Vec<i64>>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     let n = graph.num_nodes();
     let nc = graph.num_config_nodes();
-    let c = configs.num_configs;
+    let c = runtimes.len();
     let splits = graph.node_splits.len();
     d.set_item(
         "node_feat",
@@ -68,21 +69,25 @@ fn graph_dict<'py>(
         "edge_index",
         array(py, edges, &[graph.edge_index.len(), 2])?,
     )?;
-    match configs.task {
+    match task {
         Task::Layout => {
-            d.set_item(
-                "node_config_feat",
-                array(py, configs.feat, &[c, nc, LAYOUT_CONFIG_DIM])?,
-            )?;
+            if let Some(configs) = configs {
+                d.set_item(
+                    "node_config_feat",
+                    array(py, configs.feat, &[c, nc, LAYOUT_CONFIG_DIM])?,
+                )?;
+            }
             d.set_item("node_config_ids", array(py, graph.node_config_ids, &[nc])?)?;
             d.set_item("config_runtime", array(py, runtimes, &[c])?)?;
             d.set_item("node_splits", array(py, graph.node_splits, &[1, splits])?)?;
         }
         Task::Tile => {
-            d.set_item(
-                "config_feat",
-                array(py, configs.feat, &[c, TILE_CONFIG_DIM])?,
-            )?;
+            if let Some(configs) = configs {
+                d.set_item(
+                    "config_feat",
+                    array(py, configs.feat, &[c, TILE_CONFIG_DIM])?,
+                )?;
+            }
             d.set_item("config_runtime", array(py, runtimes, &[c])?)?;
             if let Some(norm) = normalizers {
                 d.set_item("config_runtime_normalizers", array(py, norm, &[c])?)?;
@@ -115,22 +120,90 @@ pub fn featurize<'py>(
         })
         .map_err(|e| costmodel_error(&e))?;
     let normalizers = (task == Task::Tile).then(|| vec![1i64; configs.batch.num_configs]);
-    graph_dict(py, graph, configs.batch, configs.runtimes, normalizers)
+    graph_dict(
+        py,
+        graph,
+        task,
+        Some(configs.batch),
+        configs.runtimes,
+        normalizers,
+    )
 }
 
-/// Reads an npz file of the published format: its arrays by key.
+/// Reads an npz file of the published format: its arrays by key; without
+/// the configurations' features (the largest array, read last) when
+/// `configs` is false.
 #[pyfunction]
-pub fn load_npz<'py>(py: Python<'py>, path: PathBuf) -> PyResult<Bound<'py, PyDict>> {
-    let (file, configs) = py
+#[pyo3(signature = (path, *, configs = true))]
+pub fn load_npz<'py>(
+    py: Python<'py>,
+    path: PathBuf,
+    configs: bool,
+) -> PyResult<Bound<'py, PyDict>> {
+    let (file, batch) = py
         .detach(|| {
             let file = NpzGraphFile::open(&path)?;
-            let configs = file.all_configs()?;
-            Ok::<_, costmodel::CostModelError>((file, configs))
+            let batch = if configs {
+                Some(file.all_configs()?)
+            } else {
+                None
+            };
+            Ok::<_, costmodel::CostModelError>((file, batch))
         })
         .map_err(|e| costmodel_error(&e))?;
+    let task = file.task();
     let runtimes = file.runtimes().to_vec();
     let normalizers = file.runtime_normalizers().map(<[i64]>::to_vec);
-    graph_dict(py, file.into_graph(), configs, runtimes, normalizers)
+    graph_dict(py, file.into_graph(), task, batch, runtimes, normalizers)
+}
+
+/// The layout graph of a features dict (its configurable nodes required).
+fn layout_graph(d: &Bound<'_, PyDict>) -> PyResult<Graph> {
+    let (graph, _) = graph_arrays(d, Task::Layout)?;
+    Ok(graph)
+}
+
+/// The subgraph of a layout graph within `k` undirected hops of its
+/// configurable nodes (`costmodel::prune::prune_khop`, what the layout
+/// model scores): `node_feat`, `node_opcode`, `edge_index`, `node_config_ids`.
+#[pyfunction]
+pub fn prune_khop<'py>(
+    py: Python<'py>,
+    arrays: &Bound<'py, PyDict>,
+    k: usize,
+) -> PyResult<Bound<'py, PyDict>> {
+    let graph = layout_graph(arrays)?;
+    let pruned = py.detach(|| costmodel::prune::prune_khop(&graph, k));
+    let d = PyDict::new(py);
+    let n = pruned.num_nodes();
+    let nc = pruned.num_config_nodes();
+    let e = pruned.edge_index.len();
+    d.set_item(
+        "node_feat",
+        array(py, pruned.node_feat, &[n, NODE_FEAT_DIM])?,
+    )?;
+    d.set_item("node_opcode", array(py, pruned.node_opcode, &[n])?)?;
+    let edges: Vec<i64> = pruned.edge_index.into_iter().flatten().collect();
+    d.set_item("edge_index", array(py, edges, &[e, 2])?)?;
+    d.set_item("node_config_ids", array(py, pruned.node_config_ids, &[nc])?)?;
+    Ok(d)
+}
+
+/// The configurable nodes' meta-graph of a layout graph
+/// (`costmodel::prune::meta_edges`): `[consumer, producer]` rows over
+/// positions in `node_config_ids`, an int64 array of shape (EC, 2).
+#[pyfunction]
+#[pyo3(signature = (arrays, hops = 3))]
+pub fn meta_edges<'py>(
+    py: Python<'py>,
+    arrays: &Bound<'py, PyDict>,
+    hops: usize,
+) -> PyResult<Bound<'py, PyArrayDyn<i64>>> {
+    let graph = layout_graph(arrays)?;
+    let pairs = py.detach(|| costmodel::prune::meta_edges(&graph, hops));
+    let n = pairs.len();
+    let flat: Vec<i64> = pairs.into_iter().flatten().collect();
+    array(py, flat, &[n, 2])
 }
 
 /// A required array of `d`, with its shape checked against `shape`
@@ -185,6 +258,11 @@ fn graph_of(d: &Bound<'_, PyDict>) -> PyResult<(Graph, Task)> {
             "neither `node_config_feat`/`node_config_ids` (layout) nor `config_feat` (tile)",
         ));
     };
+    graph_arrays(d, task)
+}
+
+/// The graph arrays of a features dict for `task`, checked.
+fn graph_arrays(d: &Bound<'_, PyDict>, task: Task) -> PyResult<(Graph, Task)> {
     let (node_feat, dims) = get::<f32>(d, "node_feat", &[None, Some(NODE_FEAT_DIM)])?;
     let n = dims[0];
     let (node_opcode, _) = get::<u8>(d, "node_opcode", &[Some(n)])?;
@@ -279,15 +357,31 @@ pub fn save_npz(
     .map_err(|e| costmodel_error(&e))
 }
 
+/// Predictions and runtimes of the same configurations: 1-d float64
+/// arrays (the Python half converts), borrowed, not copied.
+type Values<'py> = PyReadonlyArray1<'py, f64>;
+
+fn pair<'a>(pred: &'a Values<'_>, runtime: &'a Values<'_>) -> PyResult<(&'a [f64], &'a [f64])> {
+    let (p, r) = (pred.as_slice()?, runtime.as_slice()?);
+    if p.len() != r.len() {
+        return Err(PyValueError::new_err(format!(
+            "{} predictions for {} runtimes",
+            p.len(),
+            r.len()
+        )));
+    }
+    Ok((p, r))
+}
+
 /// Every metric of `hlo-cost eval` (`costmodel::metrics::RankingMetrics`).
 #[pyfunction]
 pub fn ranking_metrics<'py>(
     py: Python<'py>,
-    pred: Vec<f64>,
-    runtime: Vec<f64>,
+    pred: Values<'py>,
+    runtime: Values<'py>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    same_length(&pred, &runtime)?;
-    let m = costmodel::metrics::RankingMetrics::compute(&pred, &runtime);
+    let (p, r) = pair(&pred, &runtime)?;
+    let m = costmodel::metrics::RankingMetrics::compute(p, r);
     let d = PyDict::new(py);
     d.set_item("num_configs", m.num_configs)?;
     d.set_item("kendall_tau", m.kendall_tau)?;
@@ -299,43 +393,32 @@ pub fn ranking_metrics<'py>(
     Ok(d)
 }
 
-fn same_length(pred: &[f64], runtime: &[f64]) -> PyResult<()> {
-    if pred.len() != runtime.len() {
-        return Err(PyValueError::new_err(format!(
-            "{} predictions for {} runtimes",
-            pred.len(),
-            runtime.len()
-        )));
-    }
-    Ok(())
-}
-
 /// Kendall's tau-b (scipy's `kendalltau`); `None` where scipy gives NaN.
 #[pyfunction]
-pub fn kendall_tau(pred: Vec<f64>, runtime: Vec<f64>) -> PyResult<Option<f64>> {
-    same_length(&pred, &runtime)?;
-    Ok(costmodel::metrics::kendall_tau(&pred, &runtime))
+pub fn kendall_tau(pred: Values<'_>, runtime: Values<'_>) -> PyResult<Option<f64>> {
+    let (p, r) = pair(&pred, &runtime)?;
+    Ok(costmodel::metrics::kendall_tau(p, r))
 }
 
 /// The ordered pair accuracy of the TpuGraphs paper.
 #[pyfunction]
-pub fn ordered_pair_accuracy(pred: Vec<f64>, runtime: Vec<f64>) -> PyResult<Option<f64>> {
-    same_length(&pred, &runtime)?;
-    Ok(costmodel::metrics::ordered_pair_accuracy(&pred, &runtime))
+pub fn ordered_pair_accuracy(pred: Values<'_>, runtime: Values<'_>) -> PyResult<Option<f64>> {
+    let (p, r) = pair(&pred, &runtime)?;
+    Ok(costmodel::metrics::ordered_pair_accuracy(p, r))
 }
 
 /// `min runtime of the k best-predicted / min runtime - 1`.
 #[pyfunction]
-pub fn top_k_slowdown(pred: Vec<f64>, runtime: Vec<f64>, k: usize) -> PyResult<Option<f64>> {
-    same_length(&pred, &runtime)?;
-    Ok(costmodel::metrics::top_k_slowdown(&pred, &runtime, k))
+pub fn top_k_slowdown(pred: Values<'_>, runtime: Values<'_>, k: usize) -> PyResult<Option<f64>> {
+    let (p, r) = pair(&pred, &runtime)?;
+    Ok(costmodel::metrics::top_k_slowdown(p, r, k))
 }
 
 /// The Kaggle competition's per-kernel tile score.
 #[pyfunction]
-pub fn kaggle_tile_score(pred: Vec<f64>, runtime: Vec<f64>) -> PyResult<Option<f64>> {
-    same_length(&pred, &runtime)?;
-    Ok(costmodel::metrics::kaggle_tile_score(&pred, &runtime))
+pub fn kaggle_tile_score(pred: Values<'_>, runtime: Values<'_>) -> PyResult<Option<f64>> {
+    let (p, r) = pair(&pred, &runtime)?;
+    Ok(costmodel::metrics::kaggle_tile_score(p, r))
 }
 
 /// A cost model: the embedded layout or tile model, the built-in

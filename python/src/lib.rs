@@ -94,6 +94,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(arrays::featurize, m)?)?;
     m.add_function(wrap_pyfunction!(arrays::load_npz, m)?)?;
     m.add_function(wrap_pyfunction!(arrays::save_npz, m)?)?;
+    m.add_function(wrap_pyfunction!(arrays::prune_khop, m)?)?;
+    m.add_function(wrap_pyfunction!(arrays::meta_edges, m)?)?;
     m.add_function(wrap_pyfunction!(arrays::ranking_metrics, m)?)?;
     m.add_function(wrap_pyfunction!(arrays::kendall_tau, m)?)?;
     m.add_function(wrap_pyfunction!(arrays::ordered_pair_accuracy, m)?)?;
