@@ -220,4 +220,5 @@ class CostModel:
         ``hlo-cost eval --predictions`` on the same arrays: the
         configurations of ``features`` (``node_config_feat`` / ``config_feat``),
         or ``configs`` (an array of them, or a dict). Batch-invariant. The
-        GIL is released while the model runs."""
+        GIL is released while the model runs. The arrays are copied in once
+        (into the memory of the model's previous call, which it keeps)."""

@@ -9,12 +9,13 @@
 //! (`hlo_opt/__init__.py`) converts them first.
 
 use std::path::PathBuf;
+use std::sync::Mutex;
 
 use costmodel::graph::{LAYOUT_CONFIG_DIM, NODE_FEAT_DIM, TILE_CONFIG_DIM};
 use costmodel::npz::{NpzGraphFile, WriteOptions};
 use costmodel::tuning::Configs;
 use costmodel::{ConfigBatch, Graph, Task};
-use numpy::ndarray::{ArrayD, IxDyn};
+use numpy::ndarray::{Array2, ArrayD, IxDyn};
 use numpy::{Element, IntoPyArray, PyArrayDyn, PyReadonlyArray1, PyReadonlyArrayDyn};
 use pyo3::exceptions::{PyKeyError, PyValueError};
 use pyo3::prelude::*;
@@ -64,10 +65,10 @@ fn graph_dict<'py>(
         array(py, graph.node_feat, &[n, NODE_FEAT_DIM])?,
     )?;
     d.set_item("node_opcode", array(py, graph.node_opcode, &[n])?)?;
-    let edges: Vec<i64> = graph.edge_index.iter().flatten().copied().collect();
+    // [consumer, producer] pairs are the rows of an (m, 2) array: moved, not copied.
     d.set_item(
         "edge_index",
-        array(py, edges, &[graph.edge_index.len(), 2])?,
+        Array2::from(graph.edge_index).into_dyn().into_pyarray(py),
     )?;
     match task {
         Task::Layout => {
@@ -177,14 +178,15 @@ pub fn prune_khop<'py>(
     let d = PyDict::new(py);
     let n = pruned.num_nodes();
     let nc = pruned.num_config_nodes();
-    let e = pruned.edge_index.len();
     d.set_item(
         "node_feat",
         array(py, pruned.node_feat, &[n, NODE_FEAT_DIM])?,
     )?;
     d.set_item("node_opcode", array(py, pruned.node_opcode, &[n])?)?;
-    let edges: Vec<i64> = pruned.edge_index.into_iter().flatten().collect();
-    d.set_item("edge_index", array(py, edges, &[e, 2])?)?;
+    d.set_item(
+        "edge_index",
+        Array2::from(pruned.edge_index).into_dyn().into_pyarray(py),
+    )?;
     d.set_item("node_config_ids", array(py, pruned.node_config_ids, &[nc])?)?;
     Ok(d)
 }
@@ -206,13 +208,16 @@ pub fn meta_edges<'py>(
     array(py, flat, &[n, 2])
 }
 
-/// A required array of `d`, with its shape checked against `shape`
-/// (`None`: any size).
-fn get<T: Element + Copy>(
+/// Calls `f` with the values of a required array of `d` and its dims,
+/// the shape checked against `shape` (`None`: any size). The values are
+/// the array's own memory when it is C-contiguous (as the Python half
+/// passes them), else a copy.
+fn with_array<T: Element + Copy, R>(
     d: &Bound<'_, PyDict>,
     key: &str,
     shape: &[Option<usize>],
-) -> PyResult<(Vec<T>, Vec<usize>)> {
+    f: impl FnOnce(&[T], &[usize]) -> R,
+) -> PyResult<R> {
     let item = d
         .get_item(key)?
         .ok_or_else(|| PyKeyError::new_err(format!("no `{key}` array")))?;
@@ -223,7 +228,7 @@ fn get<T: Element + Copy>(
         ))
     })?;
     let view = a.as_array();
-    let dims = view.shape().to_vec();
+    let dims = view.shape();
     let fits = dims.len() == shape.len()
         && dims
             .iter()
@@ -239,55 +244,81 @@ fn get<T: Element + Copy>(
             want.join(", ")
         )));
     }
-    // C-contiguous (as the Python half passes them): one copy of the slice.
-    let values = match view.as_slice() {
-        Some(s) => s.to_vec(),
-        None => view.iter().copied().collect(),
-    };
-    Ok((values, dims))
+    Ok(match view.as_slice() {
+        Some(values) => f(values, dims),
+        None => f(&view.iter().copied().collect::<Vec<T>>(), dims),
+    })
 }
 
-/// The graph of a features dict, and its task (told by the keys, as in npz files).
-fn graph_of(d: &Bound<'_, PyDict>) -> PyResult<(Graph, Task)> {
-    let task = if d.contains("node_config_feat")? || d.contains("node_config_ids")? {
-        Task::Layout
+/// [`with_array`]'s values, copied.
+fn get<T: Element + Copy>(
+    d: &Bound<'_, PyDict>,
+    key: &str,
+    shape: &[Option<usize>],
+) -> PyResult<(Vec<T>, Vec<usize>)> {
+    with_array(d, key, shape, |v: &[T], dims| (v.to_vec(), dims.to_vec()))
+}
+
+/// The task of a features dict, told by its keys (as in npz files).
+fn task_of(d: &Bound<'_, PyDict>) -> PyResult<Task> {
+    if d.contains("node_config_feat")? || d.contains("node_config_ids")? {
+        Ok(Task::Layout)
     } else if d.contains("config_feat")? {
-        Task::Tile
+        Ok(Task::Tile)
     } else {
-        return Err(PyKeyError::new_err(
+        Err(PyKeyError::new_err(
             "neither `node_config_feat`/`node_config_ids` (layout) nor `config_feat` (tile)",
-        ));
-    };
+        ))
+    }
+}
+
+/// The graph of a features dict, and its task.
+fn graph_of(d: &Bound<'_, PyDict>) -> PyResult<(Graph, Task)> {
+    let task = task_of(d)?;
     graph_arrays(d, task)
 }
 
 /// The graph arrays of a features dict for `task`, checked.
 fn graph_arrays(d: &Bound<'_, PyDict>, task: Task) -> PyResult<(Graph, Task)> {
-    let (node_feat, dims) = get::<f32>(d, "node_feat", &[None, Some(NODE_FEAT_DIM)])?;
-    let n = dims[0];
-    let (node_opcode, _) = get::<u8>(d, "node_opcode", &[Some(n)])?;
-    let (edges, _) = get::<i64>(d, "edge_index", &[None, Some(2)])?;
-    let edge_index = edges.chunks_exact(2).map(|e| [e[0], e[1]]).collect();
-    let (node_config_ids, node_splits) = match task {
-        Task::Layout => (
-            get::<i64>(d, "node_config_ids", &[None])?.0,
-            if d.contains("node_splits")? {
-                get::<i64>(d, "node_splits", &[Some(1), None])?.0
-            } else {
-                Vec::new()
-            },
-        ),
-        Task::Tile => (Vec::new(), Vec::new()),
-    };
-    let graph = Graph {
-        node_feat,
-        node_opcode,
-        edge_index,
-        node_config_ids,
-        node_splits,
-    };
-    graph.check().map_err(PyValueError::new_err)?;
+    let mut graph = Graph::default();
+    fill_graph(d, task, &mut graph)?;
     Ok((graph, task))
+}
+
+/// Replaces `graph` with the graph arrays of a features dict for `task`,
+/// checked; `graph`'s vectors are reused (a model scoring graph after
+/// graph copies into memory it already has).
+fn fill_graph(d: &Bound<'_, PyDict>, task: Task, graph: &mut Graph) -> PyResult<()> {
+    fn refill<T: Copy>(v: &mut Vec<T>, values: &[T]) {
+        v.clear();
+        v.extend_from_slice(values);
+    }
+    let n = with_array(d, "node_feat", &[None, Some(NODE_FEAT_DIM)], |v, dims| {
+        refill(&mut graph.node_feat, v);
+        dims[0]
+    })?;
+    with_array(d, "node_opcode", &[Some(n)], |v, _| {
+        refill(&mut graph.node_opcode, v)
+    })?;
+    with_array(d, "edge_index", &[None, Some(2)], |v: &[i64], _| {
+        graph.edge_index.clear();
+        graph
+            .edge_index
+            .extend(v.chunks_exact(2).map(|e| [e[0], e[1]]));
+    })?;
+    graph.node_config_ids.clear();
+    graph.node_splits.clear();
+    if task == Task::Layout {
+        with_array(d, "node_config_ids", &[None], |v, _| {
+            refill(&mut graph.node_config_ids, v)
+        })?;
+        if d.contains("node_splits")? {
+            with_array(d, "node_splits", &[Some(1), None], |v, _| {
+                refill(&mut graph.node_splits, v)
+            })?;
+        }
+    }
+    graph.check().map_err(PyValueError::new_err)
 }
 
 /// The configurations of a features dict (or `configs`, when given).
@@ -297,24 +328,55 @@ fn configs_of(
     task: Task,
     configs: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<ConfigBatch> {
+    let mut batches = config_batches(d, graph, task, configs, usize::MAX)?;
+    Ok(batches.pop().unwrap_or(ConfigBatch {
+        task,
+        num_configs: 0,
+        nodes_per_config: nodes_per_config(graph, task),
+        feat: Vec::new(),
+    }))
+}
+
+fn nodes_per_config(graph: &Graph, task: Task) -> usize {
+    match task {
+        Task::Layout => graph.num_config_nodes(),
+        Task::Tile => 1,
+    }
+}
+
+/// The configurations of a features dict (or of `configs`, when given) in
+/// batches of at most `batch`, each copied once from the array.
+fn config_batches(
+    d: &Bound<'_, PyDict>,
+    graph: &Graph,
+    task: Task,
+    configs: Option<&Bound<'_, PyDict>>,
+    batch: usize,
+) -> PyResult<Vec<ConfigBatch>> {
     let src = configs.unwrap_or(d);
     let nc = graph.num_config_nodes();
-    let (feat, dims) = match task {
-        Task::Layout => get::<f32>(
-            src,
+    let (key, shape) = match task {
+        Task::Layout => (
             "node_config_feat",
-            &[None, Some(nc), Some(LAYOUT_CONFIG_DIM)],
-        )?,
-        Task::Tile => get::<f32>(src, "config_feat", &[None, Some(TILE_CONFIG_DIM)])?,
+            vec![None, Some(nc), Some(LAYOUT_CONFIG_DIM)],
+        ),
+        Task::Tile => ("config_feat", vec![None, Some(TILE_CONFIG_DIM)]),
     };
-    Ok(ConfigBatch {
-        task,
-        num_configs: dims[0],
-        nodes_per_config: match task {
-            Task::Layout => nc,
-            Task::Tile => 1,
-        },
-        feat,
+    let per = nodes_per_config(graph, task);
+    with_array(src, key, &shape, |v: &[f32], dims| {
+        let row = per * task.config_dim();
+        (0..dims[0])
+            .step_by(batch.max(1))
+            .map(|start| {
+                let end = start.saturating_add(batch).min(dims[0]);
+                ConfigBatch {
+                    task,
+                    num_configs: end - start,
+                    nodes_per_config: per,
+                    feat: v[start * row..end * row].to_vec(),
+                }
+            })
+            .collect()
     })
 }
 
@@ -427,6 +489,9 @@ pub fn kaggle_tile_score(pred: Values<'_>, runtime: Values<'_>) -> PyResult<Opti
 pub struct CostModel {
     model: Box<dyn costmodel::CostModel>,
     spec: String,
+    /// The last graph scored, whose vectors the next call fills again
+    /// (taken while a call uses it: a concurrent call allocates its own).
+    scratch: Mutex<Option<Graph>>,
 }
 
 impl CostModel {
@@ -453,6 +518,7 @@ impl CostModel {
         Ok(CostModel {
             model,
             spec: spec.to_string(),
+            scratch: Mutex::new(None),
         })
     }
 }
@@ -509,7 +575,7 @@ impl CostModel {
         if batch == 0 {
             return Err(PyValueError::new_err("batch 0: give 1 or more"));
         }
-        let (graph, task) = graph_of(features)?;
+        let task = task_of(features)?;
         if task != self.model.task() {
             return Err(PyValueError::new_err(format!(
                 "the features are for the {} task, the model for {}",
@@ -517,36 +583,39 @@ impl CostModel {
                 self.model.task().name()
             )));
         }
-        let all = configs_of(features, &graph, task, configs)?;
+        let mut graph = self
+            .scratch
+            .try_lock()
+            .ok()
+            .and_then(|mut s| s.take())
+            .unwrap_or_default();
+        fill_graph(features, task, &mut graph)?;
+        let batches = config_batches(features, &graph, task, configs, batch)?;
         let model = self.model.as_ref();
         let scores = py
-            .detach(|| score_all(model, &graph, &all, batch))
-            .map_err(|e| costmodel_error(&e))?;
+            .detach(|| score_all(model, &graph, &batches))
+            .map_err(|e| costmodel_error(&e));
+        if let Ok(mut s) = self.scratch.try_lock() {
+            *s = Some(graph);
+        }
+        let scores = scores?;
         let n = scores.len();
         array(py, scores, &[n])
     }
 }
 
-/// Scores `all` in batches of `batch` configurations (as `hlo-cost eval`).
+/// Scores the configurations of `batches` (as `hlo-cost eval`, which
+/// scores in batches too), in order.
 fn score_all(
     model: &dyn costmodel::CostModel,
     graph: &Graph,
-    all: &ConfigBatch,
-    batch: usize,
+    batches: &[ConfigBatch],
 ) -> costmodel::Result<Vec<f32>> {
     let prepared = model.prepare(graph)?;
-    let row = all.nodes_per_config * all.task.config_dim();
-    let mut out = Vec::with_capacity(all.num_configs);
-    let mut start = 0;
-    while start < all.num_configs {
-        let end = (start + batch).min(all.num_configs);
-        let part = ConfigBatch {
-            task: all.task,
-            num_configs: end - start,
-            nodes_per_config: all.nodes_per_config,
-            feat: all.feat[start * row..end * row].to_vec(),
-        };
-        let scores = costmodel::incremental::score_batch(model, &prepared, &part)?;
+    let mut out = Vec::with_capacity(batches.iter().map(|b| b.num_configs).sum());
+    for part in batches {
+        let start = out.len();
+        let scores = costmodel::incremental::score_batch(model, &prepared, part)?;
         if scores.len() != part.num_configs {
             return Err(costmodel::CostModelError::Input(format!(
                 "the model returned {} scores for {} configurations",
@@ -561,7 +630,6 @@ fn score_all(
             )));
         }
         out.extend(scores);
-        start = end;
     }
     Ok(out)
 }
