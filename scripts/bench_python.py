@@ -44,14 +44,18 @@ def rust_side(binary: str, iters: int, files: list[str]) -> dict[str, tuple[floa
 
 
 def best_of(iters: int, f):
-    """Best time of ``iters`` calls; results are kept until all are timed,
-    so that freeing one (a module's arenas) is not timed, as in Rust."""
-    best, values = float("inf"), []
+    """Best time of ``iters`` calls. As in Rust (``pipeline_speed``'s
+    ``best_of``), a call's result is freed after it is timed, when the next
+    one replaces it: freeing (a module's arenas, an array's buffer) is not
+    timed, and each call has the memory the previous one gave back, where
+    keeping every result would time fresh pages on this side only."""
+    best, last = float("inf"), None
     for _ in range(iters):
         t = time.perf_counter()
-        values.append(f())
+        value = f()
         best = min(best, time.perf_counter() - t)
-    return best, values[-1]
+        last = value  # the previous result is freed here, untimed
+    return best, last
 
 
 def main() -> int:

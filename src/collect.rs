@@ -847,27 +847,152 @@ fn plan_job(path: &Path, dir: &Path, s: &Settings) -> Result<Job, String> {
     })
 }
 
+/// What kind of failure stopped a collection (the Python package maps
+/// these to its exceptions; the CLI prints the message).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// A setting out of its range.
+    Settings,
+    /// An input module that cannot be collected (unreadable, invalid, no
+    /// configurable node, two inputs of one name, an input as an output).
+    Input,
+    /// The output folder holds a state this run cannot continue.
+    State,
+    /// The device: no plugin, or it does not start.
+    Device,
+    /// Reading or writing the output folder.
+    Io,
+}
+
+/// An error of [`run_with`]: its kind and the message the CLI prints.
+#[derive(Clone, Debug)]
+pub struct Error {
+    pub kind: ErrorKind,
+    pub message: String,
+}
+
+impl Error {
+    fn new(kind: ErrorKind, message: impl Into<String>) -> Error {
+        Error {
+            kind,
+            message: message.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+/// A bare message: a failure to read or write the output folder.
+impl From<String> for Error {
+    fn from(message: String) -> Error {
+        Error::new(ErrorKind::Io, message)
+    }
+}
+
+/// What a run says while it works: the CLI prints it, the Python package
+/// keeps it.
+#[derive(Clone, Copy, Debug)]
+pub enum Message<'a> {
+    /// A module failed (the run goes on with the next): `hlo-cost: error: ...`.
+    ModuleFailed(&'a str),
+    /// A module's line of results (stdout).
+    Summary(&'a str),
+    /// The budget ran out with this many configurations left to measure.
+    BudgetSpent(usize),
+}
+
+/// What a run did.
+#[derive(Clone, Debug)]
+pub struct Outcome {
+    /// Per module of this run, its entry of `manifest.json`.
+    pub modules: Vec<Value>,
+    /// The messages of the modules that failed.
+    pub failures: Vec<String>,
+    /// Configurations planned but not measured (the budget ran out, or a
+    /// module failed).
+    pub not_measured: usize,
+    /// The manifest written.
+    pub manifest: PathBuf,
+}
+
 /// Runs `hlo-cost collect`. Returns the exit status: 0 when every module
 /// was collected (or the budget ran out with the state saved), 1 when a
-/// module failed.
+/// module failed. Progress is shown when stderr is a terminal.
 pub fn run(modules: &[PathBuf], dir: &Path, s: &Settings) -> Result<bool, String> {
-    if s.configs == 0 {
-        return Err("--configs must be at least 1".into());
+    let outcome = run_with(
+        modules,
+        dir,
+        s,
+        std::io::stderr().is_terminal(),
+        &mut |m| match m {
+            Message::ModuleFailed(e) => eprintln!("hlo-cost: error: {e}"),
+            Message::Summary(line) => println!("{line}"),
+            Message::BudgetSpent(left) => eprintln!(
+                "hlo-cost: budget spent: {left} configurations not measured yet; run the same command again to continue"
+            ),
+        },
+    )
+    .map_err(|e| e.message)?;
+    Ok(outcome.failures.is_empty())
+}
+
+/// [`run`], saying what it does through `say` (called with the progress
+/// bar, if `progress`, out of the way) and returning what it did.
+pub fn run_with(
+    modules: &[PathBuf],
+    dir: &Path,
+    s: &Settings,
+    progress: bool,
+    say: &mut dyn FnMut(Message<'_>),
+) -> Result<Outcome, Error> {
+    if !(1..=100_000).contains(&s.configs) {
+        return Err(Error::new(
+            ErrorKind::Settings,
+            format!("--configs {}: expected 1 to 100000", s.configs),
+        ));
+    }
+    if !(1..=256).contains(&s.chunk) {
+        return Err(Error::new(
+            ErrorKind::Settings,
+            format!("--chunk {}: expected 1 to 256", s.chunk),
+        ));
+    }
+    if !(s.device == "xla-cpu" || s.device.len() > "pjrt:".len() && s.device.starts_with("pjrt:")) {
+        return Err(Error::new(
+            ErrorKind::Settings,
+            format!(
+                "--device `{}`: expected `xla-cpu` or `pjrt:PLUGIN_PATH`",
+                s.device
+            ),
+        ));
     }
     if !(0.0..=1.0).contains(&s.random_fraction) {
-        return Err(format!(
-            "--random-fraction {}: expected a number from 0 to 1",
-            s.random_fraction
+        return Err(Error::new(
+            ErrorKind::Settings,
+            format!(
+                "--random-fraction {}: expected a number from 0 to 1",
+                s.random_fraction
+            ),
         ));
     }
     if !(s.measure_budget.is_finite() && s.measure_budget >= 0.0 && s.measure_budget <= 3600.0) {
-        return Err(format!(
-            "--measure-budget {}: expected seconds from 0 to 3600",
-            s.measure_budget
+        return Err(Error::new(
+            ErrorKind::Settings,
+            format!(
+                "--measure-budget {}: expected seconds from 0 to 3600",
+                s.measure_budget
+            ),
         ));
     }
     if dir.exists() && !dir.is_dir() {
-        return Err(format!("-o {}: exists and is not a folder", dir.display()));
+        return Err(Error::new(
+            ErrorKind::Settings,
+            format!("-o {}: exists and is not a folder", dir.display()),
+        ));
     }
     // Every input is read and planned before anything is measured.
     let mut jobs = Vec::new();
@@ -889,12 +1014,12 @@ pub fn run(modules: &[PathBuf], dir: &Path, s: &Settings) -> Result<bool, String
         }
     }
     if !errors.is_empty() {
-        return Err(errors.join("\n"));
+        return Err(Error::new(ErrorKind::Input, errors.join("\n")));
     }
     let inputs: Vec<(&str, &Path)> = modules.iter().map(|p| ("input", p.as_path())).collect();
     for j in &jobs {
         for out in [&j.state_path, &j.npz_path, &dir.join("manifest.json")] {
-            outfile::check_not_input(out, &inputs)?;
+            outfile::check_not_input(out, &inputs).map_err(|e| Error::new(ErrorKind::Input, e))?;
         }
     }
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
@@ -906,11 +1031,11 @@ pub fn run(modules: &[PathBuf], dir: &Path, s: &Settings) -> Result<bool, String
         max_rounds: 1000,
         ..Default::default()
     };
-    let mut measurer =
-        pjrt::measurer_for(&s.device, config).map_err(|e| format!("--device {}: {e}", s.device))?;
+    let mut measurer = pjrt::measurer_for(&s.device, config)
+        .map_err(|e| Error::new(ErrorKind::Device, format!("--device {}: {e}", s.device)))?;
     let dev = {
         let b = pjrt::Backend::start(&measurer.plugin)
-            .map_err(|e| format!("--device {}: {e}", s.device))?;
+            .map_err(|e| Error::new(ErrorKind::Device, format!("--device {}: {e}", s.device)))?;
         DeviceInfo {
             name: pjrt::device_name(&b.platform),
             plugin: measurer.plugin.clone(),
@@ -932,9 +1057,11 @@ pub fn run(modules: &[PathBuf], dir: &Path, s: &Settings) -> Result<bool, String
             .map(|b| !b.contains(&b'\n') && header.to_string().as_bytes().starts_with(&b))
             .unwrap_or(false);
         if j.state_path.exists() && !torn_header {
-            j.chunks = read_state(&j.state_path, &header, j.plan.len())?;
+            j.chunks = read_state(&j.state_path, &header, j.plan.len())
+                .map_err(|e| Error::new(ErrorKind::State, e))?;
             // A folder whose chunks predate the estimator: refused before measuring.
-            j.runtimes(s.estimator)?;
+            j.runtimes(s.estimator)
+                .map_err(|e| Error::new(ErrorKind::State, e))?;
         } else {
             // New, or interrupted while its header was written.
             let _ = std::fs::remove_file(&j.state_path);
@@ -948,7 +1075,7 @@ pub fn run(modules: &[PathBuf], dir: &Path, s: &Settings) -> Result<bool, String
         .iter()
         .map(|j| j.todo().len() + usize::from(j.chunks.is_empty()))
         .sum();
-    let bar = if std::io::stderr().is_terminal() {
+    let bar = if progress {
         let b = indicatif::ProgressBar::new(todo_total as u64);
         let style = indicatif::ProgressStyle::with_template(
             "{bar:30} {pos}/{len} configs {elapsed} (eta {eta}) {wide_msg}",
@@ -960,7 +1087,7 @@ pub fn run(modules: &[PathBuf], dir: &Path, s: &Settings) -> Result<bool, String
         indicatif::ProgressBar::hidden()
     };
     let start = Instant::now();
-    let mut failed_modules = 0usize;
+    let mut failures = Vec::new();
     let mut out_of_budget = false;
     let mut last_chunk = Duration::ZERO;
     for ji in 0..jobs.len() {
@@ -970,7 +1097,7 @@ pub fn run(modules: &[PathBuf], dir: &Path, s: &Settings) -> Result<bool, String
         if jobs[ji].chunks.is_empty() && groups.is_empty() {
             groups.push(Vec::new()); // the default alone: its time is the reference
         }
-        let mut module_failed = false;
+        let mut module_failed: Option<String> = None;
         for group in groups {
             if let Some(b) = s.budget {
                 let left = b.saturating_sub(start.elapsed());
@@ -991,13 +1118,8 @@ pub fn run(modules: &[PathBuf], dir: &Path, s: &Settings) -> Result<bool, String
             let mut trials = vec![match j.trial(0) {
                 Ok(t) => t,
                 Err(e) => {
-                    bar.suspend(|| {
-                        eprintln!(
-                            "hlo-cost: error: {}: the compiler default: {e}",
-                            j.path.display()
-                        )
-                    });
-                    module_failed = true;
+                    module_failed =
+                        Some(format!("{}: the compiler default: {e}", j.path.display()));
                     break;
                 }
             }];
@@ -1018,14 +1140,11 @@ pub fn run(modules: &[PathBuf], dir: &Path, s: &Settings) -> Result<bool, String
             let m = match measurer.measure(&trials, 0) {
                 Ok(m) => m,
                 Err(e) => {
-                    bar.suspend(|| {
-                        eprintln!(
-                            "hlo-cost: error: {}: measuring the compiler default on {}: {e}",
-                            j.path.display(),
-                            s.device
-                        )
-                    });
-                    module_failed = true;
+                    module_failed = Some(format!(
+                        "{}: measuring the compiler default on {}: {e}",
+                        j.path.display(),
+                        s.device
+                    ));
                     break;
                 }
             };
@@ -1050,13 +1169,10 @@ pub fn run(modules: &[PathBuf], dir: &Path, s: &Settings) -> Result<bool, String
                 m.seconds.first().copied().flatten(),
                 m.min_seconds.first().copied().flatten(),
             ) else {
-                bar.suspend(|| {
-                    eprintln!(
-                        "hlo-cost: error: {}: the compiler default was not timed",
-                        j.path.display()
-                    )
-                });
-                module_failed = true;
+                module_failed = Some(format!(
+                    "{}: the compiler default was not timed",
+                    j.path.display()
+                ));
                 break;
             };
             last_chunk = t0.elapsed();
@@ -1081,14 +1197,14 @@ pub fn run(modules: &[PathBuf], dir: &Path, s: &Settings) -> Result<bool, String
             bar.inc(group.len().max(1) as u64);
         }
         let j = &jobs[ji];
-        if module_failed {
-            failed_modules += 1;
+        if let Some(e) = module_failed {
+            bar.suspend(|| say(Message::ModuleFailed(&e)));
+            failures.push(e);
         }
         if !j.chunks.is_empty() {
             let n = j.write_npz(s.estimator)?;
             let sum = j.summary(s.estimator);
-            bar.suspend(|| {
-                println!(
+            let line = format!(
                     "{}: {} of {} configurations in the npz ({} failed), default {:.3} ms, control spread median ±{:.1}%, control error median {:.1}% (min estimator) / {:.1}% (median estimator)",
                     j.npz_path.display(),
                     n,
@@ -1098,8 +1214,8 @@ pub fn run(modules: &[PathBuf], dir: &Path, s: &Settings) -> Result<bool, String
                     sum["control_spread_median"].as_f64().unwrap_or(0.0) * 100.0,
                     sum["control_error_min_estimator"].as_f64().map_or(f64::NAN, f64::exp_m1) * 100.0,
                     sum["control_error_median_estimator"].as_f64().map_or(f64::NAN, f64::exp_m1) * 100.0,
-                )
-            });
+                );
+            bar.suspend(|| say(Message::Summary(&line)));
         }
         if out_of_budget {
             break;
@@ -1107,13 +1223,16 @@ pub fn run(modules: &[PathBuf], dir: &Path, s: &Settings) -> Result<bool, String
     }
     bar.finish_and_clear();
     write_manifest(dir, &jobs, s, &dev, &started)?;
+    let not_measured: usize = jobs.iter().map(|j| j.todo().len()).sum();
     if out_of_budget {
-        let left: usize = jobs.iter().map(|j| j.todo().len()).sum();
-        eprintln!(
-            "hlo-cost: budget spent: {left} configurations not measured yet; run the same command again to continue"
-        );
+        say(Message::BudgetSpent(not_measured));
     }
-    Ok(failed_modules == 0)
+    Ok(Outcome {
+        modules: jobs.iter().map(|j| j.summary(s.estimator)).collect(),
+        failures,
+        not_measured,
+        manifest: dir.join("manifest.json"),
+    })
 }
 
 #[cfg(test)]

@@ -26,9 +26,10 @@
 //!
 //! # Map of the tools crate
 //!
-//! The crate holds the command-line tools only: they parse flags, call the
-//! libraries and render errors and reports for people. Each file: what it
-//! owns; what it may import.
+//! The crate holds the command-line tools: they parse flags, call the
+//! libraries and render errors and reports for people. Its library target
+//! (`src/lib.rs`: `collect`, `outfile`) is what the tools share with the
+//! Python package. Each file: what it owns; what it may import.
 //!
 //! | file | owns | may import |
 //! |---|---|---|
@@ -36,6 +37,7 @@
 //! | `src/bin/hlo-cost.rs` | `hlo-cost featurize`, `eval`, `collect` | `collect`, `outfile`; `hlo`, `costmodel`, `passes`, `pjrt` |
 //! | `src/collect.rs` | `hlo-cost collect`: sampling, measuring, resumable npz output | `outfile`; `hlo`, `costmodel`, `passes`, `pjrt` |
 //! | `src/outfile.rs` | outputs never written onto an input, written through a renamed temporary | nothing |
+//! | `src/lib.rs` | the library target: `collect` and `outfile`, for the binaries and `python/` | `collect`, `outfile` |
 //! | `src/bin/hlo-opt-pjrt-worker.rs` | the PJRT worker process (all of it is `pjrt::worker`) | `pjrt` |
 //!
 //! No library crate imports this one.
@@ -47,7 +49,7 @@ use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser};
 
-mod outfile;
+use hlo_opt_tools::outfile;
 
 /// What `--help` says after the flags: the passes, ONNX Runtime, exit codes.
 const AFTER_HELP: &str = "\

@@ -198,6 +198,9 @@ fn collect_stop_resume_and_load_in_rust_and_python() {
         report::skipped("no .venv Python for train.py's data loader");
         return;
     };
+    if !report::python_has_hlo_opt(py.as_os_str()) {
+        return;
+    }
     let script = "import sys; sys.path.insert(0, 'costmodel/training'); import data as D\n\
                   g = D.load_graph(sys.argv[1], 'layout', 3)\n\
                   print(g.config_feat.shape[0], g.config_feat.shape[1], int((g.runtime > 0).all()))";

@@ -6,8 +6,9 @@
 //! read+verify: `hlo::load_bytes` and `Loaded::verify` (what `hlo_opt.parse`
 //! calls); featurize: `costmodel::features::featurize` for the layout task
 //! and the compiler-default configuration (`hlo_opt.featurize`); score: the
-//! embedded layout model's `prepare` and `score` of that configuration
-//! (`hlo_opt.CostModel("layout", threads=1).score`), the model loaded once
+//! embedded layout model's `prepare` and `incremental::score_batch` of that
+//! configuration (what `hlo-cost eval` calls, and
+//! `hlo_opt.CostModel("layout", threads=1).score`), the model loaded once
 //! beforehand, with one ONNX Runtime thread.
 use std::time::Instant;
 
@@ -53,9 +54,11 @@ fn run() -> Result<(), String> {
             Ok::<_, costmodel::CostModelError>((f, c))
         });
         let (f, configs) = f.map_err(|e| e.to_string())?;
+        // As `hlo-cost eval` scores (and so `CostModel.score`, whose scores
+        // equal eval's): through `score_batch`.
         let (score_s, scores) = best_of(iters, || {
             let p = model.prepare(&f.graph)?;
-            model.score(&p, &configs.batch)
+            costmodel::incremental::score_batch(model.as_ref(), &p, &configs.batch)
         });
         let scores = scores.map_err(|e| e.to_string())?;
         std::hint::black_box(scores);

@@ -3,7 +3,8 @@
 //!
 //! Conventions: `pred` are model scores and `runtime` measured runtimes of the
 //! same configurations, in the same order; for both, lower = faster. All
-//! functions are deterministic: sorting uses `f64::total_cmp`, ties in the
+//! functions are deterministic: sorting uses `f64::total_cmp` with the two
+//! zeros equal (as scipy and numpy compare; [`order_of`]), ties in the
 //! prediction are broken by configuration index (the lower index is taken as
 //! predicted faster), as the competition's `argsort` on a submission does.
 //!
@@ -79,10 +80,16 @@ fn tied_pairs(run: u64) -> u64 {
     run * (run.saturating_sub(1)) / 2
 }
 
+/// The order of two finite values: `f64::total_cmp`, but `-0.0 == 0.0`
+/// (a model's scores hold both; scipy and numpy take them as tied).
+fn order_of(a: f64, b: f64) -> std::cmp::Ordering {
+    (a + 0.0).total_cmp(&(b + 0.0))
+}
+
 fn pair_counts(x: &[f64], y: &[f64]) -> PairCounts {
     let n = x.len();
     let mut order: Vec<usize> = (0..n).collect();
-    order.sort_by(|&a, &b| x[a].total_cmp(&x[b]).then(y[a].total_cmp(&y[b])));
+    order.sort_by(|&a, &b| order_of(x[a], x[b]).then(order_of(y[a], y[b])));
     // Ties in x and joint ties, counted over runs of the (x, y)-sorted order.
     let (mut ties_x, mut ties_xy) = (0u64, 0u64);
     let (mut run_x, mut run_xy) = (1u64, 1u64);
@@ -198,7 +205,7 @@ pub fn ordered_pair_accuracy(pred: &[f64], runtime: &[f64]) -> Option<f64> {
 /// The configuration indices sorted from predicted fastest to slowest (ties by index).
 pub fn predicted_order(pred: &[f64]) -> Vec<usize> {
     let mut order: Vec<usize> = (0..pred.len()).collect();
-    order.sort_by(|&a, &b| pred[a].total_cmp(&pred[b]).then(a.cmp(&b)));
+    order.sort_by(|&a, &b| order_of(pred[a], pred[b]).then(a.cmp(&b)));
     order
 }
 
@@ -246,6 +253,25 @@ pub fn mean(values: impl IntoIterator<Item = Option<f64>>) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The two zeros are one value, as scipy and numpy compare them: a tie
+    /// in the prediction, broken by index.
+    #[test]
+    fn negative_zero_ties_with_zero() {
+        let runtime = [5.0, 1.0, 2.0, 3.0];
+        let signed = [-0.0, 0.0, 1.0, -0.0];
+        let plain = [0.0, 0.0, 1.0, 0.0];
+        assert_eq!(
+            kendall_tau(&signed, &runtime),
+            kendall_tau(&plain, &runtime)
+        );
+        assert_eq!(
+            ordered_pair_accuracy(&signed, &runtime),
+            ordered_pair_accuracy(&plain, &runtime)
+        );
+        assert_eq!(predicted_order(&[0.0, -0.0]), vec![0, 1]);
+        assert_eq!(top_k_slowdown(&[0.0, -0.0], &[1.0, 2.0], 1), Some(0.0));
+    }
 
     /// O(n^2) pair counting, the definition itself.
     fn brute(x: &[f64], y: &[f64]) -> PairCounts {

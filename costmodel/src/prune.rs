@@ -8,10 +8,11 @@
 //!
 //! Invariants: kept nodes stay in their original order; edges keep their
 //! original order (duplicates included); configurable nodes keep their order.
-//! The algorithm is the same as `costmodel/training/data.py::prune_khop`.
+//! Training (`costmodel/training/data.py`) prunes with this function too,
+//! through the Python package (`hlo_opt.prune_khop`).
 //!
 //! Also the configurable nodes' meta-graph of the early-join layout head
-//! ([`meta_edges`], `data.py::meta_edges`): every path it follows lies
+//! ([`meta_edges`], training's too: `hlo_opt.meta_edges`): every path it follows lies
 //! within `hops - 1` hops of a configurable node, so the pruned graph gives
 //! the same meta-graph as the full one when `hops <= k + 1`.
 

@@ -5,11 +5,13 @@
 //! configurations, for the embedded layout and tile models and for a small
 //! early-join layout model (`testdata/costmodel/models/layout_early_join.hlocm`,
 //! the command that made it is in its `model.json`: `training.command`),
-//! whose meta-graph Rust computes on the pruned graph and Python on the full one.
+//! whose meta-graph the model computes on the pruned graph and forward.py on
+//! the full one (the same `costmodel::prune::meta_edges`, forward.py's through
+//! `hlo_opt.meta_edges`).
 //!
-//! Needs `HLO_OPT_PYTHON` (a Python with the training requirements, set by
-//! `scripts/test`) and the ONNX Runtime library; prints "skipped: ..." and
-//! returns when either is missing.
+//! Needs `HLO_OPT_PYTHON` (a Python with the training requirements and this
+//! checkout's `hlo_opt` package, set up by `scripts/test`) and the ONNX
+//! Runtime library; prints "skipped: ..." and returns when one is missing.
 
 #[path = "../../tests/support/report.rs"]
 mod report;
@@ -27,7 +29,7 @@ fn repo() -> PathBuf {
 
 fn python() -> Option<String> {
     match std::env::var("HLO_OPT_PYTHON") {
-        Ok(p) if !p.is_empty() => Some(p),
+        Ok(p) if !p.is_empty() => report::python_has_hlo_opt(p.as_ref()).then_some(p),
         _ => {
             report::skipped("HLO_OPT_PYTHON is not set (scripts/test sets it)");
             None

@@ -33,6 +33,9 @@ fn run_training_script(script: &str, envs: &[(&str, &str)]) {
         report::skipped("HLO_OPT_PYTHON is not set (scripts/test sets it)");
         return;
     };
+    if !report::python_has_hlo_opt(py.as_ref()) {
+        return;
+    }
     report::ran();
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("training")

@@ -33,6 +33,7 @@ import time
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import hlo_opt  # noqa: E402
 import numpy as np  # noqa: E402
 
 import data as D  # noqa: E402
@@ -184,7 +185,7 @@ def blend_study(argv):
     for rel in graphs:
         f = os.path.join(data, rel)
         name = os.path.basename(f)[: -len(".npz")]
-        d = np.load(f)
+        d = hlo_opt.load_npz(f, configs=False)
         rt = d["config_runtime"].astype(np.float64)
         elems = np.maximum(d["node_feat"][d["node_config_ids"], M.FEAT_DIMS_PRODUCT], 0.0)
         total_w = float(np.sum(np.log2(2.0 + elems.astype(np.float32))))

@@ -1,15 +1,19 @@
 """Reading the published TpuGraphs npz files, one graph at a time.
 
-`np.load` on an npz is lazy per key, so a graph's arrays are read only when
-its turn comes; nothing holds more than one graph (plus its sampled configs)
-in memory, which is what lets training scale to the full dataset.
+The files are read, checked, pruned and meta-graphed by the Rust side, as
+`hlo-cost eval` and the layout model do it, through the `hlo_opt` package
+(`hlo_opt.load_npz`, `prune_khop`, `meta_edges`; `pip install .` from the
+checkout, docs/python.md): this module only shapes the result for training.
+A graph's arrays are read only when its turn comes; nothing holds more than
+one graph (plus its sampled configs) in memory, which is what lets training
+scale to the full dataset.
 
 Invariants of a `GraphData`:
 - configurations are deduplicated (identical config features -> one entry
   with the minimum runtime);
 - for layout, the graph is pruned to the configurable nodes and their
-  `khop`-hop undirected neighbourhood (`prune_khop`), which leaves the
-  encoder's output unchanged when `khop` >= its number of layers.
+  `khop`-hop undirected neighbourhood (`hlo_opt.prune_khop`), which leaves
+  the encoder's output unchanged when `khop` >= its number of layers.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import dataclasses
 import glob
 import os
 
+import hlo_opt
 import numpy as np
 
 
@@ -80,73 +85,29 @@ def collected_device(paths: list[str], explicit: str | None = None) -> str:
     return devices[0] if devices else "tpu"
 
 
-def prune_khop(num_nodes: int, edge_index: np.ndarray, seeds: np.ndarray, k: int):
-    """Keeps the nodes within `k` undirected hops of `seeds` and the edges among them.
-
-    Returns (kept node ids ascending, remapped edges, remapped seeds). The same
-    algorithm as `costmodel/src/prune.rs`.
-    """
-    keep = np.zeros(num_nodes, bool)
-    keep[seeds] = True
-    frontier = keep.copy()
-    for _ in range(k):
-        cons, prod = edge_index[:, 0], edge_index[:, 1]
-        nxt = np.zeros(num_nodes, bool)
-        nxt[prod[frontier[cons]]] = True
-        nxt[cons[frontier[prod]]] = True
-        nxt &= ~keep
-        if not nxt.any():
-            break
-        keep |= nxt
-        frontier = nxt
-    kept = np.nonzero(keep)[0]
-    remap = np.full(num_nodes, -1, np.int64)
-    remap[kept] = np.arange(len(kept))
-    e = edge_index[keep[edge_index[:, 0]] & keep[edge_index[:, 1]]]
-    return kept, remap[e], remap[seeds]
-
-
 META_HOPS = 3  # the meta-graph joins configurable nodes at most this many directed edges apart
 
 
 def meta_edges(num_nodes: int, edge_index: np.ndarray, ids: np.ndarray, hops: int = META_HOPS) -> np.ndarray:
-    """The meta-graph of the configurable nodes, [EC, 2] int64 rows [consumer,
-    producer] over positions in `ids` (0..NC): producer -> consumer when the
-    producer reaches the consumer by a directed path of at most `hops` edges
-    whose inner nodes are not configurable. Each pair once, sorted, no
-    self-loops. The same algorithm as `costmodel/src/prune.rs::meta_edges`;
-    every such path lies within `hops - 1` hops of a configurable node, so
-    the k-hop pruned graph (k >= hops - 1) gives the same meta-graph."""
-    nc = len(ids)
-    configurable = np.zeros(num_nodes, bool)
-    configurable[ids] = True
-    pos = np.full(num_nodes, -1, np.int64)
-    pos[ids] = np.arange(nc)
-    # producer -> consumers adjacency, each producer's consumers once
-    e = np.unique(np.asarray(edge_index, np.int64).reshape(-1, 2), axis=0)
-    order = np.argsort(e[:, 1], kind="stable")
-    cons, prod = e[order, 0], e[order, 1]
-    start = np.searchsorted(prod, np.arange(num_nodes + 1))
-    found = set()
-    for src in range(nc):
-        frontier = np.array([ids[src]], np.int64)
-        seen = np.zeros(num_nodes, bool)
-        for _ in range(hops):
-            if not len(frontier):
-                break
-            nxt = np.unique(np.concatenate([cons[start[n] : start[n + 1]] for n in frontier]))
-            hit = nxt[configurable[nxt]]
-            found.update((int(pos[c]), src) for c in hit)
-            nxt = nxt[~configurable[nxt] & ~seen[nxt]]  # paths go on through non-configurable nodes only
-            seen[nxt] = True
-            frontier = nxt
-    return np.array(sorted((c, p) for c, p in found if c != p), np.int64).reshape(-1, 2)
+    """The meta-graph of the configurable nodes `ids` of a graph of `num_nodes`
+    nodes, [EC, 2] int64 rows [consumer, producer] over positions in `ids`
+    (`hlo_opt.meta_edges`, i.e. `costmodel/src/prune.rs::meta_edges`: each
+    pair once, sorted, no self-loops). Only the graph's structure matters."""
+    arrays = {
+        "node_feat": np.zeros((num_nodes, 140), np.float32),
+        "node_opcode": np.zeros(num_nodes, np.uint8),
+        "edge_index": np.asarray(edge_index).reshape(-1, 2),
+        "node_config_ids": ids,
+    }
+    return hlo_opt.meta_edges(arrays, hops)
 
 
 def meta_edge_index(g: "GraphData", hops: int = META_HOPS) -> np.ndarray:
     """`meta_edges` of a layout GraphData, computed once and kept on it."""
     if g.meta_edges is None:
-        g.meta_edges = meta_edges(len(g.node_opcode), g.edge_index, g.node_config_ids, hops)
+        arrays = {"node_feat": g.node_feat, "node_opcode": g.node_opcode, "edge_index": g.edge_index,
+                  "node_config_ids": g.node_config_ids}
+        g.meta_edges = hlo_opt.meta_edges(arrays, hops)
     return g.meta_edges
 
 
@@ -162,21 +123,20 @@ def dedup_configs(config_feat: np.ndarray, runtime: np.ndarray):
 
 
 def load_graph(path: str, task: str, khop: int | None = None, dedup: bool = True) -> GraphData:
-    d = np.load(path)
-    node_feat = d["node_feat"].astype(np.float32)
-    node_opcode = d["node_opcode"].astype(np.int32)
-    edge_index = d["edge_index"].astype(np.int64).reshape(-1, 2)
+    d = hlo_opt.load_npz(path)
     if task == "layout":
-        ids = d["node_config_ids"].astype(np.int64)
-        cfg = d["node_config_feat"].astype(np.float32)
+        cfg = d["node_config_feat"]
         rt = d["config_runtime"].astype(np.float64)
         if khop is not None:
-            kept, edge_index, ids = prune_khop(len(node_opcode), edge_index, ids, khop)
-            node_feat, node_opcode = node_feat[kept], node_opcode[kept]
+            d = hlo_opt.prune_khop(d, khop)
+        ids = d["node_config_ids"]
     else:
         ids = None
-        cfg = d["config_feat"].astype(np.float32)
+        cfg = d["config_feat"]
         rt = d["config_runtime"].astype(np.float64) / d["config_runtime_normalizers"].astype(np.float64)
+    node_feat = d["node_feat"]
+    node_opcode = d["node_opcode"].astype(np.int32)
+    edge_index = d["edge_index"]
     if dedup:
         cfg, rt = dedup_configs(cfg, rt)
     return GraphData(
@@ -208,7 +168,7 @@ def feature_stats(paths: list[str], task: str):
         s[2] = s[2] + (x * x).sum(0)
 
     for p in paths:
-        d = np.load(p)
+        d = hlo_opt.load_npz(p, configs=task == "tile")
         add("node", d["node_feat"])
         if task == "tile":
             add("cfg", d["config_feat"])

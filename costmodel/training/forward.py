@@ -22,6 +22,7 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import jax  # noqa: E402
+import hlo_opt  # noqa: E402
 import numpy as np  # noqa: E402
 
 import data as D  # noqa: E402
@@ -32,7 +33,7 @@ jax.config.update("jax_default_matmul_precision", "highest")
 
 
 def load_inputs(npz_path: str, task: str, configs):
-    d = np.load(npz_path)
+    d = hlo_opt.load_npz(npz_path, configs=True)
     g = {
         "node_feat": d["node_feat"].astype(np.float32),
         "node_opcode": d["node_opcode"].astype(np.int64),
@@ -45,7 +46,7 @@ def load_inputs(npz_path: str, task: str, configs):
     g["config_feat"] = cfg
     if task == "layout":
         g["node_config_ids"] = d["node_config_ids"].astype(np.int64)
-        # the early join's meta-graph, from the full graph (Rust: from the pruned one)
+        # the early join's meta-graph, from the full graph (the Rust model: from the pruned one)
         g["config_edge_index"] = D.meta_edges(len(g["node_opcode"]), g["edge_index"], g["node_config_ids"])
     return g
 

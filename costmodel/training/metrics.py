@@ -1,4 +1,8 @@
-"""Ranking metrics of a cost model on one graph (Python side of `hlo-cost eval`).
+"""Ranking metrics of a cost model on one graph, as training reports them.
+
+The metrics are `hlo-cost eval`'s (`costmodel::metrics`, through
+`hlo_opt.metrics`); this module rounds and names them for training's logs
+and model.json.
 
 - `kendall`: Kendall's tau-b between predicted scores and measured runtimes
   (the TpuGraphs layout metric; 1 = same order).
@@ -12,21 +16,23 @@
 
 from __future__ import annotations
 
+import hlo_opt
 import numpy as np
-from scipy.stats import kendalltau
 
 TOP_K = (1, 5, 10)
 
 
 def ranking_metrics(scores: np.ndarray, runtime: np.ndarray) -> dict:
-    scores = np.asarray(scores, np.float64)
-    runtime = np.asarray(runtime, np.float64)
-    tau = kendalltau(scores, runtime).statistic
-    order = np.lexsort((np.arange(len(scores)), scores))  # ties broken by index
-    best = runtime.min()
-    out = {"configs": int(len(scores)), "kendall": None if np.isnan(tau) else round(float(tau), 4)}
+    """Kendall's tau-b (None where undefined: fewer than two configurations,
+    or constant scores or runtimes) and slowdown@K (ties in the scores broken
+    by index; NaN where undefined: a best runtime of 0) of one graph."""
+    scores = np.ascontiguousarray(scores, np.float64)
+    runtime = np.ascontiguousarray(runtime, np.float64)
+    tau = hlo_opt.metrics.kendall_tau(scores, runtime)
+    out = {"configs": int(len(scores)), "kendall": None if tau is None else round(tau, 4)}
     for k in TOP_K:
-        out[f"slowdown@{k}"] = round(float(runtime[order[:k]].min() / best - 1.0), 5)
+        s = hlo_opt.metrics.top_k_slowdown(scores, runtime, k)
+        out[f"slowdown@{k}"] = float("nan") if s is None else round(s, 5)
     return out
 
 

@@ -9,7 +9,7 @@ Invariants:
   exported graphs), from constants stored with the parameters.
 - The layout encoder has no graph-level pooling: a configurable node's
   embedding depends only on its `num_layers`-hop neighbourhood, so pruning the
-  graph to that neighbourhood (`data.prune_khop`) is exact.
+  graph to that neighbourhood (`hlo_opt.prune_khop`) is exact.
 - Scores are "lower = predicted faster".
 """
 

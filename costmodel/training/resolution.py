@@ -17,6 +17,7 @@ import json
 import sys
 import zipfile
 
+import hlo_opt
 import numpy as np
 
 import metrics
@@ -40,7 +41,7 @@ def main(argv=None):
     for g in report["files"]:
         if "predictions" not in g:
             sys.exit(f"{g.get('path')}: no predictions (run hlo-cost eval with --predictions)")
-        runtime = np.asarray(np.load(g["path"])["config_runtime"], np.float64)
+        runtime = np.asarray(hlo_opt.load_npz(g["path"], configs=False)["config_runtime"], np.float64)
         scored.append((np.asarray(g["predictions"], np.float64), np.log(runtime)))
         print(f"  {g['path']}: {len(runtime)} configurations")
     if not scored:

@@ -14,7 +14,7 @@ import os as _os
 import sys as _sys
 import sysconfig as _sysconfig
 from pathlib import Path as _Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import numpy as _np
 
@@ -38,13 +38,16 @@ __all__ = [
     "CostModelError",
     "HloError",
     "Module",
+    "collect",
     "PassError",
     "PassResult",
     "featurize",
     "list_passes",
     "load_npz",
+    "meta_edges",
     "metrics",
     "parse",
+    "prune_khop",
     "read",
     "save_npz",
 ]
@@ -77,8 +80,16 @@ def featurize(module: Module, task: str = "layout") -> dict[str, _np.ndarray]:
     return _native.featurize(module, task)
 
 
-def load_npz(path: "str | _os.PathLike[str]") -> dict[str, _np.ndarray]:
-    return _native.load_npz(_os.fspath(path))
+def load_npz(path: "str | _os.PathLike[str]", *, configs: bool = True) -> dict[str, _np.ndarray]:
+    return _native.load_npz(_os.fspath(path), configs=configs)
+
+
+def prune_khop(arrays: Mapping[str, Any], k: int) -> dict[str, _np.ndarray]:
+    return _native.prune_khop(_published(arrays), k)
+
+
+def meta_edges(arrays: Mapping[str, Any], hops: int = 3) -> _np.ndarray:
+    return _native.meta_edges(_published(arrays), hops)
 
 
 def save_npz(path: "str | _os.PathLike[str]", arrays: Mapping[str, Any], *, compressed: bool = True) -> None:
@@ -107,6 +118,39 @@ class CostModel:
             configs = {key: configs}
         cfg = _published(configs) if configs is not None else None
         return _native.CostModel.score(self._model, feats, cfg, batch=batch)
+
+
+def collect(
+    modules: "str | _os.PathLike[str] | Sequence[str | _os.PathLike[str]]",
+    output: "str | _os.PathLike[str]",
+    *,
+    device: str = "xla-cpu",
+    configs: int = 32,
+    random_fraction: float = 0.5,
+    seed: int = 0,
+    budget: "float | str | None" = None,
+    chunk: int = 8,
+    measure_budget: float = 2.0,
+    estimator: str = "median",
+) -> dict[str, Any]:
+    if isinstance(modules, (str, bytes, _os.PathLike)):
+        modules = [modules]
+    paths = [_os.fspath(p) for p in modules]
+    for p in paths:  # a bad module raises HloError with its position, as read() does
+        read(p)
+    out = _native.collect(
+        paths,
+        _os.fspath(output),
+        device=device,
+        configs=configs,
+        random_fraction=random_fraction,
+        seed=seed,
+        budget=budget,
+        chunk=chunk,
+        measure_budget=measure_budget,
+        estimator=estimator,
+    )
+    return _json.loads(out)
 
 
 def _decisions(self: PassResult) -> list[dict[str, Any]]:

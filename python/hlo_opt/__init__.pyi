@@ -131,14 +131,62 @@ def featurize(module: Module, task: Literal["layout", "tile"] = "layout") -> dic
     ``config_runtime_normalizers``). The tile task takes a module of one
     kernel. Raises ``ValueError`` or :class:`CostModelError`."""
 
-def load_npz(path: str | os.PathLike[str]) -> dict[str, npt.NDArray[Any]]:
+def load_npz(path: str | os.PathLike[str], *, configs: bool = True) -> dict[str, npt.NDArray[Any]]:
     """Reads an npz file of the published TpuGraphs format (checked as
-    ``hlo-cost eval`` checks it): its arrays by key, in the published dtypes."""
+    ``hlo-cost eval`` checks it): its arrays by key, in the published dtypes.
+    ``configs=False`` leaves out the configurations' features
+    (``node_config_feat`` / ``config_feat``, the largest array), not read."""
+
+def prune_khop(arrays: Mapping[str, Any], k: int) -> dict[str, npt.NDArray[Any]]:
+    """The subgraph of a layout graph (``node_feat``, ``node_opcode``,
+    ``edge_index``, ``node_config_ids``) induced by the nodes within ``k``
+    undirected hops of its configurable nodes, renumbered in their order:
+    what the layout model scores (``costmodel::prune::prune_khop``). The
+    same keys; edges keep their order."""
+
+def meta_edges(arrays: Mapping[str, Any], hops: int = 3) -> npt.NDArray[np.int64]:
+    """The configurable nodes' meta-graph of a layout graph, as the
+    early-join layout head takes it (``costmodel::prune::meta_edges``):
+    int64 rows ``[consumer, producer]`` over positions in
+    ``node_config_ids``, one per pair where the producer reaches the
+    consumer by at most ``hops`` edges through non-configurable nodes;
+    sorted, no self-loops."""
 
 def save_npz(path: str | os.PathLike[str], arrays: Mapping[str, Any], *, compressed: bool = True) -> None:
     """Writes arrays with the :func:`featurize` keys as an npz file of the
     published format (the same bytes ``hlo-cost featurize`` writes for the
     same arrays); the task is told by the keys."""
+
+def collect(
+    modules: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+    output: str | os.PathLike[str],
+    *,
+    device: str = "xla-cpu",
+    configs: int = 32,
+    random_fraction: float = 0.5,
+    seed: int = 0,
+    budget: float | str | None = None,
+    chunk: int = 8,
+    measure_budget: float = 2.0,
+    estimator: Literal["median", "min"] = "median",
+) -> dict[str, Any]:
+    """What ``hlo-cost collect MODULE... -o OUTPUT`` does, with the same
+    settings (the flags of the same names) and the same code: samples
+    layout configurations of each module (before layout assignment), times
+    them on ``device`` (``"xla-cpu"``: XLA's CPU PJRT plugin, or
+    ``"pjrt:PLUGIN_PATH"``) and writes ``OUTPUT/STEM.npz`` (published
+    layout format: :func:`load_npz` reads it), ``STEM.collect.jsonl`` (the
+    state a later call with the same settings continues) and
+    ``manifest.json``. ``budget``: wall time of this call, in seconds or as
+    ``"10m"``. Returns ``{"manifest": path, "modules": [each module's
+    manifest entry], "not_measured": n}``.
+
+    Raises :class:`HloError` for an invalid module, ``ValueError`` for a
+    bad setting, a module without configurable node or a folder collected
+    with other settings, :class:`BackendError` when the device does not
+    start or a module could not be measured (the others are collected),
+    ``OSError`` when the folder cannot be written. The GIL is released
+    while it measures."""
 
 class CostModel:
     """A learned cost model: ``"layout"`` / ``"tile"`` (the embedded
@@ -172,4 +220,5 @@ class CostModel:
         ``hlo-cost eval --predictions`` on the same arrays: the
         configurations of ``features`` (``node_config_feat`` / ``config_feat``),
         or ``configs`` (an array of them, or a dict). Batch-invariant. The
-        GIL is released while the model runs."""
+        GIL is released while the model runs. The arrays are copied in once
+        (into the memory of the model's previous call, which it keeps)."""

@@ -12,10 +12,10 @@ import numpy as _np
 from . import _native
 
 
-def _pair(pred: Any, runtime: Any) -> tuple[list[float], list[float]]:
-    p = _np.asarray(pred, dtype=_np.float64).ravel()
-    r = _np.asarray(runtime, dtype=_np.float64).ravel()
-    return p.tolist(), r.tolist()
+def _pair(pred: Any, runtime: Any) -> tuple[_np.ndarray, _np.ndarray]:
+    p = _np.ascontiguousarray(pred, dtype=_np.float64).ravel()
+    r = _np.ascontiguousarray(runtime, dtype=_np.float64).ravel()
+    return p, r
 
 
 def kendall_tau(pred: Any, runtime: Any) -> float | None:

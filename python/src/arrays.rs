@@ -9,13 +9,14 @@
 //! (`hlo_opt/__init__.py`) converts them first.
 
 use std::path::PathBuf;
+use std::sync::Mutex;
 
 use costmodel::graph::{LAYOUT_CONFIG_DIM, NODE_FEAT_DIM, TILE_CONFIG_DIM};
 use costmodel::npz::{NpzGraphFile, WriteOptions};
 use costmodel::tuning::Configs;
 use costmodel::{ConfigBatch, Graph, Task};
-use numpy::ndarray::{ArrayD, IxDyn};
-use numpy::{Element, IntoPyArray, PyArrayDyn, PyReadonlyArrayDyn};
+use numpy::ndarray::{Array2, ArrayD, IxDyn};
+use numpy::{Element, IntoPyArray, PyArrayDyn, PyReadonlyArray1, PyReadonlyArrayDyn};
 use pyo3::exceptions::{PyKeyError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -49,40 +50,45 @@ fn array<'py, T: Element>(
 fn graph_dict<'py>(
     py: Python<'py>,
     graph: Graph,
-    configs: ConfigBatch,
+    task: Task,
+    configs: Option<ConfigBatch>,
     runtimes: Vec<i64>,
     normalizers: Option<Vec<i64>>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     let n = graph.num_nodes();
     let nc = graph.num_config_nodes();
-    let c = configs.num_configs;
+    let c = runtimes.len();
     let splits = graph.node_splits.len();
     d.set_item(
         "node_feat",
         array(py, graph.node_feat, &[n, NODE_FEAT_DIM])?,
     )?;
     d.set_item("node_opcode", array(py, graph.node_opcode, &[n])?)?;
-    let edges: Vec<i64> = graph.edge_index.iter().flatten().copied().collect();
+    // [consumer, producer] pairs are the rows of an (m, 2) array: moved, not copied.
     d.set_item(
         "edge_index",
-        array(py, edges, &[graph.edge_index.len(), 2])?,
+        Array2::from(graph.edge_index).into_dyn().into_pyarray(py),
     )?;
-    match configs.task {
+    match task {
         Task::Layout => {
-            d.set_item(
-                "node_config_feat",
-                array(py, configs.feat, &[c, nc, LAYOUT_CONFIG_DIM])?,
-            )?;
+            if let Some(configs) = configs {
+                d.set_item(
+                    "node_config_feat",
+                    array(py, configs.feat, &[c, nc, LAYOUT_CONFIG_DIM])?,
+                )?;
+            }
             d.set_item("node_config_ids", array(py, graph.node_config_ids, &[nc])?)?;
             d.set_item("config_runtime", array(py, runtimes, &[c])?)?;
             d.set_item("node_splits", array(py, graph.node_splits, &[1, splits])?)?;
         }
         Task::Tile => {
-            d.set_item(
-                "config_feat",
-                array(py, configs.feat, &[c, TILE_CONFIG_DIM])?,
-            )?;
+            if let Some(configs) = configs {
+                d.set_item(
+                    "config_feat",
+                    array(py, configs.feat, &[c, TILE_CONFIG_DIM])?,
+                )?;
+            }
             d.set_item("config_runtime", array(py, runtimes, &[c])?)?;
             if let Some(norm) = normalizers {
                 d.set_item("config_runtime_normalizers", array(py, norm, &[c])?)?;
@@ -115,31 +121,103 @@ pub fn featurize<'py>(
         })
         .map_err(|e| costmodel_error(&e))?;
     let normalizers = (task == Task::Tile).then(|| vec![1i64; configs.batch.num_configs]);
-    graph_dict(py, graph, configs.batch, configs.runtimes, normalizers)
+    graph_dict(
+        py,
+        graph,
+        task,
+        Some(configs.batch),
+        configs.runtimes,
+        normalizers,
+    )
 }
 
-/// Reads an npz file of the published format: its arrays by key.
+/// Reads an npz file of the published format: its arrays by key; without
+/// the configurations' features (the largest array, read last) when
+/// `configs` is false.
 #[pyfunction]
-pub fn load_npz<'py>(py: Python<'py>, path: PathBuf) -> PyResult<Bound<'py, PyDict>> {
-    let (file, configs) = py
+#[pyo3(signature = (path, *, configs = true))]
+pub fn load_npz<'py>(
+    py: Python<'py>,
+    path: PathBuf,
+    configs: bool,
+) -> PyResult<Bound<'py, PyDict>> {
+    let (file, batch) = py
         .detach(|| {
             let file = NpzGraphFile::open(&path)?;
-            let configs = file.all_configs()?;
-            Ok::<_, costmodel::CostModelError>((file, configs))
+            let batch = if configs {
+                Some(file.all_configs()?)
+            } else {
+                None
+            };
+            Ok::<_, costmodel::CostModelError>((file, batch))
         })
         .map_err(|e| costmodel_error(&e))?;
+    let task = file.task();
     let runtimes = file.runtimes().to_vec();
     let normalizers = file.runtime_normalizers().map(<[i64]>::to_vec);
-    graph_dict(py, file.into_graph(), configs, runtimes, normalizers)
+    graph_dict(py, file.into_graph(), task, batch, runtimes, normalizers)
 }
 
-/// A required array of `d`, with its shape checked against `shape`
-/// (`None`: any size).
-fn get<T: Element + Copy>(
+/// The layout graph of a features dict (its configurable nodes required).
+fn layout_graph(d: &Bound<'_, PyDict>) -> PyResult<Graph> {
+    let (graph, _) = graph_arrays(d, Task::Layout)?;
+    Ok(graph)
+}
+
+/// The subgraph of a layout graph within `k` undirected hops of its
+/// configurable nodes (`costmodel::prune::prune_khop`, what the layout
+/// model scores): `node_feat`, `node_opcode`, `edge_index`, `node_config_ids`.
+#[pyfunction]
+pub fn prune_khop<'py>(
+    py: Python<'py>,
+    arrays: &Bound<'py, PyDict>,
+    k: usize,
+) -> PyResult<Bound<'py, PyDict>> {
+    let graph = layout_graph(arrays)?;
+    let pruned = py.detach(|| costmodel::prune::prune_khop(&graph, k));
+    let d = PyDict::new(py);
+    let n = pruned.num_nodes();
+    let nc = pruned.num_config_nodes();
+    d.set_item(
+        "node_feat",
+        array(py, pruned.node_feat, &[n, NODE_FEAT_DIM])?,
+    )?;
+    d.set_item("node_opcode", array(py, pruned.node_opcode, &[n])?)?;
+    d.set_item(
+        "edge_index",
+        Array2::from(pruned.edge_index).into_dyn().into_pyarray(py),
+    )?;
+    d.set_item("node_config_ids", array(py, pruned.node_config_ids, &[nc])?)?;
+    Ok(d)
+}
+
+/// The configurable nodes' meta-graph of a layout graph
+/// (`costmodel::prune::meta_edges`): `[consumer, producer]` rows over
+/// positions in `node_config_ids`, an int64 array of shape (EC, 2).
+#[pyfunction]
+#[pyo3(signature = (arrays, hops = 3))]
+pub fn meta_edges<'py>(
+    py: Python<'py>,
+    arrays: &Bound<'py, PyDict>,
+    hops: usize,
+) -> PyResult<Bound<'py, PyArrayDyn<i64>>> {
+    let graph = layout_graph(arrays)?;
+    let pairs = py.detach(|| costmodel::prune::meta_edges(&graph, hops));
+    let n = pairs.len();
+    let flat: Vec<i64> = pairs.into_iter().flatten().collect();
+    array(py, flat, &[n, 2])
+}
+
+/// Calls `f` with the values of a required array of `d` and its dims,
+/// the shape checked against `shape` (`None`: any size). The values are
+/// the array's own memory when it is C-contiguous (as the Python half
+/// passes them), else a copy.
+fn with_array<T: Element + Copy, R>(
     d: &Bound<'_, PyDict>,
     key: &str,
     shape: &[Option<usize>],
-) -> PyResult<(Vec<T>, Vec<usize>)> {
+    f: impl FnOnce(&[T], &[usize]) -> R,
+) -> PyResult<R> {
     let item = d
         .get_item(key)?
         .ok_or_else(|| PyKeyError::new_err(format!("no `{key}` array")))?;
@@ -150,7 +228,7 @@ fn get<T: Element + Copy>(
         ))
     })?;
     let view = a.as_array();
-    let dims = view.shape().to_vec();
+    let dims = view.shape();
     let fits = dims.len() == shape.len()
         && dims
             .iter()
@@ -166,50 +244,81 @@ fn get<T: Element + Copy>(
             want.join(", ")
         )));
     }
-    // C-contiguous (as the Python half passes them): one copy of the slice.
-    let values = match view.as_slice() {
-        Some(s) => s.to_vec(),
-        None => view.iter().copied().collect(),
-    };
-    Ok((values, dims))
+    Ok(match view.as_slice() {
+        Some(values) => f(values, dims),
+        None => f(&view.iter().copied().collect::<Vec<T>>(), dims),
+    })
 }
 
-/// The graph of a features dict, and its task (told by the keys, as in npz files).
-fn graph_of(d: &Bound<'_, PyDict>) -> PyResult<(Graph, Task)> {
-    let task = if d.contains("node_config_feat")? || d.contains("node_config_ids")? {
-        Task::Layout
+/// [`with_array`]'s values, copied.
+fn get<T: Element + Copy>(
+    d: &Bound<'_, PyDict>,
+    key: &str,
+    shape: &[Option<usize>],
+) -> PyResult<(Vec<T>, Vec<usize>)> {
+    with_array(d, key, shape, |v: &[T], dims| (v.to_vec(), dims.to_vec()))
+}
+
+/// The task of a features dict, told by its keys (as in npz files).
+fn task_of(d: &Bound<'_, PyDict>) -> PyResult<Task> {
+    if d.contains("node_config_feat")? || d.contains("node_config_ids")? {
+        Ok(Task::Layout)
     } else if d.contains("config_feat")? {
-        Task::Tile
+        Ok(Task::Tile)
     } else {
-        return Err(PyKeyError::new_err(
+        Err(PyKeyError::new_err(
             "neither `node_config_feat`/`node_config_ids` (layout) nor `config_feat` (tile)",
-        ));
-    };
-    let (node_feat, dims) = get::<f32>(d, "node_feat", &[None, Some(NODE_FEAT_DIM)])?;
-    let n = dims[0];
-    let (node_opcode, _) = get::<u8>(d, "node_opcode", &[Some(n)])?;
-    let (edges, _) = get::<i64>(d, "edge_index", &[None, Some(2)])?;
-    let edge_index = edges.chunks_exact(2).map(|e| [e[0], e[1]]).collect();
-    let (node_config_ids, node_splits) = match task {
-        Task::Layout => (
-            get::<i64>(d, "node_config_ids", &[None])?.0,
-            if d.contains("node_splits")? {
-                get::<i64>(d, "node_splits", &[Some(1), None])?.0
-            } else {
-                Vec::new()
-            },
-        ),
-        Task::Tile => (Vec::new(), Vec::new()),
-    };
-    let graph = Graph {
-        node_feat,
-        node_opcode,
-        edge_index,
-        node_config_ids,
-        node_splits,
-    };
-    graph.check().map_err(PyValueError::new_err)?;
+        ))
+    }
+}
+
+/// The graph of a features dict, and its task.
+fn graph_of(d: &Bound<'_, PyDict>) -> PyResult<(Graph, Task)> {
+    let task = task_of(d)?;
+    graph_arrays(d, task)
+}
+
+/// The graph arrays of a features dict for `task`, checked.
+fn graph_arrays(d: &Bound<'_, PyDict>, task: Task) -> PyResult<(Graph, Task)> {
+    let mut graph = Graph::default();
+    fill_graph(d, task, &mut graph)?;
     Ok((graph, task))
+}
+
+/// Replaces `graph` with the graph arrays of a features dict for `task`,
+/// checked; `graph`'s vectors are reused (a model scoring graph after
+/// graph copies into memory it already has).
+fn fill_graph(d: &Bound<'_, PyDict>, task: Task, graph: &mut Graph) -> PyResult<()> {
+    fn refill<T: Copy>(v: &mut Vec<T>, values: &[T]) {
+        v.clear();
+        v.extend_from_slice(values);
+    }
+    let n = with_array(d, "node_feat", &[None, Some(NODE_FEAT_DIM)], |v, dims| {
+        refill(&mut graph.node_feat, v);
+        dims[0]
+    })?;
+    with_array(d, "node_opcode", &[Some(n)], |v, _| {
+        refill(&mut graph.node_opcode, v)
+    })?;
+    with_array(d, "edge_index", &[None, Some(2)], |v: &[i64], _| {
+        graph.edge_index.clear();
+        graph
+            .edge_index
+            .extend(v.chunks_exact(2).map(|e| [e[0], e[1]]));
+    })?;
+    graph.node_config_ids.clear();
+    graph.node_splits.clear();
+    if task == Task::Layout {
+        with_array(d, "node_config_ids", &[None], |v, _| {
+            refill(&mut graph.node_config_ids, v)
+        })?;
+        if d.contains("node_splits")? {
+            with_array(d, "node_splits", &[Some(1), None], |v, _| {
+                refill(&mut graph.node_splits, v)
+            })?;
+        }
+    }
+    graph.check().map_err(PyValueError::new_err)
 }
 
 /// The configurations of a features dict (or `configs`, when given).
@@ -219,24 +328,55 @@ fn configs_of(
     task: Task,
     configs: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<ConfigBatch> {
+    let mut batches = config_batches(d, graph, task, configs, usize::MAX)?;
+    Ok(batches.pop().unwrap_or(ConfigBatch {
+        task,
+        num_configs: 0,
+        nodes_per_config: nodes_per_config(graph, task),
+        feat: Vec::new(),
+    }))
+}
+
+fn nodes_per_config(graph: &Graph, task: Task) -> usize {
+    match task {
+        Task::Layout => graph.num_config_nodes(),
+        Task::Tile => 1,
+    }
+}
+
+/// The configurations of a features dict (or of `configs`, when given) in
+/// batches of at most `batch`, each copied once from the array.
+fn config_batches(
+    d: &Bound<'_, PyDict>,
+    graph: &Graph,
+    task: Task,
+    configs: Option<&Bound<'_, PyDict>>,
+    batch: usize,
+) -> PyResult<Vec<ConfigBatch>> {
     let src = configs.unwrap_or(d);
     let nc = graph.num_config_nodes();
-    let (feat, dims) = match task {
-        Task::Layout => get::<f32>(
-            src,
+    let (key, shape) = match task {
+        Task::Layout => (
             "node_config_feat",
-            &[None, Some(nc), Some(LAYOUT_CONFIG_DIM)],
-        )?,
-        Task::Tile => get::<f32>(src, "config_feat", &[None, Some(TILE_CONFIG_DIM)])?,
+            vec![None, Some(nc), Some(LAYOUT_CONFIG_DIM)],
+        ),
+        Task::Tile => ("config_feat", vec![None, Some(TILE_CONFIG_DIM)]),
     };
-    Ok(ConfigBatch {
-        task,
-        num_configs: dims[0],
-        nodes_per_config: match task {
-            Task::Layout => nc,
-            Task::Tile => 1,
-        },
-        feat,
+    let per = nodes_per_config(graph, task);
+    with_array(src, key, &shape, |v: &[f32], dims| {
+        let row = per * task.config_dim();
+        (0..dims[0])
+            .step_by(batch.max(1))
+            .map(|start| {
+                let end = start.saturating_add(batch).min(dims[0]);
+                ConfigBatch {
+                    task,
+                    num_configs: end - start,
+                    nodes_per_config: per,
+                    feat: v[start * row..end * row].to_vec(),
+                }
+            })
+            .collect()
     })
 }
 
@@ -279,15 +419,31 @@ pub fn save_npz(
     .map_err(|e| costmodel_error(&e))
 }
 
+/// Predictions and runtimes of the same configurations: 1-d float64
+/// arrays (the Python half converts), borrowed, not copied.
+type Values<'py> = PyReadonlyArray1<'py, f64>;
+
+fn pair<'a>(pred: &'a Values<'_>, runtime: &'a Values<'_>) -> PyResult<(&'a [f64], &'a [f64])> {
+    let (p, r) = (pred.as_slice()?, runtime.as_slice()?);
+    if p.len() != r.len() {
+        return Err(PyValueError::new_err(format!(
+            "{} predictions for {} runtimes",
+            p.len(),
+            r.len()
+        )));
+    }
+    Ok((p, r))
+}
+
 /// Every metric of `hlo-cost eval` (`costmodel::metrics::RankingMetrics`).
 #[pyfunction]
 pub fn ranking_metrics<'py>(
     py: Python<'py>,
-    pred: Vec<f64>,
-    runtime: Vec<f64>,
+    pred: Values<'py>,
+    runtime: Values<'py>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    same_length(&pred, &runtime)?;
-    let m = costmodel::metrics::RankingMetrics::compute(&pred, &runtime);
+    let (p, r) = pair(&pred, &runtime)?;
+    let m = costmodel::metrics::RankingMetrics::compute(p, r);
     let d = PyDict::new(py);
     d.set_item("num_configs", m.num_configs)?;
     d.set_item("kendall_tau", m.kendall_tau)?;
@@ -299,43 +455,32 @@ pub fn ranking_metrics<'py>(
     Ok(d)
 }
 
-fn same_length(pred: &[f64], runtime: &[f64]) -> PyResult<()> {
-    if pred.len() != runtime.len() {
-        return Err(PyValueError::new_err(format!(
-            "{} predictions for {} runtimes",
-            pred.len(),
-            runtime.len()
-        )));
-    }
-    Ok(())
-}
-
 /// Kendall's tau-b (scipy's `kendalltau`); `None` where scipy gives NaN.
 #[pyfunction]
-pub fn kendall_tau(pred: Vec<f64>, runtime: Vec<f64>) -> PyResult<Option<f64>> {
-    same_length(&pred, &runtime)?;
-    Ok(costmodel::metrics::kendall_tau(&pred, &runtime))
+pub fn kendall_tau(pred: Values<'_>, runtime: Values<'_>) -> PyResult<Option<f64>> {
+    let (p, r) = pair(&pred, &runtime)?;
+    Ok(costmodel::metrics::kendall_tau(p, r))
 }
 
 /// The ordered pair accuracy of the TpuGraphs paper.
 #[pyfunction]
-pub fn ordered_pair_accuracy(pred: Vec<f64>, runtime: Vec<f64>) -> PyResult<Option<f64>> {
-    same_length(&pred, &runtime)?;
-    Ok(costmodel::metrics::ordered_pair_accuracy(&pred, &runtime))
+pub fn ordered_pair_accuracy(pred: Values<'_>, runtime: Values<'_>) -> PyResult<Option<f64>> {
+    let (p, r) = pair(&pred, &runtime)?;
+    Ok(costmodel::metrics::ordered_pair_accuracy(p, r))
 }
 
 /// `min runtime of the k best-predicted / min runtime - 1`.
 #[pyfunction]
-pub fn top_k_slowdown(pred: Vec<f64>, runtime: Vec<f64>, k: usize) -> PyResult<Option<f64>> {
-    same_length(&pred, &runtime)?;
-    Ok(costmodel::metrics::top_k_slowdown(&pred, &runtime, k))
+pub fn top_k_slowdown(pred: Values<'_>, runtime: Values<'_>, k: usize) -> PyResult<Option<f64>> {
+    let (p, r) = pair(&pred, &runtime)?;
+    Ok(costmodel::metrics::top_k_slowdown(p, r, k))
 }
 
 /// The Kaggle competition's per-kernel tile score.
 #[pyfunction]
-pub fn kaggle_tile_score(pred: Vec<f64>, runtime: Vec<f64>) -> PyResult<Option<f64>> {
-    same_length(&pred, &runtime)?;
-    Ok(costmodel::metrics::kaggle_tile_score(&pred, &runtime))
+pub fn kaggle_tile_score(pred: Values<'_>, runtime: Values<'_>) -> PyResult<Option<f64>> {
+    let (p, r) = pair(&pred, &runtime)?;
+    Ok(costmodel::metrics::kaggle_tile_score(p, r))
 }
 
 /// A cost model: the embedded layout or tile model, the built-in
@@ -344,6 +489,9 @@ pub fn kaggle_tile_score(pred: Vec<f64>, runtime: Vec<f64>) -> PyResult<Option<f
 pub struct CostModel {
     model: Box<dyn costmodel::CostModel>,
     spec: String,
+    /// The last graph scored, whose vectors the next call fills again
+    /// (taken while a call uses it: a concurrent call allocates its own).
+    scratch: Mutex<Option<Graph>>,
 }
 
 impl CostModel {
@@ -370,6 +518,7 @@ impl CostModel {
         Ok(CostModel {
             model,
             spec: spec.to_string(),
+            scratch: Mutex::new(None),
         })
     }
 }
@@ -426,7 +575,7 @@ impl CostModel {
         if batch == 0 {
             return Err(PyValueError::new_err("batch 0: give 1 or more"));
         }
-        let (graph, task) = graph_of(features)?;
+        let task = task_of(features)?;
         if task != self.model.task() {
             return Err(PyValueError::new_err(format!(
                 "the features are for the {} task, the model for {}",
@@ -434,36 +583,39 @@ impl CostModel {
                 self.model.task().name()
             )));
         }
-        let all = configs_of(features, &graph, task, configs)?;
+        let mut graph = self
+            .scratch
+            .try_lock()
+            .ok()
+            .and_then(|mut s| s.take())
+            .unwrap_or_default();
+        fill_graph(features, task, &mut graph)?;
+        let batches = config_batches(features, &graph, task, configs, batch)?;
         let model = self.model.as_ref();
         let scores = py
-            .detach(|| score_all(model, &graph, &all, batch))
-            .map_err(|e| costmodel_error(&e))?;
+            .detach(|| score_all(model, &graph, &batches))
+            .map_err(|e| costmodel_error(&e));
+        if let Ok(mut s) = self.scratch.try_lock() {
+            *s = Some(graph);
+        }
+        let scores = scores?;
         let n = scores.len();
         array(py, scores, &[n])
     }
 }
 
-/// Scores `all` in batches of `batch` configurations (as `hlo-cost eval`).
+/// Scores the configurations of `batches` (as `hlo-cost eval`, which
+/// scores in batches too), in order.
 fn score_all(
     model: &dyn costmodel::CostModel,
     graph: &Graph,
-    all: &ConfigBatch,
-    batch: usize,
+    batches: &[ConfigBatch],
 ) -> costmodel::Result<Vec<f32>> {
     let prepared = model.prepare(graph)?;
-    let row = all.nodes_per_config * all.task.config_dim();
-    let mut out = Vec::with_capacity(all.num_configs);
-    let mut start = 0;
-    while start < all.num_configs {
-        let end = (start + batch).min(all.num_configs);
-        let part = ConfigBatch {
-            task: all.task,
-            num_configs: end - start,
-            nodes_per_config: all.nodes_per_config,
-            feat: all.feat[start * row..end * row].to_vec(),
-        };
-        let scores = costmodel::incremental::score_batch(model, &prepared, &part)?;
+    let mut out = Vec::with_capacity(batches.iter().map(|b| b.num_configs).sum());
+    for part in batches {
+        let start = out.len();
+        let scores = costmodel::incremental::score_batch(model, &prepared, part)?;
         if scores.len() != part.num_configs {
             return Err(costmodel::CostModelError::Input(format!(
                 "the model returned {} scores for {} configurations",
@@ -478,7 +630,6 @@ fn score_all(
             )));
         }
         out.extend(scores);
-        start = end;
     }
     Ok(out)
 }

@@ -16,6 +16,7 @@ use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 
 mod arrays;
+mod collect;
 mod module;
 mod runner;
 mod xla_gpu;
@@ -94,12 +95,15 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(arrays::featurize, m)?)?;
     m.add_function(wrap_pyfunction!(arrays::load_npz, m)?)?;
     m.add_function(wrap_pyfunction!(arrays::save_npz, m)?)?;
+    m.add_function(wrap_pyfunction!(arrays::prune_khop, m)?)?;
+    m.add_function(wrap_pyfunction!(arrays::meta_edges, m)?)?;
     m.add_function(wrap_pyfunction!(arrays::ranking_metrics, m)?)?;
     m.add_function(wrap_pyfunction!(arrays::kendall_tau, m)?)?;
     m.add_function(wrap_pyfunction!(arrays::ordered_pair_accuracy, m)?)?;
     m.add_function(wrap_pyfunction!(arrays::top_k_slowdown, m)?)?;
     m.add_function(wrap_pyfunction!(arrays::kaggle_tile_score, m)?)?;
     m.add_class::<arrays::CostModel>()?;
+    m.add_function(wrap_pyfunction!(collect::collect, m)?)?;
     m.add_class::<runner::Runner>()?;
     m.add_function(wrap_pyfunction!(runner::pjrt_worker_main, m)?)?;
     m.add_function(wrap_pyfunction!(xla_gpu::xla_gpu_cache, m)?)?;

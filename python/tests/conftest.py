@@ -30,6 +30,16 @@ def cli(name: str, *args: str | os.PathLike, check: bool = False) -> subprocess.
     )
 
 
+def plugin_available() -> bool:
+    """Whether XLA's CPU PJRT plugin (the `xla-cpu-pjrt` package) is installed."""
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec("xla_plugins.xla_cpu_pjrt") is not None
+    except ImportError:
+        return False
+
+
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     folder = os.environ.get("HLO_OPT_TEST_REPORT")
     if not folder:

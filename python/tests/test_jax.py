@@ -13,15 +13,7 @@ jnp = jax.numpy
 
 import hlo_opt  # noqa: E402
 import hlo_opt.jax as hj  # noqa: E402
-
-
-def plugin_available() -> bool:
-    import importlib.util
-
-    try:
-        return importlib.util.find_spec("xla_plugins.xla_cpu_pjrt") is not None
-    except ImportError:
-        return False
+from conftest import plugin_available  # noqa: E402
 
 
 needs_plugin = pytest.mark.skipif(not plugin_available(), reason="XLA's CPU PJRT plugin (pip install xla-cpu-pjrt) is not installed")

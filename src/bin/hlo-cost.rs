@@ -40,12 +40,9 @@ use costmodel::tuning::{self, Configs, Record};
 use costmodel::{CostModel, Task};
 use serde_json::{json, Value};
 
-#[path = "../collect.rs"]
-mod collect;
+use hlo_opt_tools::{collect, outfile};
 #[path = "../gpu_tiles.rs"]
 mod gpu_tiles;
-#[path = "../outfile.rs"]
-mod outfile;
 
 /// What `--help` says after the commands: inputs, ONNX Runtime, exit codes.
 const AFTER_HELP: &str = "\

@@ -64,3 +64,24 @@ pub fn skipped(why: &str) {
     eprintln!("skipped: {check}: {why}");
     record(&format!("skipped\t{check}\t{why}"));
 }
+
+/// Whether the Python `py` imports this checkout's `hlo_opt` package, which
+/// the training code (`costmodel/training`) reads data through; records a
+/// skip saying how to install it when not (or when an older install lacks
+/// `hlo_opt.prune_khop`, which training needs).
+pub fn python_has_hlo_opt(py: &std::ffi::OsStr) -> bool {
+    let ok = std::process::Command::new(py)
+        .args([
+            "-c",
+            "import sys, hlo_opt; sys.exit(0 if hasattr(hlo_opt, 'prune_khop') else 1)",
+        ])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        skipped(
+            "the Python lacks this checkout's hlo_opt package, which costmodel/training reads \
+             data through (bash scripts/test installs it; or pip install --no-build-isolation .)",
+        );
+    }
+    ok
+}
