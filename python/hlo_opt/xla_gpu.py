@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
 from . import _native
-from ._native import Module, parse
+from ._native import BackendError, Module, parse
 
 CONFIG_FIELDS = ("block_m", "block_n", "block_k", "split_k", "num_stages", "num_warps",
                  "num_ctas", "is_tma_allowed", "is_warp_specialization_allowed", "group_size")
@@ -58,12 +58,20 @@ def choose(module: Module, env: str, cache_dir: Optional[str] = None,
 _PROBE_SHAPE = (256, 512, 256)
 
 
+def _need_gpu(what: str) -> None:
+    import jax
+
+    if jax.default_backend() != "gpu":
+        raise BackendError(f"{what} needs jax on a GPU; jax runs on {jax.default_backend()!r} here")
+
+
 def environment() -> str:
     """XLA's autotuning environment on this machine's GPU: the logs of one
     small bf16 matmul compiled with autotuning (a second or two)."""
     import jax
     import jax.numpy as jnp
 
+    _need_gpu("hlo_opt.xla_gpu.environment")
     m, k, n = _PROBE_SHAPE
     with _tempfile.TemporaryDirectory() as d:
         path = _os.path.join(d, "env.textproto")
@@ -79,6 +87,7 @@ def optimized_modules(fn: Any, *args: Any, **compiler_options: Any) -> list[Modu
     autotuning off (what `make_cache` decides on)."""
     import jax
 
+    _need_gpu("hlo_opt.xla_gpu.optimized_modules")
     with _tempfile.TemporaryDirectory() as d:
         opts = {"xla_gpu_autotune_level": 0, "xla_dump_to": d, **compiler_options}
         jax.jit(fn).lower(*args).compile(compiler_options=opts)
@@ -98,6 +107,7 @@ def make_cache(fn: Any, *args: Any, cache_dir: str, model: Optional[str] = None,
     `args` into `cache_dir`, with the learned model's Triton configs; then
     compile with ``--xla_gpu_per_fusion_autotune_cache_dir=cache_dir``
     (`compile` does). Needs a GPU."""
+    _need_gpu("hlo_opt.xla_gpu.make_cache")
     env = environment() if env is None else env
     out: list[Choice] = []
     for module in optimized_modules(fn, *args):
@@ -110,6 +120,7 @@ def compile(fn: Any, *args: Any, cache_dir: str) -> Any:  # noqa: A001 (jax's wo
     cache from `cache_dir` (fusions it lacks are autotuned as usual)."""
     import jax
 
+    _need_gpu("hlo_opt.xla_gpu.compile")
     return jax.jit(fn).lower(*args).compile(
         compiler_options={"xla_gpu_per_fusion_autotune_cache_dir": _os.fspath(cache_dir)})
 

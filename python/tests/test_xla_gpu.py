@@ -1,7 +1,8 @@
 """hlo_opt.xla_gpu on what XLA wrote on an H200 (testdata/xla_gpu/session1):
 `choose` keys every GEMM fusion as XLA's own logs key it, picks configs XLA
 measured on it, writes XLA's cache layout; bad environments raise. The
-JAX-on-GPU half runs only where jax has a GPU (skipped visibly otherwise)."""
+JAX-on-GPU half runs only where jax has a GPU; elsewhere it must refuse
+clearly."""
 
 import lzma
 import os
@@ -59,15 +60,23 @@ def test_bad_environment_raises():
         xg.choose(module, "entries { }\n")
 
 
-def test_make_cache_on_a_gpu(tmp_path):
-    jax = pytest.importorskip("jax")
-    if jax.default_backend() != "gpu":
-        pytest.skip("jax has no GPU here (the JAX-on-GPU path of hlo_opt.xla_gpu needs one)")
+def test_make_cache_on_a_gpu_or_a_clear_error_without_one(tmp_path):
+    """With a GPU: the cache is made and XLA compiles with it. Without one
+    (CI): every entry that needs jax on a GPU raises BackendError saying so."""
+    import jax
     import jax.numpy as jnp
 
     f = lambda x, w: jax.nn.relu(x @ w)  # noqa: E731
     args = (jax.ShapeDtypeStruct((1024, 1024), jnp.bfloat16),
             jax.ShapeDtypeStruct((1024, 1024), jnp.bfloat16))
+    if jax.default_backend() != "gpu":
+        for call in (lambda: xg.make_cache(f, *args, cache_dir=tmp_path), xg.environment,
+                     lambda: xg.compile(f, *args, cache_dir=tmp_path),
+                     lambda: xg.optimized_modules(f, *args)):
+            with pytest.raises(hlo_opt.BackendError, match="needs jax on a GPU"):
+                call()
+        assert not any(tmp_path.iterdir())
+        return
     choices = xg.make_cache(f, *args, cache_dir=tmp_path)
     assert choices
     assert xg.compile(f, *args, cache_dir=tmp_path) is not None
