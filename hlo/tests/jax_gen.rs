@@ -301,3 +301,37 @@ fn generated_protos_conform_to_xla() {
     let stdout = run_conformance(&python, "check_proto.py", &r);
     assert_all_match(&stdout, pbs.len(), "reader");
 }
+
+/// XLA's order of the computations of a module it read from a proto (its
+/// call-graph post-order over the proto ids, `hlo::computation_print_order`)
+/// is the order hlo-opt prints such a module in: the computation names of
+/// hlo-opt's text, per module, as XLA's `to_string()` of the same proto
+/// lists them (jaxlib 0.10.2). Optimized modules whose proto ids put
+/// callers before callees: a while loop (XLA walks its body before its
+/// condition), conditionals, collectives' reductions, custom derivatives.
+/// Without XLA; the reader direction of `generated_protos_conform_to_xla`
+/// checks every module against XLA itself.
+#[test]
+fn protos_print_computations_in_xla_order() {
+    let files = corpus();
+    let mut listing = String::new();
+    for program in ["control_flow", "custom_vjp", "shard_map_psum", "while_loop"] {
+        let name = format!("{program}.post.dbg.pb");
+        let (_, bytes) = files
+            .iter()
+            .find(|(n, _)| *n == name)
+            .unwrap_or_else(|| panic!("{name} is missing"));
+        let (m, _) = hlo::proto::from_bytes_lossy(bytes).expect("XLA's proto reads");
+        listing.push_str(&name);
+        listing.push('\n');
+        for line in hlo::print_module(&m).lines() {
+            if line.ends_with(" {") && !line.starts_with(' ') {
+                let head = line.split(" (").next().unwrap_or(line);
+                listing.push_str("  ");
+                listing.push_str(head);
+                listing.push('\n');
+            }
+        }
+    }
+    insta::assert_snapshot!(listing);
+}
