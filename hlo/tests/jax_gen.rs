@@ -372,7 +372,7 @@ fn protos_conform(judge: Judge) {
 }
 
 /// XLA's order of the computations of a module it read from a proto (its
-/// call-graph post-order over the proto ids, `hlo::computation_print_order`)
+/// call-graph post-order over the proto ids, `hlo::print::computation_print_order`)
 /// is the order hlo-opt prints such a module in: the computation names of
 /// hlo-opt's text, per module, as XLA's `to_string()` of the same proto
 /// lists them (jaxlib 0.10.2). Optimized modules whose proto ids put
