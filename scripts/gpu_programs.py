@@ -122,6 +122,23 @@ def programs():
         dt = DT[dn]
         add(f"odd_{dn}", lambda x, w: jax.nn.gelu(x @ w), [z(100, 300, dtype=dt), z(300, 700, dtype=dt)])
     add("int8_weights_bf16", int8_weights, [z(512, 1024, dtype=BF16), z(1024, 1024, dtype=I8), z(1024, dtype=BF16)])
+    # Wave 2 (added after session 1, which collected everything above): single
+    # GEMMs with an epilogue over a grid of shapes, so the model sees sizes
+    # between and beyond the blocks' and MLPs' (M, N, K from 64 to 8192;
+    # square, tall, wide, deep-K; each dtype).
+    shapes = [(64, 64, 64), (128, 256, 512), (256, 256, 4096), (512, 512, 512), (512, 4096, 512),
+              (1024, 1024, 1024), (1024, 4096, 256), (2048, 256, 2048), (2048, 2048, 2048),
+              (4096, 1024, 4096), (8192, 512, 1024), (384, 1536, 768), (96, 3072, 1024),
+              (4096, 4096, 512)]
+    for dn in ("bf16", "f16", "f32"):
+        dt = DT[dn]
+        for (m, n, k) in shapes:
+            add(f"gemm_{dn}_{m}x{n}x{k}", lambda x, w: jax.nn.gelu(x @ w), [z(m, k, dtype=dt), z(k, n, dtype=dt)])
+    for dn, (b, m, n, k) in (("bf16", (16, 128, 128, 64)), ("bf16", (32, 512, 64, 512)),
+                             ("f16", (8, 1024, 1024, 128)), ("f32", (4, 256, 256, 256))):
+        dt = DT[dn]
+        add(f"bgemm_{dn}_b{b}_{m}x{n}x{k}", lambda x, w: jnp.einsum("bmk,bkn->bmn", x, w),
+            [z(b, m, k, dtype=dt), z(b, k, n, dtype=dt)])
     # Held out of the data: the measurement's programs. Sized so that a step
     # is GPU time (0.3 ms or more on an H100), not dispatch.
     add("held_mlp_bf16_b4096", mlp, [z(4096, 2048, dtype=BF16), z(2048, 8192, dtype=BF16),

@@ -8,12 +8,13 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-/opt/torch/.venv/bin/python}
 OUT=${OUT:-out-gpu}
-COLLECT=${1:-300}
-MEASURE=${2:-200}
+COLLECT=${1:-220}
+MEASURE=${2:-300}
 export PYTHONUNBUFFERED=1
 mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader || true
-"$PY" scripts/gpu_collect.py --out "$OUT" --budget "$COLLECT" --max-files 5 --exhaustive-frac 0.12
+"$PY" scripts/gpu_collect.py --out "$OUT" --budget "$COLLECT" --max-files 5 --exhaustive-frac 0 \
+  --skip-done testdata/xla_gpu/session*/summary.json
 echo "collect exit $?"
 "$PY" scripts/gpu_measure.py --out "$OUT" --hlo-opt gpu-bin/hlo-opt --rounds 2 --budget "$MEASURE"
 echo "measure exit $?"

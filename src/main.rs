@@ -270,11 +270,7 @@ fn parse_seconds(s: &str) -> Result<f64, String> {
 /// A `--measure` backend: `xla-cpu` or `pjrt:PLUGIN_PATH` (whether the
 /// plugin is there is the run's business, status 1).
 fn parse_measure(s: &str) -> Result<String, String> {
-    match s.strip_prefix("pjrt:") {
-        _ if s == "xla-cpu" => Ok(s.to_string()),
-        Some(path) if !path.is_empty() => Ok(s.to_string()),
-        _ => Err(format!("`{s}`: expected `xla-cpu` or `pjrt:PLUGIN_PATH`")),
-    }
+    s.parse::<pjrt::MeasureTarget>().map(|_| s.to_string())
 }
 
 /// A `--trust-radius` value: a number of nodes, or `all` (no bound).

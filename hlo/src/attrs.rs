@@ -631,7 +631,7 @@ impl Instruction {
     }
 
     /// `metadata={...}`.
-    pub fn metadata(&self) -> AttrResult<&crate::proto::xla::OpMetadata> {
+    pub fn metadata(&self) -> AttrResult<&crate::ir::xla::OpMetadata> {
         match self.attr("metadata") {
             None => Ok(None),
             Some(AttrValue::Metadata(md)) => Ok(Some(md)),
@@ -640,7 +640,7 @@ impl Instruction {
     }
 
     /// `sharding={...}`.
-    pub fn sharding(&self) -> AttrResult<&crate::proto::xla::OpSharding> {
+    pub fn sharding(&self) -> AttrResult<&crate::ir::xla::OpSharding> {
         match self.attr("sharding") {
             None => Ok(None),
             Some(AttrValue::Sharding(s)) => Ok(Some(s)),
@@ -658,7 +658,7 @@ impl Instruction {
     }
 
     /// `frontend_attributes={...}`.
-    pub fn frontend_attributes(&self) -> AttrResult<&crate::proto::xla::FrontendAttributes> {
+    pub fn frontend_attributes(&self) -> AttrResult<&crate::ir::xla::FrontendAttributes> {
         match self.attr("frontend_attributes") {
             None => Ok(None),
             Some(AttrValue::FrontendAttributes(f)) => Ok(Some(f)),
@@ -667,9 +667,7 @@ impl Instruction {
     }
 
     /// `output_to_operand_aliasing={...}`.
-    pub fn output_operand_aliasing(
-        &self,
-    ) -> AttrResult<&[crate::proto::xla::OutputOperandAliasing]> {
+    pub fn output_operand_aliasing(&self) -> AttrResult<&[crate::ir::xla::OutputOperandAliasing]> {
         match self.attr("output_to_operand_aliasing") {
             None => Ok(None),
             Some(AttrValue::Aliasing(v)) => Ok(Some(v)),
@@ -691,7 +689,7 @@ impl Instruction {
     }
 
     /// `statistics={...}`.
-    pub fn statistics(&self) -> AttrResult<&crate::proto::xla::StatisticsViz> {
+    pub fn statistics(&self) -> AttrResult<&crate::ir::xla::StatisticsViz> {
         match self.attr("statistics") {
             None => Ok(None),
             Some(AttrValue::Statistics(s)) => Ok(Some(s)),
@@ -700,7 +698,7 @@ impl Instruction {
     }
 
     /// `sparsity_config={...}`.
-    pub fn sparsity_config(&self) -> AttrResult<&crate::proto::xla::SparsityConfig> {
+    pub fn sparsity_config(&self) -> AttrResult<&crate::ir::xla::SparsityConfig> {
         match self.attr("sparsity_config") {
             None => Ok(None),
             Some(AttrValue::Sparsity(s)) => Ok(Some(s)),
@@ -718,7 +716,7 @@ impl Instruction {
     }
 
     /// `result_accuracy={...}`.
-    pub fn result_accuracy(&self) -> AttrResult<&crate::proto::xla::ResultAccuracy> {
+    pub fn result_accuracy(&self) -> AttrResult<&crate::ir::xla::ResultAccuracy> {
         match self.attr("result_accuracy") {
             None => Ok(None),
             Some(AttrValue::ResultAccuracy(r)) => Ok(Some(r)),

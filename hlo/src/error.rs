@@ -96,8 +96,8 @@ impl Error {
                 offset: Some(offset),
                 at: None,
             } if offset < text.len() => {
-                let (line, col) = crate::parse::line_col(text, offset);
-                let snippet = crate::parse::source_line(text, offset);
+                let (line, col) = line_col(text, offset);
+                let snippet = source_line(text, offset);
                 Error::Verify {
                     computation,
                     instruction,
@@ -154,4 +154,41 @@ fn caret_lines(snippet: &str, col: usize) -> String {
         )
         .collect();
     format!("{lead}{shown}{tail}\n{pad}^")
+}
+
+/// The 1-based line and column (in characters) of byte `offset` of `text`.
+pub(crate) fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let offset = offset.min(text.len());
+    let before = &text.as_bytes()[..offset];
+    let line = memchr_count(b'\n', before) + 1;
+    let line_start = before
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |p| p + 1);
+    let col = text
+        .get(line_start..offset)
+        .map_or(offset - line_start, |s| s.chars().count())
+        + 1;
+    (line, col)
+}
+
+fn memchr_count(needle: u8, hay: &[u8]) -> usize {
+    hay.iter().filter(|&&b| b == needle).count()
+}
+
+/// The line of `text` that holds byte `offset`, without its line end.
+pub(crate) fn source_line(text: &str, offset: usize) -> String {
+    let offset = offset.min(text.len());
+    let start = text.as_bytes()[..offset]
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |p| p + 1);
+    let end = text.as_bytes()[offset..]
+        .iter()
+        .position(|&b| b == b'\n')
+        .map_or(text.len(), |p| offset + p);
+    text.get(start..end)
+        .unwrap_or("")
+        .trim_end_matches('\r')
+        .to_string()
 }

@@ -19,7 +19,15 @@ use indexmap::IndexSet;
 use smallvec::SmallVec;
 
 use crate::opcode::Opcode;
-pub use crate::shape_infer::{PadDim, SliceDim, WindowDim};
+
+pub mod dims;
+pub(crate) mod hash;
+pub mod layout;
+pub mod literal;
+pub mod values;
+pub mod xla;
+
+pub use dims::{PadDim, SliceDim, WindowDim};
 
 macro_rules! arena_id {
     ($(#[$m:meta])* $name:ident) => {
@@ -317,7 +325,7 @@ impl Layout {
 
     /// The default (descending, row-major) layout of a rank-`rank` array: `{rank-1,...,1,0}`.
     pub fn default_for_rank(rank: usize) -> Self {
-        Self::from_minor_to_major((0..rank as i64).rev())
+        Self::from_minor_to_major(Self::default_order(rank))
     }
 }
 
@@ -429,33 +437,33 @@ pub enum AttrValue {
     Pairs(Box<[[i64; 2]]>),
     /// `metadata={op_type="..." op_name="..." source_file="..." ...}`, as
     /// XLA's `OpMetadata` message (the fields its text carries).
-    Metadata(Box<crate::proto::xla::OpMetadata>),
+    Metadata(Box<xla::OpMetadata>),
     /// `sharding={devices=[2,1]0,1}`, `{{replicated}, {maximal device=0}}`,
     /// as XLA's `OpSharding` message (the fields its text carries).
-    Sharding(Box<crate::proto::xla::OpSharding>),
+    Sharding(Box<xla::OpSharding>),
     /// `replica_groups={{0,1},{2,3}}` or the iota form `[2,2]<=[4]`.
-    ReplicaGroups(Box<crate::attrs::xla::ReplicaGroups>),
+    ReplicaGroups(Box<values::ReplicaGroups>),
     /// `frontend_attributes={key="value",...}` of an instruction, as XLA's
     /// `FrontendAttributes` message (keys in order).
-    FrontendAttributes(Box<crate::proto::xla::FrontendAttributes>),
+    FrontendAttributes(Box<xla::FrontendAttributes>),
     /// `output_to_operand_aliasing={{1}: (0, {}), ...}`: which output
     /// (shape index) aliases which operand (number, shape index).
-    Aliasing(Box<[crate::proto::xla::OutputOperandAliasing]>),
+    Aliasing(Box<[xla::OutputOperandAliasing]>),
     /// `dim_labels=b01f_01io->b01f`: the convolution dimension numbers.
-    ConvDims(Box<crate::shape_infer::ConvDims>),
+    ConvDims(Box<dims::ConvDims>),
     /// `domain={kind="sharding", entry={...}, exit={...}}`.
-    Domain(Box<crate::attrs::xla::DomainShardings>),
+    Domain(Box<values::DomainShardings>),
     /// `statistics={visualizing_index=1,stat-1=33}`, as XLA's `StatisticsViz`.
-    Statistics(Box<crate::proto::xla::StatisticsViz>),
+    Statistics(Box<xla::StatisticsViz>),
     /// `result_accuracy={mode=highest}` or `{tolerance={...}}`, as XLA's
     /// `ResultAccuracy`.
-    ResultAccuracy(Box<crate::proto::xla::ResultAccuracy>),
+    ResultAccuracy(Box<xla::ResultAccuracy>),
     /// `origin={{"name"}}`, `{({"a"}, {"b" {1}})}`, `{[synthetic_call]}`:
     /// the value's origin in the unoptimized module.
-    OriginalValue(Box<crate::attrs::xla::OriginalValue>),
+    OriginalValue(Box<values::OriginalValue>),
     /// `sparsity_config={rhs={sparsity=3x4 dimension=0 stride=1}}`, as
     /// XLA's `SparsityConfig`.
-    Sparsity(Box<crate::proto::xla::SparsityConfig>),
+    Sparsity(Box<xla::SparsityConfig>),
     /// A string XLA defines (`custom_call_target="foo"`,
     /// `async_execution_thread=`, `infeed_config=`, `outfeed_config=`),
     /// unescaped; `backend_config` stays [`AttrValue::Raw`].
@@ -477,19 +485,19 @@ pub enum AttrValue {
     /// A custom call's `literal=s32[2]{0} {1, 2}` (a tuple written with each
     /// element's shape: `( s32[4]{0} {...}, pred[] true )`): the literal's
     /// shape (with its layout; a tuple's from its elements') and values.
-    Literal(ShapeId, Box<crate::attrs::literal::Literal>),
+    Literal(ShapeId, Box<literal::Literal>),
     /// `entry_computation_layout={(f32[2]{0}, ...)->f32[2]{0}}` of the module
     /// header: the entry's parameter and result shapes as the caller sees them.
     ProgramLayout(Box<ProgramLayout>),
     /// `input_output_alias={ {0}: (0, {}, may-alias), ... }` of the module
     /// header, as XLA's `HloInputOutputAliasProto`.
-    InputOutputAlias(Box<crate::proto::xla::HloInputOutputAliasProto>),
+    InputOutputAlias(Box<xla::HloInputOutputAliasProto>),
     /// `buffer_donor={ (0, {}), ... }` of the module header, as XLA's
     /// `HloBufferDonorProto`.
-    BufferDonor(Box<crate::proto::xla::HloBufferDonorProto>),
+    BufferDonor(Box<xla::HloBufferDonorProto>),
     /// `origin_recovery_table={ {"a"} : {"b"}, "module text" ... }` of the
     /// module header: each recovery module parsed into a [`Module`].
-    RecoveryTable(Box<crate::attrs::xla::RecoveryTable>),
+    RecoveryTable(Box<values::RecoveryTable>),
 }
 
 /// The shapes of `entry_computation_layout={(params)->result}`.
@@ -519,7 +527,7 @@ pub enum Payload {
     /// `parameter(3)`: the parameter number.
     Parameter(i64),
     /// `constant(...)`: the literal, decoded against the constant's shape.
-    Literal(Box<crate::attrs::literal::Literal>),
+    Literal(Box<literal::Literal>),
 }
 
 /// One HLO instruction.
@@ -596,7 +604,7 @@ impl Instruction {
         }
     }
     /// A constant's literal.
-    pub fn literal(&self) -> Option<&crate::attrs::literal::Literal> {
+    pub fn literal(&self) -> Option<&literal::Literal> {
         match &self.payload {
             Some(Payload::Literal(l)) => Some(l),
             _ => None,
@@ -630,7 +638,7 @@ pub struct Module {
     /// sections, as XLA's stack frame index (the ids op metadata's
     /// `stack_frame_id` refers to; a frame's `parent_frame_id` as the proto
     /// counts it, one less than the text's). `None` when the module has none.
-    pub stack_frames: Option<Box<crate::proto::xla::StackFrameIndexProto>>,
+    pub stack_frames: Option<Box<xla::StackFrameIndexProto>>,
     pub entry: CompId,
     insts: Vec<Instruction>,
     comps: Vec<Computation>,
@@ -638,7 +646,7 @@ pub struct Module {
     comp_order: Vec<CompId>,
     /// Interned shapes (FxHash: hashing a shape with SipHash cost more
     /// than the rest of interning it; the order is insertion order either way).
-    shapes: IndexSet<Shape, std::hash::BuildHasherDefault<crate::parse::FxHasher>>,
+    shapes: IndexSet<Shape, std::hash::BuildHasherDefault<hash::FxHasher>>,
     /// Side table keyed by [`InstId`]: the byte offset of each instruction's
     /// name in the text it was parsed from ([`NO_SOURCE`] for none). Set by
     /// the parser; instructions added later have none. Errors found on the IR

@@ -13,6 +13,15 @@
 //!
 //! Everything that came from input is validated here; code downstream of a
 //! successful parse may index arenas without re-checking.
+//!
+//! Layers (imports point down, never in a circle; `tests/layers.rs` checks):
+//! - the IR: [`ir`] (module, computations, instructions, shapes, layouts and
+//!   every typed attribute value: [`ir::literal`], [`ir::values`],
+//!   [`ir::dims`], XLA's messages [`ir::xla`]), [`opcode`], and [`error`]
+//!   (errors carry their positions); it imports nothing above it;
+//! - the formats over it: text ([`parse`], [`attrs`], [`print`](mod@print)) and
+//!   [`proto`] (reader and writer);
+//! - the checks: [`semantic`], [`shape_infer`], [`verify`](mod@verify).
 
 // pest is used without its `std` feature (which forces a stack probe on every
 // rule call); the generated parser then refers to `alloc`. Nesting depth is

@@ -37,9 +37,6 @@
 //! error the whole module is parsed in that one rule, so errors are the
 //! ones a one-pass parse reports.
 
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
-
 use pest::iterators::Pair;
 use pest::Parser;
 use smallvec::SmallVec;
@@ -229,41 +226,7 @@ fn header_attr_offset(text: &str, key: &str) -> Option<usize> {
     None
 }
 
-/// 1-based line and column (in characters) of byte `offset`.
-pub(crate) fn line_col(text: &str, offset: usize) -> (usize, usize) {
-    let offset = offset.min(text.len());
-    let before = &text.as_bytes()[..offset];
-    let line = memchr_count(b'\n', before) + 1;
-    let line_start = before
-        .iter()
-        .rposition(|&b| b == b'\n')
-        .map_or(0, |p| p + 1);
-    let col = text
-        .get(line_start..offset)
-        .map_or(offset - line_start, |s| s.chars().count())
-        + 1;
-    (line, col)
-}
-
-fn memchr_count(needle: u8, hay: &[u8]) -> usize {
-    hay.iter().filter(|&&b| b == needle).count()
-}
-
-pub(crate) fn source_line(text: &str, offset: usize) -> String {
-    let offset = offset.min(text.len());
-    let start = text.as_bytes()[..offset]
-        .iter()
-        .rposition(|&b| b == b'\n')
-        .map_or(0, |p| p + 1);
-    let end = text.as_bytes()[offset..]
-        .iter()
-        .position(|&b| b == b'\n')
-        .map_or(text.len(), |p| offset + p);
-    text.get(start..end)
-        .unwrap_or("")
-        .trim_end_matches('\r')
-        .to_string()
-}
+pub(crate) use crate::error::{line_col, source_line};
 
 /// A parse error at byte `offset` of `text`.
 pub(crate) fn error_at(
@@ -583,42 +546,7 @@ fn check_depth(text: &str, filename: &str) -> Result<()> {
 // ---------------------------------------------------------------------------
 // lowering
 
-/// FxHash: the maps below are keyed by short source slices and never iterated
-/// into output.
-#[derive(Default, Clone, Copy)]
-pub(crate) struct FxHasher(u64);
-
-impl Hasher for FxHasher {
-    #[inline]
-    fn write(&mut self, bytes: &[u8]) {
-        const K: u64 = 0x517c_c1b7_2722_0a95;
-        let mut h = self.0;
-        let mut chunks = bytes.chunks_exact(8);
-        for c in &mut chunks {
-            let v = u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
-            h = (h.rotate_left(5) ^ v).wrapping_mul(K);
-        }
-        for &b in chunks.remainder() {
-            h = (h.rotate_left(5) ^ b as u64).wrapping_mul(K);
-        }
-        self.0 = h;
-    }
-    #[inline]
-    fn write_u8(&mut self, i: u8) {
-        self.0 = (self.0.rotate_left(5) ^ i as u64).wrapping_mul(0x517c_c1b7_2722_0a95);
-    }
-    #[inline]
-    fn write_usize(&mut self, i: usize) {
-        self.0 = (self.0.rotate_left(5) ^ i as u64).wrapping_mul(0x517c_c1b7_2722_0a95);
-    }
-    #[inline]
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
-pub(crate) type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
-pub(crate) type FxSet<K> = std::collections::HashSet<K, BuildHasherDefault<FxHasher>>;
+pub(crate) use crate::ir::hash::{FxHasher, FxMap, FxSet};
 
 /// A reference by name still to be resolved: (user, operand slot or usize::MAX
 /// for a control predecessor, name, byte offset).
@@ -1433,8 +1361,10 @@ impl<'a> Lowerer<'a> {
     fn header_attr(&mut self, attr: &'a str) -> Result<Attr> {
         let (key, value, voff) = self.split_attr(attr)?;
         let v = if key == "origin_recovery_table" {
-            let t = crate::attrs::xla::recovery_table(value)
-                .map_err(|(off, msg)| self.err(voff + off, format!("`{key}=`: {msg}")))?;
+            let t = crate::attrs::xla::recovery_table(value, &|body| {
+                parse_module_named(body, "recovery module")
+            })
+            .map_err(|(off, msg)| self.err(voff + off, format!("`{key}=`: {msg}")))?;
             AttrValue::RecoveryTable(Box::new(t))
         } else if key == "entry_computation_layout" {
             let mut s = self.value_shapes(key, Rule::program_shape_full, value, voff)?;

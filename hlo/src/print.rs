@@ -1353,3 +1353,17 @@ fn write_opcode(inst: &Instruction, out: &mut String) {
         _ => out.push_str(inst.opcode.name()),
     }
 }
+
+/// Modules have no structural equality; two recovery modules are equal when
+/// they print the same text.
+impl PartialEq for crate::ir::values::RecoveryEntry {
+    fn eq(&self, o: &Self) -> bool {
+        self.old == o.old
+            && self.new == o.new
+            && match (&self.module, &o.module) {
+                (None, None) => true,
+                (Some(a), Some(b)) => print_module(a) == print_module(b),
+                _ => false,
+            }
+    }
+}

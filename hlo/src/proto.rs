@@ -18,7 +18,7 @@
 //! justifies (prost bounds every length by the remaining input; the walk
 //! bounds nesting at [`MAX_DEPTH`]); encoding is deterministic.
 
-pub mod xla;
+pub use crate::ir::xla;
 
 mod async_shorthand;
 mod frames;
@@ -193,14 +193,26 @@ pub fn looks_like_proto(bytes: &[u8]) -> bool {
     !bytes.is_empty() && walk::<xla::HloModuleProto>(bytes, None, 0, &mut unknown).is_ok()
 }
 
-/// A message's field table: name and message-typed child of each field
-/// number it declares (generated with the message, see [`xla`]).
-pub trait Fields {
-    const NAME: &'static str;
-    fn field(tag: u32) -> Option<(&'static str, Option<Walker>)>;
-    /// Whether the message declares `tag`, with the [`scan`] of its
-    /// message-typed child.
-    fn scan_child(tag: u32) -> Option<Option<Scanner>>;
+pub use crate::ir::xla::{ChildOf, Fields};
+
+/// A field table's walker of a message-typed field (see [`walk`]).
+struct WalkerOf;
+
+impl ChildOf for WalkerOf {
+    type Out = Walker;
+    fn child<C: Fields>() -> Walker {
+        walk::<C>
+    }
+}
+
+/// A field table's scanner of a message-typed field (see [`scan`]).
+struct ScannerOf;
+
+impl ChildOf for ScannerOf {
+    type Out = Scanner;
+    fn child<C: Fields>() -> Scanner {
+        scan::<C>
+    }
 }
 
 /// Scans one message's bytes (see [`scan`]).
@@ -255,7 +267,7 @@ pub fn scan<M: Fields>(mut buf: &[u8], depth: usize) -> bool {
         let Ok((tag, wt)) = decode_key(&mut buf) else {
             return false;
         };
-        let Some(child) = M::scan_child(tag) else {
+        let Some((_, child)) = M::field::<ScannerOf>(tag) else {
             return false;
         };
         let ok = match wt {
@@ -307,7 +319,7 @@ pub fn walk<M: Fields>(
     let mut counts: smallvec::SmallVec<[(u32, usize); 8]> = smallvec::SmallVec::new();
     while !buf.is_empty() {
         let (tag, wt) = decode_key(&mut buf).map_err(|e| format!("{}: {e}", M::NAME))?;
-        let known = M::field(tag);
+        let known = M::field::<WalkerOf>(tag);
         let name = || known.map_or_else(|| format!("#{tag}"), |(n, _)| n.to_string());
         match wt {
             WireType::Varint => {

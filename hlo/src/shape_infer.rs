@@ -29,8 +29,7 @@ pub struct ShapeError(pub String);
 
 type Result<T> = std::result::Result<T, ShapeError>;
 
-/// Dimension sizes, as in [`ArrayShape::dims`].
-pub type Dims = SmallVec<[i64; 6]>;
+pub use crate::ir::dims::{ConvDims, Dims, DotDims, GatherDims, PadDim, SliceDim, WindowDim};
 
 fn err<T>(msg: impl Into<String>) -> Result<T> {
     Err(ShapeError(msg.into()))
@@ -128,18 +127,7 @@ fn check_dim_numbers(what: &str, dims: &[i64], rank: usize) -> Result<()> {
     Ok(())
 }
 
-/// Whether `perm` orders all `rank` dimensions, each once (a transpose's
-/// permutation, a layout's minor-to-major order).
-pub(crate) fn is_permutation(perm: &[i64], rank: usize) -> bool {
-    let mut seen = vec![false; rank];
-    perm.len() == rank
-        && perm.iter().all(|&d| {
-            usize::try_from(d)
-                .ok()
-                .and_then(|d| seen.get_mut(d))
-                .is_some_and(|s| !std::mem::replace(s, true))
-        })
-}
+pub(crate) use crate::ir::layout::is_permutation;
 
 // ---------------------------------------------------------------------------
 // Shape-preserving and rearranging ops
@@ -252,15 +240,6 @@ pub fn infer_bitcast_convert_shape(operand: &ArrayShape, to: PrimType) -> Result
 // Dot
 // ---------------------------------------------------------------------------
 
-/// The dimension numbers of a `dot`.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct DotDims {
-    pub lhs_batch: Dims,
-    pub rhs_batch: Dims,
-    pub lhs_contracting: Dims,
-    pub rhs_contracting: Dims,
-}
-
 /// `dot(lhs, rhs)`: the output dimensions are the batch dimensions (in
 /// `lhs_batch` order), then lhs's free dimensions, then rhs's free dimensions,
 /// each in operand order. The element type is `lhs`'s (a dot may choose a
@@ -335,32 +314,6 @@ pub fn infer_dot_shape(lhs: &ArrayShape, rhs: &ArrayShape, d: &DotDims) -> Resul
 // ---------------------------------------------------------------------------
 // Windows (convolution, reduce-window)
 // ---------------------------------------------------------------------------
-
-/// One dimension of a `window={...}` attribute.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct WindowDim {
-    pub size: i64,
-    pub stride: i64,
-    pub pad_lo: i64,
-    pub pad_hi: i64,
-    pub lhs_dilation: i64,
-    pub rhs_dilation: i64,
-    pub reversal: bool,
-}
-
-impl Default for WindowDim {
-    fn default() -> Self {
-        WindowDim {
-            size: 1,
-            stride: 1,
-            pad_lo: 0,
-            pad_hi: 0,
-            lhs_dilation: 1,
-            rhs_dilation: 1,
-            reversal: false,
-        }
-    }
-}
 
 fn overflow<T>(what: &str) -> Result<T> {
     err(format!("{what} overflows a 64-bit size"))
@@ -457,27 +410,8 @@ pub fn infer_reduce_window_shape(operand: &ArrayShape, window: &[WindowDim]) -> 
 
 // ---------------------------------------------------------------------------
 // Convolution
-// ---------------------------------------------------------------------------
 
-/// Convolution dimension numbers, decoded from `dim_labels=b01f_01io->b01f`.
-/// `None` where the labels hold `?` (an unassigned dimension).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct ConvDims {
-    pub input_batch: Option<i64>,
-    pub input_feature: Option<i64>,
-    pub input_spatial: Dims,
-    pub kernel_input_feature: Option<i64>,
-    pub kernel_output_feature: Option<i64>,
-    pub kernel_spatial: Dims,
-    pub output_batch: Option<i64>,
-    pub output_feature: Option<i64>,
-    pub output_spatial: Dims,
-    /// Whether any part of the labels holds `?` (a dimension with no role).
-    pub has_unknown: bool,
-    /// The number of labels of each part (input, kernel, output): the rank
-    /// the labels were written for, `?` labels included.
-    pub part_ranks: [usize; 3],
-}
+// ---------------------------------------------------------------------------
 
 impl ConvDims {
     /// Decodes `b01f_01io->b01f`: in each part, the position of a letter is the
@@ -753,14 +687,6 @@ pub fn infer_reduce_shape(input: &ArrayShape, reduced: &[i64]) -> Result<ArraySh
     Ok(array(input.elem, dims, dynamic))
 }
 
-/// One dimension of `slice={[start:limit:stride], ...}`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct SliceDim {
-    pub start: i64,
-    pub limit: i64,
-    pub stride: i64,
-}
-
 /// `slice(operand)`: size `ceil((limit - start) / stride)` per dimension,
 /// with `0 <= start <= limit <= size` and `stride >= 1`.
 pub fn infer_slice_shape(operand: &ArrayShape, slice: &[SliceDim]) -> Result<ArrayShape> {
@@ -827,14 +753,6 @@ pub fn infer_concat_shape(operands: &[&ArrayShape], dim: i64) -> Result<ArraySha
     Ok(array(first.elem, dims, dynamic))
 }
 
-/// One dimension of `padding=lo_hi_interior x ...`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct PadDim {
-    pub lo: i64,
-    pub hi: i64,
-    pub interior: i64,
-}
-
 /// `pad(operand, value)`: `lo + size + (size - 1) * interior + hi` per
 /// dimension; `lo`/`hi` may be negative, `interior` may not.
 pub fn infer_pad_shape(operand: &ArrayShape, padding: &[PadDim]) -> Result<ArrayShape> {
@@ -867,18 +785,6 @@ pub fn infer_pad_shape(operand: &ArrayShape, padding: &[PadDim]) -> Result<Array
 // ---------------------------------------------------------------------------
 // Gather
 // ---------------------------------------------------------------------------
-
-/// The dimension numbers and slice sizes of a `gather`.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct GatherDims {
-    pub offset_dims: Dims,
-    pub collapsed_slice_dims: Dims,
-    pub start_index_map: Dims,
-    pub operand_batching_dims: Dims,
-    pub start_indices_batching_dims: Dims,
-    pub index_vector_dim: i64,
-    pub slice_sizes: Dims,
-}
 
 /// `gather(operand, indices)`: the output has the indices' batch dimensions
 /// (all but `index_vector_dim`, in order) and, at the positions `offset_dims`,

@@ -7,7 +7,7 @@
 //! A pass that fails leaves the module as the failing pass left it; callers
 //! that need all-or-nothing run the pipeline on a clone.
 
-use hlo::{Module, Shape};
+use hlo::{Layout, Module, Shape};
 
 use crate::{layout, Changed, Pass, PassContext, PassError};
 
@@ -134,16 +134,12 @@ fn bad_layout(m: &Module, s: hlo::ShapeId) -> Option<String> {
     match m.shape(s) {
         Shape::Array(a) => {
             let l = a.layout.as_ref()?;
-            if layout::dims::is_permutation(&l.minor_to_major, a.rank()) {
+            if hlo::ir::layout::is_permutation(&l.minor_to_major, a.rank()) {
                 None
             } else {
                 Some(format!(
-                    "layout {{{}}} is not a permutation of the {} dimensions",
-                    l.minor_to_major
-                        .iter()
-                        .map(|d| d.to_string())
-                        .collect::<Vec<_>>()
-                        .join(","),
+                    "layout {} is not a permutation of the {} dimensions",
+                    Layout::order_text(&l.minor_to_major),
                     a.rank()
                 ))
             }

@@ -35,10 +35,13 @@ fn fingerprints_equal_xla_on_every_autotuned_fusion() {
         else {
             continue;
         };
-        let (_, profiles) = autotuner::read_profiles(std::str::from_utf8(bytes).unwrap()).unwrap();
+        let (_, profiles) =
+            autotuner::read_profiles(std::str::from_utf8(bytes).expect("test step"))
+                .expect("test step");
         for mode in ["off"] {
-            let text = String::from_utf8(files[&format!("hlo/{prog}.{mode}.hlo")].clone()).unwrap();
-            let m = hlo::parse_module(&text).unwrap();
+            let text = String::from_utf8(files[&format!("hlo/{prog}.{mode}.hlo")].clone())
+                .expect("test step");
+            let m = hlo::parse_module(&text).expect("test step");
             let by_name: BTreeMap<String, hlo::InstId> = m
                 .computations()
                 .flat_map(|c| m.comp(c).order.clone())
@@ -53,7 +56,9 @@ fn fingerprints_equal_xla_on_every_autotuned_fusion() {
                     not_fusions += 1;
                     continue;
                 }
-                let got = autotuner::fusion_fingerprint(&m, id).unwrap().map(|x| x.0);
+                let got = autotuner::fusion_fingerprint(&m, id)
+                    .expect("test step")
+                    .map(|x| x.0);
                 checked += 1;
                 if got.as_deref() != Some(p.hlo_fingerprint.as_str()) {
                     failures.push(format!(
@@ -81,4 +86,92 @@ fn fingerprints_equal_xla_on_every_autotuned_fusion() {
         "{} of {checked} differ",
         failures.len()
     );
+}
+
+/// The keys also equal those of XLA's own results file of each program
+/// (`--xla_gpu_dump_autotune_results_to`: the entries XLA would load), and
+/// the environment read from it names the same device and codegen version.
+#[test]
+fn fingerprints_are_in_xla_results_files() {
+    let files = session1();
+    let mut checked = 0;
+    for (path, bytes) in &files {
+        let Some(prog) = path
+            .strip_prefix("results/")
+            .and_then(|p| p.strip_suffix(".textproto"))
+        else {
+            continue;
+        };
+        let results = std::str::from_utf8(bytes).expect("utf-8");
+        let env = autotuner::Environment::from_text(results).expect("environment");
+        let (log_env, _) = autotuner::read_profiles(
+            std::str::from_utf8(&files[&format!("logs/{prog}.textproto")]).expect("utf-8"),
+        )
+        .expect("logs");
+        assert_eq!(
+            (&env.device, &env.codegen_version),
+            (&log_env.device, &log_env.codegen_version)
+        );
+        let text = String::from_utf8(files[&format!("hlo/{prog}.off.hlo")].clone()).expect("utf-8");
+        let m = hlo::parse_module(&text).expect("parses");
+        for c in m.computations() {
+            for &i in &m.comp(c).order {
+                if !autotuner::is_gemm_fusion(&m, i) {
+                    continue;
+                }
+                let (fp, _) = autotuner::fusion_fingerprint(&m, i)
+                    .expect("fingerprint")
+                    .expect("a fusion");
+                assert!(
+                    results.contains(&format!("hlo_fingerprint: \"{fp}\"")),
+                    "{prog}: %{} key {fp} is not in XLA's results",
+                    m.inst(i).name
+                );
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked >= 98, "checked {checked}");
+}
+
+/// Damaged inputs give errors, not panics: a truncated or garbage session
+/// archive, logs cut anywhere, an environment without XLA's keys, a model
+/// file of another kind.
+#[test]
+fn damaged_inputs_are_errors() {
+    use passes::tile::xla_gpu::model::TileModel;
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("xla_gpu_damaged");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("tmp");
+    let good = std::fs::read(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/xla_gpu/session1/core.tar.xz"),
+    )
+    .expect("archive");
+    for (name, bytes) in [
+        ("truncated", &good[..good.len() / 2]),
+        ("garbage", &b"not an archive at all"[..]),
+        ("empty", &b""[..]),
+    ] {
+        let p = dir.join(name);
+        std::fs::write(&p, bytes).expect("write");
+        assert!(autotuner::read_tar_xz(&p, 256 << 20).is_err(), "{name}");
+    }
+    // A cap smaller than the archive unpacks to is an error too.
+    let p = dir.join("whole");
+    std::fs::write(&p, &good).expect("write");
+    assert!(autotuner::read_tar_xz(&p, 1000).is_err());
+    let files = session1();
+    let logs = std::str::from_utf8(&files["logs/odd_f32.textproto"]).expect("utf-8");
+    for cut in (0..logs.len()).step_by(997) {
+        // Cut anywhere: parsed or refused, never a panic.
+        let _ = autotuner::read_profiles(&logs[..cut]);
+        let _ = autotuner::Environment::from_text(&logs[..cut]);
+    }
+    assert!(autotuner::read_profiles("instruction_profiles { config_profiles { } }").is_err());
+    assert!(autotuner::Environment::from_text("device: \"x\"").is_err());
+    assert!(TileModel::from_json(
+        "{\"kind\":\"layout\",\"provenance\":\"\",\"k\":3,\"records\":[]}"
+    )
+    .is_err());
+    assert!(TileModel::from_json("[1, 2").is_err());
 }

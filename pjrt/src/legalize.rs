@@ -50,37 +50,6 @@ impl Report {
     }
 }
 
-fn m2m_of(m: &Module, s: ShapeId) -> Option<SmallVec<[i64; 6]>> {
-    let a = m.shape(s).as_array()?;
-    Some(match &a.layout {
-        Some(l) => l.minor_to_major.clone(),
-        None => (0..a.rank() as i64).rev().collect(),
-    })
-}
-
-fn is_default(m2m: &[i64]) -> bool {
-    m2m.iter().rev().enumerate().all(|(i, &d)| d == i as i64)
-}
-
-fn with_layout(m: &mut Module, s: ShapeId, m2m: &[i64]) -> ShapeId {
-    let Some(a) = m.shape(s).as_array() else {
-        return s;
-    };
-    let mut a = a.clone();
-    let mut l = a
-        .layout
-        .clone()
-        .unwrap_or_else(|| Layout::default_for_rank(a.rank()));
-    l.minor_to_major = m2m.iter().copied().collect();
-    a.layout = Some(l);
-    m.intern_shape(Shape::Array(a))
-}
-
-fn fmt(m2m: &[i64]) -> String {
-    let v: Vec<String> = m2m.iter().map(i64::to_string).collect();
-    format!("{{{}}}", v.join(","))
-}
-
 /// A `copy` of `x` into layout `m2m`, placed before `before` (appended when `None`).
 fn copy_into(
     m: &mut Module,
@@ -89,7 +58,7 @@ fn copy_into(
     m2m: &[i64],
     before: Option<InstId>,
 ) -> InstId {
-    let shape = with_layout(m, m.inst(x).shape, m2m);
+    let shape = m.with_minor_to_major(m.inst(x).shape, m2m);
     let name = m.unique_inst_name(&format!(
         "{}.legal",
         m.inst(x).name.split('.').next().unwrap_or("copy")
@@ -119,7 +88,7 @@ fn next_in_order(m: &Module, comp: CompId, x: InstId) -> Option<InstId> {
 /// layout `m2m`, which its users (and the root, if it is `x`) now read.
 fn produce_then_copy(m: &mut Module, comp: CompId, x: InstId, produced: &[i64], m2m: &[i64]) {
     let users = m.users(comp)[x.index()].clone();
-    let shape = with_layout(m, m.inst(x).shape, produced);
+    let shape = m.with_minor_to_major(m.inst(x).shape, produced);
     m.inst_mut(x).shape = shape;
     let before = next_in_order(m, comp, x);
     let c = copy_into(m, comp, x, m2m, before);
@@ -148,18 +117,18 @@ fn entry_parameters(m: &mut Module, report: &mut Report) -> Result<()> {
             tuple_parameter(m, p, report)?;
             continue;
         }
-        let Some(old) = m2m_of(m, m.inst(p).shape) else {
+        let Some(old) = m.minor_to_major_or_default(m.inst(p).shape) else {
             continue;
         };
-        if is_default(&old) {
+        if Layout::is_default_order(&old) {
             continue;
         }
-        let default: Vec<i64> = (0..old.len() as i64).rev().collect();
+        let default = Layout::default_order(old.len());
         produce_then_copy(m, comp, p, &default, &old);
         report.lines.push(format!(
             "entry parameter %{}: arrives row-major; copied into {}",
             m.inst(p).name,
-            fmt(&old)
+            Layout::order_text(&old)
         ));
     }
     Ok(())
@@ -176,7 +145,10 @@ fn tuple_parameter(m: &mut Module, p: InstId, report: &mut Report) -> Result<()>
     };
     let old: Vec<Option<SmallVec<[i64; 6]>>> = elems
         .iter()
-        .map(|&s| m2m_of(m, s).filter(|l| !is_default(l)))
+        .map(|&s| {
+            m.minor_to_major_or_default(s)
+                .filter(|l| !Layout::is_default_order(l))
+        })
         .collect();
     if old.iter().all(Option::is_none) {
         return Ok(());
@@ -200,19 +172,19 @@ fn tuple_parameter(m: &mut Module, p: InstId, report: &mut Report) -> Result<()>
             continue;
         };
         let l = l.clone();
-        let default: Vec<i64> = (0..l.len() as i64).rev().collect();
+        let default = Layout::default_order(l.len());
         produce_then_copy(m, comp, u, &default, &l);
         report.lines.push(format!(
             "entry parameter %{name} element {k} (%{}): arrives row-major; copied into {}",
             m.inst(u).name,
-            fmt(&l)
+            Layout::order_text(&l)
         ));
     }
     let row_major: SmallVec<[ShapeId; 4]> = elems
         .iter()
         .zip(&old)
         .map(|(&s, l)| match l {
-            Some(l) => with_layout(m, s, &(0..l.len() as i64).rev().collect::<Vec<_>>()),
+            Some(l) => m.with_minor_to_major(s, &Layout::default_order(l.len())),
             None => s,
         })
         .collect();
@@ -256,7 +228,7 @@ fn dots(m: &mut Module, report: &mut Report) -> Result<()> {
                 let Some(&x) = m.inst(d).operands.get(k) else {
                     continue;
                 };
-                let Some(l) = m2m_of(m, m.inst(x).shape) else {
+                let Some(l) = m.minor_to_major_or_default(m.inst(x).shape) else {
                     continue;
                 };
                 if batch_is_major(&l, &batch) {
@@ -269,11 +241,11 @@ fn dots(m: &mut Module, report: &mut Report) -> Result<()> {
                     "dot %{}: {} operand copied from {} to {} (batch dimensions most major)",
                     m.inst(d).name,
                     if k == 0 { "lhs" } else { "rhs" },
-                    fmt(&l),
-                    fmt(&want)
+                    Layout::order_text(&l),
+                    Layout::order_text(&want)
                 ));
             }
-            let Some(l) = m2m_of(m, m.inst(d).shape) else {
+            let Some(l) = m.minor_to_major_or_default(m.inst(d).shape) else {
                 continue;
             };
             let out_batch: Vec<i64> = (0..dims.lhs_batch.len() as i64).collect();
@@ -285,8 +257,8 @@ fn dots(m: &mut Module, report: &mut Report) -> Result<()> {
             report.lines.push(format!(
                 "dot %{}: result produced as {} and copied into {} (batch dimensions most major)",
                 m.inst(d).name,
-                fmt(&want),
-                fmt(&l)
+                Layout::order_text(&want),
+                Layout::order_text(&l)
             ));
         }
     }
@@ -297,15 +269,15 @@ fn entry_result(m: &mut Module, report: &mut Report) -> Result<()> {
     let comp = m.entry;
     let root = m.comp(comp).root;
     let mut changed = false;
-    if let Some(l) = m2m_of(m, m.inst(root).shape) {
-        if !is_default(&l) {
-            let default: Vec<i64> = (0..l.len() as i64).rev().collect();
+    if let Some(l) = m.minor_to_major_or_default(m.inst(root).shape) {
+        if !Layout::is_default_order(&l) {
+            let default = Layout::default_order(l.len());
             let c = copy_into(m, comp, root, &default, None);
             m.comp_mut(comp).root = c;
             report.lines.push(format!(
                 "entry result %{}: copied from {} to row-major",
                 m.inst(root).name,
-                fmt(&l)
+                Layout::order_text(&l)
             ));
             changed = true;
         }
@@ -314,15 +286,15 @@ fn entry_result(m: &mut Module, report: &mut Report) -> Result<()> {
         let mut elems: SmallVec<[ShapeId; 4]> = SmallVec::new();
         for k in 0..n {
             let x = m.inst(root).operands[k];
-            match m2m_of(m, m.inst(x).shape) {
-                Some(l) if !is_default(&l) => {
-                    let default: Vec<i64> = (0..l.len() as i64).rev().collect();
+            match m.minor_to_major_or_default(m.inst(x).shape) {
+                Some(l) if !Layout::is_default_order(&l) => {
+                    let default = Layout::default_order(l.len());
                     let c = copy_into(m, comp, x, &default, Some(root));
                     m.inst_mut(root).operands[k] = c;
                     report.lines.push(format!(
                         "entry result element {k} (%{}): copied from {} to row-major",
                         m.inst(x).name,
-                        fmt(&l)
+                        Layout::order_text(&l)
                     ));
                     changed = true;
                     elems.push(m.inst(c).shape);
@@ -339,7 +311,9 @@ fn entry_result(m: &mut Module, report: &mut Report) -> Result<()> {
         // its leaves must already be row-major.
         if let Shape::Tuple(elems) = m.inst_shape(root).clone() {
             for (k, s) in elems.iter().enumerate() {
-                if m2m_of(m, *s).is_some_and(|l| !is_default(&l)) {
+                if m.minor_to_major_or_default(*s)
+                    .is_some_and(|l| !Layout::is_default_order(&l))
+                {
                     return Err(PjrtError::Unsupported(format!(
                         "entry result element {k} of %{} is not row-major and the root is not a tuple",
                         m.inst(root).name

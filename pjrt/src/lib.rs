@@ -46,7 +46,8 @@ pub use backend::{find_plugin, find_worker, Backend, Compiled, Pipeline};
 pub use data::{compare, differences, has_half_floats, inputs_for, values, Mismatch};
 pub use error::{PjrtError, Result};
 pub use measure::{
-    device_name, measurer_for, measurer_for_budget, prepare, MeasureConfig, Measured, PjrtMeasurer,
+    device_name, measurer_for, measurer_for_budget, prepare, MeasureConfig, MeasureTarget,
+    Measured, PjrtMeasurer,
 };
 
 /// Element types the backend feeds and reads back.

@@ -412,19 +412,36 @@ pub fn measurer_for_budget(spec: &str, seconds: f64) -> Result<PjrtMeasurer> {
     measurer_for(spec, config)
 }
 
-/// The measurer a `--measure` value names: `xla-cpu` (XLA's CPU plugin,
-/// found by [`crate::find_plugin`]) or `pjrt:PATH` (any PJRT plugin file).
+/// What a `--measure` (hlo-opt) or `--device` (hlo-cost collect) value
+/// names: XLA's CPU plugin, or a PJRT plugin file. The one parser of those
+/// values; the CLIs check a command line with it before any work.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum MeasureTarget {
+    /// `xla-cpu`: XLA's CPU plugin, found by [`crate::find_plugin`].
+    XlaCpu,
+    /// `pjrt:PATH`: any PJRT plugin file.
+    Plugin(std::path::PathBuf),
+}
+
+impl std::str::FromStr for MeasureTarget {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s.strip_prefix("pjrt:") {
+            _ if s == "xla-cpu" => Ok(MeasureTarget::XlaCpu),
+            Some(path) if !path.is_empty() => Ok(MeasureTarget::Plugin(path.into())),
+            _ => Err(format!("`{s}`: expected `xla-cpu` or `pjrt:PLUGIN_PATH`")),
+        }
+    }
+}
+
+/// The measurer a `--measure` value names ([`MeasureTarget`]).
 pub fn measurer_for(spec: &str, config: MeasureConfig) -> Result<PjrtMeasurer> {
-    let plugin = match spec {
-        "xla-cpu" => crate::find_plugin(None)?,
-        s => match s.strip_prefix("pjrt:") {
-            Some(path) if !path.is_empty() => crate::find_plugin(Some(std::path::Path::new(path)))?,
-            _ => {
-                return Err(PjrtError::Input(format!(
-                    "--measure={spec}: expected `xla-cpu` or `pjrt:PLUGIN_PATH`"
-                )))
-            }
-        },
+    let target: MeasureTarget = spec
+        .parse()
+        .map_err(|e| PjrtError::Input(format!("--measure: {e}")))?;
+    let plugin = match target {
+        MeasureTarget::XlaCpu => crate::find_plugin(None)?,
+        MeasureTarget::Plugin(path) => crate::find_plugin(Some(&path))?,
     };
     crate::find_worker()?;
     Ok(PjrtMeasurer::new(plugin, config))

@@ -136,7 +136,16 @@ def compile(
     plugin (``pip install xla-cpu-pjrt``), unless ``plugin`` names a plugin
     file. With ``check``, the first call compares its results with
     ``jax.jit(f)``'s and raises ``BackendError`` when they differ beyond
-    ``rtol``/``atol``."""
+    ``rtol``/``atol``.
+
+    ``backend="gpu"`` (jax with a GPU): ``passes=["tile"]`` only. The Triton
+    GEMM tiles of XLA:GPU are chosen by hlo-opt's learned model and handed
+    to XLA as its autotuning cache (``hlo_opt.xla_gpu.make_cache``; keyword
+    ``cache_dir`` keeps it, else a temporary folder; ``model`` names the tile
+    model); returns jax's compiled function, which XLA built with those
+    tiles."""
+    if backend == "gpu":
+        return _compile_gpu(f, args, passes, options)
     if backend != "cpu" and plugin is None:
         raise ValueError(f"backend {backend!r}: only \"cpu\" is built in; name another PJRT plugin with plugin=")
     lowered = _lower(f, args)
@@ -145,6 +154,27 @@ def compile(
     result = original.run_passes(list(passes) if not isinstance(passes, str) else passes, **options) if passes else None
     runner = _native.Runner(result.module if result is not None else original, plugin=plugin)
     return Compiled(f, lowered, result, original, runner, check, rtol, atol)
+
+
+def _compile_gpu(f: Callable[..., Any], args: Sequence[Any], passes: Any, options: dict) -> Any:
+    import tempfile
+
+    from . import xla_gpu
+
+    wanted = [passes] if isinstance(passes, str) else list(passes or ())
+    if wanted != ["tile"]:
+        raise ValueError(
+            f'backend="gpu": passes={wanted!r}; only ["tile"] runs on XLA:GPU (Triton GEMM tiles '
+            "through XLA's autotuning cache, docs/xla-gpu.md)")
+    cache_dir = options.pop("cache_dir", None)
+    model = options.pop("model", None)
+    if options:
+        raise TypeError(f'backend="gpu": unknown options {sorted(options)} (cache_dir, model)')
+    if jax.default_backend() != "gpu":
+        raise BackendError(f'backend="gpu": jax runs on {jax.default_backend()!r} here, not a GPU')
+    cache_dir = cache_dir or tempfile.mkdtemp(prefix="hlo-opt-tiles-")
+    xla_gpu.make_cache(f, *args, cache_dir=cache_dir, model=model)
+    return xla_gpu.compile(f, *args, cache_dir=cache_dir)
 
 
 __all__ = ["Compiled", "compile", "module"]

@@ -18,6 +18,7 @@ use pyo3::prelude::*;
 mod arrays;
 mod module;
 mod runner;
+mod xla_gpu;
 
 create_exception!(
     hlo_opt,
@@ -101,5 +102,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<arrays::CostModel>()?;
     m.add_class::<runner::Runner>()?;
     m.add_function(wrap_pyfunction!(runner::pjrt_worker_main, m)?)?;
+    m.add_function(wrap_pyfunction!(xla_gpu::xla_gpu_cache, m)?)?;
     Ok(())
 }

@@ -118,6 +118,7 @@ def test_the_example_of_docs_python_md_runs_as_written(capsys) -> None:
     from conftest import ROOT
 
     doc = (ROOT / "docs" / "python.md").read_text()
+    # The one ```python block runs here; ```py blocks need a GPU and are not run.
     [example] = re.findall(r"```python\n(.*?)```", doc, re.S)
     exec(compile(example, "docs/python.md", "exec"), {})
     out = capsys.readouterr().out

@@ -122,11 +122,17 @@ struct GpuTileModelArgs {
 
 #[derive(clap::Args, Debug)]
 struct GpuTilesArgs {
-    /// AutotuningLogs files (`--xla_gpu_dump_autotune_logs_to`; text or binary).
-    #[arg(long = "logs", required = true, num_args = 1..)]
+    /// GPU sessions' core.tar.xz (testdata/xla_gpu/session*/), every program converted.
+    #[arg(long = "session", num_args = 1.., required_unless_present = "logs")]
+    sessions: Vec<PathBuf>,
+    /// AutotuningLogs files (`--xla_gpu_dump_autotune_logs_to`; text or binary;
+    /// the new autotuner's text logs too).
+    #[arg(long = "logs", num_args = 1.., requires = "hlo")]
     logs: Vec<PathBuf>,
-    /// HLO modules holding the logged fusions (the module before XLA's autotuner, or the optimized one).
-    #[arg(long = "hlo", required = true, num_args = 1..)]
+    /// HLO modules holding the logged fusions (the module before XLA's
+    /// autotuner or the optimized one; for the new autotuner's logs, the
+    /// module compiled with autotuning off).
+    #[arg(long = "hlo", num_args = 1..)]
     hlo: Vec<PathBuf>,
     /// Optimized HLO compiled with `--xla_gpu_autotune_level=0` (XLA's choice without autotuning).
     #[arg(long = "off-hlo", num_args = 1..)]
@@ -260,11 +266,7 @@ struct CollectArgs {
 /// A `--device`: `xla-cpu` or `pjrt:PLUGIN_PATH` (whether the plugin is
 /// there is the run's business, status 1).
 fn parse_device(s: &str) -> Result<String, String> {
-    match s.strip_prefix("pjrt:") {
-        _ if s == "xla-cpu" => Ok(s.to_string()),
-        Some(path) if !path.is_empty() => Ok(s.to_string()),
-        _ => Err(format!("`{s}`: expected `xla-cpu` or `pjrt:PLUGIN_PATH`")),
-    }
+    s.parse::<pjrt::MeasureTarget>().map(|_| s.to_string())
 }
 
 fn parse_fraction(s: &str) -> Result<f64, String> {
@@ -346,7 +348,8 @@ fn gpu_tile_model_cmd(args: &GpuTileModelArgs) -> Result<ExitCode, CliError> {
         records.extend(r);
         provenance.push(p);
     }
-    let programs: std::collections::BTreeSet<&str> = records.iter().map(|r| r.program.as_str()).collect();
+    let programs: std::collections::BTreeSet<&str> =
+        records.iter().map(|r| r.program.as_str()).collect();
     println!(
         "{} Triton GEMM fusions of {} programs; leave-one-program-out, each fusion's choice against its best measured Triton config:\n",
         records.len(),
@@ -374,7 +377,8 @@ fn gpu_tile_model_cmd(args: &GpuTileModelArgs) -> Result<ExitCode, CliError> {
             records,
         };
         let text = serde_json::to_string(&m).map_err(|e| CliError(e.to_string()))?;
-        std::fs::write(out, text + "\n").map_err(|e| CliError(format!("{}: {e}", out.display())))?;
+        std::fs::write(out, text + "\n")
+            .map_err(|e| CliError(format!("{}: {e}", out.display())))?;
         println!("wrote {}", out.display());
     }
     Ok(ExitCode::SUCCESS)
@@ -382,6 +386,7 @@ fn gpu_tile_model_cmd(args: &GpuTileModelArgs) -> Result<ExitCode, CliError> {
 
 fn gpu_tiles_cmd(args: &GpuTilesArgs) -> Result<ExitCode, CliError> {
     let inputs = gpu_tiles::Inputs {
+        sessions: &args.sessions,
         logs: &args.logs,
         modules: &args.hlo,
         off_modules: &args.off_hlo,

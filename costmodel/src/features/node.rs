@@ -274,10 +274,7 @@ pub fn node_features(m: &Module, id: InstId, out: &mut [f32; NODE_FEAT_DIM]) -> 
     // Layout: the shape's minor-to-major; an array printed without a layout
     // gets XLA's default (descending) layout, as XLA's parser assigns it.
     match shape {
-        Shape::Array(a) => match &a.layout {
-            Some(l) => w.seq_no_agg::<6>(l.minor_to_major.iter().copied()),
-            None => w.seq_no_agg::<6>((0..a.rank() as i64).rev()),
-        },
+        Shape::Array(a) => w.seq_no_agg::<6>(a.minor_to_major_or_default()),
         _ => w.seq_no_agg::<6>(std::iter::empty()),
     }
     debug_assert_eq!(w.at, NODE_FEAT_DIM);

@@ -1,5 +1,5 @@
 //! Decoders of the attribute kinds whose typed form is one of XLA's proto
-//! messages ([`crate::proto::xla`]): shardings, op metadata, frontend
+//! messages ([`crate::ir::xla`]): shardings, op metadata, frontend
 //! attributes, replica groups, source-target pairs, aliasing, literals,
 //! precision, result accuracy, original values, statistics. The parser
 //! decodes op metadata, shardings (named mesh shardings included), replica
@@ -18,7 +18,11 @@
 
 use std::fmt::Write as _;
 
-use crate::proto::xla;
+pub use crate::ir::values::{
+    DomainShardings, IotaList, OriginalArray, OriginalNode, OriginalValue, RecoveryEntry,
+    RecoveryTable, ReplicaGroups,
+};
+use crate::ir::xla;
 use smallvec::SmallVec;
 
 type R<T> = Result<T, String>;
@@ -585,15 +589,6 @@ pub fn int_list_list(text: &str) -> R<Vec<Vec<i64>>> {
     Ok(out)
 }
 
-/// `[N,M]<=[dims]T(perm)`: an iota device list (the part after `<=`
-/// reshapes `iota(N*M)`; `T` transposes it).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct IotaList {
-    pub dims: Vec<i64>,
-    pub reshape: Vec<i64>,
-    pub perm: Vec<i64>,
-}
-
 fn iota_list(c: &mut Cur) -> R<IotaList> {
     let dims = c.bracket_list()?;
     c.expect("<=")?;
@@ -616,16 +611,6 @@ fn iota_list(c: &mut Cur) -> R<IotaList> {
         reshape,
         perm,
     })
-}
-
-/// The device list of a collective: `replica_groups={{0,1},{2,3}}` or the
-/// iota form `replica_groups=[2,2]<=[4]`.
-#[derive(Clone, Debug, PartialEq)]
-pub enum ReplicaGroups {
-    List(Vec<Vec<i64>>),
-    Iota(IotaList),
-    /// `mesh['a'=2,'b'=2] {'b'}`: groups over axes of a mesh (newer XLA).
-    Mesh(xla::MeshAxesReplicaGroupListProto),
 }
 
 pub fn replica_groups(text: &str) -> R<ReplicaGroups> {
@@ -1824,13 +1809,6 @@ pub fn sharding_from_proto(s: &xla::OpSharding) -> R<xla::OpSharding> {
     Ok(out)
 }
 
-/// The entry and exit shardings of a sharding domain.
-#[derive(Clone, Debug, PartialEq)]
-pub struct DomainShardings {
-    pub entry: xla::OpSharding,
-    pub exit: xla::OpSharding,
-}
-
 /// `domain={kind="sharding", entry={...}, exit={...}}`: the entry and exit
 /// shardings.
 pub fn domain(text: &str) -> R<DomainShardings> {
@@ -2459,25 +2437,6 @@ mod tests {
     }
 }
 
-/// `origin={...}`: where an instruction's value comes from in the module
-/// before optimization (XLA's `OriginalValue`). Either a synthetic call
-/// (`{[synthetic_call]}`) or a tree shaped as the instruction's shape:
-/// tuples `(a, b)`, leaves `{"name"}`, `{"name" {0,1}}` (an element of a
-/// tuple-shaped original) or `{}` (unknown).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct OriginalValue {
-    pub synthetic_call: bool,
-    pub tree: Option<OriginalNode>,
-}
-
-/// One node of an [`OriginalValue`] tree.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum OriginalNode {
-    /// The original array (instruction name, shape index), if known.
-    Leaf(Option<(String, Vec<i64>)>),
-    Tuple(Vec<OriginalNode>),
-}
-
 /// Nesting bound of an `origin=` tree (as deep as a shape may nest).
 const MAX_ORIGIN_DEPTH: usize = 64;
 
@@ -2583,54 +2542,6 @@ fn write_original_node(n: &OriginalNode, o: &mut String) {
     }
 }
 
-/// One original array: the name of the instruction of the unoptimized
-/// module that produced it and the shape index in its value
-/// (`{"name"}`, `{"name" {0,1}}`; XLA's `OriginalArray`).
-pub type OriginalArray = (String, Vec<i64>);
-
-/// `origin_recovery_table={...}` of the module header (XLA's
-/// `OriginalValueRecoveryTable`): for each original array an optimization
-/// replaced, the array standing in for it in this module and, unless the
-/// stand-in *is* the original, the module that recovers the original from
-/// it. Entries are sorted by original array (name, then shape index), the
-/// order XLA prints and writes them in, and name each original array once.
-#[derive(Clone, Debug, Default)]
-pub struct RecoveryTable {
-    pub entries: Vec<RecoveryEntry>,
-}
-
-/// One entry of a [`RecoveryTable`].
-#[derive(Clone, Debug)]
-pub struct RecoveryEntry {
-    /// The original array (the key).
-    pub old: OriginalArray,
-    /// The array that stands in for it.
-    pub new: OriginalArray,
-    /// The recovery module: its entry computation takes the stand-in and
-    /// returns the original. `None` when the stand-in is the original.
-    pub module: Option<Box<crate::ir::Module>>,
-}
-
-/// Modules have no structural equality; two recovery modules are equal when
-/// they print the same text.
-impl PartialEq for RecoveryEntry {
-    fn eq(&self, o: &Self) -> bool {
-        self.old == o.old
-            && self.new == o.new
-            && match (&self.module, &o.module) {
-                (None, None) => true,
-                (Some(a), Some(b)) => crate::print_module(a) == crate::print_module(b),
-                _ => false,
-            }
-    }
-}
-
-impl PartialEq for RecoveryTable {
-    fn eq(&self, o: &Self) -> bool {
-        self.entries == o.entries
-    }
-}
-
 impl RecoveryTable {
     /// Sorts the entries into XLA's order; an original array named twice is
     /// an error (`what` says where the entries come from).
@@ -2675,7 +2586,12 @@ pub fn write_original_array(a: &OriginalArray, o: &mut String) {
 /// `module_<entry>`, as XLA names it). Errors carry their byte offset in
 /// `text`; an error inside a recovery module written without escapes is
 /// placed where it is in `text`, otherwise at the string's opening quote.
-pub fn recovery_table(text: &str) -> Result<RecoveryTable, (usize, String)> {
+/// `parse_module` is the module parser (the text format's, which reads this
+/// attribute: a recovery module is a module written in text).
+pub fn recovery_table(
+    text: &str,
+    parse_module: &dyn Fn(&str) -> crate::error::Result<crate::ir::Module>,
+) -> Result<RecoveryTable, (usize, String)> {
     let mut c = Cur::new(text);
     let at = |c: &mut Cur| {
         c.ws();
@@ -2692,7 +2608,7 @@ pub fn recovery_table(text: &str) -> Result<RecoveryTable, (usize, String)> {
             let quote = at(&mut c);
             let body = c.quoted().map_err(|e| (quote, e))?;
             let raw = text.get(quote + 1..c.i.saturating_sub(1)).unwrap_or("");
-            let m = crate::parse::parse_module_named(&body, "recovery module").map_err(|e| {
+            let m = parse_module(&body).map_err(|e| {
                 let mut a = String::new();
                 write_original_array(&old, &mut a);
                 match e {

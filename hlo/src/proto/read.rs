@@ -47,8 +47,8 @@ use std::fmt::Write as _;
 
 use smallvec::SmallVec;
 
-use super::write::{BUFFER_TYPE, TUPLE_TYPE};
 use super::xla;
+use super::xla::{BUFFER_TYPE, TUPLE_TYPE};
 use crate::attrs::literal::{ArrayLiteral, Literal};
 use crate::error::{Error, Result};
 use crate::ir::*;

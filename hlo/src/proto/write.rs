@@ -34,6 +34,7 @@ use std::collections::HashMap;
 
 use prost::Message as _;
 
+use super::xla::{BUFFER_TYPE, TUPLE_TYPE};
 use super::{async_shorthand, xla};
 pub use crate::attrs::literal::MAX_PROTO_BYTES;
 use crate::attrs::literal::{self, Literal};
@@ -293,9 +294,6 @@ pub fn prim_type_number(t: PrimType) -> i32 {
         Opaque => 14,
     }
 }
-
-pub(crate) const TUPLE_TYPE: i32 = 13;
-pub(crate) const BUFFER_TYPE: i32 = 34;
 
 /// A shape (with layouts) as a `ShapeProto`.
 pub fn shape_proto(m: &Module, s: ShapeId) -> xla::ShapeProto {

@@ -247,7 +247,7 @@ impl Assigner<'_> {
             Some(s) => s,
             None => {
                 let s = self.m.inst(i).shape;
-                shapes::fill_default(self.m, s)
+                self.m.fill_default_layouts(s)
             }
         }
     }
@@ -287,41 +287,41 @@ impl Assigner<'_> {
         for (k, &p) in params.iter().enumerate() {
             let mut s = self.m.inst(p).shape;
             if let Some((eparams, _)) = &ecl {
-                if !shapes::agrees(self.m, s, eparams[k]) {
+                if !self.m.layouts_agree(s, eparams[k]) {
                     return Err(conflict(format!(
                         "parameter %{} has shape {} but entry_computation_layout requires parameter {k} to be {}",
                         self.m.inst(p).name,
-                        shapes::show(self.m, s),
-                        shapes::show(self.m, eparams[k])
+                        self.m.show_shape(s),
+                        self.m.show_shape(eparams[k])
                     )));
                 }
-                s = shapes::apply_layout_of(self.m, s, eparams[k]);
+                s = self.m.with_layouts_of(s, eparams[k]);
             }
-            let s = shapes::fill_default(self.m, s);
+            let s = self.m.fill_default_layouts(s);
             self.fix(p, s);
         }
         let root = self.m.comp(entry).root;
         let mut r = self.m.inst(root).shape;
         if let Some((_, eresult)) = &ecl {
-            if !shapes::agrees(self.m, r, *eresult) {
+            if !self.m.layouts_agree(r, *eresult) {
                 return Err(conflict(format!(
                     "root %{} has shape {} but entry_computation_layout requires the result to be {}",
                     self.m.inst(root).name,
-                    shapes::show(self.m, r),
-                    shapes::show(self.m, *eresult)
+                    self.m.show_shape(r),
+                    self.m.show_shape(*eresult)
                 )));
             }
-            r = shapes::apply_layout_of(self.m, r, *eresult);
+            r = self.m.with_layouts_of(r, *eresult);
         }
-        let r = shapes::fill_default(self.m, r);
+        let r = self.m.fill_default_layouts(r);
         self.pin[root.index()] = Some(r);
         if let Some(d) = self.dec.get(&root) {
             if let Some(out) = &d.output {
-                if shapes::m2m(self.m, r).as_deref() != Some(out.as_slice()) {
+                if self.m.minor_to_major(r).as_deref() != Some(out.as_slice()) {
                     return Err(conflict(format!(
                         "the layout chosen for %{} contradicts the entry root's layout {}",
                         self.m.inst(root).name,
-                        shapes::show(self.m, r)
+                        self.m.show_shape(r)
                     )));
                 }
             }
@@ -366,7 +366,7 @@ impl Assigner<'_> {
             let own = self.m.inst(p).shape;
             let s = match params.get(k) {
                 Some(&s) if same_dims(self.m, own, s) => s,
-                _ => shapes::fill_default(self.m, own),
+                _ => self.m.fill_default_layouts(own),
             };
             self.fix(p, s);
         }
@@ -379,10 +379,10 @@ impl Assigner<'_> {
 
     fn forward(&mut self, i: InstId) -> Result<(), PassError> {
         let inst = self.m.inst(i).clone();
-        let cur = shapes::fill_default(self.m, inst.shape);
+        let cur = self.m.fill_default_layouts(inst.shape);
         let pin = self.pin.get(i.index()).copied().flatten();
         if let Some(out) = self.dec.get(&i).and_then(|d| d.output.clone()) {
-            let s = shapes::with_m2m(self.m, cur, &out);
+            let s = self.m.with_minor_to_major(cur, &out);
             self.fix(i, s);
             return Ok(());
         }
@@ -471,10 +471,10 @@ impl Assigner<'_> {
                 let perm = attrs::ints(&inst, "dimensions");
                 let om = op0
                     .map(|o| self.shape_of(o))
-                    .and_then(|s| shapes::m2m(self.m, s));
+                    .and_then(|s| self.m.minor_to_major(s));
                 match (om, perm) {
                     (Some(om), Some(perm)) => match dims::transpose_output(&om, &perm) {
-                        Some(l) => shapes::with_m2m(self.m, cur, &l),
+                        Some(l) => self.m.with_minor_to_major(cur, &l),
                         None => cur,
                     },
                     _ => cur,
@@ -484,7 +484,7 @@ impl Assigner<'_> {
                 let rd = attrs::ints(&inst, "dimensions").unwrap_or_default();
                 let om = op0
                     .map(|o| self.shape_of(o))
-                    .and_then(|s| shapes::m2m(self.m, s));
+                    .and_then(|s| self.m.minor_to_major(s));
                 self.process_called(&inst)?;
                 match om {
                     Some(om) => {
@@ -498,22 +498,22 @@ impl Assigner<'_> {
                 let os = op0.map(|o| self.shape_of(o));
                 match os {
                     Some(os) => {
-                        let (fd, om) = (shapes::dims(self.m, os), shapes::m2m(self.m, os));
+                        let (fd, om) = (shapes::dims(self.m, os), self.m.minor_to_major(os));
                         let td = shapes::dims(self.m, cur);
                         match om.and_then(|om| dims::reshape_bitcast_layout(&fd, &om, &td)) {
-                            Some(l) => shapes::with_m2m(self.m, cur, &l),
-                            None => shapes::with_default(self.m, cur),
+                            Some(l) => self.m.with_minor_to_major(cur, &l),
+                            None => self.m.with_default_layout(cur),
                         }
                     }
                     None => cur,
                 }
             }
-            Opcode::Broadcast => shapes::with_default(self.m, cur),
+            Opcode::Broadcast => self.m.with_default_layout(cur),
             Opcode::Copy => match op0
                 .map(|o| self.shape_of(o))
-                .and_then(|s| shapes::m2m(self.m, s))
+                .and_then(|s| self.m.minor_to_major(s))
             {
-                Some(l) => shapes::with_m2m(self.m, cur, &l),
+                Some(l) => self.m.with_minor_to_major(cur, &l),
                 None => cur,
             },
             op if preserves_layout(op) => {
@@ -575,7 +575,7 @@ impl Assigner<'_> {
             if shapes::rank(self.m, s) != Some(rank) {
                 continue;
             }
-            let l = shapes::m2m(self.m, s);
+            let l = self.m.minor_to_major(s);
             if matches!(
                 self.m.inst(o).opcode,
                 Opcode::Broadcast | Opcode::Constant | Opcode::Iota
@@ -596,10 +596,12 @@ impl Assigner<'_> {
     /// laid out as `l`.
     fn relayout_all(&mut self, s: ShapeId, l: &[i64]) -> ShapeId {
         match self.m.shape(s).clone() {
-            Shape::Array(_) => shapes::with_m2m(self.m, s, l),
+            Shape::Array(_) => self.m.with_minor_to_major(s, l),
             Shape::Tuple(e) => {
-                let elems: SmallVec<[ShapeId; 4]> =
-                    e.iter().map(|&x| shapes::with_m2m(self.m, x, l)).collect();
+                let elems: SmallVec<[ShapeId; 4]> = e
+                    .iter()
+                    .map(|&x| self.m.with_minor_to_major(x, l))
+                    .collect();
                 self.m.intern_shape(Shape::Tuple(elems))
             }
             _ => s,
@@ -615,7 +617,7 @@ impl Assigner<'_> {
             if let Some((_, l)) = d.operands.iter().find(|(j, _)| *j == k) {
                 let l = l.clone();
                 let s = self.shape_of(op);
-                return Some(shapes::with_m2m(self.m, s, &l));
+                return Some(self.m.with_minor_to_major(s, &l));
             }
         }
         match opcode {
@@ -651,32 +653,32 @@ impl Assigner<'_> {
                     .ok()??
                     .get(k)?;
                 let s = self.shape_of(op);
-                Some(shapes::apply_layout_of(self.m, s, t))
+                Some(self.m.with_layouts_of(s, t))
             }
             Opcode::Bitcast => {
                 let s = *self.original.get(op.index())?;
-                Some(shapes::fill_default(self.m, s))
+                Some(self.m.fill_default_layouts(s))
             }
             op_code if preserves_layout(op_code) => {
                 let out = self.get(user)?;
                 let os = self.shape_of(op);
                 let orank = shapes::rank(self.m, os)?;
                 let l = match self.m.shape(out) {
-                    Shape::Array(a) => a.layout.as_ref().map(|l| l.minor_to_major.clone()),
+                    Shape::Array(_) => self.m.minor_to_major(out),
                     Shape::Tuple(e) => {
                         let e = if op_code == Opcode::Sort {
                             e.first()
                         } else {
                             e.get(k)
                         };
-                        e.and_then(|&x| shapes::m2m(self.m, x))
+                        e.and_then(|&x| self.m.minor_to_major(x))
                     }
                     _ => None,
                 }?;
                 if l.len() != orank || orank == 0 {
                     return None;
                 }
-                Some(shapes::with_m2m(self.m, os, &l))
+                Some(self.m.with_minor_to_major(os, &l))
             }
             _ => None,
         }
@@ -757,8 +759,8 @@ impl Assigner<'_> {
                         "%{} requires operand {k} (%{}) to be {} but it is {}",
                         self.m.inst(u).name,
                         self.m.inst(op).name,
-                        shapes::show(self.m, req),
-                        shapes::show(self.m, have)
+                        self.m.show_shape(req),
+                        self.m.show_shape(have)
                     )));
                 }
                 let new = self.coerce(c, op, req, Some(u), u, &mut cache);
@@ -774,8 +776,8 @@ impl Assigner<'_> {
                         "root %{} of %{} must be {} but is {}",
                         self.m.inst(root).name,
                         self.m.comp(c).name,
-                        shapes::show(self.m, p),
-                        shapes::show(self.m, have)
+                        self.m.show_shape(p),
+                        self.m.show_shape(have)
                     )));
                 }
                 let new = self.coerce(c, root, p, None, root, &mut cache);

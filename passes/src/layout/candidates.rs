@@ -106,10 +106,7 @@ pub fn node_space(m: &Module, inst: InstId, entry_root_layout: Option<&[i64]>) -
     let t = layout_config_tensors(m, inst);
     let i = m.inst(inst);
     let out_shape = i.shape;
-    let cur = |x: Option<InstId>| -> Option<M2M> {
-        let s = m.inst(x?).shape;
-        shapes::m2m(m, s).or_else(|| shapes::rank(m, s).map(dims::default_m2m))
-    };
+    let cur = |x: Option<InstId>| -> Option<M2M> { m.minor_to_major_or_default(m.inst(x?).shape) };
     let rank = |x: Option<InstId>| -> Option<usize> { shapes::rank(m, m.inst(x?).shape) };
     let (candidates, default) = match i.opcode {
         Opcode::Convolution | Opcode::Dot => {
@@ -285,8 +282,7 @@ fn closest(opts: &[Option<M2M>], cur: Option<M2M>, rank: Option<usize>) -> usize
 pub fn spaces(m: &Module, nodes: &[InstId]) -> Vec<NodeSpace> {
     let entry = m.entry_computation();
     let root = entry.root;
-    let root_layout = shapes::m2m(m, m.inst(root).shape)
-        .or_else(|| shapes::rank(m, m.inst(root).shape).map(dims::default_m2m));
+    let root_layout = m.minor_to_major_or_default(m.inst(root).shape);
     nodes
         .iter()
         .map(|&n| {

@@ -9,27 +9,9 @@
 use smallvec::SmallVec;
 
 /// A minor-to-major order.
-pub type M2M = SmallVec<[i64; 6]>;
+pub type M2M = hlo::ir::layout::MinorToMajor;
 
-/// `{rank-1, ..., 1, 0}`: XLA's default (row-major) layout.
-pub fn default_m2m(rank: usize) -> M2M {
-    (0..rank as i64).rev().collect()
-}
-
-/// Whether `m2m` is a permutation of `0..rank`.
-pub fn is_permutation(m2m: &[i64], rank: usize) -> bool {
-    if m2m.len() != rank {
-        return false;
-    }
-    let mut seen = [false; 64];
-    for &d in m2m {
-        if d < 0 || d as usize >= rank || rank > 64 || seen[d as usize] {
-            return false;
-        }
-        seen[d as usize] = true;
-    }
-    true
-}
+pub use hlo::ir::layout::is_permutation;
 
 /// Completes a minor-to-major prefix to a full layout: the prefix first (most
 /// minor), then the remaining dimensions in descending order (the default

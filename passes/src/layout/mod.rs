@@ -235,13 +235,7 @@ impl Drop for Spinner {
 fn show_prefix(p: &Option<dims::M2M>) -> String {
     match p {
         None => "default".into(),
-        Some(v) => format!(
-            "{{{}}}",
-            v.iter()
-                .map(|d| d.to_string())
-                .collect::<Vec<_>>()
-                .join(",")
-        ),
+        Some(v) => hlo::Layout::order_text(v),
     }
 }
 
@@ -564,7 +558,7 @@ impl Pass for LayoutPass {
         let before: Vec<NodeLayouts> = spaces.iter().map(|s| node_layouts(m, s)).collect();
         let all_laid_out = m
             .all_instructions()
-            .all(|i| shapes::is_filled(m, m.inst(i).shape));
+            .all(|i| m.has_all_layouts(m.inst(i).shape));
 
         // The best configuration is applied to a copy of the module first:
         // the copies it needs are part of its price (see [`Verdict`]).
@@ -644,10 +638,7 @@ impl Pass for LayoutPass {
 type NodeLayouts = (Option<dims::M2M>, Vec<Option<dims::M2M>>);
 
 fn node_layouts(m: &Module, s: &NodeSpace) -> NodeLayouts {
-    let layout = |i: InstId| {
-        let shape = m.inst(i).shape;
-        shapes::m2m(m, shape).or_else(|| shapes::rank(m, shape).map(dims::default_m2m))
-    };
+    let layout = |i: InstId| m.minor_to_major_or_default(m.inst(i).shape);
     (
         layout(s.inst),
         m.inst(s.inst).operands.iter().map(|&o| layout(o)).collect(),
@@ -1175,7 +1166,7 @@ fn report(
                 m.inst(c.copy).name,
                 m.inst(c.producer).name,
                 m.inst(c.consumer).name,
-                shapes::show(m, m.inst(c.copy).shape)
+                m.show_shape(m.inst(c.copy).shape)
             );
             copies_json.push(json!(line.trim_start()));
             lines.push(line);

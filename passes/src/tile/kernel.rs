@@ -19,7 +19,7 @@
 //! Invariant: [`analyze`] never panics on input; anything it cannot tile is an
 //! `Err` with a reason, which the pass reports as a skipped kernel.
 
-use hlo::{ArrayShape, AttrValue, CompId, InstId, Module, Opcode, Shape, Tile};
+use hlo::{ArrayShape, AttrValue, CompId, InstId, Layout, Module, Opcode, Shape, Tile};
 
 use super::space::{lcm, ArrayUse, Axis, Extent, TileSpace, Var, MAX_DIM};
 
@@ -122,13 +122,15 @@ fn program_computations(m: &Module) -> Vec<CompId> {
 /// `(logical dim, extent, layout tile unit)`, major to minor.
 pub fn physical_axes(a: &ArrayShape) -> Vec<(usize, i64, i64)> {
     let rank = a.rank();
-    let m2m: Vec<usize> = match &a.layout {
-        Some(l) if l.minor_to_major.len() == rank => l
-            .minor_to_major
+    let m2m: Vec<usize> = match a.minor_to_major() {
+        Some(o) if o.len() == rank => o
             .iter()
             .map(|&d| usize::try_from(d).unwrap_or(0).min(rank.saturating_sub(1)))
             .collect(),
-        _ => (0..rank).rev().collect(),
+        _ => Layout::default_order(rank)
+            .iter()
+            .map(|&d| d as usize)
+            .collect(),
     };
     let tile: Option<&Tile> = a.layout.as_ref().and_then(|l| l.tiles.first());
     let mut unit_of_minor = vec![1i64; rank]; // indexed by position from the minor end

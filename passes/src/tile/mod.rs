@@ -475,13 +475,11 @@ impl TilePass {
     /// and, on request, XLA's autotuning cache.
     fn run_xla_gpu(&mut self, m: &mut Module, cx: &mut PassContext) -> Result<Changed, PassError> {
         if cx.options.xla_gpu.autotuner_env.is_some() {
-            let (_, lines) =
-                xla_gpu::select_for_autotuner(m, &cx.options.xla_gpu, &mut cx.explain).map_err(
-                    |message| PassError::Failed {
-                        pass: "tile",
-                        message,
-                    },
-                )?;
+            let (_, lines) = xla_gpu::select_for_autotuner(m, &cx.options.xla_gpu, &mut cx.explain)
+                .map_err(|message| PassError::Failed {
+                    pass: "tile",
+                    message,
+                })?;
             for l in lines {
                 if l.starts_with("warning") {
                     self.warnings.push(l.clone());

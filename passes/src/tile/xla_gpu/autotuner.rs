@@ -181,8 +181,18 @@ pub struct Empty {}
 
 /// The Triton config of the new autotuner's entries.
 #[derive(
-    Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, prost::Message, serde::Serialize, serde::Deserialize,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    prost::Message,
+    serde::Serialize,
+    serde::Deserialize,
 )]
+#[serde(from = "[i64; 10]", into = "[i64; 10]")]
 pub struct TritonConfig {
     #[prost(int64, tag = "1")]
     pub block_m: i64,
@@ -204,6 +214,43 @@ pub struct TritonConfig {
     pub is_warp_specialization_allowed: bool,
     #[prost(int64, tag = "11")]
     pub group_size: i64,
+}
+
+/// In model files a config is one array: block_m, block_n, block_k,
+/// split_k, num_stages, num_warps, num_ctas, TMA (0/1), warp
+/// specialization (0/1), group_size.
+impl From<[i64; 10]> for TritonConfig {
+    fn from(a: [i64; 10]) -> Self {
+        TritonConfig {
+            block_m: a[0],
+            block_n: a[1],
+            block_k: a[2],
+            split_k: a[3],
+            num_stages: a[4],
+            num_warps: a[5],
+            num_ctas: a[6],
+            is_tma_allowed: a[7] != 0,
+            is_warp_specialization_allowed: a[8] != 0,
+            group_size: a[9],
+        }
+    }
+}
+
+impl From<TritonConfig> for [i64; 10] {
+    fn from(c: TritonConfig) -> Self {
+        [
+            c.block_m,
+            c.block_n,
+            c.block_k,
+            c.split_k,
+            c.num_stages,
+            c.num_warps,
+            c.num_ctas,
+            i64::from(c.is_tma_allowed),
+            i64::from(c.is_warp_specialization_allowed),
+            c.group_size,
+        ]
+    }
 }
 
 impl TritonConfig {
@@ -555,65 +602,6 @@ pub fn raw_backend_config(m: &Module, id: InstId) -> Option<String> {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn fingerprint_is_farmhash128_high_half_first() {
-        // Reference values from FarmHash's Fingerprint128 (pyfarmhash 0.4:
-        // fingerprint128 returns (low, high)).
-        let long = "hello world, this is a test string longer than sixteen bytes";
-        assert_eq!(hlo_fingerprint(long), "de5d1b0cb657c602ecceaaad221c7eaa");
-    }
-
-    #[test]
-    fn sorted_json_sorts_nested_keys() {
-        let v: Value =
-            serde_json::from_str(r#"{"b":{"d":1,"c":[{"z":0,"a":1}]},"a":"0"}"#).unwrap();
-        assert_eq!(
-            serde_json::to_string(&sorted_json(&v)).unwrap(),
-            r#"{"a":"0","b":{"c":[{"a":1,"z":0}],"d":1}}"#
-        );
-    }
-
-    #[test]
-    fn entry_bytes_match_xla() {
-        use prost::Message as _;
-        // The bytes of a cache file XLA wrote (smoke test, H200).
-        let xla: &[u8] = &[
-            0x0a, 0x4a, 0x0a, 0x34, 0x0a, 0x10, b'e', b'd', b'0', b'e', b'5', b'6', b'a', b'b',
-            b'8', b'b', b'2', b'a', b'0', b'e', b'c', b'b', 0x1a, 0x20,
-        ];
-        let env = Environment {
-            device: "ed0e56ab8b2a0ecb".into(),
-            codegen_version: "fe9062d0fff82a66".into(),
-            backend_versions: vec![(
-                "TRITON".into(),
-                "a77e7c793abc0d0c923a9afb275058e2fe57a198".into(),
-            )],
-        };
-        let c = TritonConfig {
-            block_m: 64,
-            block_n: 128,
-            block_k: 64,
-            split_k: 0,
-            num_stages: 3,
-            num_warps: 4,
-            num_ctas: 1,
-            is_tma_allowed: true,
-            is_warp_specialization_allowed: false,
-            group_size: 1,
-        };
-        let bytes = triton_entry(&env, "d379f9800758115bd6f1bbecc39879cf", &c).encode_to_vec();
-        assert_eq!(&bytes[..xla.len()], xla);
-        assert_eq!(
-            AutotuneEntry::decode(&bytes[..]).unwrap(),
-            triton_entry(&env, "d379f9800758115bd6f1bbecc39879cf", &c)
-        );
-    }
-}
-
 /// The files of a `.tar.xz` (as the GPU sessions' files come back), path
 /// and bytes, in archive order. At most `max_bytes` are unpacked.
 pub fn read_tar_xz(path: &Path, max_bytes: u64) -> Result<Vec<(String, Vec<u8>)>, String> {
@@ -657,4 +645,63 @@ pub fn read_tar_xz(path: &Path, max_bytes: u64) -> Result<Vec<(String, Vec<u8>)>
         out.push((name, bytes));
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fingerprint_is_farmhash128_high_half_first() {
+        // Reference values from FarmHash's Fingerprint128 (pyfarmhash 0.4:
+        // fingerprint128 returns (low, high)).
+        let long = "hello world, this is a test string longer than sixteen bytes";
+        assert_eq!(hlo_fingerprint(long), "de5d1b0cb657c602ecceaaad221c7eaa");
+    }
+
+    #[test]
+    fn sorted_json_sorts_nested_keys() {
+        let v: Value = serde_json::from_str(r#"{"b":{"d":1,"c":[{"z":0,"a":1}]},"a":"0"}"#)
+            .expect("test data");
+        assert_eq!(
+            serde_json::to_string(&sorted_json(&v)).expect("test data"),
+            r#"{"a":"0","b":{"c":[{"a":1,"z":0}],"d":1}}"#
+        );
+    }
+
+    #[test]
+    fn entry_bytes_match_xla() {
+        use prost::Message as _;
+        // The bytes of a cache file XLA wrote (smoke test, H200).
+        let xla: &[u8] = &[
+            0x0a, 0x4a, 0x0a, 0x34, 0x0a, 0x10, b'e', b'd', b'0', b'e', b'5', b'6', b'a', b'b',
+            b'8', b'b', b'2', b'a', b'0', b'e', b'c', b'b', 0x1a, 0x20,
+        ];
+        let env = Environment {
+            device: "ed0e56ab8b2a0ecb".into(),
+            codegen_version: "fe9062d0fff82a66".into(),
+            backend_versions: vec![(
+                "TRITON".into(),
+                "a77e7c793abc0d0c923a9afb275058e2fe57a198".into(),
+            )],
+        };
+        let c = TritonConfig {
+            block_m: 64,
+            block_n: 128,
+            block_k: 64,
+            split_k: 0,
+            num_stages: 3,
+            num_warps: 4,
+            num_ctas: 1,
+            is_tma_allowed: true,
+            is_warp_specialization_allowed: false,
+            group_size: 1,
+        };
+        let bytes = triton_entry(&env, "d379f9800758115bd6f1bbecc39879cf", &c).encode_to_vec();
+        assert_eq!(&bytes[..xla.len()], xla);
+        assert_eq!(
+            AutotuneEntry::decode(&bytes[..]).expect("test data"),
+            triton_entry(&env, "d379f9800758115bd6f1bbecc39879cf", &c)
+        );
+    }
 }

@@ -82,7 +82,10 @@ pub fn select_for_autotuner(
     opts: &XlaGpuOptions,
     explain: &mut String,
 ) -> Result<(Vec<AutotunerChoice>, Vec<String>), String> {
-    let env = opts.autotuner_env.as_ref().ok_or("no autotuner environment")?;
+    let env = opts
+        .autotuner_env
+        .as_ref()
+        .ok_or("no autotuner environment")?;
     let tm = model::TileModel::load(opts.model.as_deref().unwrap_or("xla-gpu-h200"))?;
     let mut choices = Vec::new();
     let mut warnings = Vec::new();
@@ -115,20 +118,44 @@ pub fn select_for_autotuner(
         let (config, why) = match tm.choose(&shape) {
             Some((c, near)) => (
                 c,
-                format!("nearest measured GEMM {}:{} (batch {} M {} N {} K {})", near.program, near.fusion, near.gemm[0], near.gemm[1], near.gemm[2], near.gemm[3]),
+                format!(
+                    "nearest measured GEMM {}:{} (batch {} M {} N {} K {})",
+                    near.program,
+                    near.fusion,
+                    near.gemm[0],
+                    near.gemm[1],
+                    near.gemm[2],
+                    near.gemm[3]
+                ),
             ),
-            None => (autotuner::TritonConfig::from_key(&heuristic_config(&shape)), "size heuristic (the model is empty)".into()),
+            None => (
+                autotuner::TritonConfig::from_key(&heuristic_config(&shape)),
+                "size heuristic (the model is empty)".into(),
+            ),
         };
         explain.push_str(&format!(
             "tile %{name}: batch {} M {} N {} K {} ({}-bit): {} [{}], key {fp}\n",
-            shape.batch, shape.m, shape.n, shape.k, shape.operand_bits, config.describe(), why
+            shape.batch,
+            shape.m,
+            shape.n,
+            shape.k,
+            shape.operand_bits,
+            config.describe(),
+            why
         ));
-        choices.push(AutotunerChoice { fusion: name, hlo_fingerprint: fp, config, why });
+        choices.push(AutotunerChoice {
+            fusion: name,
+            hlo_fingerprint: fp,
+            config,
+            why,
+        });
     }
     let mut lines = Vec::new();
     if let Some(dir) = &opts.cache_dir {
-        let pairs: Vec<(String, autotuner::TritonConfig)> =
-            choices.iter().map(|c| (c.hlo_fingerprint.clone(), c.config)).collect();
+        let pairs: Vec<(String, autotuner::TritonConfig)> = choices
+            .iter()
+            .map(|c| (c.hlo_fingerprint.clone(), c.config))
+            .collect();
         let n = autotuner::write_cache_dir(dir, env, &pairs)?;
         lines.push(format!(
             "tile (xla-gpu): wrote {n} cache entr{} to {}/{} (XLA_FLAGS=--xla_gpu_per_fusion_autotune_cache_dir={})",

@@ -54,7 +54,13 @@ impl Record {
 /// Features of a GEMM: log2 of batch, M, N, K, and operand bytes.
 pub fn features(g: &GemmShape) -> [f64; 5] {
     let l = |x: i64| (x.max(1) as f64).log2();
-    [l(g.batch), l(g.m), l(g.n), l(g.k), f64::from(g.operand_bits) / 8.0]
+    [
+        l(g.batch),
+        l(g.m),
+        l(g.n),
+        l(g.k),
+        f64::from(g.operand_bits) / 8.0,
+    ]
 }
 
 fn features_of(r: &Record) -> [f64; 5] {
@@ -78,7 +84,9 @@ pub fn records(program: &str, logs: &str, off_module: &hlo::Module) -> Result<Ve
         .collect();
     let mut out = Vec::new();
     for p in profiles {
-        let Some(&id) = by_name.get(&p.name) else { continue };
+        let Some(&id) = by_name.get(&p.name) else {
+            continue;
+        };
         match autotuner::fusion_fingerprint(off_module, id)? {
             Some((_, Tuned::Gemm)) => {}
             _ => continue,
@@ -136,7 +144,10 @@ impl TileModel {
     pub fn from_json(text: &str) -> Result<Self, String> {
         let m: TileModel = serde_json::from_str(text).map_err(|e| format!("tile model: {e}"))?;
         if m.kind != "xla-gpu-tile-knn" {
-            return Err(format!("tile model: kind `{}` is not xla-gpu-tile-knn", m.kind));
+            return Err(format!(
+                "tile model: kind `{}` is not xla-gpu-tile-knn",
+                m.kind
+            ));
         }
         if m.k == 0 || m.records.iter().all(|r| r.triton.is_empty()) {
             return Err("tile model: k is 0 or no record has a measured config".into());
@@ -160,7 +171,12 @@ impl TileModel {
 
 /// Squared distance; ties broken by record order (deterministic).
 /// The `k` nearest records (squared distance of [`features`]).
-fn neighbours<'a>(records: &'a [Record], k: usize, f: &[f64; 5], skip: Option<&str>) -> Vec<&'a Record> {
+fn neighbours<'a>(
+    records: &'a [Record],
+    k: usize,
+    f: &[f64; 5],
+    skip: Option<&str>,
+) -> Vec<&'a Record> {
     let usable = |r: &Record| !r.triton.is_empty() && skip != Some(r.program.as_str());
     // Measured on session 1: restricting to the same width chose configs XLA
     // never generated for the held-out fusion more often (16 vs 10 of 98), so
@@ -172,7 +188,10 @@ fn neighbours<'a>(records: &'a [Record], k: usize, f: &[f64; 5], skip: Option<&s
         .filter(|(_, r)| usable(r) && (!same_width || features_of(r)[4] == f[4]))
         .map(|(i, r)| {
             let g = features_of(r);
-            (g.iter().zip(f).map(|(a, b)| (a - b) * (a - b)).sum::<f64>(), i)
+            (
+                g.iter().zip(f).map(|(a, b)| (a - b) * (a - b)).sum::<f64>(),
+                i,
+            )
         })
         .collect();
     d.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
@@ -208,7 +227,9 @@ fn choose_among<'a>(
 /// Ranked configs for a record (best first), for top-5.
 fn ranked(records: &[Record], k: usize, f: &[f64; 5], skip: Option<&str>) -> Vec<TritonConfig> {
     let nb = neighbours(records, k, f, skip);
-    let Some(nearest) = nb.first() else { return Vec::new() };
+    let Some(nearest) = nb.first() else {
+        return Vec::new();
+    };
     let mut scored: Vec<(f64, TritonConfig)> = nearest
         .triton
         .iter()
@@ -217,7 +238,8 @@ fn ranked(records: &[Record], k: usize, f: &[f64; 5], skip: Option<&str>) -> Vec
                 .iter()
                 .map(|r| {
                     let b = r.best_triton_ns().unwrap_or(1).max(1) as f64;
-                    r.time_of(c).map_or(MISSING_PENALTY, |t| (t.max(1) as f64 / b).ln())
+                    r.time_of(c)
+                        .map_or(MISSING_PENALTY, |t| (t.max(1) as f64 / b).ln())
                 })
                 .sum();
             (s, *c)
@@ -293,54 +315,28 @@ pub fn lopo(records: &[Record], k: usize) -> Vec<Lopo> {
     ]
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn cfg(m: i64) -> TritonConfig {
-        TritonConfig { block_m: m, block_n: 64, block_k: 32, num_stages: 2, num_warps: 4, num_ctas: 1, group_size: 1, ..Default::default() }
-    }
-
-    fn rec(p: &str, mm: i64, times: &[(i64, i64)]) -> Record {
-        Record {
-            program: p.into(),
-            fusion: "f".into(),
-            hlo_fingerprint: String::new(),
-            gemm: [1, mm, 512, 512, 16],
-            triton: times.iter().map(|&(b, t)| (cfg(b), t)).collect(),
-            best_other_ns: None,
-            first_triton: Some(cfg(16)),
-        }
-    }
-
-    #[test]
-    fn chooses_what_was_fastest_on_similar_gemms() {
-        let rs = vec![
-            rec("a", 512, &[(16, 300), (64, 100), (128, 120)]),
-            rec("b", 1024, &[(16, 400), (64, 150), (128, 100)]),
-            rec("c", 16, &[(16, 10), (64, 30)]),
-        ];
-        let g = GemmShape { batch: 1, m: 600, n: 512, k: 512, operand_bits: 16 };
-        let (c, near) = choose_among(&rs, 2, &features(&g), None).unwrap();
-        assert_eq!(near.program, "a");
-        // 64: (ln 1 + ln 1.5) / 2 = 0.20; 128: (ln 1.2 + ln 1) / 2 = 0.09.
-        assert_eq!(c.block_m, 128);
-    }
-}
-
 /// The records of a GPU session's `core.tar.xz` (`logs/<program>.textproto`
 /// with `hlo/<program>.off.hlo`), in program order, and its provenance line.
 pub fn session_records(path: &std::path::Path) -> Result<(Vec<Record>, String), String> {
-    let files: BTreeMap<String, Vec<u8>> = autotuner::read_tar_xz(path, 512 << 20)?.into_iter().collect();
+    let files: BTreeMap<String, Vec<u8>> = autotuner::read_tar_xz(path, 512 << 20)?
+        .into_iter()
+        .collect();
     let mut out = Vec::new();
     for (name, bytes) in &files {
-        let Some(prog) = name.strip_prefix("logs/").and_then(|p| p.strip_suffix(".textproto")) else {
+        let Some(prog) = name
+            .strip_prefix("logs/")
+            .and_then(|p| p.strip_suffix(".textproto"))
+        else {
             continue;
         };
-        let Some(off) = files.get(&format!("hlo/{prog}.off.hlo")) else { continue };
+        let Some(off) = files.get(&format!("hlo/{prog}.off.hlo")) else {
+            continue;
+        };
         let text = std::str::from_utf8(bytes).map_err(|_| format!("{name}: not UTF-8"))?;
-        let module = hlo::parse_module(std::str::from_utf8(off).map_err(|_| format!("{prog}.off.hlo: not UTF-8"))?)
-            .map_err(|e| format!("{prog}.off.hlo: {}", e.render()))?;
+        let module = hlo::parse_module(
+            std::str::from_utf8(off).map_err(|_| format!("{prog}.off.hlo: not UTF-8"))?,
+        )
+        .map_err(|e| format!("{prog}.off.hlo: {}", e.render()))?;
         out.extend(records(prog, text, &module).map_err(|e| format!("{name}: {e}"))?);
     }
     let prov = files
@@ -373,8 +369,59 @@ pub fn lopo_table(rows: &[Lopo]) -> String {
             100.0 * r.mean_top1_slowdown,
             100.0 * r.geomean_top1_slowdown,
             100.0 * r.max_top1_slowdown,
-            r.mean_top5_slowdown.map_or("-".into(), |x| format!("{:.1}%", 100.0 * x))
+            r.mean_top5_slowdown
+                .map_or("-".into(), |x| format!("{:.1}%", 100.0 * x))
         ));
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(m: i64) -> TritonConfig {
+        TritonConfig {
+            block_m: m,
+            block_n: 64,
+            block_k: 32,
+            num_stages: 2,
+            num_warps: 4,
+            num_ctas: 1,
+            group_size: 1,
+            ..Default::default()
+        }
+    }
+
+    fn rec(p: &str, mm: i64, times: &[(i64, i64)]) -> Record {
+        Record {
+            program: p.into(),
+            fusion: "f".into(),
+            hlo_fingerprint: String::new(),
+            gemm: [1, mm, 512, 512, 16],
+            triton: times.iter().map(|&(b, t)| (cfg(b), t)).collect(),
+            best_other_ns: None,
+            first_triton: Some(cfg(16)),
+        }
+    }
+
+    #[test]
+    fn chooses_what_was_fastest_on_similar_gemms() {
+        let rs = vec![
+            rec("a", 512, &[(16, 300), (64, 100), (128, 120)]),
+            rec("b", 1024, &[(16, 400), (64, 150), (128, 100)]),
+            rec("c", 16, &[(16, 10), (64, 30)]),
+        ];
+        let g = GemmShape {
+            batch: 1,
+            m: 600,
+            n: 512,
+            k: 512,
+            operand_bits: 16,
+        };
+        let (c, near) = choose_among(&rs, 2, &features(&g), None).expect("test data");
+        assert_eq!(near.program, "a");
+        // 64: (ln 1 + ln 1.5) / 2 = 0.20; 128: (ln 1.2 + ln 1) / 2 = 0.09.
+        assert_eq!(c.block_m, 128);
+    }
 }

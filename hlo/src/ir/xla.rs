@@ -4,17 +4,36 @@
 //! `xla/service/hlo.proto` and `xla/xla_data.proto` as jaxlib 0.10.2 ships
 //! them (names and numbers are the interoperability facts; nothing here is
 //! copied from XLA's sources). Enumerations are kept as `i32` (the wire
-//! form); their values are named in [`super::enums`].
+//! form); their names are decoded and printed by [`crate::attrs::xla`].
 //!
 //! Invariants: every message also implements [`Fields`], the table of its
 //! field numbers and message-typed children, generated from the same
 //! declaration as the struct, so the unknown-field walk
-//! ([`super::unknown_fields`]) and the decoder cannot disagree. Maps are
+//! ([`crate::proto::walk`]) and the decoder cannot disagree. Maps are
 //! `BTreeMap`s so encoding is deterministic.
 
 use std::collections::BTreeMap;
 
-use super::Fields;
+/// A message's field table: the name and, when message-typed, the child
+/// message of each field number it declares (generated with the message).
+/// The proto layer walks the wire format with it ([`crate::proto::walk`]).
+pub trait Fields {
+    const NAME: &'static str;
+    /// Field `tag`'s name and, for a message-typed field, `V::child` of the
+    /// child message's type; `None` for a number the message does not declare.
+    fn field<V: ChildOf>(tag: u32) -> Option<(&'static str, Option<V::Out>)>;
+}
+
+/// What a [`Fields`] table gives for a message-typed field: a value made
+/// from the child message's type (the proto layer's walker or scanner).
+pub trait ChildOf {
+    type Out;
+    fn child<C: Fields>() -> Self::Out;
+}
+
+/// `xla.PrimitiveType`'s numbers for a tuple shape and a buffer shape.
+pub const TUPLE_TYPE: i32 = 13;
+pub const BUFFER_TYPE: i32 = 34;
 
 /// Declares prost messages and their [`Fields`] tables from one list.
 /// Each field: `TAG name: RustType = (prost kind...) [=> ChildMessage];`.
@@ -31,25 +50,17 @@ macro_rules! messages {
             }
             impl Fields for $name {
                 const NAME: &'static str = stringify!($name);
-                fn field(tag: u32) -> Option<(&'static str, Option<super::Walker>)> {
+                fn field<V: ChildOf>(tag: u32) -> Option<(&'static str, Option<V::Out>)> {
                     match tag {
-                        $( $tag => Some((stringify!($field), messages!(@child $($child)?))), )*
-                        _ => None,
-                    }
-                }
-                fn scan_child(tag: u32) -> Option<Option<super::Scanner>> {
-                    match tag {
-                        $( $tag => Some(messages!(@scan $($child)?)), )*
+                        $( $tag => Some((stringify!($field), messages!(@child V $($child)?))), )*
                         _ => None,
                     }
                 }
             }
         )*
     };
-    (@child) => { None };
-    (@child $c:ty) => { Some(super::walk::<$c> as super::Walker) };
-    (@scan) => { None };
-    (@scan $c:ty) => { Some(super::scan::<$c> as super::Scanner) };
+    (@child $v:ident) => { None };
+    (@child $v:ident $c:ty) => { Some($v::child::<$c>()) };
 }
 
 messages! {
@@ -550,15 +561,12 @@ pub struct ScalarMapEntry;
 
 impl Fields for ScalarMapEntry {
     const NAME: &'static str = "MapEntry";
-    fn field(tag: u32) -> Option<(&'static str, Option<super::Walker>)> {
+    fn field<V: ChildOf>(tag: u32) -> Option<(&'static str, Option<V::Out>)> {
         match tag {
             1 => Some(("key", None)),
             2 => Some(("value", None)),
             _ => None,
         }
-    }
-    fn scan_child(tag: u32) -> Option<Option<super::Scanner>> {
-        matches!(tag, 1 | 2).then_some(None)
     }
 }
 
@@ -568,20 +576,10 @@ pub struct SequenceMapEntry;
 
 impl Fields for SequenceMapEntry {
     const NAME: &'static str = "SequencesEntry";
-    fn field(tag: u32) -> Option<(&'static str, Option<super::Walker>)> {
+    fn field<V: ChildOf>(tag: u32) -> Option<(&'static str, Option<V::Out>)> {
         match tag {
             1 => Some(("key", None)),
-            2 => Some((
-                "value",
-                Some(super::walk::<InstructionSequence> as super::Walker),
-            )),
-            _ => None,
-        }
-    }
-    fn scan_child(tag: u32) -> Option<Option<super::Scanner>> {
-        match tag {
-            1 => Some(None),
-            2 => Some(Some(super::scan::<InstructionSequence> as super::Scanner)),
+            2 => Some(("value", Some(V::child::<InstructionSequence>()))),
             _ => None,
         }
     }
