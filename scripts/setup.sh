@@ -61,6 +61,45 @@ ensure_venv() {
   .venv/bin/python -m pip install --quiet --disable-pip-version-check "${args[@]}"
 }
 
+# A Python >= 3.12 (the newest jaxlib needs one; Debian 12's is 3.11): the
+# first that works of python3.12 on PATH, pyenv's 3.12 builds, then the
+# same for 3.13 (the machine image ships pyenv builds of both under
+# ~/.pyenv/versions). Prints its path.
+find_python_next() {
+  local c
+  for c in python3.12 "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.12*/bin/python3 \
+      python3.13 "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.13*/bin/python3; do
+    if command -v "$c" >/dev/null 2>&1 \
+        && "$c" -c 'import sys, venv, ssl; sys.exit(sys.version_info < (3, 12))' 2>/dev/null; then
+      command -v "$c"
+      return 0
+    fi
+  done
+  return 1
+}
+
+# .venv-next: the newest jaxlib (hlo/conformance/requirements-next.txt), a
+# second XLA judging the generated corpus (docs/jax_gen.md). Without a
+# Python >= 3.12 it is left out with a warning, and the checks that use it
+# record a skip.
+ensure_venv_next() {
+  if [ ! -x .venv-next/bin/python ]; then
+    local py
+    if ! py=$(find_python_next); then
+      echo "warning: no Python >= 3.12 found (python3.12, python3.13, pyenv): the newest-jaxlib checks are skipped" >&2
+      return 0
+    fi
+    echo "creating .venv-next ($py -m venv)" >&2
+    "$py" -m venv .venv-next || { rm -rf .venv-next; return 0; }
+  fi
+  echo "checking .venv-next: pip install -r hlo/conformance/requirements-next.txt" >&2
+  .venv-next/bin/python -m pip install --quiet --disable-pip-version-check \
+    -r hlo/conformance/requirements-next.txt || {
+    echo "warning: could not install the newest jaxlib into .venv-next: its checks are skipped" >&2
+    rm -rf .venv-next
+  }
+}
+
 # The pinned onnxruntime requirement (one source: the training requirements).
 ort_requirement() {
   grep -m1 '^onnxruntime==' costmodel/training/requirements.txt
@@ -80,6 +119,9 @@ ensure_system_packages() {
 use_venv() {
   if [ -x .venv/bin/python ]; then
     export HLO_OPT_PYTHON="$PWD/.venv/bin/python"
+    if [ -x .venv-next/bin/python ]; then
+      export HLO_OPT_PYTHON_NEXT="$PWD/.venv-next/bin/python"
+    fi
     local ort
     ort=$(ls "$PWD"/.venv/lib/python3*/site-packages/onnxruntime/capi/libonnxruntime.so.1.* 2>/dev/null | head -n1 || true)
     if [ -n "$ort" ]; then export ORT_DYLIB_PATH="${ORT_DYLIB_PATH:-$ort}"; fi

@@ -27,6 +27,123 @@ fn print_module_indented(m: &Module, indent: &str) -> String {
     p.out
 }
 
+/// The order [`print_module`] prints `m`'s computations in.
+///
+/// A module read from a proto (every computation has a proto id,
+/// [`Module::comp_proto_id`]) is printed as XLA's `HloModule::ToString`
+/// prints the module it reads from that proto: in XLA's depth-first
+/// call-graph post-order. XLA holds the computations, and each one's
+/// instructions, in the order of their proto ids (`CreateFromProto` sorts
+/// both; an instruction without a proto id, one a pass added, leaves its
+/// computation's own order). Walking the computations so, each one no
+/// instruction calls starts a walk of its instructions: an instruction's
+/// callees (a `while`'s body before its condition, as XLA holds them) go on
+/// a stack last to first, each the first time this walk meets it; the top
+/// of the stack walks its own instructions the same way and is listed when
+/// it has none left; the root is listed after its walk; a computation an
+/// earlier walk listed is not listed again. XLA's text parser numbers the
+/// stack frame tables in the order the text uses them, so only this order
+/// makes XLA read our text of such a module as it reads its own
+/// (`hlo/tests/jax_gen.rs`, the reader direction: the optimized modules
+/// with debug info, whose proto ids put callers before callees).
+///
+/// Any other module is printed in its own order: for text, the text's
+/// order, which XLA's parser keeps too (XLA's own printing reorders it, and
+/// its reading of that renumbers the frame tables differently from its
+/// reading of the original text).
+///
+/// Every computation is listed once; any the walks miss (only a call
+/// cycle, which the verifier rejects, leaves one) follow in the module's
+/// order.
+pub fn computation_print_order(m: &Module) -> Vec<CompId> {
+    use std::collections::{HashMap, HashSet};
+    let mut base: Vec<CompId> = m.computations().collect();
+    if !base.iter().all(|&c| m.comp_proto_id(c).is_some()) {
+        return base;
+    }
+    // A stable sort: equal ids (never in a proto XLA reads) keep their order.
+    base.sort_by_key(|&c| m.comp_proto_id(c));
+    let mut insts_cache: HashMap<CompId, Vec<InstId>> = HashMap::new();
+    let mut insts = |c: CompId| -> Vec<InstId> {
+        insts_cache
+            .entry(c)
+            .or_insert_with(|| {
+                let mut v = m.comp(c).order.clone();
+                if v.iter().all(|&i| m.inst_proto_id(i).is_some()) {
+                    v.sort_by_key(|&i| m.inst_proto_id(i));
+                }
+                v
+            })
+            .clone()
+    };
+    let callees = |i: InstId| -> Vec<CompId> {
+        let inst = m.inst(i);
+        let mut v: Vec<CompId> = inst.called_computations().collect();
+        if inst.opcode == Opcode::While {
+            // XLA holds a while's body before its condition.
+            let body = inst.attr("body");
+            let cond = inst.attr("condition");
+            if let (Some(AttrValue::Comp(b)), Some(AttrValue::Comp(c))) = (body, cond) {
+                v = vec![*b, *c];
+            }
+        }
+        v
+    };
+    let called: HashSet<CompId> = base
+        .iter()
+        .flat_map(|&c| {
+            m.comp(c)
+                .order
+                .iter()
+                .flat_map(|&i| m.inst(i).called_computations())
+        })
+        .collect();
+    let mut listed: HashSet<CompId> = HashSet::with_capacity(base.len());
+    let mut out: Vec<CompId> = Vec::with_capacity(base.len());
+    for &root in &base {
+        if called.contains(&root) {
+            continue;
+        }
+        // This root's walk: (computation, next instruction) on a stack.
+        let mut seen: HashSet<CompId> = HashSet::new();
+        let mut stack: Vec<(CompId, Vec<InstId>, usize)> = Vec::new();
+        let mut push = |stack: &mut Vec<(CompId, Vec<InstId>, usize)>,
+                        cs: Vec<CompId>,
+                        insts: &mut dyn FnMut(CompId) -> Vec<InstId>| {
+            for &c in cs.iter().rev() {
+                if seen.insert(c) {
+                    stack.push((c, insts(c), 0));
+                }
+            }
+        };
+        for i in insts(root) {
+            push(&mut stack, callees(i), &mut insts);
+            while let Some(top) = stack.last_mut() {
+                if top.2 == top.1.len() {
+                    let c = top.0;
+                    stack.pop();
+                    if listed.insert(c) {
+                        out.push(c);
+                    }
+                } else {
+                    let next = top.1[top.2];
+                    top.2 += 1;
+                    push(&mut stack, callees(next), &mut insts);
+                }
+            }
+        }
+        if listed.insert(root) {
+            out.push(root);
+        }
+    }
+    for c in m.computations() {
+        if listed.insert(c) {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// Prints one computation (signature and body).
 pub fn print_computation(m: &Module, c: CompId) -> String {
     let mut p = Printer::new(m);
@@ -306,8 +423,9 @@ impl<'m> Printer<'m> {
                 self.out.push_str("\n\n");
             }
         }
-        let n = m.num_computations();
-        for (k, c) in m.computations().enumerate() {
+        let order = computation_print_order(m);
+        let n = order.len();
+        for (k, c) in order.into_iter().enumerate() {
             self.computation(c);
             if k + 1 < n {
                 self.out.push('\n');

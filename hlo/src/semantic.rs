@@ -78,6 +78,7 @@ pub fn check(m: &Module) -> Check {
     for id in m.all_instructions() {
         let inst = m.inst(id);
         check_attr_values(id, inst)?;
+        check_result_accuracy(id, inst)?;
         check_operand_count(m, id, inst)?;
         check_required_attrs(m, id, inst)?;
         match inst.opcode {
@@ -244,6 +245,61 @@ fn check_attr_values(id: InstId, inst: &Instruction) -> Check {
         r.map_err(|msg| Finding::attr(id, key, msg))?;
     }
     Ok(())
+}
+
+/// Whether XLA takes `result_accuracy=` on `op`: its unary transcendental
+/// ops. XLA's text parser refuses the attribute on any other op
+/// (`unexpected attribute "result_accuracy"`, its parser test
+/// `TranscendentalAccuracyInvalidOp`) and its proto reader drops it there.
+/// The list is jaxlib 0.10.2's: every unary and binary opcode was tried
+/// with `result_accuracy={mode=highest}`, these were taken.
+pub(crate) fn takes_result_accuracy(op: Opcode) -> bool {
+    use Opcode::*;
+    matches!(
+        op,
+        Acos | Acosh
+            | Asin
+            | Asinh
+            | Atanh
+            | Cbrt
+            | Cosine
+            | Cosh
+            | Erf
+            | Exponential
+            | ExponentialMinusOne
+            | Log
+            | LogPlusOne
+            | Logistic
+            | Rsqrt
+            | Sine
+            | Sinh
+            | Sqrt
+            | Tan
+            | Tanh
+    )
+}
+
+/// `result_accuracy=` only on an op that takes it ([`takes_result_accuracy`]).
+/// An async op's attributes belong to the op it wraps (its opcode is that
+/// op's), so async ops are left to the wrapped op's own rules.
+fn check_result_accuracy(id: InstId, inst: &Instruction) -> Check {
+    if inst.attr("result_accuracy").is_none()
+        || takes_result_accuracy(inst.opcode)
+        || matches!(
+            inst.opcode,
+            Opcode::AsyncStart | Opcode::AsyncUpdate | Opcode::AsyncDone
+        )
+    {
+        return Ok(());
+    }
+    Err(Finding::attr(
+        id,
+        "result_accuracy",
+        format!(
+            "unexpected attribute \"result_accuracy\": `{}` does not take a result accuracy (only unary transcendental ops do: exponential, log, sqrt, rsqrt, cbrt, tanh, sine, cosine, tan, erf, logistic, ...)",
+            inst.opcode.name()
+        ),
+    ))
 }
 
 // ---------------------------------------------------------------------------

@@ -1963,7 +1963,11 @@ impl<'p> Reader<'p> {
             ));
         }
         if let Some(r) = &i.result_accuracy {
-            if let Some(r) = ax::result_accuracy_from_proto(r).map_err(ebad)? {
+            if !crate::semantic::takes_result_accuracy(op) {
+                // XLA's proto reader sets it only on the ops its text parser
+                // takes it on, and drops it elsewhere: reported, not kept.
+                self.ignore(format!("{path}.result_accuracy"));
+            } else if let Some(r) = ax::result_accuracy_from_proto(r).map_err(ebad)? {
                 a.push(Field::Typed(
                     "result_accuracy",
                     AttrValue::ResultAccuracy(Box::new(r)),
