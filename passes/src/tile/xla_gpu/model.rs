@@ -206,27 +206,18 @@ fn choose_among<'a>(
 ) -> Option<(TritonConfig, &'a Record)> {
     let nb = neighbours(records, k, f, skip_program);
     let nearest = *nb.first()?;
-    let mut best: Option<(f64, TritonConfig)> = None;
-    for (c, _) in &nearest.triton {
-        let mut sum = 0.0;
-        for r in &nb {
-            let b = r.best_triton_ns().unwrap_or(1).max(1) as f64;
-            sum += match r.time_of(c) {
-                Some(t) => (t.max(1) as f64 / b).ln(),
-                None => MISSING_PENALTY,
-            };
-        }
-        let score = sum / nb.len() as f64;
-        if best.is_none_or(|(s, bc)| score < s || (score == s && *c < bc)) {
-            best = Some((score, *c));
-        }
-    }
-    best.map(|(_, c)| (c, nearest))
+    rank_by_neighbours(&nb).first().map(|&c| (c, nearest))
 }
 
 /// Ranked configs for a record (best first), for top-5.
 fn ranked(records: &[Record], k: usize, f: &[f64; 5], skip: Option<&str>) -> Vec<TritonConfig> {
-    let nb = neighbours(records, k, f, skip);
+    rank_by_neighbours(&neighbours(records, k, f, skip))
+}
+
+/// The configs measured on the nearest neighbour, best first: least summed
+/// log-slowdown over the neighbours (`MISSING_PENALTY` where one never
+/// measured it), ties by config order.
+fn rank_by_neighbours(nb: &[&Record]) -> Vec<TritonConfig> {
     let Some(nearest) = nb.first() else {
         return Vec::new();
     };
