@@ -1994,23 +1994,6 @@ pub fn result_accuracy(text: &str) -> R<xla::ResultAccuracy> {
     Ok(r)
 }
 
-#[cfg(test)]
-#[test]
-fn result_accuracy_modes_are_case_insensitive() {
-    assert_eq!(
-        result_accuracy("{mode=DEFAULT}").map(|r| r.mode),
-        Ok(Some(0))
-    );
-    assert_eq!(
-        result_accuracy("{mode=highest}").map(|r| r.mode),
-        Ok(Some(1))
-    );
-    assert!(
-        result_accuracy("{tolerance={atol=0,rtol=0,ulps=10}}").is_ok_and(|r| r.tolerance.is_some())
-    );
-    assert!(result_accuracy("{mode=high}").is_err());
-}
-
 /// Result accuracy modes (`ResultAccuracy::Mode`, by number), matched
 /// case-insensitively as XLA does.
 pub const RESULT_ACCURACY_MODES: [&str; 3] = ["default", "highest", "tolerance"];
@@ -2310,131 +2293,6 @@ pub fn write_stack_frame_index(sf: &xla::StackFrameIndexProto, o: &mut String) {
             i64::from(f.parent_frame_id) + 1
         );
     });
-}
-
-#[cfg(test)]
-#[allow(clippy::unwrap_used)]
-mod tests {
-    use super::*;
-
-    /// A sharding read from a proto is what its text reads back as: the
-    /// writer and the text decoder agree on every field text carries.
-    #[test]
-    fn sharding_from_proto_reads_back_from_its_text() {
-        use sharding_type::*;
-        let md = xla::OpMetadata {
-            op_name: "a\"b".into(),
-            size_of_generated_code_in_bytes: 7,
-            ..Default::default()
-        };
-        let cases = [
-            xla::OpSharding {
-                r#type: OTHER,
-                tile_assignment_dimensions: vec![2, 1, 2],
-                iota_reshape_dims: vec![4],
-                ..Default::default()
-            },
-            xla::OpSharding {
-                r#type: OTHER,
-                tile_assignment_dimensions: vec![2, 2],
-                iota_reshape_dims: vec![2, 2],
-                iota_transpose_perm: vec![1, 0],
-                last_tile_dims: vec![MANUAL, REPLICATED],
-                is_shard_group: true,
-                shard_group_id: 4,
-                shard_group_type: 1,
-                ..Default::default()
-            },
-            xla::OpSharding {
-                r#type: TUPLE,
-                tuple_shardings: vec![
-                    xla::OpSharding {
-                        r#type: MAXIMAL,
-                        tile_assignment_devices: vec![3],
-                        metadata: vec![md.clone(), md.clone()],
-                        ..Default::default()
-                    },
-                    xla::OpSharding {
-                        r#type: OTHER,
-                        tile_assignment_dimensions: vec![1, 2],
-                        tile_assignment_devices: vec![1, 0],
-                        replicate_on_last_tile_dim: true,
-                        metadata: vec![md],
-                        ..Default::default()
-                    },
-                ],
-                ..Default::default()
-            },
-            xla::OpSharding::default(),
-        ];
-        for s in &cases {
-            let typed = sharding_from_proto(s).unwrap();
-            let mut text = String::new();
-            write_sharding(&typed, &mut text);
-            assert_eq!(sharding(&text).unwrap(), typed, "{text}");
-        }
-        let axis = |k: i64| xla::AxisRefProto {
-            mesh_axis_index: k,
-            sub_axis_info: None,
-        };
-        let mut named = xla::OpSharding {
-            named_sharding: Some(xla::NamedShardingProto {
-                mesh: Some(xla::MeshProto {
-                    axes: vec![
-                        xla::MeshAxis {
-                            name: "x".into(),
-                            size: 2,
-                        },
-                        xla::MeshAxis {
-                            name: "y".into(),
-                            size: 4,
-                        },
-                    ],
-                    device_ids: vec![7, 6, 5, 4, 3, 2, 1, 0],
-                    iota_transform: None,
-                }),
-                dim_shardings: vec![
-                    xla::DimensionSharding {
-                        axes: vec![xla::AxisRefProto {
-                            mesh_axis_index: 1,
-                            sub_axis_info: Some(xla::SubAxis {
-                                pre_size: 1,
-                                size: 2,
-                            }),
-                        }],
-                        is_closed: false,
-                    },
-                    xla::DimensionSharding {
-                        axes: vec![],
-                        is_closed: true,
-                    },
-                ],
-                replicated_axes: vec![axis(0)],
-                ..Default::default()
-            }),
-            ..Default::default()
-        };
-        let typed = sharding_from_proto(&named).unwrap();
-        let mut text = String::new();
-        write_sharding(&typed, &mut text);
-        assert_eq!(
-            text,
-            "{mesh['x'=2,'y'=4], device_ids=(7,6,5,4,3,2,1,0), [{'y':(1)2, ?}, {}], replicated={'x'}}"
-        );
-        assert_eq!(sharding(&text).unwrap(), typed, "{text}");
-        if let Some(n) = &mut named.named_sharding {
-            n.unreduced_axes = vec![axis(2)];
-        }
-        assert!(
-            sharding_from_proto(&named).is_err(),
-            "an axis outside the mesh"
-        );
-        let bad_type = xla::OpSharding {
-            r#type: 42,
-            ..Default::default()
-        };
-        assert!(sharding_from_proto(&bad_type).is_err());
-    }
 }
 
 /// Nesting bound of an `origin=` tree (as deep as a shape may nest).
@@ -2829,4 +2687,144 @@ pub fn write_sparsity_config(s: &xla::SparsityConfig, o: &mut String) {
         }
     }
     o.push('}');
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn result_accuracy_modes_are_case_insensitive() {
+        assert_eq!(
+            result_accuracy("{mode=DEFAULT}").map(|r| r.mode),
+            Ok(Some(0))
+        );
+        assert_eq!(
+            result_accuracy("{mode=highest}").map(|r| r.mode),
+            Ok(Some(1))
+        );
+        assert!(result_accuracy("{tolerance={atol=0,rtol=0,ulps=10}}")
+            .is_ok_and(|r| r.tolerance.is_some()));
+        assert!(result_accuracy("{mode=high}").is_err());
+    }
+
+    /// A sharding read from a proto is what its text reads back as: the
+    /// writer and the text decoder agree on every field text carries.
+    #[test]
+    fn sharding_from_proto_reads_back_from_its_text() {
+        use sharding_type::*;
+        let md = xla::OpMetadata {
+            op_name: "a\"b".into(),
+            size_of_generated_code_in_bytes: 7,
+            ..Default::default()
+        };
+        let cases = [
+            xla::OpSharding {
+                r#type: OTHER,
+                tile_assignment_dimensions: vec![2, 1, 2],
+                iota_reshape_dims: vec![4],
+                ..Default::default()
+            },
+            xla::OpSharding {
+                r#type: OTHER,
+                tile_assignment_dimensions: vec![2, 2],
+                iota_reshape_dims: vec![2, 2],
+                iota_transpose_perm: vec![1, 0],
+                last_tile_dims: vec![MANUAL, REPLICATED],
+                is_shard_group: true,
+                shard_group_id: 4,
+                shard_group_type: 1,
+                ..Default::default()
+            },
+            xla::OpSharding {
+                r#type: TUPLE,
+                tuple_shardings: vec![
+                    xla::OpSharding {
+                        r#type: MAXIMAL,
+                        tile_assignment_devices: vec![3],
+                        metadata: vec![md.clone(), md.clone()],
+                        ..Default::default()
+                    },
+                    xla::OpSharding {
+                        r#type: OTHER,
+                        tile_assignment_dimensions: vec![1, 2],
+                        tile_assignment_devices: vec![1, 0],
+                        replicate_on_last_tile_dim: true,
+                        metadata: vec![md],
+                        ..Default::default()
+                    },
+                ],
+                ..Default::default()
+            },
+            xla::OpSharding::default(),
+        ];
+        for s in &cases {
+            let typed = sharding_from_proto(s).unwrap();
+            let mut text = String::new();
+            write_sharding(&typed, &mut text);
+            assert_eq!(sharding(&text).unwrap(), typed, "{text}");
+        }
+        let axis = |k: i64| xla::AxisRefProto {
+            mesh_axis_index: k,
+            sub_axis_info: None,
+        };
+        let mut named = xla::OpSharding {
+            named_sharding: Some(xla::NamedShardingProto {
+                mesh: Some(xla::MeshProto {
+                    axes: vec![
+                        xla::MeshAxis {
+                            name: "x".into(),
+                            size: 2,
+                        },
+                        xla::MeshAxis {
+                            name: "y".into(),
+                            size: 4,
+                        },
+                    ],
+                    device_ids: vec![7, 6, 5, 4, 3, 2, 1, 0],
+                    iota_transform: None,
+                }),
+                dim_shardings: vec![
+                    xla::DimensionSharding {
+                        axes: vec![xla::AxisRefProto {
+                            mesh_axis_index: 1,
+                            sub_axis_info: Some(xla::SubAxis {
+                                pre_size: 1,
+                                size: 2,
+                            }),
+                        }],
+                        is_closed: false,
+                    },
+                    xla::DimensionSharding {
+                        axes: vec![],
+                        is_closed: true,
+                    },
+                ],
+                replicated_axes: vec![axis(0)],
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let typed = sharding_from_proto(&named).unwrap();
+        let mut text = String::new();
+        write_sharding(&typed, &mut text);
+        assert_eq!(
+            text,
+            "{mesh['x'=2,'y'=4], device_ids=(7,6,5,4,3,2,1,0), [{'y':(1)2, ?}, {}], replicated={'x'}}"
+        );
+        assert_eq!(sharding(&text).unwrap(), typed, "{text}");
+        if let Some(n) = &mut named.named_sharding {
+            n.unreduced_axes = vec![axis(2)];
+        }
+        assert!(
+            sharding_from_proto(&named).is_err(),
+            "an axis outside the mesh"
+        );
+        let bad_type = xla::OpSharding {
+            r#type: 42,
+            ..Default::default()
+        };
+        assert!(sharding_from_proto(&bad_type).is_err());
+    }
 }
