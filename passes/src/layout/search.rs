@@ -1520,9 +1520,20 @@ mod tests {
         // 3 (1 + 60 + 1,650 + 27,500 configurations) is beyond the budgets.
         let sizes = vec![6; 12];
         let default = vec![2u16; 12];
-        let keeps = |alone: f32, base: f32| base - alone >= 3.0;
+        // A gain of 3 is kept; so, with `band`, only up to 6: then the best
+        // single changes (gaining up to 10) score below every combination
+        // of kept ones, and must not be chosen.
+        let plain = |alone: f32, base: f32| base - alone >= 3.0;
+        let band = |alone: f32, base: f32| (3.0..6.0).contains(&(base - alone));
         let mut genetic = 0;
-        for (budget, synergy) in [(400, 0.0), (400, 20.0), (2000, 20.0), (80, 20.0)] {
+        for (budget, synergy, name, keeps) in [
+            (400, 0.0, "gain 3", &plain as &dyn Fn(f32, f32) -> bool),
+            (400, 20.0, "gain 3", &plain),
+            (2000, 20.0, "gain 3", &plain),
+            (80, 20.0, "gain 3", &plain),
+            (400, 0.0, "gain 3 to 6", &band),
+            (80, 0.0, "gain 3 to 6", &band),
+        ] {
             let mut f = Exact {
                 inner: additive(&sizes),
                 synergy,
@@ -1532,10 +1543,10 @@ mod tests {
             };
             let region = Region {
                 radius: Some(3),
-                keeps: Some(&keeps),
+                keeps: Some(keeps),
             };
             let out = run(&sizes, &default, &mut f, budget, region);
-            let what = format!("budget {budget}, synergy {synergy}");
+            let what = format!("budget {budget}, synergy {synergy}, kept: {name}");
             assert!(
                 matches!(
                     out.method,
