@@ -275,6 +275,11 @@ type Scored = (Vec<u16>, f32, usize);
 /// A scored single change: node, candidate, score, scoring order.
 type Single = (usize, u16, f32, usize);
 
+/// What the per-change check may take from the search: its single changes
+/// (node, candidate, score; sorted by node and candidate) and the default's
+/// score.
+type Known = (Vec<(usize, u16, f32)>, f32);
+
 struct State<'f> {
     fitness: &'f mut dyn Fitness,
     /// The genome fingerprints are taken against (the compiler default).
@@ -536,7 +541,7 @@ pub fn search_top(
         } else {
             let mut singles: Vec<(usize, u16, f32)> =
                 st.singles.iter().map(|&(j, c, s, _)| (j, c, s)).collect();
-            singles.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+            singles.sort_by_key(|a| (a.0, a.1));
             Some((singles, default_score))
         };
         check_changes(st.fitness, default, keeps, left, batch, known, &mut out)?;
@@ -797,7 +802,7 @@ fn check_changes(
     keeps: &dyn Fn(f32, f32) -> bool,
     left: usize,
     batch: usize,
-    known: Option<(Vec<(usize, u16, f32)>, f32)>,
+    known: Option<Known>,
     out: &mut Outcome,
 ) -> Result<(), PassError> {
     let changed: Vec<usize> = (0..default.len())
