@@ -16,6 +16,11 @@
 //!   once, before the pooling stage (the whole head sums in f32, in another
 //!   order, so the two differ by rounding only; `costmodel/tests/incremental.rs`
 //!   checks it on the test graphs).
+//! - Not batch-relative: a genome's score is `score_pooled` of its own sums,
+//!   and the shipped pooling stage works per configuration, so it gets the
+//!   same bits whatever else is in the call (`passes/tests/layout_incremental.rs`
+//!   checks it on the test modules; the layout search relies on it to
+//!   compare scores across calls without rescoring).
 //! - A genome of the wrong length or with an index past a node's candidates
 //!   is an [`CostModelError::Input`], never a panic.
 //! - Memory: `width` f32 per (node, candidate) plus `width` f64; the model

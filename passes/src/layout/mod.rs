@@ -19,12 +19,14 @@
 //!    compiler default's.
 //!
 //! Scores are model scores (lower = predicted faster; only their order is
-//! meaningful, costmodel/MODEL.md), not runtimes, and they are relative to
-//! the batch they were scored in (the layout model attends across the
-//! configurations of one call): every pair of scores the pass compares or
-//! reports side by side comes from one model call ([`search`] rescores its
-//! finalists together; the per-node lines are scored in one call with the
-//! default and the chosen configuration).
+//! meaningful, costmodel/MODEL.md), not runtimes. Incremental scores (a
+//! model of the node-sum form, the shipped ones) are the same bits in any
+//! model call; the whole head's (`--trust-radius all`, other models) may
+//! depend on the call they were scored in (float rounding; a model that
+//! attends across configurations): then every pair of scores the pass
+//! compares or reports side by side comes from one model call ([`search`]
+//! rescores its finalists together; the per-node lines are scored in one
+//! call with the default and the chosen configuration).
 //!
 //! Invariants: the entry computation's parameter and result layouts never
 //! change; the same module, model and seed give the same output; a module
@@ -157,6 +159,15 @@ impl<'a> ModelFitness<'a> {
 }
 
 impl Fitness for ModelFitness<'_> {
+    /// Incremental scores are not batch-relative: each is `score_pooled` of
+    /// its own node sums, and `head_pool` is per configuration, so a
+    /// configuration gets the same bits in any call
+    /// (`passes/tests/layout_incremental.rs` checks it). The whole head's
+    /// scores differ between calls by float rounding (costmodel
+    /// `onnx_model.rs`), which can reorder near-ties: batch-relative.
+    fn batch_relative(&self) -> bool {
+        self.incremental.is_none()
+    }
     fn score(&mut self, genomes: &[Vec<u16>]) -> Result<Vec<f32>, PassError> {
         if let Some(inc) = &self.incremental {
             self.calls += 1;
@@ -296,7 +307,15 @@ impl Pass for LayoutPass {
         if let Some(b) = &spin {
             b.0.set_message("layout: running the model's encoder on the module");
         }
-        let mut fitness = ModelFitness::new(model, &f, &spaces)?;
+        // `--trust-radius all` keeps the search as it was before incremental
+        // scoring, whole-head scores included: the incremental sums round
+        // differently, and the unbounded genetic search follows another path
+        // from the first near-tie they reorder (docs/benchmarks.md, 28 Nov).
+        let mut fitness = if cx.options.trust_radius.is_none() {
+            ModelFitness::whole(model, &f, &spaces)?
+        } else {
+            ModelFitness::new(model, &f, &spaces)?
+        };
         drop(spin);
 
         let budget = cx.options.budget;
@@ -336,12 +355,7 @@ impl Pass for LayoutPass {
             cx.options.trust_radius.is_some(),
         );
         let calibration = model.log_runtime_per_score();
-        // The per-change check's scores, in the order the search asks: each
-        // change of its best alone against the default, by node (the report
-        // shows each reverted change's own prediction).
-        let checked_alone: std::cell::RefCell<Vec<(f32, f32)>> = Default::default();
         let keeps = |alone: f32, base: f32| {
-            checked_alone.borrow_mut().push((alone, base));
             let g = gain_pct(alone, base, calibration);
             g > 0.0 && g >= floor.pct
         };
@@ -603,7 +617,6 @@ impl Pass for LayoutPass {
             .zip(&before)
             .map(|(s, b)| node_layouts(m, s) != *b)
             .collect();
-        let checked_alone = checked_alone.into_inner();
         report(
             m,
             cx,
@@ -617,7 +630,7 @@ impl Pass for LayoutPass {
                 default: &default,
                 batch,
                 floor,
-                checked_alone: &checked_alone,
+                checked_alone: &outcome.checked_alone,
                 measurement: measurement.as_ref(),
                 measured: measured_record,
                 model: ModelInfo {
@@ -997,8 +1010,9 @@ fn report(
     ));
 
     // What was considered: each change of the search's best, alone against
-    // the default in one model call (the per-change check's own calls for
-    // the changes it reverted; one more call for the others, --explain only).
+    // the default (the per-change check's scores, comparable with the
+    // default's: from one call, or not batch-relative; one more call for
+    // changes the check did not score, --explain only).
     let reverted: Vec<usize> = o.reverted.clone();
     let mut considered: Vec<usize> = (0..spaces.len())
         .filter(|&j| o.best[j] != default[j])
@@ -1072,7 +1086,7 @@ fn report(
     }
     if !considered.is_empty() {
         lines.push(format!(
-            "layout: considered: the search's best configuration changes {} of the {} nodes; each change alone, scored with the compiler default in one model call:",
+            "layout: considered: the search's best configuration changes {} of the {} nodes; each change alone against the compiler default:",
             considered.len(),
             spaces.len()
         ));

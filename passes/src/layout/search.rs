@@ -2,44 +2,67 @@
 //! the cost model as fitness, scoring candidates in batches.
 //!
 //! A configuration is a *genome*: one candidate index per configurable node.
-//! - exhaustive enumeration (mixed radix, node 0 most significant) when the
-//!   product space fits in the budget;
-//! - otherwise a batched neighbourhood sweep around the compiler default
-//!   (every single-node change, then their per-node best combined), which
-//!   seeds a genetic search (tournament selection, uniform crossover,
-//!   per-gene mutation, elitist replacement), as XLA's autotuner seeds its
-//!   search with the compiler default.
-//!
 //! The search stays inside a *trust region* ([`Region`]): configurations
 //! that change at most `radius` configurable nodes from the compiler default
 //! (the neighbourhood a model's training configurations cover: TpuGraphs'
 //! "default" collection and `hlo-cost collect`'s near-default samples change
-//! 1-3 nodes), exhaustively when the region fits in the budget, else every
-//! genome the genetic search makes is projected back into it. Then, with a
-//! per-change check ([`Region::keeps`]), each change of the chosen
-//! configuration must on its own, against the default in one model call, be
-//! a gain the model can resolve; the others are reverted (no change rides
-//! along with another one).
+//! 1-3 nodes); with a per-change check ([`Region::keeps`]) each change of
+//! the chosen configuration must on its own, against the default, be a gain
+//! the model can resolve; the others are reverted (no change rides along
+//! with another one). How it searches:
+//! - the whole region (mixed radix, node 0 most significant; within a
+//!   radius, every set of at most `radius` nodes) when it fits in the
+//!   budget;
+//! - otherwise, with a radius, *the trust region as it is*
+//!   ([`combinations`]), when every single-node change fits in the budget:
+//!   every single change is scored (these are also the per-change check's
+//!   scores). A configuration that survives the check consists only of
+//!   changes that each gain on their own (are kept by `keeps`; without a
+//!   check: score below the default), so the search goes on over the
+//!   combinations of up to `radius` gaining single changes on distinct
+//!   nodes: all of them when their count fits in what is left of the
+//!   budget, else a genetic search over sets of gaining changes, seeded
+//!   with the best singles and their greedy combinations. Its best is the
+//!   best of the default and those combinations; when no single change
+//!   gains, the best single change, which the check then reverts (so the
+//!   report says what the best change predicted);
+//! - otherwise (no radius, or more single changes than the budget: the Gemma
+//!   4 2B module has 264,054) a batched neighbourhood sweep around the
+//!   compiler default when the single changes fit in half the budget (then
+//!   their per-node best combined), which seeds a genetic search
+//!   (tournament selection, uniform crossover, per-gene mutation, elitist
+//!   replacement; as XLA's autotuner seeds its search with the compiler
+//!   default); with a radius every genome it makes is projected back into
+//!   the region (a random `radius` of its changes kept).
 //!
-//! Scores are batch-relative: the layout model attends across the
-//! configurations of one `score` call (costmodel/MODEL.md), so two scores
-//! are only comparable when they come from the same call. The search itself
-//! compares scores from different calls (a heuristic), but the final choice
+//! Scores may be batch-relative ([`Fitness::batch_relative`]): a model that
+//! attends across the configurations of one call, or whose float rounding
+//! depends on the call (the whole layout head: about 1e-6), gives scores
+//! that are only comparable within one call. The search itself compares
+//! scores from different calls (a heuristic), but then the final choice
 //! does not: when the search took more than one call, the best distinct
 //! configurations seen (at most [`FINAL`], the compiler default first, the
 //! search's best always among them) are rescored together in one call, and
 //! the choice and the reported scores ([`Outcome::best_score`],
-//! [`Outcome::default_score`], [`Outcome::ranked`]) all come from that call.
+//! [`Outcome::default_score`], [`Outcome::ranked`]) all come from that call;
+//! the per-change check scores the default, the best and each change alone
+//! in one call. The layout pass's incremental scores
+//! ([`costmodel::incremental::NodeSumScorer`]) are not batch-relative: a
+//! configuration gets the same bits in any call. Then nothing is rescored,
+//! and the check takes each change's score from the search when it scored
+//! that change alone (always, after the first two methods), scoring only
+//! the others and what it leaves.
 //!
 //! Invariants: at most `budget` configurations are scored in all, counting
 //! the final rescoring and the per-change check (parts of the budget are
 //! reserved for them; budgets under 4 reserve none and skip the rescoring,
 //! budgets under 4 x (radius + 4) skip the check unless the search left
 //! enough); no configuration outside the region is scored or chosen; the
-//! default always is scored, even
-//! with a budget of 0; the same sizes, default, fitness and seed give the
-//! same result (ChaCha8 RNG, no hash map iteration, ties broken by
-//! `f32::total_cmp` then first-scored order, the default first).
+//! default always is scored, even with a budget of 0; the same sizes,
+//! default, fitness and seed give the same result (ChaCha8 RNG, no hash map
+//! iteration, ties broken by `f32::total_cmp` then first-scored order, the
+//! default first). The search remembers 16 bytes per configuration scored
+//! and, per single change scored, 24 bytes more.
 
 use std::collections::HashSet;
 
@@ -51,6 +74,14 @@ use crate::PassError;
 /// Scores configurations; lower is predicted faster.
 pub trait Fitness {
     fn score(&mut self, genomes: &[Vec<u16>]) -> Result<Vec<f32>, PassError>;
+    /// Whether a score depends on the other configurations of its call
+    /// (module doc): scores from different calls are then not comparable,
+    /// and the search rescores its finalists, and the per-change check its
+    /// changes, together in one call. `false` only for a fitness whose
+    /// scores are the same bits whatever the call.
+    fn batch_relative(&self) -> bool {
+        true
+    }
 }
 
 /// How the search ran.
@@ -60,6 +91,11 @@ pub enum Method {
     Trivial,
     Exhaustive,
     Genetic,
+    /// The trust region as it is: every single change, then the
+    /// combinations of the gaining ones, all of them.
+    CombinationsExhaustive,
+    /// The same, the combinations searched genetically.
+    CombinationsGenetic,
 }
 
 impl Method {
@@ -68,6 +104,12 @@ impl Method {
             Method::Trivial => "trivial (one configuration)",
             Method::Exhaustive => "exhaustive",
             Method::Genetic => "genetic (seeded with the compiler default)",
+            Method::CombinationsExhaustive => {
+                "trust-region (every single change, then every combination of the gaining ones)"
+            }
+            Method::CombinationsGenetic => {
+                "trust-region (every single change, then a genetic search of the gaining ones' combinations)"
+            }
         }
     }
 }
@@ -94,8 +136,12 @@ pub struct Outcome {
     pub checked: Option<usize>,
     pub reverted: Vec<usize>,
     /// Configurations the per-change check scored (beyond `scored` and
-    /// `rescored`).
+    /// `rescored`; 0 when the search had scored each change alone already
+    /// and the fitness is not batch-relative).
     pub check_scored: usize,
+    /// The per-change check's scores, one per change it checked, in node
+    /// order: (the default with that change alone, the default), comparable.
+    pub checked_alone: Vec<(f32, f32)>,
     /// The best distinct configurations scored, best first (at most `keep`;
     /// scores from the final rescoring when there was one).
     pub ranked: Vec<(Vec<u16>, f32)>,
@@ -226,6 +272,14 @@ fn sip(salt: u8) -> std::hash::SipHasher {
 /// A scored genome: genome, score, scoring order (ties go to the first scored).
 type Scored = (Vec<u16>, f32, usize);
 
+/// A scored single change: node, candidate, score, scoring order.
+type Single = (usize, u16, f32, usize);
+
+/// What the per-change check may take from the search: its single changes
+/// (node, candidate, score; sorted by node and candidate) and the default's
+/// score.
+type Known = (Vec<(usize, u16, f32)>, f32);
+
 struct State<'f> {
     fitness: &'f mut dyn Fitness,
     /// The genome fingerprints are taken against (the compiler default).
@@ -242,6 +296,9 @@ struct State<'f> {
     batch: usize,
     /// Model calls made.
     calls: usize,
+    /// Every single change from `base` scored so far (12 bytes + an index
+    /// each; at most `budget` of them), in scoring order.
+    singles: Vec<Single>,
     progress: &'f mut dyn FnMut(usize),
 }
 
@@ -278,6 +335,9 @@ impl State<'_> {
                 let k = self.scored;
                 self.scored += 1;
                 self.offer(g, s, k);
+                if let Some(j) = single_change(g, self.base) {
+                    self.singles.push((j, g[j], s, k));
+                }
                 out.push((g.clone(), s, k));
             }
             (self.progress)(self.scored);
@@ -302,6 +362,13 @@ impl State<'_> {
             .map(|(g, s, _)| (g.clone(), *s))
             .collect()
     }
+}
+
+/// The node where `g` differs from `base` when that is the only one.
+fn single_change(g: &[u16], base: &[u16]) -> Option<usize> {
+    let mut diff = g.iter().zip(base).enumerate().filter(|(_, (a, b))| a != b);
+    let (j, _) = diff.next()?;
+    diff.next().is_none().then_some(j)
 }
 
 /// Scores `genomes` in one call, checking the count; NaN becomes +inf.
@@ -375,8 +442,14 @@ pub fn search_top(
     // A radius that reaches every node bounds nothing.
     let radius = region.radius.filter(|&r| r < free);
     let region_configs = region_size(sizes, radius);
-    // The finalists are rescored in one call: no more of them than a call holds.
-    let reserve = final_reserve(budget).min(batch);
+    let relative = fitness.batch_relative();
+    // The finalists are rescored in one call (no more of them than a call
+    // holds), when scores from different calls are not comparable.
+    let reserve = if relative {
+        final_reserve(budget).min(batch)
+    } else {
+        0
+    };
     let reserve = if reserve < 2 { 0 } else { reserve };
     // The per-change check scores the default, the best and each of its
     // changes alone, then the configuration it leaves: radius + 4.
@@ -399,10 +472,15 @@ pub fn search_top(
         budget: budget - reserve - check_reserve,
         batch,
         calls: 0,
+        singles: Vec::new(),
         progress,
     };
     let first = st.score(vec![default.to_vec()])?;
     let default_score = first.first().map_or(f32::INFINITY, |x| x.1);
+    let singles_count = sizes
+        .iter()
+        .filter(|&&s| s > 1)
+        .fold(0usize, |n, &s| n.saturating_add(s - 1));
     let method = if region_configs <= 1 {
         Method::Trivial
     } else if region_configs <= st.budget as u128 {
@@ -411,6 +489,16 @@ pub fn search_top(
             Some(r) => exhaustive_region(&mut st, sizes, default, r)?,
         }
         Method::Exhaustive
+    } else if let Some(r) = radius.filter(|_| singles_count <= st.left()) {
+        combinations(
+            &mut st,
+            sizes,
+            default,
+            default_score,
+            seed,
+            r,
+            region.keeps,
+        )?
     } else {
         genetic(&mut st, sizes, default, default_score, seed, radius)?;
         Method::Genetic
@@ -430,6 +518,7 @@ pub fn search_top(
             checked: None,
             reverted: Vec::new(),
             check_scored: 0,
+            checked_alone: Vec::new(),
             ranked,
         }
     } else {
@@ -445,9 +534,209 @@ pub fn search_top(
     };
     if let Some(keeps) = region.keeps {
         let left = budget.saturating_sub(out.scored + out.rescored);
-        check_changes(st.fitness, default, keeps, left, batch, &mut out)?;
+        // Scores from other calls stand for the check's own only when they
+        // are comparable.
+        let known = if relative {
+            None
+        } else {
+            let mut singles: Vec<(usize, u16, f32)> =
+                st.singles.iter().map(|&(j, c, s, _)| (j, c, s)).collect();
+            singles.sort_by_key(|a| (a.0, a.1));
+            Some((singles, default_score))
+        };
+        check_changes(st.fitness, default, keeps, left, batch, known, &mut out)?;
     }
     Ok(out)
+}
+
+/// The trust region as it is (module doc): every single change, then the
+/// combinations of up to `radius` of the gaining ones on distinct nodes:
+/// all of them when they fit in the budget, else a genetic search seeded
+/// with the best singles and their greedy combinations. A single change
+/// gains when `keeps` keeps it against the default (without a check: when
+/// it scores below the default). The search's best is the best of the
+/// default and those combinations; when no single change gains, it is the
+/// best single change (which the per-change check then reverts, and the
+/// report shows).
+fn combinations(
+    st: &mut State<'_>,
+    sizes: &[usize],
+    default: &[u16],
+    base: f32,
+    seed: u64,
+    radius: usize,
+    keeps: Option<&dyn Fn(f32, f32) -> bool>,
+) -> Result<Method, PassError> {
+    // 1. Every single change, in node then candidate order, a call at a time.
+    let mut pending: Vec<Vec<u16>> = Vec::with_capacity(st.batch);
+    for j in (0..sizes.len()).filter(|&j| sizes[j] > 1) {
+        for c in 0..sizes[j] as u16 {
+            if c == default[j] {
+                continue;
+            }
+            let mut g = default.to_vec();
+            g[j] = c;
+            pending.push(g);
+            if pending.len() == st.batch {
+                st.score(std::mem::take(&mut pending))?;
+            }
+        }
+    }
+    st.score(pending)?;
+    let gains = |s: f32| match keeps {
+        Some(k) => k(s, base),
+        None => s < base,
+    };
+    // The gaining singles, best first (ties: first scored).
+    let mut gaining: Vec<Single> = st.singles.iter().copied().filter(|x| gains(x.2)).collect();
+    gaining.sort_by(|a, b| a.2.total_cmp(&b.2).then(a.3.cmp(&b.3)));
+    if gaining.is_empty() {
+        return Ok(Method::CombinationsExhaustive);
+    }
+    // From here on the search ranks only the default and configurations of
+    // gaining changes.
+    st.top.clear();
+    st.offer(default, base, 0);
+    for &(j, c, s, k) in &gaining {
+        let mut g = default.to_vec();
+        g[j] = c;
+        st.offer(&g, s, k);
+    }
+    // Per node with a gaining change, its gaining candidates (node order).
+    let mut nodes: Vec<(usize, Vec<u16>)> = Vec::new();
+    let mut by_node: Vec<(usize, u16)> = gaining.iter().map(|x| (x.0, x.1)).collect();
+    by_node.sort_unstable();
+    for (j, c) in by_node {
+        match nodes.last_mut() {
+            Some((n, cs)) if *n == j => cs.push(c),
+            _ => nodes.push((j, vec![c])),
+        }
+    }
+    let per_node: Vec<usize> = nodes.iter().map(|(_, cs)| cs.len() + 1).collect();
+    // The combinations not scored yet: those of 2 or more changes.
+    let combos = region_size(&per_node, Some(radius)).saturating_sub(1 + gaining.len() as u128);
+    if combos <= st.left() as u128 {
+        fn walk(
+            st: &mut State<'_>,
+            nodes: &[(usize, Vec<u16>)],
+            g: &mut Vec<u16>,
+            from: usize,
+            depth: usize,
+            radius: usize,
+            pending: &mut Vec<Vec<u16>>,
+        ) -> Result<(), PassError> {
+            if depth == radius {
+                return Ok(());
+            }
+            for i in from..nodes.len() {
+                let (j, cs) = &nodes[i];
+                let was = g[*j];
+                for &c in cs {
+                    g[*j] = c;
+                    if depth >= 1 {
+                        pending.push(g.clone());
+                        if pending.len() == st.batch {
+                            st.score(std::mem::take(pending))?;
+                        }
+                    }
+                    walk(st, nodes, g, i + 1, depth + 1, radius, pending)?;
+                }
+                g[*j] = was;
+            }
+            Ok(())
+        }
+        let mut g = default.to_vec();
+        let mut pending = Vec::with_capacity(st.batch);
+        walk(st, &nodes, &mut g, 0, 0, radius, &mut pending)?;
+        st.score(pending)?;
+        return Ok(Method::CombinationsExhaustive);
+    }
+
+    // 2. Genetic search over sets of gaining changes (at most `radius`, on
+    //    distinct nodes), seeded with the best singles (the population) and
+    //    their greedy combinations: the per-node best gaining changes in
+    //    score order, the best 2, 3, ... `radius` of them.
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut greedy: Vec<Vec<u16>> = Vec::new();
+    let mut g = default.to_vec();
+    let mut used = 0;
+    for &(j, c, _, _) in &gaining {
+        if used == radius {
+            break;
+        }
+        if g[j] == default[j] {
+            g[j] = c;
+            used += 1;
+            if used >= 2 {
+                greedy.push(g.clone());
+            }
+        }
+    }
+    st.score(greedy)?;
+    let pop_size = POPULATION.min(st.budget / 4).max(8);
+    let mut pop: Vec<Scored> = Vec::new();
+    refill(&mut pop, st, pop_size);
+    let changes_of = |g: &[u16]| -> Vec<(usize, u16)> {
+        (0..g.len())
+            .filter(|&j| g[j] != default[j])
+            .map(|j| (j, g[j]))
+            .collect()
+    };
+    let mut stale = 0;
+    while st.left() > 0 && stale < 8 {
+        let mut children: Vec<Vec<u16>> = Vec::new();
+        let mut child_keys: HashSet<u128> = HashSet::new();
+        let want = pop_size.min(st.left());
+        let mut tries = 0;
+        while children.len() < want && tries < want * 8 {
+            tries += 1;
+            let a = tournament(&pop, &mut rng);
+            let b = tournament(&pop, &mut rng);
+            // Crossover: each parent's changes, taken with probability 1/2
+            // (a node both change takes one of the two).
+            let mut g = default.to_vec();
+            for (j, c) in changes_of(&pop[a].0)
+                .into_iter()
+                .chain(changes_of(&pop[b].0))
+            {
+                if rng.gen_bool(0.5) {
+                    g[j] = c;
+                }
+            }
+            let mut extra = 0;
+            // Mutation (always once, more while the child is not new): a
+            // random gaining change in, or one of the child's out.
+            let k = loop {
+                let changed = distance(&g, default);
+                if changed > 0 && (changed >= radius || rng.gen_bool(0.25)) {
+                    let out = changes_of(&g);
+                    let (j, _) = out[rng.gen_range(0..out.len())];
+                    g[j] = default[j];
+                } else {
+                    let (j, c, _, _) = gaining[rng.gen_range(0..gaining.len())];
+                    g[j] = c;
+                }
+                project(&mut g, default, Some(radius), &mut rng);
+                let k = st.fingerprint(&g);
+                extra += 1;
+                if !(st.seen.contains(&k) || child_keys.contains(&k)) || extra > 4 {
+                    break k;
+                }
+            };
+            if !st.seen.contains(&k) && child_keys.insert(k) {
+                children.push(g);
+            }
+        }
+        if children.is_empty() {
+            stale += 1;
+            continue;
+        }
+        stale = 0;
+        pop.extend(st.score(children)?);
+        pop.sort_by(|x, y| x.1.total_cmp(&y.1).then(x.2.cmp(&y.2)));
+        pop.truncate(pop_size);
+    }
+    Ok(Method::CombinationsGenetic)
 }
 
 /// Scores the finalists (the default first, then the best distinct
@@ -493,6 +782,7 @@ fn rescore_finalists(
         checked: None,
         reverted: Vec::new(),
         check_scored: 0,
+        checked_alone: Vec::new(),
         ranked,
     })
 }
@@ -500,36 +790,81 @@ fn rescore_finalists(
 /// The per-change check (module doc): scores, in one call, the default, the
 /// best and the default with each change of the best alone; reverts the
 /// changes `keeps` refuses; when some changes stay and some go, scores what
-/// is left against the default in a second call. Runs only when its
-/// configurations fit in `left` and in one call; otherwise leaves `out` as
-/// it is (`checked` stays `None`).
+/// is left against the default in a second call. With `known` (the single
+/// changes the search scored, sorted by node and candidate, and the
+/// default's score: a fitness that is not batch-relative), the changes the
+/// search scored alone are not scored again, nor the default, and what is
+/// left is scored alone. Runs only when its configurations fit in `left`
+/// and in one call; otherwise leaves `out` as it is (`checked` stays `None`).
 fn check_changes(
     fitness: &mut dyn Fitness,
     default: &[u16],
     keeps: &dyn Fn(f32, f32) -> bool,
     left: usize,
     batch: usize,
+    known: Option<Known>,
     out: &mut Outcome,
 ) -> Result<(), PassError> {
     let changed: Vec<usize> = (0..default.len())
         .filter(|&j| out.best[j] != default[j])
         .collect();
-    if changed.is_empty() || changed.len() + 4 > left || changed.len() + 2 > batch {
+    if changed.is_empty() {
         return Ok(());
     }
-    let mut genomes = vec![default.to_vec(), out.best.clone()];
-    for &j in &changed {
+    let only = |j: usize| {
         let mut g = default.to_vec();
         g[j] = out.best[j];
-        genomes.push(g);
-    }
-    let scores = score_checked(fitness, &genomes)?;
-    out.check_scored = genomes.len();
+        g
+    };
+    let (alone, d, b, scored): (Vec<f32>, f32, f32, usize) = match &known {
+        Some((singles, d)) => {
+            let find = |j: usize| {
+                singles
+                    .binary_search_by(|x| (x.0, x.1).cmp(&(j, out.best[j])))
+                    .ok()
+                    .map(|i| singles[i].2)
+            };
+            let missing: Vec<usize> = changed
+                .iter()
+                .copied()
+                .filter(|&j| find(j).is_none())
+                .collect();
+            if missing.len() + 1 > left || missing.len() > batch {
+                return Ok(());
+            }
+            let fresh = if missing.is_empty() {
+                Vec::new()
+            } else {
+                score_checked(
+                    fitness,
+                    &missing.iter().map(|&j| only(j)).collect::<Vec<_>>(),
+                )?
+            };
+            let alone = changed
+                .iter()
+                .map(|&j| match find(j) {
+                    Some(s) => s,
+                    None => fresh[missing.iter().position(|&m| m == j).unwrap_or(0)],
+                })
+                .collect();
+            (alone, *d, out.best_score, missing.len())
+        }
+        None => {
+            if changed.len() + 4 > left || changed.len() + 2 > batch {
+                return Ok(());
+            }
+            let mut genomes = vec![default.to_vec(), out.best.clone()];
+            genomes.extend(changed.iter().map(|&j| only(j)));
+            let scores = score_checked(fitness, &genomes)?;
+            (scores[2..].to_vec(), scores[0], scores[1], genomes.len())
+        }
+    };
+    out.check_scored = scored;
     out.checked = Some(changed.len());
-    let (d, b) = (scores[0], scores[1]);
+    out.checked_alone = alone.iter().map(|&a| (a, d)).collect();
     let mut kept = default.to_vec();
-    for (k, &j) in changed.iter().enumerate() {
-        if keeps(scores[k + 2], d) {
+    for (&j, &a) in changed.iter().zip(&alone) {
+        if keeps(a, d) {
             kept[j] = out.best[j];
         } else {
             out.reverted.push(j);
@@ -539,6 +874,10 @@ fn check_changes(
         (b, d)
     } else if kept == default {
         (d, d)
+    } else if known.is_some() {
+        let s = score_checked(fitness, std::slice::from_ref(&kept))?;
+        out.check_scored += 1;
+        (s[0], d)
     } else {
         let s = score_checked(fitness, &[default.to_vec(), kept.clone()])?;
         out.check_scored += 2;
@@ -982,10 +1321,19 @@ mod tests {
     fn no_configuration_outside_the_radius_is_scored_or_chosen() {
         let sizes = vec![8; 40];
         let default = vec![0u16; 40];
-        for radius in [2, 3, 5] {
+        // 280 single changes: searched as they are within 3,000, the
+        // projected genetic search within 200.
+        for (radius, budget, method) in [
+            (2, 3000, Method::CombinationsGenetic),
+            (3, 3000, Method::CombinationsGenetic),
+            (5, 3000, Method::CombinationsGenetic),
+            (2, 200, Method::Genetic),
+            (3, 200, Method::Genetic),
+            (5, 200, Method::Genetic),
+        ] {
             let mut f = farthest(&sizes, &default);
-            let out = run(&sizes, &default, &mut f, 3000, within(radius));
-            assert_eq!(out.method, Method::Genetic);
+            let out = run(&sizes, &default, &mut f, budget, within(radius));
+            assert_eq!(out.method, method, "radius {radius}, budget {budget}");
             assert!(
                 f.farthest <= radius,
                 "radius {radius}: scored one {} away",
@@ -1105,6 +1453,175 @@ mod tests {
             assert!(f.configs <= budget, "budget {budget}: scored {}", f.configs);
             assert_eq!(f.configs, out.scored + out.rescored + out.check_scored);
             assert!(f.farthest <= 3);
+        }
+    }
+
+    /// A fitness that is not batch-relative (its scores are the same bits in
+    /// any call): [`Additive`] plus a synergy, `-synergy` when nodes 0 and 1
+    /// both change (so that a change gaining little alone rides along with
+    /// another one in the region's best), counting configurations.
+    struct Exact {
+        inner: Additive,
+        synergy: f32,
+        default: Vec<u16>,
+        farthest: usize,
+        configs: usize,
+    }
+    impl Exact {
+        fn of(&self, g: &[u16]) -> f32 {
+            let both = g[0] != self.default[0] && g[1] != self.default[1];
+            let s: f32 = g
+                .iter()
+                .enumerate()
+                .map(|(j, &c)| self.inner.weights[j][c as usize])
+                .sum();
+            if both {
+                s - self.synergy
+            } else {
+                s
+            }
+        }
+    }
+    impl Fitness for Exact {
+        fn score(&mut self, genomes: &[Vec<u16>]) -> Result<Vec<f32>, PassError> {
+            self.configs += genomes.len();
+            for g in genomes {
+                self.farthest = self.farthest.max(distance(g, &self.default));
+            }
+            Ok(genomes.iter().map(|g| self.of(g)).collect())
+        }
+        fn batch_relative(&self) -> bool {
+            false
+        }
+    }
+
+    /// Every configuration within `radius` of `default` (brute force).
+    fn all_within(sizes: &[usize], default: &[u16], radius: usize) -> Vec<Vec<u16>> {
+        let mut out = vec![default.to_vec()];
+        let mut frontier = vec![default.to_vec()];
+        for _ in 0..radius {
+            let mut next = Vec::new();
+            for g in &frontier {
+                let last = (0..g.len()).rev().find(|&j| g[j] != default[j]);
+                for j in last.map_or(0, |l| l + 1)..g.len() {
+                    for c in 0..sizes[j] as u16 {
+                        if c != default[j] {
+                            let mut h = g.clone();
+                            h[j] = c;
+                            next.push(h);
+                        }
+                    }
+                }
+            }
+            out.extend(next.iter().cloned());
+            frontier = next;
+        }
+        out
+    }
+
+    #[test]
+    fn the_trust_region_search_finds_the_best_configuration_of_gaining_changes() {
+        // 12 nodes of 6 candidates: 60 single changes; the region of radius
+        // 3 (1 + 60 + 1,650 + 27,500 configurations) is beyond the budgets.
+        let sizes = vec![6; 12];
+        let default = vec![2u16; 12];
+        // A gain of 3 is kept; so, with `band`, only up to 6: then the best
+        // single changes (gaining up to 10) score below every combination
+        // of kept ones, and must not be chosen.
+        let plain = |alone: f32, base: f32| base - alone >= 3.0;
+        let band = |alone: f32, base: f32| (3.0..6.0).contains(&(base - alone));
+        let mut genetic = 0;
+        for (budget, synergy, name, keeps) in [
+            (400, 0.0, "gain 3", &plain as &dyn Fn(f32, f32) -> bool),
+            (400, 20.0, "gain 3", &plain),
+            (2000, 20.0, "gain 3", &plain),
+            (80, 20.0, "gain 3", &plain),
+            (400, 0.0, "gain 3 to 6", &band),
+            (80, 0.0, "gain 3 to 6", &band),
+        ] {
+            let mut f = Exact {
+                inner: additive(&sizes),
+                synergy,
+                default: default.clone(),
+                farthest: 0,
+                configs: 0,
+            };
+            let region = Region {
+                radius: Some(3),
+                keeps: Some(keeps),
+            };
+            let out = run(&sizes, &default, &mut f, budget, region);
+            let what = format!("budget {budget}, synergy {synergy}, kept: {name}");
+            assert!(
+                matches!(
+                    out.method,
+                    Method::CombinationsExhaustive | Method::CombinationsGenetic
+                ),
+                "{what}: {:?}",
+                out.method
+            );
+            genetic += usize::from(out.method == Method::CombinationsGenetic);
+            assert!(f.configs <= budget, "{what}: scored {}", f.configs);
+            assert_eq!(f.configs, out.scored + out.rescored + out.check_scored);
+            assert!(f.farthest <= 3);
+            // Nothing rescored, nothing reverted, the check scored nothing:
+            // the single changes' scores were the check's.
+            assert_eq!((out.rescored, out.check_scored), (0, 0), "{what}");
+            assert!(out.reverted.is_empty(), "{what}");
+            assert_eq!(out.checked, Some(distance(&out.best, &default)));
+            // The brute-force optimum over the configurations whose every
+            // change is kept on its own.
+            let base = f.of(&default);
+            let alone = |j: usize, c: u16| {
+                let mut g = default.clone();
+                g[j] = c;
+                f.of(&g)
+            };
+            let best = all_within(&sizes, &default, 3)
+                .iter()
+                .filter(|g| (0..12).all(|j| g[j] == default[j] || keeps(alone(j, g[j]), base)))
+                .map(|g| f.of(g))
+                .fold(f32::INFINITY, f32::min);
+            assert_eq!(out.best_score, best, "{what}");
+            assert_eq!(out.best_score, f.of(&out.best));
+            assert!(out.best_score < out.default_score);
+        }
+        assert!(genetic >= 1, "a genetic search of the combinations ran");
+    }
+
+    #[test]
+    fn with_no_gaining_change_the_best_single_change_is_reverted() {
+        let sizes = vec![6; 12];
+        let default = vec![2u16; 12];
+        let never = |_: f32, _: f32| false;
+        let mut f = Exact {
+            inner: additive(&sizes),
+            synergy: 0.0,
+            default: default.clone(),
+            farthest: 0,
+            configs: 0,
+        };
+        let region = Region {
+            radius: Some(3),
+            keeps: Some(&never),
+        };
+        let out = run(&sizes, &default, &mut f, 400, region);
+        assert_eq!(out.method, Method::CombinationsExhaustive);
+        // The default and its 60 single changes, nothing more.
+        assert_eq!((out.scored, f.configs), (61, 61));
+        assert_eq!(out.best, default);
+        assert_eq!(out.best_score, out.default_score);
+        assert_eq!((out.checked, out.reverted.len()), (Some(1), 1));
+        let j = out.reverted[0];
+        let (alone, base) = out.checked_alone[0];
+        assert!(alone < base, "the reverted change scored below the default");
+        // It was the best single change.
+        for k in 0..12 {
+            for c in 0..6 {
+                let mut g = default.clone();
+                g[k] = c;
+                assert!(f.of(&g) >= alone, "node {k} candidate {c} beats node {j}'s");
+            }
         }
     }
 }
