@@ -24,6 +24,7 @@ pub mod autotuner;
 pub mod key;
 pub mod model;
 pub mod proto;
+pub mod search_space;
 pub mod textproto;
 
 use std::path::PathBuf;
