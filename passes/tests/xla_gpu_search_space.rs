@@ -146,3 +146,41 @@ fn generated_candidates_are_what_xla_logged() {
     assert_eq!(default.generated - default.logged, 154, "{default:?}");
     assert_eq!(full.generated - full.logged, 2002, "{full:?}");
 }
+
+/// What the ranker learns from (`hlo-cost gpu-candidates`): every autotuned
+/// fusion, its generated default candidates with one feature row each, and
+/// XLA's time for those it measured; the numbers are the committed
+/// session's, pinned.
+#[test]
+fn candidate_file_of_the_session() {
+    use passes::tile::xla_gpu::candidates;
+    use passes::tile::xla_gpu::search_space::FEATURE_NAMES;
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/xla_gpu/session1/core.tar.xz");
+    let file = candidates::session_file(&[p], &Device::HOPPER_132).expect("candidate file");
+    let n: usize = file.fusions.iter().map(|f| f.candidates.len()).sum();
+    let measured = file
+        .fusions
+        .iter()
+        .flat_map(|f| &f.candidates)
+        .filter(|c| c.nanos.is_some())
+        .count();
+    assert_eq!((file.fusions.len(), n, measured), (98, 1354, 1199));
+    for f in &file.fusions {
+        assert!(
+            f.best_triton_ns > 0 && f.best_triton_ns <= f.worst_triton_ns,
+            "{}",
+            f.fusion
+        );
+        // XLA with autotuning off takes the first candidate that compiles.
+        assert!(
+            f.candidates.iter().any(|c| c.nanos.is_some()),
+            "{}",
+            f.fusion
+        );
+        for c in &f.candidates {
+            assert_eq!(c.features.len(), FEATURE_NAMES.len());
+            assert!(c.features.iter().all(|x| x.is_finite()), "{}", f.fusion);
+            assert!(c.nanos.is_none_or(|t| t >= f.best_triton_ns));
+        }
+    }
+}

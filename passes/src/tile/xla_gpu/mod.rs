@@ -21,6 +21,7 @@
 //! module order, files written in key order).
 
 pub mod autotuner;
+pub mod candidates;
 pub mod key;
 pub mod model;
 pub mod proto;

@@ -442,6 +442,80 @@ pub fn candidates(
     Ok(if kept.is_empty() { hints } else { kept })
 }
 
+/// The columns of [`features`]: what a learned ranker sees of one
+/// candidate of one dot (training and the pass compute them here, once).
+pub const FEATURE_NAMES: [&str; 24] = [
+    "log2_batch",
+    "log2_m",
+    "log2_n",
+    "log2_k",
+    "operand_bits",
+    "result_bits",
+    "log2_block_m",
+    "log2_block_n",
+    "log2_block_k",
+    "num_stages",
+    "log2_num_warps",
+    "tma",
+    "log2_tiles",
+    "waves",
+    "wave_efficiency",
+    "log2_k_iterations",
+    "m_fill",
+    "n_fill",
+    "k_fill",
+    "log2_outputs_per_warp",
+    "smem_fraction",
+    "lhs_expensive",
+    "rhs_expensive",
+    "log2_macs_per_tile",
+];
+
+/// Features of candidate `c` for dot `p` on `d` ([`FEATURE_NAMES`]): the
+/// problem's sizes, the tile, and what they make together: output tiles
+/// and waves over the SMs (and how full the last wave is), iterations over
+/// K, the fraction of each tile that is real data (padding), accumulator
+/// elements per warp, and operand tiles of all stages over the shared
+/// memory a block may use.
+pub fn features(p: &DotProblem, d: &Device, c: &TritonConfig) -> [f64; 24] {
+    let l = |x: i64| (x.max(1) as f64).log2();
+    let (bm, bn, bk) = (c.block_m.max(1), c.block_n.max(1), c.block_k.max(1));
+    let (tm, tn) = (ceil_div(p.m, bm), ceil_div(p.n, bn));
+    let tiles = p.batch * tm * tn;
+    let cores = d.core_count.max(1);
+    let waves = tiles as f64 / cores as f64;
+    let efficiency = tiles as f64 / (ceil_div(tiles, cores) * cores) as f64;
+    let k_iters = ceil_div(p.k, bk);
+    let smem = ((bm + bn) * bk * p.operand_bits / 8 * c.num_stages.max(1)) as f64
+        / d.shared_memory_per_block_optin.max(1) as f64;
+    [
+        l(p.batch),
+        l(p.m),
+        l(p.n),
+        l(p.k),
+        p.operand_bits as f64,
+        p.result_bits as f64,
+        l(bm),
+        l(bn),
+        l(bk),
+        c.num_stages as f64,
+        l(c.num_warps),
+        f64::from(u8::from(c.is_tma_allowed)),
+        l(tiles),
+        waves,
+        efficiency,
+        l(k_iters),
+        p.m as f64 / (tm * bm) as f64,
+        p.n as f64 / (tn * bn) as f64,
+        p.k as f64 / (k_iters * bk) as f64,
+        l(bm * bn / c.num_warps.max(1)),
+        smem,
+        f64::from(u8::from(p.lhs_expensive)),
+        f64::from(u8::from(p.rhs_expensive)),
+        l(p.m.min(bm) * p.n.min(bn)) + l(p.k),
+    ]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -513,6 +587,45 @@ mod tests {
             "{c:?}"
         );
         assert!(!c.is_empty());
+    }
+
+    /// 1024^3 in 128x128x64 tiles: 64 tiles on 132 SMs (one partial wave),
+    /// 16 steps over K, no padding; 100x700x80 pads M and N.
+    #[test]
+    fn features_of_a_tiling() {
+        let d = Device::HOPPER_132;
+        let f = features(
+            &problem(1, 1024, 1024, 1024, 16, 16),
+            &d,
+            &config(128, 128, 64, 3, 4, true),
+        );
+        let at = |name: &str| {
+            FEATURE_NAMES
+                .iter()
+                .position(|n| *n == name)
+                .expect("column")
+        };
+        assert_eq!(f[at("log2_tiles")], 6.0);
+        assert_eq!(f[at("waves")], 64.0 / 132.0);
+        assert_eq!(f[at("wave_efficiency")], 64.0 / 132.0);
+        assert_eq!(f[at("log2_k_iterations")], 4.0);
+        assert_eq!(
+            (f[at("m_fill")], f[at("n_fill")], f[at("k_fill")]),
+            (1.0, 1.0, 1.0)
+        );
+        assert_eq!(f[at("tma")], 1.0);
+        assert_eq!(
+            f[at("smem_fraction")],
+            (256 * 64 * 2 * 3) as f64 / 232_448.0
+        );
+        let g = features(
+            &problem(4, 100, 700, 80, 16, 32),
+            &d,
+            &config(64, 64, 32, 1, 2, false),
+        );
+        assert_eq!(g[at("m_fill")], 100.0 / 128.0);
+        assert_eq!(g[at("n_fill")], 700.0 / 704.0);
+        assert_eq!(g[at("k_fill")], 80.0 / 96.0);
     }
 
     #[test]
