@@ -409,8 +409,7 @@ fn gpu_candidates_cmd(args: &GpuCandidatesArgs) -> Result<ExitCode, CliError> {
         }
         None => Device::HOPPER_132,
     };
-    let file = candidates::session_file(&args.sessions, &device)
-        .map_err(|e| CliError(format!("error: {e}")))?;
+    let file = candidates::session_file(&args.sessions, &device).map_err(CliError)?;
     let n: usize = file.fusions.iter().map(|f| f.candidates.len()).sum();
     let measured: usize = file
         .fusions
