@@ -25,6 +25,7 @@ Needs numpy and lightgbm (not in the project's .venv:
 import argparse
 import json
 import math
+import os
 import sys
 
 import numpy as np
@@ -122,6 +123,11 @@ def main(argv=None):
     ap.add_argument("candidates", help="JSON from `hlo-cost gpu-candidates`")
     ap.add_argument("--variants", default=",".join(VARIANTS),
                     help="comma-separated names of VARIANTS to cross-validate")
+    ap.add_argument("--export", metavar="ONNX",
+                    help="train the --export-variant on every fusion and write it as ONNX "
+                         "(input `features` [n, 24] f32, output one score per row, higher is "
+                         "better; needs onnxmltools); the pass's --gpu-tile-model takes it")
+    ap.add_argument("--export-variant", default="lambdarank-600x15")
     args = ap.parse_args(argv)
     with open(args.candidates) as fh:
         data = json.load(fh)
@@ -149,6 +155,44 @@ def main(argv=None):
     if results:
         best = min(results, key=lambda k: results[k]["mean"])
         print(f"\nchosen by the cross-validation: {best}")
+    if args.export:
+        export(fusions, args.export_variant, args.export)
+
+
+def export(fusions, variant, path):
+    import lightgbm as lgb
+    import onnxmltools
+    from onnxmltools.convert.common.data_types import FloatTensorType
+
+    params = dict(VARIANTS[variant])
+    assert params.pop("kind") == "rank", "only a ranker variant is exported"
+    x = np.array([c["features"] for f in fusions for c in f["candidates"]], dtype=np.float64)
+    y = np.array([s for f in fusions for s in log_slowdowns(f)])
+    rel = np.clip(np.round(GRADES - np.minimum(y, 1.0) * GRADES), 0, GRADES).astype(int)
+    model = lgb.LGBMRanker(verbose=-1, random_state=0, n_jobs=1, deterministic=True,
+                           label_gain=list(range(GRADES + 1)), **params)
+    model.fit(x, rel, group=[len(f["candidates"]) for f in fusions])
+    dim = x.shape[1]
+    onx = onnxmltools.convert_lightgbm(
+        model.booster_, initial_types=[("features", FloatTensorType([None, dim]))],
+        target_opset=15)
+    onx.doc_string = f"xla-gpu-tile-ranker {variant}, {len(fusions)} fusions"
+    onx.graph.name = "xla_gpu_tile_ranker"  # the converter names it randomly
+    with open(path, "wb") as fh:
+        fh.write(onx.SerializeToString())
+    # What the pass must reproduce (passes/tests/xla_gpu_ranker.rs): each
+    # fusion's chosen config and its score, by LightGBM on these features.
+    choices = []
+    for f in fusions:
+        s = model.predict(np.array([c["features"] for c in f["candidates"]], dtype=np.float64))
+        i = int(np.argmax(s))
+        choices.append(dict(program=f["program"], fusion=f["fusion"],
+                            config=f["candidates"][i]["config"], score=round(float(s[i]), 6)))
+    check = path[:-len(".onnx")] + ".choices.json" if path.endswith(".onnx") else path + ".choices.json"
+    with open(check, "w") as fh:
+        fh.write('{"model": %s, "choices": [\n' % json.dumps(os.path.basename(path)))
+        fh.write(",\n".join(json.dumps(c) for c in choices) + "\n]}\n")
+    print(f"wrote {path} ({variant}, trained on {len(fusions)} fusions) and {check}")
 
 
 if __name__ == "__main__":
