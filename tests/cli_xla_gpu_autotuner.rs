@@ -213,8 +213,10 @@ fn model_cross_validation_runs_and_reproduces_the_builtin_model() {
     };
     let knn = pct("kNN (k=3)");
     let off = pct("XLA, autotuning off");
+    // Choices XLA never measured count at the fusion's slowest measured
+    // time (kNN: 16.3% mean, 3 such choices, 28 Nov 2026).
     assert!(
-        knn < 15.0 && off > 100.0,
+        knn < 20.0 && off > 100.0,
         "kNN {knn}% vs autotuning off {off}%\n{stdout}"
     );
     assert!(stdout.contains("chosen: k = 3"), "{stdout}");

@@ -12,6 +12,9 @@
 //!   --ridge-blend`, the shipped default's design) ranks its training graphs,
 //!   the head's ranking becomes the ridge's when the network's weight is
 //!   scaled away, and the exported ONNX stages score as the JAX model does.
+//! - `test_xla_gpu_ranker.py`: the XLA:GPU ranker's cross-validation
+//!   scoring (`xla_gpu_ranker.py`): an unmeasured choice counts at the
+//!   fusion's slowest measured time, slowdowns over the fastest measured.
 //!
 //! Need `HLO_OPT_PYTHON` (a Python with the training requirements, set by
 //! `scripts/test`); each records the skip (`report::skipped`) and returns
@@ -68,4 +71,9 @@ fn two_processes_train_the_same_parameters_as_one() {
 #[test]
 fn ridge_blend_ranks_and_is_used_by_the_exported_head() {
     run_training_script("test_ridge_blend.py", &[]);
+}
+
+#[test]
+fn xla_gpu_ranker_counts_unmeasured_choices_at_the_slowest_time() {
+    run_training_script("test_xla_gpu_ranker.py", &[]);
 }

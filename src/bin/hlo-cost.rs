@@ -102,6 +102,25 @@ enum Command {
     /// core.tar.xz: XLA's autotuning logs and the modules compiled with
     /// autotuning off) and report leave-one-program-out cross-validation.
     GpuTileModel(GpuTileModelArgs),
+    /// Write, for every Triton GEMM fusion of GPU sessions, the candidates
+    /// XLA's default search space holds for it (generated as XLA generates
+    /// them), each with its ranker features and XLA's measured time: the
+    /// data `costmodel/training/xla_gpu_ranker.py` learns from.
+    GpuCandidates(GpuCandidatesArgs),
+}
+
+#[derive(clap::Args, Debug)]
+struct GpuCandidatesArgs {
+    /// core.tar.xz of GPU sessions (testdata/xla_gpu/session*/core.tar.xz).
+    #[arg(long = "session", required = true, num_args = 1..)]
+    sessions: Vec<PathBuf>,
+    /// XLA's device string of the GPU (`CUDA: 9.0, Cores: 132, ...`); the
+    /// default is an H100 SXM / H200 (132 SMs).
+    #[arg(long)]
+    gpu_device: Option<String>,
+    /// Write the JSON here.
+    #[arg(long, short = 'o', required = true)]
+    out: PathBuf,
 }
 
 #[derive(clap::Args, Debug)]
@@ -319,6 +338,7 @@ fn main() -> ExitCode {
         Command::Collect(args) => collect_cmd(&args).map_err(Failure::Cli),
         Command::GpuTiles(args) => gpu_tiles_cmd(&args).map_err(Failure::Cli),
         Command::GpuTileModel(args) => gpu_tile_model_cmd(&args).map_err(Failure::Cli),
+        Command::GpuCandidates(args) => gpu_candidates_cmd(&args).map_err(Failure::Cli),
     };
     match result {
         Ok(code) => code,
@@ -359,7 +379,7 @@ fn gpu_tile_model_cmd(args: &GpuTileModelArgs) -> Result<ExitCode, CliError> {
     for &k in &args.k {
         let rows = model::lopo(&records, k);
         println!("k = {k}\n{}", model::lopo_table(&rows));
-        let score = rows[0].mean_top1_slowdown + rows[0].unmeasured as f64;
+        let score = rows[0].mean_top1_slowdown;
         if best.is_none_or(|(b, _)| score < b) {
             best = Some((score, k));
         }
@@ -378,6 +398,33 @@ fn gpu_tile_model_cmd(args: &GpuTileModelArgs) -> Result<ExitCode, CliError> {
             .map_err(|e| CliError(format!("{}: {e}", out.display())))?;
         println!("wrote {}", out.display());
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn gpu_candidates_cmd(args: &GpuCandidatesArgs) -> Result<ExitCode, CliError> {
+    use passes::tile::xla_gpu::{candidates, search_space::Device};
+    let device = match &args.gpu_device {
+        Some(s) => {
+            Device::from_device_string(s).map_err(|e| CliError(format!("--gpu-device: {e}")))?
+        }
+        None => Device::HOPPER_132,
+    };
+    let file = candidates::session_file(&args.sessions, &device).map_err(CliError)?;
+    let n: usize = file.fusions.iter().map(|f| f.candidates.len()).sum();
+    let measured: usize = file
+        .fusions
+        .iter()
+        .flat_map(|f| &f.candidates)
+        .filter(|c| c.nanos.is_some())
+        .count();
+    let text = serde_json::to_string(&file).map_err(|e| CliError(e.to_string()))?;
+    std::fs::write(&args.out, text + "\n")
+        .map_err(|e| CliError(format!("{}: {e}", args.out.display())))?;
+    eprintln!(
+        "gpu-candidates: {} fusions, {n} candidates ({measured} measured by XLA); wrote {}",
+        file.fusions.len(),
+        args.out.display()
+    );
     Ok(ExitCode::SUCCESS)
 }
 

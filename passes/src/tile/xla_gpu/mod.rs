@@ -21,9 +21,12 @@
 //! module order, files written in key order).
 
 pub mod autotuner;
+pub mod candidates;
 pub mod key;
 pub mod model;
 pub mod proto;
+pub mod ranker;
+pub mod search_space;
 pub mod textproto;
 
 use std::path::PathBuf;
@@ -59,8 +62,9 @@ pub struct XlaGpuOptions {
     /// (`cache_dir/<device>/<fingerprint>.pb`), choosing with the learned
     /// model ([`model`]).
     pub autotuner_env: Option<autotuner::Environment>,
-    /// The learned tile model (builtin name or JSON path; default the
-    /// builtin `xla-gpu-h200`).
+    /// The learned tile model: builtin name or JSON path of a kNN model
+    /// (default the builtin `xla-gpu-h200`), or the ranker
+    /// ([`ranker::BUILTIN_NAME`] or a path ending in `.onnx`).
     pub model: Option<String>,
 }
 
@@ -74,6 +78,71 @@ pub struct AutotunerChoice {
     pub why: String,
 }
 
+/// [`select_for_autotuner`] with the learned ranker: each GEMM fusion's
+/// config is the best scored of the candidates XLA's default search space
+/// holds for its dot (generated for the device of `--gpu-device`, else an
+/// H100 SXM / H200).
+fn select_with_ranker(
+    m: &Module,
+    opts: &XlaGpuOptions,
+    rk: &ranker::Ranker,
+    explain: &mut String,
+) -> Result<(Vec<AutotunerChoice>, Vec<String>), String> {
+    let device = match &opts.device {
+        Some(s) => search_space::Device::from_device_string(s)?,
+        None => search_space::Device::HOPPER_132,
+    };
+    let fusions: Vec<InstId> = m
+        .computations()
+        .flat_map(|c| m.comp(c).order.iter().copied())
+        .filter(|&i| autotuner::is_gemm_fusion(m, i))
+        .collect();
+    explain.push_str(&format!(
+        "tile (xla-gpu, new autotuner): {} GEMM fusion{}; configurations from the ranker {} over XLA's default candidates ({} SMs, compute capability {}.{})\n",
+        fusions.len(),
+        if fusions.len() == 1 { "" } else { "s" },
+        rk.origin,
+        device.core_count,
+        device.cc_major,
+        device.cc_minor
+    ));
+    let mut choices = Vec::new();
+    let mut warnings = Vec::new();
+    for id in fusions {
+        let name = m.inst(id).name.to_string();
+        let problem = match search_space::dot_problem(m, id) {
+            Ok(p) => p,
+            Err(e) => {
+                warnings.push(format!("warning: tile: skipped fusion %{name}: {e}"));
+                continue;
+            }
+        };
+        let fp = match autotuner::fusion_fingerprint(m, id)? {
+            Some((fp, _)) => fp,
+            None => continue,
+        };
+        let (config, score, n) = rk.choose(&problem, &device)?;
+        let why = format!("ranker: best of {n} candidates (score {score:.3})");
+        explain.push_str(&format!(
+            "tile %{name}: batch {} M {} N {} K {} ({}-bit): {} [{}], key {fp}\n",
+            problem.batch,
+            problem.m,
+            problem.n,
+            problem.k,
+            problem.operand_bits,
+            config.describe(),
+            why
+        ));
+        choices.push(AutotunerChoice {
+            fusion: name,
+            hlo_fingerprint: fp,
+            config,
+            why,
+        });
+    }
+    write_autotuner_outputs(opts, choices, warnings, explain)
+}
+
 /// The new autotuner's path: for every GEMM fusion of `m` (a module XLA
 /// compiled, autotuning off or on), its key and the model's config; writes
 /// the cache directory when asked. The module is not changed.
@@ -82,11 +151,14 @@ pub fn select_for_autotuner(
     opts: &XlaGpuOptions,
     explain: &mut String,
 ) -> Result<(Vec<AutotunerChoice>, Vec<String>), String> {
-    let env = opts
-        .autotuner_env
+    opts.autotuner_env
         .as_ref()
         .ok_or("no autotuner environment")?;
-    let tm = model::TileModel::load(opts.model.as_deref().unwrap_or("xla-gpu-h200"))?;
+    let name = opts.model.as_deref().unwrap_or("xla-gpu-h200");
+    if name == ranker::BUILTIN_NAME || name.ends_with(".onnx") {
+        return select_with_ranker(m, opts, &ranker::Ranker::load(name)?, explain);
+    }
+    let tm = model::TileModel::load(name)?;
     let mut choices = Vec::new();
     let mut warnings = Vec::new();
     let fusions: Vec<InstId> = m
@@ -150,6 +222,21 @@ pub fn select_for_autotuner(
             why,
         });
     }
+    write_autotuner_outputs(opts, choices, warnings, explain)
+}
+
+/// Writes the cache directory of `choices` when asked; the warnings go to
+/// `explain` too.
+fn write_autotuner_outputs(
+    opts: &XlaGpuOptions,
+    choices: Vec<AutotunerChoice>,
+    mut warnings: Vec<String>,
+    explain: &mut String,
+) -> Result<(Vec<AutotunerChoice>, Vec<String>), String> {
+    let env = opts
+        .autotuner_env
+        .as_ref()
+        .ok_or("no autotuner environment")?;
     let mut lines = Vec::new();
     if let Some(dir) = &opts.cache_dir {
         let pairs: Vec<(String, autotuner::TritonConfig)> = choices

@@ -244,9 +244,11 @@ fn rank_by_neighbours(nb: &[&Record]) -> Vec<TritonConfig> {
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Lopo {
     pub method: String,
-    /// Fusions whose choice was measured in the data.
+    /// Fusions chosen for.
     pub evaluated: usize,
-    /// Fusions whose choice XLA never measured (not evaluable).
+    /// Of those, fusions whose choice XLA never measured (a config it did
+    /// not generate, or could not compile): counted at the fusion's slowest
+    /// measured Triton time.
     pub unmeasured: usize,
     /// Mean slowdown of the choice over the fusion's best Triton time, minus 1.
     pub mean_top1_slowdown: f64,
@@ -257,13 +259,19 @@ pub struct Lopo {
     pub mean_top5_slowdown: Option<f64>,
 }
 
-fn summarize(method: &str, ratios: &[Option<f64>], top5: Option<&[f64]>) -> Lopo {
-    let got: Vec<f64> = ratios.iter().flatten().copied().collect();
+/// `ratios`: per fusion, the choice's time over the best (`None`: not
+/// measured) and the slowest measured time over the best, which stands in
+/// for an unmeasured choice.
+fn summarize(method: &str, ratios: &[(Option<f64>, f64)], top5: Option<&[f64]>) -> Lopo {
+    let got: Vec<f64> = ratios
+        .iter()
+        .map(|&(r, worst)| r.unwrap_or(worst))
+        .collect();
     let n = got.len().max(1) as f64;
     Lopo {
         method: method.to_string(),
         evaluated: got.len(),
-        unmeasured: ratios.len() - got.len(),
+        unmeasured: ratios.iter().filter(|r| r.0.is_none()).count(),
         mean_top1_slowdown: got.iter().sum::<f64>() / n - 1.0,
         geomean_top1_slowdown: (got.iter().map(|x| x.ln()).sum::<f64>() / n).exp() - 1.0,
         max_top1_slowdown: got.iter().copied().fold(1.0, f64::max) - 1.0,
@@ -281,14 +289,17 @@ pub fn lopo(records: &[Record], k: usize) -> Vec<Lopo> {
     let mut first = Vec::new();
     for r in records.iter().filter(|r| !r.triton.is_empty()) {
         let best = r.best_triton_ns().unwrap_or(1).max(1) as f64;
+        let worst = r.triton.iter().map(|x| x.1).max().unwrap_or(1).max(1) as f64 / best;
         let ratio = |c: &TritonConfig| r.time_of(c).map(|t| t as f64 / best);
         let f = features_of(r);
         let rank = ranked(records, k, &f, Some(&r.program));
-        knn.push(rank.first().and_then(ratio));
-        let t5: Vec<f64> = rank.iter().take(5).filter_map(ratio).collect();
-        if let Some(m) = t5.iter().copied().reduce(f64::min) {
-            top5.push(m);
-        }
+        knn.push((rank.first().and_then(ratio), worst));
+        let t5 = rank
+            .iter()
+            .take(5)
+            .map(|c| ratio(c).unwrap_or(worst))
+            .fold(worst, f64::min);
+        top5.push(t5);
         let g = GemmShape {
             batch: r.gemm[0],
             m: r.gemm[1],
@@ -296,8 +307,11 @@ pub fn lopo(records: &[Record], k: usize) -> Vec<Lopo> {
             k: r.gemm[3],
             operand_bits: r.gemm[4] as u32,
         };
-        heur.push(ratio(&TritonConfig::from_key(&super::heuristic_config(&g))));
-        first.push(r.first_triton.as_ref().and_then(ratio));
+        heur.push((
+            ratio(&TritonConfig::from_key(&super::heuristic_config(&g))),
+            worst,
+        ));
+        first.push((r.first_triton.as_ref().and_then(ratio), worst));
     }
     vec![
         summarize(&format!("kNN (k={k})"), &knn, Some(&top5)),
@@ -349,7 +363,7 @@ pub fn session_records(path: &std::path::Path) -> Result<(Vec<Record>, String), 
 /// A markdown table of [`lopo`] results.
 pub fn lopo_table(rows: &[Lopo]) -> String {
     let mut s = String::from(
-        "| method | fusions evaluated | choice not measured | mean top-1 slowdown | geomean | max | mean top-5 slowdown |\n|---|---|---|---|---|---|---|\n",
+        "| method | fusions | choice not measured (counted as the slowest measured) | mean top-1 slowdown | geomean | max | mean top-5 slowdown |\n|---|---|---|---|---|---|---|\n",
     );
     for r in rows {
         s.push_str(&format!(
