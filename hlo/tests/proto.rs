@@ -1008,3 +1008,19 @@ fn stack_frames_read_from_a_proto_are_numbered_in_use_order() {
     let got = hlo::print_module(&proto::module_from_proto(&q).expect("reads").0);
     assert_eq!(got, expected);
 }
+
+#[test]
+fn a_caller_listed_before_its_callee_is_an_error() {
+    // XLA builds a proto's computations in their listed order, and refuses
+    // an instruction calling one not built yet ("references invalid
+    // computation id(s)"): here the entry, listed first, calls %add.
+    let mut p = module_proto();
+    let entry = p.computations.pop().expect("an entry");
+    p.computations.insert(0, entry);
+    let e = read_err(&p);
+    assert!(
+        e.contains("computation `e` (listed 1): instruction `r` calls computation `add`")
+            && e.contains("listed 2"),
+        "{e}"
+    );
+}

@@ -191,6 +191,19 @@ fn mutated_protos_never_panic_and_accepted_ones_are_fixed_points() {
     );
 }
 
+#[test]
+fn a_proto_found_by_fuzzing_is_refused_as_xla_refuses_it() {
+    // testdata/regress/README.md: a callee listed after its caller. Read, it
+    // broke the write -> read -> write fixed point; XLA refuses it.
+    let path = testdata().join("regress/callee_listed_after_caller.pb");
+    let bytes = std::fs::read(&path).expect("the regression proto is committed");
+    let e = check(&bytes, "callee_listed_after_caller.pb").expect_err("XLA refuses this proto");
+    assert!(
+        e.contains("instruction `reduce_prod.0` calls computation `fused_computation.2`"),
+        "{e}"
+    );
+}
+
 /// A field key (`field`, wire type) as bytes.
 fn key(field: u32, wire: u32) -> Vec<u8> {
     let mut v = Vec::new();

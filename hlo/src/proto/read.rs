@@ -100,6 +100,39 @@ fn bad(msg: impl Into<String>) -> Error {
     Error::Module(format!("invalid HloModuleProto: {}", msg.into()))
 }
 
+/// XLA builds a proto's computations in the order the proto lists them, and
+/// an instruction may only call a computation built before its own (XLA:
+/// "instruction references invalid computation id(s)"; a proto listing the
+/// entry first is refused so). The same proto is refused here: read, it
+/// would be another module than XLA's (none), and written back in callees-
+/// first order it would not read back to itself (found by fuzzing). A
+/// called id the proto does not hold at all, or a computation calling
+/// itself, is left to the instruction's own checks.
+fn callees_listed_first(comps: &[xla::HloComputationProto]) -> Result<()> {
+    let listed: HashMap<i64, usize> = comps.iter().enumerate().map(|(k, c)| (c.id, k)).collect();
+    for (k, c) in comps.iter().enumerate() {
+        for i in &c.instructions {
+            for callee in &i.called_computation_ids {
+                if let Some(&at) = listed.get(callee) {
+                    if at > k {
+                        return Err(bad(format!(
+                            "computation `{}` (listed {}): instruction `{}` calls computation `{}` (id {callee}, \
+                             listed {}); XLA reads a proto's computations in their order and needs \
+                             every callee listed before its caller",
+                            c.name,
+                            k + 1,
+                            i.name,
+                            comps[at].name,
+                            at + 1,
+                        )));
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 /// A computation whose root id is none of its instructions.
 fn no_root(c: &xla::HloComputationProto) -> Error {
     bad(format!(
@@ -1044,6 +1077,7 @@ impl<'p> Reader<'p> {
         // read the module it reads from the proto. Ids that put a caller
         // before its callee (a compiler's, not a text's) keep the proto's
         // order (XLA's post-order: callees first).
+        callees_listed_first(&p.computations)?;
         let mut by_id: Vec<(usize, &xla::HloComputationProto)> =
             p.computations.iter().enumerate().collect();
         by_id.sort_by_key(|(_, c)| c.id);
