@@ -87,6 +87,47 @@ def load_original(hlo, path):
         return hlo.hlo_module_from_text(f.read())
 
 
+def top_level_field(pb: bytes, number: int) -> list:
+    """The payloads of length-delimited field `number` of a serialized
+    message (its top level only)."""
+    def varint(i):
+        value = shift = 0
+        while True:
+            byte = pb[i]
+            i += 1
+            value |= (byte & 0x7F) << shift
+            shift += 7
+            if byte < 0x80:
+                return value, i
+    out, i = [], 0
+    while i < len(pb):
+        key, i = varint(i)
+        wire = key & 7
+        if wire == 0:
+            _, i = varint(i)
+        elif wire == 1:
+            i += 8
+        elif wire == 5:
+            i += 4
+        elif wire == 2:
+            n, i = varint(i)
+            if key >> 3 == number:
+                out.append(pb[i:i + n])
+            i += n
+        else:
+            raise ValueError(f"wire type {wire} at the top level")
+    return out
+
+
+def module_config(m, pb):
+    """What XLA keeps of a module's config that its text does not show: the
+    SPMD shardings of the entry's result and parameters (as XLA reads them)
+    and the device assignment (HloModuleProto field 15, as XLA writes it
+    again into `pb`, its proto of the module)."""
+    return (str(m.spmd_output_sharding), str(m.spmd_parameters_shardings),
+            top_level_field(pb, 15))
+
+
 def reader_job(hlo, job, res) -> None:
     """Reader direction: XLA reads hlo-opt's printed text of its reading of
     XLA's proto (job["read"]) as the module XLA reads from that proto."""
@@ -172,6 +213,9 @@ def worker() -> None:
                 raise Done
             xla_pb = m.as_serialized_hlo_module_proto()
             del m
+
+            def m_original():
+                return load_original(hlo, path)
             job["own_pb_bytes"] = xla_pb
             if dump:
                 with open(dump, "wb") as f:
@@ -192,7 +236,8 @@ def worker() -> None:
             with open(ours, "rb") as f:
                 ours_pb = f.read()
             try:
-                actual = hlo.HloModule.from_serialized_hlo_module_proto(ours_pb).to_string()
+                ours_m = hlo.HloModule.from_serialized_hlo_module_proto(ours_pb)
+                actual = ours_m.to_string()
             except Exception as e:
                 why = str(e).splitlines()[0][:300]
                 try:
@@ -205,6 +250,22 @@ def worker() -> None:
                         res["note"] = "XLA rejects its own proto of it too: " + why
                         raise Done
                 res["fail"] = "XLA rejects our proto: " + why
+                raise Done
+            # The config XLA keeps from our proto is the one it keeps from
+            # the original (a text has none; a proto XLA wrote may have a
+            # device assignment and SPMD shardings).
+            if path.endswith(".pb"):
+                expected_config = module_config(m_original(), xla_proto())
+            else:
+                expected_config = ("None", "None", [])
+            if path.endswith(".pb") or top_level_field(ours_pb, 15):
+                ours_config = module_config(ours_m, ours_m.as_serialized_hlo_module_proto())
+            else:  # XLA writes no device assignment it did not read
+                ours_config = module_config(ours_m, b"")
+            del ours_m
+            if ours_config != expected_config:
+                res["fail"] = "XLA keeps another device assignment or SPMD sharding from our proto"
+                res["diff"] = [f"xla:  {expected_config}"[:300], f"ours: {ours_config}"[:300]]
                 raise Done
             if actual == expected:
                 res["ok"] = True

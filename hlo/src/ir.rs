@@ -628,6 +628,31 @@ pub struct Computation {
     pub attrs: Vec<Attr>,
 }
 
+/// The parts of XLA's module config that an `HloModuleProto` carries and
+/// HLO text does not: XLA keeps them on the module it reads from a proto
+/// (its config, and its proto when it writes one again) and prints none of
+/// them, and its text parser has no header attribute for them. The
+/// shardings are as [`crate::attrs::xla::sharding_from_proto`] reads them.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ProtoConfig {
+    /// `device_assignment` (15): the device of each replica of each
+    /// computation (partition).
+    pub device_assignment: Option<xla::DeviceAssignmentProto>,
+    /// `spmd_output_sharding` (12): the entry result's sharding.
+    pub spmd_output_sharding: Option<xla::OpSharding>,
+    /// `spmd_parameters_shardings` (14): the entry parameters' shardings.
+    pub spmd_parameters_shardings: Vec<xla::OpSharding>,
+}
+
+impl ProtoConfig {
+    /// None of the fields is set.
+    pub fn is_empty(&self) -> bool {
+        self.device_assignment.is_none()
+            && self.spmd_output_sharding.is_none()
+            && self.spmd_parameters_shardings.is_empty()
+    }
+}
+
 /// An HLO module.
 #[derive(Clone, Debug)]
 pub struct Module {
@@ -639,6 +664,10 @@ pub struct Module {
     /// `stack_frame_id` refers to; a frame's `parent_frame_id` as the proto
     /// counts it, one less than the text's). `None` when the module has none.
     pub stack_frames: Option<Box<xla::StackFrameIndexProto>>,
+    /// The device assignment and SPMD shardings an `HloModuleProto` carries
+    /// ([`ProtoConfig`]); `None` for a module parsed from text, which cannot
+    /// say them.
+    pub config: Option<Box<ProtoConfig>>,
     pub entry: CompId,
     insts: Vec<Instruction>,
     comps: Vec<Computation>,
@@ -678,6 +707,7 @@ impl Module {
             name: name.into(),
             attrs: Vec::new(),
             stack_frames: None,
+            config: None,
             entry: CompId::from_index(0),
             insts: Vec::new(),
             comps: Vec::new(),

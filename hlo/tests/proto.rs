@@ -1024,3 +1024,94 @@ fn a_caller_listed_before_its_callee_is_an_error() {
         "{e}"
     );
 }
+
+/// The module config's device assignment and SPMD shardings, which a proto
+/// carries and text does not, are held and written back; a device
+/// assignment XLA refuses (jaxlib 0.10.2: no replica or no computation, a
+/// list of devices per computation, a device per replica in each) and a
+/// sharding the reader refuses on an instruction are refused, naming the
+/// field; any device ids are taken, as XLA takes them.
+#[test]
+fn the_device_assignment_and_spmd_shardings_are_held_and_checked() {
+    let devices = |replicas: i32, lists: &[&[i64]]| xla::DeviceAssignmentProto {
+        replica_count: replicas,
+        computation_count: lists.len() as i32,
+        computation_devices: lists
+            .iter()
+            .map(|l| xla::ComputationDevice {
+                replica_device_ids: l.to_vec(),
+            })
+            .collect(),
+    };
+    let tiled = xla::OpSharding {
+        r#type: 3, // OTHER
+        tile_assignment_dimensions: vec![2],
+        iota_reshape_dims: vec![2],
+        iota_transpose_perm: vec![0],
+        ..Default::default()
+    };
+    let mut p = module_proto();
+    p.device_assignment = Some(devices(1, &[&[1], &[0]]));
+    p.spmd_output_sharding = Some(tiled.clone());
+    p.spmd_parameters_shardings = vec![tiled.clone()];
+    let bytes = p.encode_to_vec();
+    let (m, report) = proto::from_bytes_lossy(&bytes).expect("reads");
+    assert!(report.ignored.is_empty(), "{:?}", report.ignored);
+    let config = m.config.as_deref().expect("held");
+    assert_eq!(config.device_assignment, p.device_assignment);
+    assert_eq!(config.spmd_output_sharding.as_ref(), Some(&tiled));
+    let back =
+        xla::HloModuleProto::decode(&proto::to_bytes(&m).expect("writes")[..]).expect("decodes");
+    assert_eq!(back.device_assignment, p.device_assignment);
+    assert_eq!(back.spmd_output_sharding, p.spmd_output_sharding);
+    assert_eq!(back.spmd_parameters_shardings, p.spmd_parameters_shardings);
+    // XLA prints none of them; neither does hlo-opt.
+    let text = hlo::print_module(&m);
+    assert!(!text.contains("device") && !text.contains("spmd"), "{text}");
+    // Device ids are not checked (XLA takes negative and repeated ones).
+    let mut q = p.clone();
+    q.device_assignment = Some(devices(2, &[&[-1, -1]]));
+    assert!(proto::from_bytes(&q.encode_to_vec()).is_ok());
+
+    for (da, expected) in [
+        (devices(0, &[&[]]), "0 replicas of 1 computations"),
+        (devices(1, &[]), "1 replicas of 0 computations"),
+        (
+            xla::DeviceAssignmentProto {
+                computation_count: 2,
+                ..devices(1, &[&[0]])
+            },
+            "computation_count 2 but devices for 1 computations",
+        ),
+        (
+            devices(2, &[&[0, 1], &[2]]),
+            "computation_devices[1]: 1 devices for 2 replicas",
+        ),
+    ] {
+        let mut q = p.clone();
+        q.device_assignment = Some(da.clone());
+        let e = proto::from_bytes(&q.encode_to_vec())
+            .expect_err("refused")
+            .to_string();
+        assert!(e.contains(expected), "{expected}: {e}");
+        // The writer refuses what the reader refuses.
+        let mut held = m.clone();
+        held.config.as_mut().expect("config").device_assignment = Some(da);
+        let e = proto::to_bytes(&held).expect_err("not written").to_string();
+        assert!(e.contains(expected), "{expected}: {e}");
+    }
+    let maximal_without_device = xla::OpSharding {
+        r#type: 1, // MAXIMAL
+        ..Default::default()
+    };
+    let mut q = p.clone();
+    q.spmd_parameters_shardings = vec![tiled, maximal_without_device];
+    let e = proto::from_bytes(&q.encode_to_vec())
+        .expect_err("refused")
+        .to_string();
+    assert!(
+        e.contains("spmd_parameters_shardings[1]")
+            && e.contains("maximal sharding without a device"),
+        "{e}"
+    );
+}

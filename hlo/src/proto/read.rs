@@ -732,6 +732,66 @@ fn physical_to_logical(shape: &xla::ShapeProto, count: usize) -> Result<Option<V
     Ok(Some(out))
 }
 
+/// The module's device assignment and SPMD shardings ([`ProtoConfig`]),
+/// checked as XLA checks them when it reads them into the module's config:
+/// a device assignment of at least one replica and one computation, with a
+/// list of devices per computation and a device per replica in each (XLA
+/// refuses the others; it takes any device ids), shardings as instructions'
+/// are read.
+fn proto_config(p: &xla::HloModuleProto) -> Result<ProtoConfig> {
+    let sharding = |s: &xla::OpSharding, path: &str| {
+        ax::sharding_from_proto(s).map_err(|e| bad(format!("{path}: {e}")))
+    };
+    let spmd_output_sharding = match &p.spmd_output_sharding {
+        Some(s) => Some(sharding(s, "spmd_output_sharding")?),
+        None => None,
+    };
+    let spmd_parameters_shardings = p
+        .spmd_parameters_shardings
+        .iter()
+        .enumerate()
+        .map(|(k, s)| sharding(s, &format!("spmd_parameters_shardings[{k}]")))
+        .collect::<Result<Vec<_>>>()?;
+    if let Some(d) = &p.device_assignment {
+        check_device_assignment(d).map_err(bad)?;
+    }
+    Ok(ProtoConfig {
+        device_assignment: p.device_assignment.clone(),
+        spmd_output_sharding,
+        spmd_parameters_shardings,
+    })
+}
+
+/// What XLA requires of a device assignment (see [`proto_config`]); the
+/// message says what is wrong.
+pub(crate) fn check_device_assignment(
+    d: &xla::DeviceAssignmentProto,
+) -> std::result::Result<(), String> {
+    if d.replica_count <= 0 || d.computation_count <= 0 {
+        return Err(format!(
+            "device_assignment: {} replicas of {} computations; both must be at least 1",
+            d.replica_count, d.computation_count
+        ));
+    }
+    if d.computation_devices.len() != d.computation_count as usize {
+        return Err(format!(
+            "device_assignment: computation_count {} but devices for {} computations",
+            d.computation_count,
+            d.computation_devices.len()
+        ));
+    }
+    for (k, c) in d.computation_devices.iter().enumerate() {
+        if c.replica_device_ids.len() != d.replica_count as usize {
+            return Err(format!(
+                "device_assignment.computation_devices[{k}]: {} devices for {} replicas",
+                c.replica_device_ids.len(),
+                d.replica_count
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// The ids inside a stack frame index point into its own lists (1-based; a
 /// parent 0 is none), and no frame is its own ancestor.
 fn check_stack_frames(sf: &xla::StackFrameIndexProto) -> Result<()> {
@@ -1046,6 +1106,10 @@ impl<'p> Reader<'p> {
                 self.m.stack_frames = Some(Box::new(sf.clone()));
             }
         }
+        let config = proto_config(p)?;
+        if !config.is_empty() {
+            self.m.config = Some(Box::new(config));
+        }
         // Fields of the module the IR does not hold.
         for (set, name) in [
             (
@@ -1053,14 +1117,8 @@ impl<'p> Reader<'p> {
                 "cross_program_prefetches",
             ),
             (p.is_dynamic, "is_dynamic"),
-            (p.spmd_output_sharding.is_some(), "spmd_output_sharding"),
-            (
-                !p.spmd_parameters_shardings.is_empty(),
-                "spmd_parameters_shardings",
-            ),
             (p.use_auto_spmd_partitioning, "use_auto_spmd_partitioning"),
             (!p.profile_info.is_empty(), "profile_info"),
-            (p.device_assignment.is_some(), "device_assignment"),
             (!p.device_type.is_empty(), "device_type"),
             (!p.payloads.is_empty(), "payloads"),
             (p.pjrt_id.is_some(), "pjrt_id"),

@@ -1101,6 +1101,27 @@ impl<'m> Writer<'m> {
         if let Some(index) = self.frames.take() {
             p.stack_frame_index = Some(index);
         }
+        if let Some(c) = &m.config {
+            // What the reader would refuse is not written.
+            if let Some(d) = &c.device_assignment {
+                super::read::check_device_assignment(d).map_err(Error::Module)?;
+            }
+            let shardings = c
+                .spmd_output_sharding
+                .iter()
+                .map(|s| ("spmd_output_sharding", s));
+            for (what, s) in shardings.chain(
+                c.spmd_parameters_shardings
+                    .iter()
+                    .map(|s| ("spmd_parameters_shardings", s)),
+            ) {
+                ax::sharding_from_proto(s)
+                    .map_err(|e| Error::Module(format!("module {what}: {e}")))?;
+            }
+            p.device_assignment = c.device_assignment.clone();
+            p.spmd_output_sharding = c.spmd_output_sharding.clone();
+            p.spmd_parameters_shardings = c.spmd_parameters_shardings.clone();
+        }
         if scheduled {
             let mut sched = xla::HloScheduleProto::default();
             for &c in &order {
