@@ -253,7 +253,7 @@ impl NodeSumScorer {
         // Per node, the row's bits -> its candidate index (looked up only).
         let mut index: Vec<std::collections::HashMap<[u32; LAYOUT_CONFIG_DIM], u16>> =
             vec![std::collections::HashMap::new(); nc];
-        let mut genomes: Vec<Vec<u16>> = Vec::with_capacity(num_configs);
+        let mut genomes = Vec::with_capacity(num_configs);
         for c in 0..num_configs {
             let mut g = Vec::with_capacity(nc);
             for j in 0..nc {
@@ -261,15 +261,6 @@ impl NodeSumScorer {
                 let mut row = [0f32; LAYOUT_CONFIG_DIM];
                 row.copy_from_slice(&feat[at..at + LAYOUT_CONFIG_DIM]);
                 let key = row.map(f32::to_bits);
-                // Most nodes keep the previous configuration's row: compare
-                // with it before hashing (its bits, as the map does; 848k
-                // SipHash lookups were 5% of `hlo-cost eval`'s CPU).
-                if let Some(prev) = c.checked_sub(1).map(|p| genomes[p][j]) {
-                    if rows[j][prev as usize].map(f32::to_bits) == key {
-                        g.push(prev);
-                        continue;
-                    }
-                }
                 let next = rows[j].len();
                 let k = *index[j].entry(key).or_insert_with(|| {
                     rows[j].push(row);
