@@ -12,7 +12,11 @@
 //! Invariants:
 //! - The ONNX Runtime environment is created once per process (global,
 //!   thread-safe); each model creates its sessions once and reuses them
-//!   (a `Mutex` per session, since a run needs exclusive access).
+//!   (a `Mutex` per session, since a run needs exclusive access). A model
+//!   loaded again from the same bytes, for the same task and threads,
+//!   gets the sessions of an earlier load that no one holds now, and a
+//!   graph prepared again its cached encoder output ([`crate::reuse`];
+//!   the same bytes as a fresh computation).
 //! - A model that does not match the contract is refused at load time with
 //!   [`CostModelError::Model`]; bad inputs (empty graph, no configurable
 //!   nodes, NaN/inf, wrong sizes) give [`CostModelError::Input`], never a panic.
