@@ -27,7 +27,10 @@
 //!   calls that compute the terms carry at most [`MAX_TERM_CELLS`]
 //!   configuration cells each.
 
+use std::sync::Arc;
+
 use crate::graph::{ConfigBatch, Task, LAYOUT_CONFIG_DIM};
+use crate::reuse::{Fingerprint, ModelKey, SharedCache, MAX_CACHED_SCORERS, MAX_SCORER_BYTES};
 use crate::{CostModel, CostModelError, Prepared, Result};
 
 /// Most (configuration x configurable node) cells one `node_terms` call
@@ -39,9 +42,15 @@ use crate::{CostModel, CostModelError, Prepared, Result};
 pub const MAX_TERM_CELLS: usize = 1 << 16;
 
 /// Scores genomes of one prepared graph from the base genome's node sums
-/// (module doc).
+/// (module doc). Cheap to clone: the terms are shared, and with the
+/// process's cache of scorers ([`crate::reuse`]) too.
 #[derive(Clone, Debug)]
 pub struct NodeSumScorer {
+    data: Arc<Terms>,
+}
+
+#[derive(Debug)]
+struct Terms {
     width: usize,
     /// Node `j`'s candidate `c` has its terms at `(first[j] + c) * width`.
     first: Vec<usize>,
@@ -51,6 +60,31 @@ pub struct NodeSumScorer {
     base: Vec<u16>,
     /// The base genome's node sums.
     base_sum: Vec<f64>,
+}
+
+/// A scorer's identity: the model's, and a fingerprint of the prepared
+/// state, the candidate rows and the base genome.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+struct ScorerKey {
+    model: ModelKey,
+    inputs: u64,
+    nodes: usize,
+    cells: usize,
+}
+
+/// The scorers built in this process, for models with a
+/// [`CostModel::reuse_key`] ([`crate::reuse`]).
+static SCORERS: SharedCache<ScorerKey, Terms> =
+    SharedCache::new(MAX_CACHED_SCORERS, MAX_SCORER_BYTES);
+
+/// Empties the process's cache of scorers.
+pub fn clear_cache() {
+    SCORERS.clear();
+}
+
+/// How many scorers and bytes of terms the process's cache holds.
+pub fn cache_size() -> (usize, usize) {
+    SCORERS.len_bytes()
 }
 
 fn input_err(message: impl Into<String>) -> CostModelError {
@@ -92,6 +126,31 @@ impl NodeSumScorer {
             )));
         }
         let sizes: Vec<usize> = rows.iter().map(Vec::len).collect();
+        let key = model.reuse_key().map(|model| {
+            let mut h = Fingerprint::default();
+            h.f32s(&prepared.state)
+                .i64s(&prepared.graph.node_config_ids)
+                .i64s(prepared.meta_edges.as_flattened())
+                .usize(nc);
+            for r in rows {
+                h.f32s(r.as_flattened());
+            }
+            h.bytes(
+                &base
+                    .iter()
+                    .flat_map(|g| g.to_le_bytes())
+                    .collect::<Vec<u8>>(),
+            );
+            ScorerKey {
+                model,
+                inputs: h.finish(),
+                nodes: nc,
+                cells: sizes.iter().sum(),
+            }
+        });
+        if let Some(data) = key.as_ref().and_then(|k| SCORERS.get(k)) {
+            return Ok(Some(NodeSumScorer { data }));
+        }
         let mut first = Vec::with_capacity(nc);
         let mut total = 0usize;
         for &s in &sizes {
@@ -154,14 +213,19 @@ impl NodeSumScorer {
                 *s += f64::from(t);
             }
         }
-        Ok(Some(NodeSumScorer {
+        let data = Arc::new(Terms {
             width,
             first,
             sizes,
             terms,
             base: base.to_vec(),
             base_sum,
-        }))
+        });
+        if let Some(key) = key {
+            let bytes = std::mem::size_of_val(data.terms.as_slice());
+            SCORERS.insert(key, Arc::clone(&data), bytes);
+        }
+        Ok(Some(NodeSumScorer { data }))
     }
 
     /// The scorer for configurations given as rows (`num_configs x nodes x
@@ -218,37 +282,37 @@ impl NodeSumScorer {
 
     /// The width of the node sums.
     pub fn width(&self) -> usize {
-        self.width
+        self.data.width
     }
 
     /// The node sums of `genome` (f64), from the base's plus its changes.
     fn sums(&self, genome: &[u16], out: &mut Vec<f64>) -> Result<()> {
-        if genome.len() != self.base.len() {
+        if genome.len() != self.data.base.len() {
             return Err(input_err(format!(
                 "a genome of {} genes for {} configurable nodes",
                 genome.len(),
-                self.base.len()
+                self.data.base.len()
             )));
         }
         out.clear();
-        out.extend_from_slice(&self.base_sum);
-        let w = self.width;
-        for (j, (&g, &b)) in genome.iter().zip(&self.base).enumerate() {
+        out.extend_from_slice(&self.data.base_sum);
+        let w = self.data.width;
+        for (j, (&g, &b)) in genome.iter().zip(&self.data.base).enumerate() {
             if g == b {
                 continue;
             }
-            if g as usize >= self.sizes[j] {
+            if g as usize >= self.data.sizes[j] {
                 return Err(input_err(format!(
                     "candidate {g} of node {j}, which has {}",
-                    self.sizes[j]
+                    self.data.sizes[j]
                 )));
             }
-            let new = (self.first[j] + g as usize) * w;
-            let old = (self.first[j] + b as usize) * w;
+            let new = (self.data.first[j] + g as usize) * w;
+            let old = (self.data.first[j] + b as usize) * w;
             for (s, (&t, &u)) in out.iter_mut().zip(
-                self.terms[new..new + w]
+                self.data.terms[new..new + w]
                     .iter()
-                    .zip(&self.terms[old..old + w]),
+                    .zip(&self.data.terms[old..old + w]),
             ) {
                 *s += f64::from(t) - f64::from(u);
             }
@@ -258,8 +322,8 @@ impl NodeSumScorer {
 
     /// Scores `genomes` in one pooling call.
     pub fn score(&self, model: &dyn CostModel, genomes: &[Vec<u16>]) -> Result<Vec<f32>> {
-        let mut pooled = Vec::with_capacity(genomes.len() * self.width);
-        let mut sums = Vec::with_capacity(self.width);
+        let mut pooled = Vec::with_capacity(genomes.len() * self.data.width);
+        let mut sums = Vec::with_capacity(self.data.width);
         for g in genomes {
             self.sums(g, &mut sums)?;
             pooled.extend(sums.iter().map(|&s| s as f32));

@@ -10,15 +10,16 @@
 //! |---|---|---|
 //! | [`tuning`] | autotuner records (raw TpuGraphs `ModuleTuningData` / `TuningData` protobufs, `.runs.json`) as configuration rows with their measured runtimes | `features`, `graph`, `error`; `hlo` |
 //! | [`features`] | TpuGraphs-exact featurization of an HLO module (`node`: the 140 node features; `opcode`: TpuGraphs' opcode ids; `config`: the 18 layout / 24 tile configuration features) | `graph`, `error`; `hlo` |
-//! | [`onnx`] | the learned GNN models run with ONNX Runtime: the model contract (docs/cost-models.md), finding and checking the library, [`load_model`], the embedded defaults | `prune`, `graph`, the [`CostModel`] trait, `error` |
+//! | [`onnx`] | the learned GNN models run with ONNX Runtime: the model contract (docs/cost-models.md), finding and checking the library, [`load_model`], the embedded defaults; the process's caches of models and encoder outputs | `incremental` (its cache), `reuse`, `prune`, `graph`, the [`CostModel`] trait, `error` |
 //! | [`reference`] | a hand-written, non-learned reference [`CostModel`] for tests and `--model reference` | `graph`, the [`CostModel`] trait, `error` |
-//! | [`incremental`] | scoring configurations as the compiler default's node sums plus the changed nodes' terms, for models of the node-sum form | the [`CostModel`] trait, `graph`, `error` |
+//! | [`incremental`] | scoring configurations as the compiler default's node sums plus the changed nodes' terms, for models of the node-sum form; the process's cache of those scorers | the [`CostModel`] trait, `reuse`, `graph`, `error` |
+//! | [`reuse`] | the process's bounded caches of loaded models (their sessions) and of the encoder's outputs, and the keys they are found by (a model's bytes, task and threads; a graph's arrays) | `graph`; `sha2` |
 //! | [`prune`] | k-hop pruning of layout graphs for the encoder | `graph` |
 //! | [`npz`] | npz files of the published format, read streaming and written | `graph`, `error` |
 //! | [`metrics`] | the ranking metrics of the TpuGraphs paper and Kaggle (Kendall tau, slowdown@k) | nothing |
 //! | [`graph`] | the TpuGraphs graph format in memory ([`Graph`], [`ConfigBatch`], [`Task`]) | nothing |
 //! | [`error`] | [`CostModelError`], the crate's one error enum | nothing |
-//! | this file | the [`CostModel`] trait, [`Prepared`] | `graph`, `error` |
+//! | this file | the [`CostModel`] trait, [`Prepared`] | `reuse` (a model's key), `graph`, `error` |
 //!
 //! `hlo` is the only workspace crate this one imports; `passes` and the
 //! tools import it. No module here prints, reads flags or knows a pass.
@@ -37,6 +38,7 @@ pub mod npz;
 pub mod onnx;
 pub mod prune;
 pub mod reference;
+pub mod reuse;
 pub mod tuning;
 
 pub use error::{CostModelError, Result};
@@ -82,6 +84,13 @@ pub trait CostModel: Send + Sync {
     /// `log_runtime_resolution`, MODEL.md). The layout pass applies no change
     /// predicted to gain less than `1 - exp(-resolution)`. `None`: unknown.
     fn log_runtime_resolution(&self) -> Option<f64> {
+        None
+    }
+    /// The model's identity for the process's caches ([`reuse`]): two models
+    /// of one key give the same outputs for the same inputs, so what one
+    /// computed (the incremental scorer's node terms) serves the other.
+    /// `None` (the default): nothing this model computes is cached.
+    fn reuse_key(&self) -> Option<reuse::ModelKey> {
         None
     }
     /// Runs the configuration-independent part once per graph.

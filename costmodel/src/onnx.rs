@@ -12,7 +12,11 @@
 //! Invariants:
 //! - The ONNX Runtime environment is created once per process (global,
 //!   thread-safe); each model creates its sessions once and reuses them
-//!   (a `Mutex` per session, since a run needs exclusive access).
+//!   (a `Mutex` per session, since a run needs exclusive access). A model
+//!   loaded again from the same bytes, for the same task and threads,
+//!   gets the sessions of an earlier load that no one holds now, and a
+//!   graph prepared again its cached encoder output ([`crate::reuse`];
+//!   the same bytes as a fresh computation).
 //! - A model that does not match the contract is refused at load time with
 //!   [`CostModelError::Model`]; bad inputs (empty graph, no configurable
 //!   nodes, NaN/inf, wrong sizes) give [`CostModelError::Input`], never a panic.
@@ -23,7 +27,7 @@
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use ort::environment::Environment;
 use ort::session::builder::GraphOptimizationLevel;
@@ -32,6 +36,9 @@ use ort::value::{TensorElementType, TensorRef, ValueType};
 
 use crate::graph::{ConfigBatch, Graph, Task, LAYOUT_CONFIG_DIM, NODE_FEAT_DIM, TILE_CONFIG_DIM};
 use crate::prune::{meta_edges, prune_khop};
+use crate::reuse::{
+    GraphKey, ModelCache, ModelKey, SharedCache, MAX_CACHED_PREPARED, MAX_PREPARED_BYTES,
+};
 use crate::{CostModel, CostModelError, Prepared, Result};
 
 /// The `format` field of `model.json`.
@@ -137,19 +144,61 @@ struct NodeSumStages {
 pub const INCREMENTAL_STAGES: [&str; 2] = ["head_terms.onnx", "head_pool.onnx"];
 
 /// A GNN cost model run with ONNX Runtime. Create with [`OnnxModel::load`] or
-/// [`load_model`].
+/// [`load_model`]. Its sessions come from the process's model cache when a
+/// model of the same bytes, task and threads was loaded before and no one
+/// holds it now ([`crate::reuse`]).
 pub struct OnnxModel {
-    info: ModelInfo,
     origin: String,
+    key: ModelKey,
+    /// Whether the sessions came from the cache.
+    reused: bool,
+    loaded: Arc<Loaded>,
+}
+
+/// What loading a model file builds: its description and its sessions.
+struct Loaded {
+    info: ModelInfo,
     stages: Stages,
+}
+
+/// The models loaded in this process, for reuse ([`crate::reuse`]).
+static MODELS: ModelCache<Loaded> = ModelCache::new();
+/// The encoder's outputs, by model and graph ([`crate::reuse`]).
+static PREPARED: SharedCache<(ModelKey, GraphKey), Prepared> =
+    SharedCache::new(MAX_CACHED_PREPARED, MAX_PREPARED_BYTES);
+
+/// Empties the process's caches of models and prepared graphs (models in
+/// use stay alive with their users). For tests and long-lived callers that
+/// want the memory back.
+pub fn clear_caches() {
+    MODELS.clear();
+    clear_results();
+}
+
+/// Empties the process's caches of computed results (the encoder's
+/// outputs, the incremental scorers' node terms), keeping the loaded
+/// models' sessions.
+pub fn clear_results() {
+    PREPARED.clear();
+    crate::incremental::clear_cache();
+}
+
+/// How many models, prepared graphs and bytes of those the process's caches
+/// hold now (at most [`crate::reuse::MAX_CACHED_MODELS`],
+/// [`crate::reuse::MAX_CACHED_PREPARED`] and
+/// [`crate::reuse::MAX_PREPARED_BYTES`]).
+pub fn cache_sizes() -> (usize, usize, usize) {
+    let (prepared, bytes) = PREPARED.len_bytes();
+    (MODELS.len(), prepared, bytes)
 }
 
 impl std::fmt::Debug for OnnxModel {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("OnnxModel")
             .field("origin", &self.origin)
-            .field("task", &self.info.task)
-            .field("stages", &self.info.stages)
+            .field("task", &self.loaded.info.task)
+            .field("stages", &self.loaded.info.stages)
+            .field("reused", &self.reused)
             .finish()
     }
 }
@@ -217,15 +266,44 @@ impl OnnxModel {
 
     /// Loads a model from the bytes of a `.hlocm` (zip) or a plain `.onnx` file;
     /// `origin` names it in errors.
+    /// A model of the same bytes, task and threads loaded before in this
+    /// process and not in use now gives its sessions ([`crate::reuse`]).
     pub fn from_bytes(bytes: &[u8], origin: &str, task: Task, threads: usize) -> Result<Self> {
-        if bytes.starts_with(b"PK\x03\x04") {
-            Self::from_hlocm(bytes, origin, task, threads)
+        let effective = if threads == 0 {
+            max_threads()
         } else {
-            Self::from_onnx(bytes, origin, task, threads)
+            threads.min(max_threads())
+        };
+        let key = ModelKey::new(bytes, task, effective);
+        if let Some(loaded) = MODELS.checkout(&key) {
+            return Ok(OnnxModel {
+                origin: origin.to_string(),
+                key,
+                reused: true,
+                loaded,
+            });
         }
+        let loaded = Arc::new(if bytes.starts_with(b"PK\x03\x04") {
+            Self::from_hlocm(bytes, origin, task, threads)?
+        } else {
+            Self::from_onnx(bytes, origin, task, threads)?
+        });
+        MODELS.insert(key, Arc::clone(&loaded));
+        Ok(OnnxModel {
+            origin: origin.to_string(),
+            key,
+            reused: false,
+            loaded,
+        })
     }
 
-    fn from_hlocm(bytes: &[u8], origin: &str, task: Task, threads: usize) -> Result<Self> {
+    /// Whether this model's sessions came from the process's cache (a model
+    /// of the same bytes, task and threads loaded before).
+    pub fn reused(&self) -> bool {
+        self.reused
+    }
+
+    fn from_hlocm(bytes: &[u8], origin: &str, task: Task, threads: usize) -> Result<Loaded> {
         let mut zip = zip::ZipArchive::new(std::io::Cursor::new(bytes))
             .map_err(|e| model_err(origin, format!("not a valid .hlocm zip archive: {e}")))?;
         let read_entry = |zip: &mut zip::ZipArchive<std::io::Cursor<&[u8]>>,
@@ -342,14 +420,10 @@ impl OnnxModel {
                 }
             }
         };
-        Ok(Self {
-            info,
-            origin: origin.to_string(),
-            stages,
-        })
+        Ok(Loaded { info, stages })
     }
 
-    fn from_onnx(bytes: &[u8], origin: &str, task: Task, threads: usize) -> Result<Self> {
+    fn from_onnx(bytes: &[u8], origin: &str, task: Task, threads: usize) -> Result<Loaded> {
         let env = environment()?;
         let session = new_session(env, bytes, origin, "model", threads)?;
         let meta = session
@@ -404,9 +478,8 @@ impl OnnxModel {
         };
         check_task_version(&info, task, origin)?;
         check_single(&session, task, origin)?;
-        Ok(Self {
+        Ok(Loaded {
             info,
-            origin: origin.to_string(),
             stages: Stages::Single {
                 model: Mutex::new(session),
             },
@@ -415,7 +488,7 @@ impl OnnxModel {
 
     /// What the model file says about itself.
     pub fn info(&self) -> &ModelInfo {
-        &self.info
+        &self.loaded.info
     }
 
     /// The file the model came from (or `<embedded ...>`).
@@ -424,7 +497,7 @@ impl OnnxModel {
     }
 
     fn validated_graph(&self, graph: &Graph) -> Result<()> {
-        validate_graph(graph, self.info.task)
+        validate_graph(graph, self.loaded.info.task)
     }
 }
 
@@ -1370,31 +1443,41 @@ fn graph_inputs<'a>(
 
 impl CostModel for OnnxModel {
     fn task(&self) -> Task {
-        self.info.task
+        self.loaded.info.task
     }
 
     fn device(&self) -> Option<String> {
-        Some(self.info.device.clone())
+        Some(self.loaded.info.device.clone())
+    }
+
+    fn reuse_key(&self) -> Option<ModelKey> {
+        Some(self.key)
     }
 
     fn log_runtime_per_score(&self) -> Option<f64> {
-        self.info.log_runtime_per_score
+        self.loaded.info.log_runtime_per_score
     }
     fn log_runtime_resolution(&self) -> Option<f64> {
-        self.info.log_runtime_resolution
+        self.loaded.info.log_runtime_resolution
     }
 
     fn prepare(&self, graph: &Graph) -> Result<Prepared> {
         self.validated_graph(graph)?;
-        let task = self.info.task;
-        let pruned = match (task, self.info.khop) {
+        let task = self.loaded.info.task;
+        let pruned = match (task, self.loaded.info.khop) {
             (Task::Layout, Some(k)) => prune_khop(graph, k),
             _ => graph.clone(),
         };
-        match &self.stages {
+        match &self.loaded.stages {
             Stages::Split {
                 encoder, emb_dim, ..
             } => {
+                // The encoder's output of this graph, if this model (same
+                // bytes, task, threads) gave it before in this process.
+                let key = (self.key, GraphKey::of(&pruned));
+                if let Some(p) = PREPARED.get(&key) {
+                    return Ok(Prepared::clone(&p));
+                }
                 let t = graph_tensors(&pruned);
                 let mut inputs = graph_inputs(&t)?;
                 inputs.push((
@@ -1417,16 +1500,21 @@ impl CostModel for OnnxModel {
                 };
                 // The pruned graph keeps the configurable nodes in order, so its
                 // meta-graph positions are the original graph's.
-                let meta_edges = match self.info.meta_hops {
+                let meta_edges = match self.loaded.info.meta_hops {
                     Some(hops) => meta_edges(&pruned, hops),
                     None => Vec::new(),
                 };
-                Ok(Prepared {
+                let prepared = Prepared {
                     graph,
                     state: emb,
                     state_shape: vec![nc, *emb_dim],
                     meta_edges,
-                })
+                };
+                let bytes = std::mem::size_of_val(prepared.state.as_slice())
+                    + std::mem::size_of_val(prepared.meta_edges.as_slice())
+                    + std::mem::size_of_val(prepared.graph.node_config_ids.as_slice());
+                PREPARED.insert(key, Arc::new(prepared.clone()), bytes);
+                Ok(prepared)
             }
             Stages::Single { .. } => Ok(Prepared {
                 graph: pruned,
@@ -1438,7 +1526,7 @@ impl CostModel for OnnxModel {
     }
 
     fn node_sum_width(&self) -> Option<usize> {
-        match &self.stages {
+        match &self.loaded.stages {
             Stages::Split {
                 node_sum: Some(ns), ..
             } => Some(ns.width),
@@ -1456,7 +1544,7 @@ impl CostModel for OnnxModel {
             node_sum: Some(ns),
             emb_dim,
             ..
-        } = &self.stages
+        } = &self.loaded.stages
         else {
             return Err(input_err(
                 "this model has no incremental stages (node_sum_width is None)",
@@ -1500,7 +1588,7 @@ impl CostModel for OnnxModel {
     fn score_pooled(&self, pooled: &[f32], num_configs: usize) -> Result<Vec<f32>> {
         let Stages::Split {
             node_sum: Some(ns), ..
-        } = &self.stages
+        } = &self.loaded.stages
         else {
             return Err(input_err(
                 "this model has no incremental stages (node_sum_width is None)",
@@ -1531,7 +1619,7 @@ impl CostModel for OnnxModel {
     }
 
     fn score(&self, prepared: &Prepared, configs: &ConfigBatch) -> Result<Vec<f32>> {
-        let task = self.info.task;
+        let task = self.loaded.info.task;
         let nodes_per_config = match task {
             Task::Layout => prepared.graph.num_config_nodes(),
             Task::Tile => 1,
@@ -1541,7 +1629,7 @@ impl CostModel for OnnxModel {
             return Ok(Vec::new());
         }
         let c = configs.num_configs;
-        let (shape, scores) = match &self.stages {
+        let (shape, scores) = match &self.loaded.stages {
             Stages::Split { head, emb_dim, .. } => {
                 check_prepared(prepared, nodes_per_config, *emb_dim)?;
                 let mut inputs = vec![
@@ -1554,7 +1642,7 @@ impl CostModel for OnnxModel {
                         tensor(vec![c, nodes_per_config, LAYOUT_CONFIG_DIM], &configs.feat)?,
                     ),
                 ];
-                if self.info.meta_hops.is_some() {
+                if self.loaded.info.meta_hops.is_some() {
                     if prepared
                         .meta_edges
                         .iter()

@@ -158,7 +158,7 @@ pub fn select_for_autotuner(
     if name == ranker::BUILTIN_NAME || name.ends_with(".onnx") {
         return select_with_ranker(m, opts, &ranker::Ranker::load(name)?, explain);
     }
-    let tm = model::TileModel::load(name)?;
+    let tm = model::TileModel::shared(name)?;
     let mut choices = Vec::new();
     let mut warnings = Vec::new();
     let fusions: Vec<InstId> = m
