@@ -192,16 +192,26 @@ fn mutated_protos_never_panic_and_accepted_ones_are_fixed_points() {
 }
 
 #[test]
-fn a_proto_found_by_fuzzing_is_refused_as_xla_refuses_it() {
-    // testdata/regress/README.md: a callee listed after its caller. Read, it
-    // broke the write -> read -> write fixed point; XLA refuses it.
-    let path = testdata().join("regress/callee_listed_after_caller.pb");
-    let bytes = std::fs::read(&path).expect("the regression proto is committed");
-    let e = check(&bytes, "callee_listed_after_caller.pb").expect_err("XLA refuses this proto");
-    assert!(
-        e.contains("instruction `reduce_prod.0` calls computation `fused_computation.2`"),
-        "{e}"
-    );
+fn protos_found_by_fuzzing_are_refused() {
+    // testdata/regress/README.md: each broke the write -> read -> write
+    // fixed point (or could not be written) before it was refused.
+    for (file, expected) in [
+        (
+            // A callee listed after its caller: XLA refuses it too.
+            "callee_listed_after_caller.pb",
+            "instruction `reduce_prod.0` calls computation `fused_computation.2`",
+        ),
+        (
+            // The entry computation is an async op's wrapped computation.
+            "entry_called_by_an_async_op.pb",
+            "the entry computation (id 2) is called by instruction `call-start.1` of computation `main`",
+        ),
+    ] {
+        let path = testdata().join("regress").join(file);
+        let bytes = std::fs::read(&path).expect("the regression proto is committed");
+        let e = check(&bytes, file).expect_err("refused");
+        assert!(e.contains(expected), "{file}: {e}");
+    }
 }
 
 /// A field key (`field`, wire type) as bytes.

@@ -1010,6 +1010,24 @@ impl<'p> Reader<'p> {
                 "entry computation id {entry_id} does not exist"
             )));
         }
+        // The entry computation is the program: no instruction calls it.
+        // (A proto whose entry is, say, an async op's wrapped computation
+        // reads in XLA as a module whose text has no ENTRY; found by
+        // fuzzing, where the async shorthand then left the module without
+        // one.)
+        for c in &p.computations {
+            if let Some(i) = c
+                .instructions
+                .iter()
+                .find(|i| i.called_computation_ids.contains(&entry_id))
+            {
+                return Err(bad(format!(
+                    "the entry computation (id {entry_id}) is called by instruction `{}` of \
+                     computation `{}`; an entry computation is called by no instruction",
+                    i.name, c.name
+                )));
+            }
+        }
         // Instruction ids: unique over the module; names as well.
         let total = p.computations.iter().map(|c| c.instructions.len()).sum();
         let mut inst_comps: HashMap<i64, i64> =
