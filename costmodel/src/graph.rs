@@ -59,6 +59,62 @@ impl Graph {
         self.node_config_ids.len()
     }
 
+    /// The graph's arrays, borrowed.
+    pub fn view(&self) -> GraphView<'_> {
+        GraphView {
+            node_feat: &self.node_feat,
+            node_opcode: &self.node_opcode,
+            edge_index: &self.edge_index,
+            node_config_ids: &self.node_config_ids,
+            node_splits: &self.node_splits,
+        }
+    }
+
+    /// Checks the invariants of the module doc ([`GraphView::check`]).
+    pub fn check(&self) -> Result<(), String> {
+        self.view().check()
+    }
+}
+
+/// A graph's arrays borrowed from whoever holds them (a [`Graph`], numpy
+/// arrays): what a model reads of a graph, without a copy. The fields and
+/// invariants are [`Graph`]'s.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct GraphView<'a> {
+    /// `num_nodes x 140`, row-major.
+    pub node_feat: &'a [f32],
+    pub node_opcode: &'a [u8],
+    /// `[consumer, producer]` pairs.
+    pub edge_index: &'a [[i64; 2]],
+    pub node_config_ids: &'a [i64],
+    pub node_splits: &'a [i64],
+}
+
+impl<'a> From<&'a Graph> for GraphView<'a> {
+    fn from(graph: &'a Graph) -> Self {
+        graph.view()
+    }
+}
+
+impl GraphView<'_> {
+    pub fn num_nodes(&self) -> usize {
+        self.node_opcode.len()
+    }
+    pub fn num_config_nodes(&self) -> usize {
+        self.node_config_ids.len()
+    }
+
+    /// The arrays copied into a [`Graph`].
+    pub fn to_graph(&self) -> Graph {
+        Graph {
+            node_feat: self.node_feat.to_vec(),
+            node_opcode: self.node_opcode.to_vec(),
+            edge_index: self.edge_index.to_vec(),
+            node_config_ids: self.node_config_ids.to_vec(),
+            node_splits: self.node_splits.to_vec(),
+        }
+    }
+
     /// Checks the invariants of the module doc: the node features' size,
     /// every edge endpoint and configurable node id in `0..num_nodes`, the
     /// ids distinct. The message names the array and the entry.

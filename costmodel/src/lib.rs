@@ -17,7 +17,7 @@
 //! | [`prune`] | k-hop pruning of layout graphs for the encoder | `graph` |
 //! | [`npz`] | npz files of the published format, read streaming and written | `graph`, `error` |
 //! | [`metrics`] | the ranking metrics of the TpuGraphs paper and Kaggle (Kendall tau, slowdown@k) | nothing |
-//! | [`graph`] | the TpuGraphs graph format in memory ([`Graph`], [`ConfigBatch`], [`Task`]) | nothing |
+//! | [`graph`] | the TpuGraphs graph format in memory ([`Graph`], its borrowed form [`GraphView`], [`ConfigBatch`], [`Task`]) | nothing |
 //! | [`error`] | [`CostModelError`], the crate's one error enum | nothing |
 //! | this file | the [`CostModel`] trait, [`Prepared`] | `reuse` (a model's key), `graph`, `error` |
 //!
@@ -42,7 +42,7 @@ pub mod reuse;
 pub mod tuning;
 
 pub use error::{CostModelError, Result};
-pub use graph::{ConfigBatch, Graph, Task};
+pub use graph::{ConfigBatch, Graph, GraphView, Task};
 pub use onnx::{load_model, OnnxModel};
 
 /// The configuration-independent work a model did for one graph (for the GNN:
@@ -95,6 +95,13 @@ pub trait CostModel: Send + Sync {
     }
     /// Runs the configuration-independent part once per graph.
     fn prepare(&self, graph: &Graph) -> Result<Prepared>;
+    /// [`CostModel::prepare`] of a graph whose arrays are borrowed (numpy
+    /// arrays from Python): the same result. This default copies them into
+    /// a [`Graph`]; a model that reads only parts of the graph reads them
+    /// in place.
+    fn prepare_view(&self, graph: GraphView<'_>) -> Result<Prepared> {
+        self.prepare(&graph.to_graph())
+    }
     /// One score per configuration of `configs`; lower = predicted faster.
     fn score(&self, prepared: &Prepared, configs: &ConfigBatch) -> Result<Vec<f32>>;
 

@@ -34,7 +34,9 @@ use ort::session::builder::GraphOptimizationLevel;
 use ort::session::Session;
 use ort::value::{TensorElementType, TensorRef, ValueType};
 
-use crate::graph::{ConfigBatch, Graph, Task, LAYOUT_CONFIG_DIM, NODE_FEAT_DIM, TILE_CONFIG_DIM};
+use crate::graph::{
+    ConfigBatch, Graph, GraphView, Task, LAYOUT_CONFIG_DIM, NODE_FEAT_DIM, TILE_CONFIG_DIM,
+};
 use crate::prune::{meta_edges, prune_khop};
 use crate::reuse::{
     GraphKey, ModelCache, ModelKey, SharedCache, MAX_CACHED_PREPARED, MAX_PREPARED_BYTES,
@@ -496,7 +498,7 @@ impl OnnxModel {
         &self.origin
     }
 
-    fn validated_graph(&self, graph: &Graph) -> Result<()> {
+    fn validated_graph(&self, graph: GraphView<'_>) -> Result<()> {
         validate_graph(graph, self.loaded.info.task)
     }
 }
@@ -1288,7 +1290,8 @@ fn all_finite(values: &[f32]) -> bool {
     })
 }
 
-fn validate_graph(graph: &Graph, task: Task) -> Result<()> {
+fn validate_graph<'a>(graph: impl Into<GraphView<'a>>, task: Task) -> Result<()> {
+    let graph = graph.into();
     let n = graph.num_nodes();
     if n == 0 {
         return Err(input_err("the graph is empty (no nodes)"));
@@ -1299,7 +1302,7 @@ fn validate_graph(graph: &Graph, task: Task) -> Result<()> {
             graph.node_feat.len()
         )));
     }
-    if !all_finite(&graph.node_feat) {
+    if !all_finite(graph.node_feat) {
         return Err(input_err("node_feat contains NaN or infinity"));
     }
     if let Some(e) = graph
@@ -1379,12 +1382,12 @@ struct GraphTensors<'a> {
     num_edges: usize,
 }
 
-fn graph_tensors(graph: &Graph) -> GraphTensors<'_> {
+fn graph_tensors(graph: GraphView<'_>) -> GraphTensors<'_> {
     GraphTensors {
-        node_feat: &graph.node_feat,
+        node_feat: graph.node_feat,
         node_opcode: graph.node_opcode.iter().map(|&o| i64::from(o)).collect(),
         edge_index: graph.edge_index.iter().flatten().copied().collect(),
-        node_config_ids: graph.node_config_ids.clone(),
+        node_config_ids: graph.node_config_ids.to_vec(),
         num_nodes: graph.num_nodes(),
         num_edges: graph.edge_index.len(),
     }
@@ -1462,23 +1465,29 @@ impl CostModel for OnnxModel {
     }
 
     fn prepare(&self, graph: &Graph) -> Result<Prepared> {
+        self.prepare_view(graph.view())
+    }
+
+    /// Reads the graph's arrays in place: only the pruned graph is a copy.
+    fn prepare_view(&self, graph: GraphView<'_>) -> Result<Prepared> {
         self.validated_graph(graph)?;
         let task = self.loaded.info.task;
-        let pruned = match (task, self.loaded.info.khop) {
-            (Task::Layout, Some(k)) => prune_khop(graph, k),
-            _ => graph.clone(),
+        let owned = match (task, self.loaded.info.khop) {
+            (Task::Layout, Some(k)) => Some(prune_khop(graph, k)),
+            _ => None,
         };
+        let pruned = owned.as_ref().map_or(graph, Graph::view);
         match &self.loaded.stages {
             Stages::Split {
                 encoder, emb_dim, ..
             } => {
                 // The encoder's output of this graph, if this model (same
                 // bytes, task, threads) gave it before in this process.
-                let key = (self.key, GraphKey::of(&pruned));
+                let key = (self.key, GraphKey::of(pruned));
                 if let Some(p) = PREPARED.get(&key) {
                     return Ok(Prepared::clone(&p));
                 }
-                let t = graph_tensors(&pruned);
+                let t = graph_tensors(pruned);
                 let mut inputs = graph_inputs(&t)?;
                 inputs.push((
                     "node_config_ids",
@@ -1495,13 +1504,13 @@ impl CostModel for OnnxModel {
                 // The head needs only the embeddings; keep the configurable ids
                 // (and node count via opcodes) for callers, not the features.
                 let graph = Graph {
-                    node_config_ids: graph.node_config_ids.clone(),
+                    node_config_ids: graph.node_config_ids.to_vec(),
                     ..Graph::default()
                 };
                 // The pruned graph keeps the configurable nodes in order, so its
                 // meta-graph positions are the original graph's.
                 let meta_edges = match self.loaded.info.meta_hops {
-                    Some(hops) => meta_edges(&pruned, hops),
+                    Some(hops) => meta_edges(pruned, hops),
                     None => Vec::new(),
                 };
                 let prepared = Prepared {
@@ -1517,7 +1526,7 @@ impl CostModel for OnnxModel {
                 Ok(prepared)
             }
             Stages::Single { .. } => Ok(Prepared {
-                graph: pruned,
+                graph: owned.unwrap_or_else(|| graph.to_graph()),
                 state: Vec::new(),
                 state_shape: Vec::new(),
                 meta_edges: Vec::new(),
@@ -1665,7 +1674,7 @@ impl CostModel for OnnxModel {
             }
             Stages::Single { model } => {
                 validate_graph(&prepared.graph, task)?;
-                let t = graph_tensors(&prepared.graph);
+                let t = graph_tensors(prepared.graph.view());
                 let mut inputs = graph_inputs(&t)?;
                 match task {
                     Task::Layout => {

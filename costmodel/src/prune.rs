@@ -16,23 +16,25 @@
 //! within `hops - 1` hops of a configurable node, so the pruned graph gives
 //! the same meta-graph as the full one when `hops <= k + 1`.
 
-use crate::graph::{Graph, NODE_FEAT_DIM};
+use crate::graph::{Graph, GraphView, NODE_FEAT_DIM};
 
 /// The subgraph of `graph` induced by the nodes within `k` undirected hops of
-/// its configurable nodes, renumbered densely. `graph` must be valid (edge
-/// endpoints and configurable ids in range); `node_splits` is dropped.
-pub fn prune_khop(graph: &Graph, k: usize) -> Graph {
+/// its configurable nodes, renumbered densely. `graph` (a [`Graph`] or a
+/// [`GraphView`]) must be valid (edge endpoints and configurable ids in
+/// range); `node_splits` is dropped.
+pub fn prune_khop<'a>(graph: impl Into<GraphView<'a>>, k: usize) -> Graph {
+    let graph = graph.into();
     let n = graph.num_nodes();
     let mut keep = vec![false; n];
     let mut frontier = vec![false; n];
-    for &id in &graph.node_config_ids {
+    for &id in graph.node_config_ids {
         keep[id as usize] = true;
         frontier[id as usize] = true;
     }
     for _ in 0..k {
         let mut next = vec![false; n];
         let mut grew = false;
-        for &[consumer, producer] in &graph.edge_index {
+        for &[consumer, producer] in graph.edge_index {
             let (c, p) = (consumer as usize, producer as usize);
             if frontier[c] && !keep[p] {
                 next[p] = true;
@@ -60,9 +62,11 @@ pub fn prune_khop(graph: &Graph, k: usize) -> Graph {
         }
     }
     if kept == n {
-        let mut g = graph.clone();
-        g.node_splits.clear();
-        return g;
+        return GraphView {
+            node_splits: &[],
+            ..graph
+        }
+        .to_graph();
     }
     let mut node_feat = Vec::with_capacity(kept * NODE_FEAT_DIM);
     let mut node_opcode = Vec::with_capacity(kept);
@@ -97,8 +101,10 @@ pub fn prune_khop(graph: &Graph, k: usize) -> Graph {
 /// positions in `graph.node_config_ids`, one for each pair where the producer
 /// reaches the consumer by a directed path (producer -> consumer edges) of at
 /// most `hops` edges whose inner nodes are not configurable. Each pair once,
-/// sorted, no self-loops. `graph` must be valid.
-pub fn meta_edges(graph: &Graph, hops: usize) -> Vec<[i64; 2]> {
+/// sorted, no self-loops. `graph` (a [`Graph`] or a [`GraphView`]) must be
+/// valid.
+pub fn meta_edges<'a>(graph: impl Into<GraphView<'a>>, hops: usize) -> Vec<[i64; 2]> {
+    let graph = graph.into();
     let n = graph.num_nodes();
     let mut pos = vec![usize::MAX; n];
     for (i, &id) in graph.node_config_ids.iter().enumerate() {

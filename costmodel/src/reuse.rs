@@ -34,7 +34,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use sha2::{Digest, Sha256};
 
-use crate::graph::{Graph, Task};
+use crate::graph::{GraphView, Task};
 
 /// Most models (sessions) kept for reuse.
 pub const MAX_CACHED_MODELS: usize = 4;
@@ -86,7 +86,8 @@ fn hash_state() -> &'static std::hash::RandomState {
 impl GraphKey {
     /// The key of `graph` (every array: features, opcodes, edges,
     /// configurable ids, each with its length).
-    pub fn of(graph: &Graph) -> Self {
+    pub fn of<'a>(graph: impl Into<GraphView<'a>>) -> Self {
+        let graph = graph.into();
         let mut h = Fingerprint::default();
         h.f32s(&graph.node_feat)
             .bytes(&graph.node_opcode)
@@ -276,6 +277,7 @@ impl Fingerprint {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::graph::Graph;
 
     #[test]
     fn the_cache_keeps_its_bounds_and_drops_the_least_recently_used() {

@@ -13,7 +13,7 @@ use std::path::PathBuf;
 
 use costmodel::npz::NpzGraphFile;
 use costmodel::onnx::{OnnxModel, DEFAULT_LAYOUT_MODEL, DEFAULT_TILE_MODEL};
-use costmodel::{load_model, ConfigBatch, CostModel, CostModelError, Graph, Task};
+use costmodel::{load_model, ConfigBatch, CostModel, CostModelError, Graph, GraphView, Task};
 
 fn ort_available() -> bool {
     match costmodel::onnx::environment() {
@@ -380,6 +380,61 @@ fn unsorted_configurable_ids_score_like_the_same_graph_sorted() {
         for (x, y) in a.iter().zip(&b) {
             assert!((x - y).abs() <= 1e-5 * x.abs().max(1.0), "{a:?} vs {b:?}");
         }
+    }
+}
+
+#[test]
+fn a_graph_read_in_place_prepares_and_scores_as_the_same_graph_owned() {
+    if !ort_available() {
+        return;
+    }
+    // `prepare_view` reads a graph's arrays where their owner keeps them (the
+    // Python package's numpy arrays), uncopied: the same prepared state and
+    // scores as `prepare` of a Graph, for the default model (k-hop pruned),
+    // an early-join one (meta-graph) and the reference model (the trait's
+    // default, which copies); bad arrays are the same input errors.
+    let f = layout_file();
+    let g = f.graph();
+    // The arrays in buffers of their own, none of them a Graph's.
+    let feat = g.node_feat.clone();
+    let opcode = g.node_opcode.clone();
+    let edges = g.edge_index.clone();
+    let ids = g.node_config_ids.clone();
+    let splits = g.node_splits.clone();
+    let view = GraphView {
+        node_feat: &feat,
+        node_opcode: &opcode,
+        edge_index: &edges,
+        node_config_ids: &ids,
+        node_splits: &splits,
+    };
+    let batch = f.configs(0..16).expect("configs");
+    let models: [Box<dyn CostModel>; 3] = [
+        load_model(None, Task::Layout, 1).expect("layout default"),
+        load_model(Some(&early_join_model()), Task::Layout, 1).expect("early join"),
+        Box::new(costmodel::reference::ReferenceModel::new(Task::Layout)),
+    ];
+    for model in &models {
+        let owned = model.prepare(g).expect("prepare");
+        let borrowed = model.prepare_view(view).expect("prepare_view");
+        assert!(owned.graph == borrowed.graph, "the prepared graphs differ");
+        assert_eq!(owned.state_shape, borrowed.state_shape);
+        assert_eq!(owned.state, borrowed.state);
+        assert_eq!(owned.meta_edges, borrowed.meta_edges);
+        assert_eq!(
+            model.score(&owned, &batch).expect("score"),
+            model.score(&borrowed, &batch).expect("score")
+        );
+        let short = GraphView {
+            node_feat: &feat[..feat.len() - 1],
+            ..view
+        };
+        let mut cut = g.clone();
+        cut.node_feat.pop();
+        assert_eq!(
+            input_error(model.prepare_view(short)),
+            input_error(model.prepare(&cut))
+        );
     }
 }
 

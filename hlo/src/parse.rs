@@ -383,6 +383,9 @@ const DEPTH_SPECIAL: [bool; 256] = {
 /// x86_64 sixteen bytes are tested at a time (SSE2, part of the baseline).
 #[inline]
 fn next_depth_special(bytes: &[u8], from: usize) -> Option<usize> {
+    // Advanced by the x86_64 block only (elsewhere, e.g. the aarch64 wheel,
+    // the scalar loop below does all the work).
+    #[cfg_attr(not(target_arch = "x86_64"), allow(unused_mut))]
     let mut i = from;
     #[cfg(target_arch = "x86_64")]
     {

@@ -220,5 +220,8 @@ class CostModel:
         ``hlo-cost eval --predictions`` on the same arrays: the
         configurations of ``features`` (``node_config_feat`` / ``config_feat``),
         or ``configs`` (an array of them, or a dict). Batch-invariant. The
-        GIL is released while the model runs. The arrays are copied in once
-        (into the memory of the model's previous call, which it keeps)."""
+        GIL is released while the model runs. The model reads the graph's
+        arrays in place (C-contiguous arrays of the published dtypes, as
+        ``featurize`` and ``load_npz`` give them, are not copied; others are
+        converted first): do not write to them from another thread while a
+        score runs."""

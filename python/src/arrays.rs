@@ -9,14 +9,16 @@
 //! (`hlo_opt/__init__.py`) converts them first.
 
 use std::path::PathBuf;
-use std::sync::Mutex;
 
 use costmodel::graph::{LAYOUT_CONFIG_DIM, NODE_FEAT_DIM, TILE_CONFIG_DIM};
 use costmodel::npz::{NpzGraphFile, WriteOptions};
 use costmodel::tuning::Configs;
-use costmodel::{ConfigBatch, Graph, Task};
+use costmodel::{ConfigBatch, Graph, GraphView, Task};
 use numpy::ndarray::{Array2, ArrayD, IxDyn};
-use numpy::{Element, IntoPyArray, PyArrayDyn, PyReadonlyArray1, PyReadonlyArrayDyn};
+use numpy::{
+    Element, IntoPyArray, PyArrayDyn, PyArrayMethods, PyReadonlyArray1, PyReadonlyArrayDyn,
+    PyUntypedArrayMethods,
+};
 use pyo3::exceptions::{PyKeyError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -158,12 +160,6 @@ pub fn load_npz<'py>(
     graph_dict(py, file.into_graph(), task, batch, runtimes, normalizers)
 }
 
-/// The layout graph of a features dict (its configurable nodes required).
-fn layout_graph(d: &Bound<'_, PyDict>) -> PyResult<Graph> {
-    let (graph, _) = graph_arrays(d, Task::Layout)?;
-    Ok(graph)
-}
-
 /// The subgraph of a layout graph within `k` undirected hops of its
 /// configurable nodes (`costmodel::prune::prune_khop`, what the layout
 /// model scores): `node_feat`, `node_opcode`, `edge_index`, `node_config_ids`.
@@ -173,8 +169,9 @@ pub fn prune_khop<'py>(
     arrays: &Bound<'py, PyDict>,
     k: usize,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let graph = layout_graph(arrays)?;
-    let pruned = py.detach(|| costmodel::prune::prune_khop(&graph, k));
+    let held = GraphArrays::read(arrays, Task::Layout)?;
+    let graph = held.view()?;
+    let pruned = py.detach(|| costmodel::prune::prune_khop(graph, k));
     let d = PyDict::new(py);
     let n = pruned.num_nodes();
     let nc = pruned.num_config_nodes();
@@ -201,34 +198,32 @@ pub fn meta_edges<'py>(
     arrays: &Bound<'py, PyDict>,
     hops: usize,
 ) -> PyResult<Bound<'py, PyArrayDyn<i64>>> {
-    let graph = layout_graph(arrays)?;
-    let pairs = py.detach(|| costmodel::prune::meta_edges(&graph, hops));
+    let held = GraphArrays::read(arrays, Task::Layout)?;
+    let graph = held.view()?;
+    let pairs = py.detach(|| costmodel::prune::meta_edges(graph, hops));
     let n = pairs.len();
     let flat: Vec<i64> = pairs.into_iter().flatten().collect();
     array(py, flat, &[n, 2])
 }
 
-/// Calls `f` with the values of a required array of `d` and its dims,
-/// the shape checked against `shape` (`None`: any size). The values are
-/// the array's own memory when it is C-contiguous (as the Python half
-/// passes them), else a copy.
-fn with_array<T: Element + Copy, R>(
-    d: &Bound<'_, PyDict>,
+/// A required array of `d`, its shape checked against `shape` (`None`: any
+/// size), borrowed read-only; C-contiguous (as the Python half passes them;
+/// any other layout is copied into one).
+fn readonly<'py, T: Element + Copy>(
+    d: &Bound<'py, PyDict>,
     key: &str,
     shape: &[Option<usize>],
-    f: impl FnOnce(&[T], &[usize]) -> R,
-) -> PyResult<R> {
+) -> PyResult<PyReadonlyArrayDyn<'py, T>> {
     let item = d
         .get_item(key)?
         .ok_or_else(|| PyKeyError::new_err(format!("no `{key}` array")))?;
-    let a: PyReadonlyArrayDyn<'_, T> = item.extract().map_err(|_| {
+    let a: PyReadonlyArrayDyn<'py, T> = item.extract().map_err(|_| {
         PyValueError::new_err(format!(
             "`{key}`: expected a numpy array of dtype {}",
             std::any::type_name::<T>()
         ))
     })?;
-    let view = a.as_array();
-    let dims = view.shape();
+    let dims = a.shape();
     let fits = dims.len() == shape.len()
         && dims
             .iter()
@@ -244,10 +239,29 @@ fn with_array<T: Element + Copy, R>(
             want.join(", ")
         )));
     }
-    Ok(match view.as_slice() {
-        Some(values) => f(values, dims),
-        None => f(&view.iter().copied().collect::<Vec<T>>(), dims),
-    })
+    if a.is_c_contiguous() {
+        return Ok(a);
+    }
+    let copy = a.as_array().as_standard_layout().into_owned();
+    Ok(copy.into_pyarray(d.py()).readonly())
+}
+
+/// The values of a [`readonly`] array.
+fn values<'a, T: Element>(a: &'a PyReadonlyArrayDyn<'_, T>, key: &str) -> PyResult<&'a [T]> {
+    a.as_slice()
+        .map_err(|e| PyValueError::new_err(format!("`{key}`: {e}")))
+}
+
+/// Calls `f` with the values of a required array of `d` and its dims,
+/// the shape checked against `shape` ([`readonly`]).
+fn with_array<T: Element + Copy, R>(
+    d: &Bound<'_, PyDict>,
+    key: &str,
+    shape: &[Option<usize>],
+    f: impl FnOnce(&[T], &[usize]) -> R,
+) -> PyResult<R> {
+    let a = readonly::<T>(d, key, shape)?;
+    Ok(f(values(&a, key)?, a.shape()))
 }
 
 /// [`with_array`]'s values, copied.
@@ -272,59 +286,71 @@ fn task_of(d: &Bound<'_, PyDict>) -> PyResult<Task> {
     }
 }
 
-/// The graph of a features dict, and its task.
+/// The graph of a features dict, and its task, copied.
 fn graph_of(d: &Bound<'_, PyDict>) -> PyResult<(Graph, Task)> {
     let task = task_of(d)?;
-    graph_arrays(d, task)
-}
-
-/// The graph arrays of a features dict for `task`, checked.
-fn graph_arrays(d: &Bound<'_, PyDict>, task: Task) -> PyResult<(Graph, Task)> {
-    let mut graph = Graph::default();
-    fill_graph(d, task, &mut graph)?;
+    let graph = GraphArrays::read(d, task)?.view()?.to_graph();
     Ok((graph, task))
 }
 
-/// Replaces `graph` with the graph arrays of a features dict for `task`,
-/// checked; `graph`'s vectors are reused (a model scoring graph after
-/// graph copies into memory it already has).
-fn fill_graph(d: &Bound<'_, PyDict>, task: Task, graph: &mut Graph) -> PyResult<()> {
-    fn refill<T: Copy>(v: &mut Vec<T>, values: &[T]) {
-        v.clear();
-        v.extend_from_slice(values);
+/// The graph arrays of a features dict for a task, held read-only while a
+/// [`GraphView`] of them is in use: models read numpy's memory, uncopied.
+struct GraphArrays<'py> {
+    node_feat: PyReadonlyArrayDyn<'py, f32>,
+    node_opcode: PyReadonlyArrayDyn<'py, u8>,
+    edge_index: PyReadonlyArrayDyn<'py, i64>,
+    /// Layout only (tile graphs have none).
+    node_config_ids: Option<PyReadonlyArrayDyn<'py, i64>>,
+    /// Optional.
+    node_splits: Option<PyReadonlyArrayDyn<'py, i64>>,
+}
+
+impl<'py> GraphArrays<'py> {
+    /// The arrays of `d` for `task`, their shapes checked.
+    fn read(d: &Bound<'py, PyDict>, task: Task) -> PyResult<Self> {
+        let node_feat = readonly(d, "node_feat", &[None, Some(NODE_FEAT_DIM)])?;
+        let n = node_feat.shape()[0];
+        let layout = task == Task::Layout;
+        Ok(GraphArrays {
+            node_feat,
+            node_opcode: readonly(d, "node_opcode", &[Some(n)])?,
+            edge_index: readonly(d, "edge_index", &[None, Some(2)])?,
+            node_config_ids: layout
+                .then(|| readonly(d, "node_config_ids", &[None]))
+                .transpose()?,
+            node_splits: if layout && d.contains("node_splits")? {
+                Some(readonly(d, "node_splits", &[Some(1), None])?)
+            } else {
+                None
+            },
+        })
     }
-    let n = with_array(d, "node_feat", &[None, Some(NODE_FEAT_DIM)], |v, dims| {
-        refill(&mut graph.node_feat, v);
-        dims[0]
-    })?;
-    with_array(d, "node_opcode", &[Some(n)], |v, _| {
-        refill(&mut graph.node_opcode, v)
-    })?;
-    with_array(d, "edge_index", &[None, Some(2)], |v: &[i64], _| {
-        graph.edge_index.clear();
-        graph
-            .edge_index
-            .extend(v.chunks_exact(2).map(|e| [e[0], e[1]]));
-    })?;
-    graph.node_config_ids.clear();
-    graph.node_splits.clear();
-    if task == Task::Layout {
-        with_array(d, "node_config_ids", &[None], |v, _| {
-            refill(&mut graph.node_config_ids, v)
-        })?;
-        if d.contains("node_splits")? {
-            with_array(d, "node_splits", &[Some(1), None], |v, _| {
-                refill(&mut graph.node_splits, v)
-            })?;
+
+    /// The graph, checked (`Graph::check`).
+    fn view(&self) -> PyResult<GraphView<'_>> {
+        let (edge_index, _) = values(&self.edge_index, "edge_index")?.as_chunks::<2>();
+        fn optional<'a>(
+            a: &'a Option<PyReadonlyArrayDyn<'_, i64>>,
+            key: &str,
+        ) -> PyResult<&'a [i64]> {
+            a.as_ref().map_or(Ok(&[]), |a| values(a, key))
         }
+        let graph = GraphView {
+            node_feat: values(&self.node_feat, "node_feat")?,
+            node_opcode: values(&self.node_opcode, "node_opcode")?,
+            edge_index,
+            node_config_ids: optional(&self.node_config_ids, "node_config_ids")?,
+            node_splits: optional(&self.node_splits, "node_splits")?,
+        };
+        graph.check().map_err(PyValueError::new_err)?;
+        Ok(graph)
     }
-    graph.check().map_err(PyValueError::new_err)
 }
 
 /// The configurations of a features dict (or `configs`, when given).
 fn configs_of(
     d: &Bound<'_, PyDict>,
-    graph: &Graph,
+    graph: GraphView<'_>,
     task: Task,
     configs: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<ConfigBatch> {
@@ -337,7 +363,7 @@ fn configs_of(
     }))
 }
 
-fn nodes_per_config(graph: &Graph, task: Task) -> usize {
+fn nodes_per_config(graph: GraphView<'_>, task: Task) -> usize {
     match task {
         Task::Layout => graph.num_config_nodes(),
         Task::Tile => 1,
@@ -348,7 +374,7 @@ fn nodes_per_config(graph: &Graph, task: Task) -> usize {
 /// batches of at most `batch`, each copied once from the array.
 fn config_batches(
     d: &Bound<'_, PyDict>,
-    graph: &Graph,
+    graph: GraphView<'_>,
     task: Task,
     configs: Option<&Bound<'_, PyDict>>,
     batch: usize,
@@ -391,7 +417,7 @@ pub fn save_npz(
     compressed: bool,
 ) -> PyResult<()> {
     let (graph, task) = graph_of(arrays)?;
-    let configs = configs_of(arrays, &graph, task, None)?;
+    let configs = configs_of(arrays, graph.view(), task, None)?;
     let c = configs.num_configs;
     let runtimes = if arrays.contains("config_runtime")? {
         get::<i64>(arrays, "config_runtime", &[Some(c)])?.0
@@ -489,9 +515,6 @@ pub fn kaggle_tile_score(pred: Values<'_>, runtime: Values<'_>) -> PyResult<Opti
 pub struct CostModel {
     model: Box<dyn costmodel::CostModel>,
     spec: String,
-    /// The last graph scored, whose vectors the next call fills again
-    /// (taken while a call uses it: a concurrent call allocates its own).
-    scratch: Mutex<Option<Graph>>,
 }
 
 impl CostModel {
@@ -518,7 +541,6 @@ impl CostModel {
         Ok(CostModel {
             model,
             spec: spec.to_string(),
-            scratch: Mutex::new(None),
         })
     }
 }
@@ -583,22 +605,15 @@ impl CostModel {
                 self.model.task().name()
             )));
         }
-        let mut graph = self
-            .scratch
-            .try_lock()
-            .ok()
-            .and_then(|mut s| s.take())
-            .unwrap_or_default();
-        fill_graph(features, task, &mut graph)?;
-        let batches = config_batches(features, &graph, task, configs, batch)?;
+        // The model reads the graph in numpy's memory, uncopied (read-only
+        // borrows, held until the scores are back).
+        let held = GraphArrays::read(features, task)?;
+        let graph = held.view()?;
+        let batches = config_batches(features, graph, task, configs, batch)?;
         let model = self.model.as_ref();
         let scores = py
-            .detach(|| score_all(model, &graph, &batches))
-            .map_err(|e| costmodel_error(&e));
-        if let Ok(mut s) = self.scratch.try_lock() {
-            *s = Some(graph);
-        }
-        let scores = scores?;
+            .detach(|| score_all(model, graph, &batches))
+            .map_err(|e| costmodel_error(&e))?;
         let n = scores.len();
         array(py, scores, &[n])
     }
@@ -608,10 +623,10 @@ impl CostModel {
 /// scores in batches too), in order.
 fn score_all(
     model: &dyn costmodel::CostModel,
-    graph: &Graph,
+    graph: GraphView<'_>,
     batches: &[ConfigBatch],
 ) -> costmodel::Result<Vec<f32>> {
-    let prepared = model.prepare(graph)?;
+    let prepared = model.prepare_view(graph)?;
     let mut out = Vec::with_capacity(batches.iter().map(|b| b.num_configs).sum());
     for part in batches {
         let start = out.len();

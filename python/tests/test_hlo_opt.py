@@ -280,8 +280,8 @@ def test_scores_and_metrics_equal_hlo_cost_eval(spec: str, npz: Path) -> None:
 
 
 def test_a_model_scores_one_graph_after_another_as_a_fresh_one() -> None:
-    # A model reuses the memory of its previous call's graph: nothing of a
-    # bigger graph (nodes, edges, configurable nodes, splits) may remain.
+    # Nothing of a previous call's graph (nodes, edges, configurable nodes,
+    # splits) may remain in a model, nor of a call that failed.
     files = [UNET_NPZ, TESTDATA / "costmodel" / "npz" / "layout_xla_mask_rcnn_unsorted_ids.npz"]
     graphs = [hlo_opt.load_npz(f) for f in files]
     graphs.append(hlo_opt.featurize(hlo_opt.read(TESTDATA / "layout" / "transformer_bert.hlo")))
@@ -294,6 +294,35 @@ def test_a_model_scores_one_graph_after_another_as_a_fresh_one() -> None:
             model.score(graphs[0])
         graphs[0] = hlo_opt.load_npz(files[0])
         np.testing.assert_array_equal(model.score(graphs[1]), hlo_opt.CostModel(spec).score(graphs[1]))
+
+
+def test_a_model_reads_arrays_of_any_memory_layout_alike() -> None:
+    # The model reads the graph where numpy holds it, uncopied, when the
+    # arrays are C-contiguous (featurize's and load_npz's are); arrays in
+    # another layout (Fortran order, strided views), read-only ones, or ones
+    # of another dtype score the same, and are left as they were.
+    arrays = hlo_opt.load_npz(UNET_NPZ)
+    before = {k: v.copy() for k, v in arrays.items()}
+    for spec in ("layout", "reference"):
+        model = hlo_opt.CostModel(spec)
+        want = model.score(arrays)
+        odd = dict(arrays)
+        odd["node_feat"] = np.asfortranarray(arrays["node_feat"])
+        odd["edge_index"] = np.asfortranarray(arrays["edge_index"])
+        ids = np.zeros(2 * len(arrays["node_config_ids"]), np.int64)
+        ids[::2] = arrays["node_config_ids"]
+        odd["node_config_ids"] = ids[::2]  # a strided view
+        odd["node_opcode"] = arrays["node_opcode"].copy()
+        odd["node_opcode"].flags.writeable = False
+        assert not odd["node_feat"].flags.c_contiguous and not odd["node_config_ids"].flags.c_contiguous
+        # straight to the extension, past the Python half's conversion
+        np.testing.assert_array_equal(hlo_opt._native.CostModel.score(model._model, odd, None), want)
+        np.testing.assert_array_equal(model.score(odd), want)
+        odd["node_feat"] = arrays["node_feat"].astype(np.float64)
+        np.testing.assert_array_equal(model.score(odd), want)
+    for k, v in arrays.items():
+        np.testing.assert_array_equal(v, before[k])
+        assert v.flags.writeable, k
 
 
 def test_metrics_are_the_rust_ones() -> None:
