@@ -11,6 +11,11 @@ OUT=${OUT:-out-gpu}
 COLLECT=${1:-220}
 MEASURE=${2:-300}
 export PYTHONUNBUFFERED=1
+# The default GPU tile model is the ONNX ranker: carry ONNX Runtime's library
+# beside the binary (docs/xla-gpu.md, "One GPU session") unless set.
+if [ -z "${ORT_DYLIB_PATH:-}" ] && [ -f gpu-bin/libonnxruntime.so.1.31.1 ]; then
+  export ORT_DYLIB_PATH=$PWD/gpu-bin/libonnxruntime.so.1.31.1
+fi
 mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader || true
 "$PY" scripts/gpu_collect.py --out "$OUT" --budget "$COLLECT" --max-files 5 --exhaustive-frac 0 \

@@ -210,8 +210,8 @@ struct Cli {
     #[arg(long, value_name = "FILE")]
     autotune_env: Option<PathBuf>,
     /// [tile, xla-gpu] The learned GPU tile model with --autotune-env: a
-    /// builtin name (xla-gpu-h200, the kNN default; xla-gpu-h200-ranker,
-    /// the ranker over XLA's generated candidates), a JSON file from
+    /// builtin name (xla-gpu-h200-ranker, the default: the ranker over
+    /// XLA's generated candidates; xla-gpu-h200, kNN), a JSON file from
     /// `hlo-cost gpu-tile-model -o`, or a ranker `.onnx` file
     /// (docs/xla-gpu.md, "The ranker").
     #[arg(long, value_name = "NAME|PATH")]

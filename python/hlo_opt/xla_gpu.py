@@ -46,8 +46,9 @@ def choose(module: Module, env: str, cache_dir: Optional[str] = None,
     compiled with autotuning off), and, with `cache_dir`, XLA's cache
     entries for them. `env` is the text of an autotuning logs or results
     file XLA wrote on that GPU (device key, codegen and Triton versions).
-    `model`: a builtin name (``"xla-gpu-h200"``, the default) or a JSON
-    file from ``hlo-cost gpu-tile-model``. Raises `PassError`."""
+    `model`: a builtin name (``"xla-gpu-h200-ranker"``, the default;
+    ``"xla-gpu-h200"``, kNN), a JSON file from ``hlo-cost gpu-tile-model``
+    or a ranker ``.onnx`` file. Raises `PassError`."""
     choices, _ = _native.xla_gpu_cache(module, env,
                                        None if cache_dir is None else _os.fspath(cache_dir), model)
     return [Choice(f, fp, {k: (bool(v) if k.startswith("is_") else int(v))

@@ -154,7 +154,7 @@ pub fn select_for_autotuner(
     opts.autotuner_env
         .as_ref()
         .ok_or("no autotuner environment")?;
-    let name = opts.model.as_deref().unwrap_or("xla-gpu-h200");
+    let name = opts.model.as_deref().unwrap_or(ranker::BUILTIN_NAME);
     if name == ranker::BUILTIN_NAME || name.ends_with(".onnx") {
         return select_with_ranker(m, opts, &ranker::Ranker::load(name)?, explain);
     }
