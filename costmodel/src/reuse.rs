@@ -89,10 +89,10 @@ impl GraphKey {
     pub fn of<'a>(graph: impl Into<GraphView<'a>>) -> Self {
         let graph = graph.into();
         let mut h = Fingerprint::default();
-        h.f32s(&graph.node_feat)
-            .bytes(&graph.node_opcode)
+        h.f32s(graph.node_feat)
+            .bytes(graph.node_opcode)
             .i64s(graph.edge_index.as_flattened())
-            .i64s(&graph.node_config_ids);
+            .i64s(graph.node_config_ids);
         GraphKey {
             hash: h.finish(),
             nodes: graph.num_nodes(),

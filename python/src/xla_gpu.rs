@@ -14,6 +14,10 @@ use crate::PassError;
 /// `hlo_fingerprint`, the chosen Triton config as the 10 integers of the
 /// model files, why). `env` is the text of a logs or results file XLA
 /// wrote on the GPU; with `cache_dir` the entries are written there.
+/// One fusion's choice as Python sees it: fusion name, its hlo fingerprint (the cache key), the
+/// config's ten columns, why.
+type CacheChoice = (String, String, [i64; 10], String);
+
 #[pyfunction]
 #[pyo3(signature = (module, env, cache_dir = None, model = None))]
 pub fn xla_gpu_cache(
@@ -22,7 +26,7 @@ pub fn xla_gpu_cache(
     env: &str,
     cache_dir: Option<PathBuf>,
     model: Option<String>,
-) -> PyResult<(Vec<(String, String, [i64; 10], String)>, Vec<String>)> {
+) -> PyResult<(Vec<CacheChoice>, Vec<String>)> {
     use passes::tile::xla_gpu::{autotuner::Environment, select_for_autotuner, XlaGpuOptions};
     let env = Environment::from_text(env).map_err(|e| PassError::new_err(format!("env: {e}")))?;
     let opts = XlaGpuOptions {
