@@ -10,14 +10,13 @@ use pyo3::prelude::*;
 use crate::module::Module;
 use crate::PassError;
 
+/// One fusion's choice as Python sees it (see [`xla_gpu_cache`]).
+type CacheChoice = (String, String, [i64; 10], String);
+
 /// For every Triton GEMM fusion of `module`: (fusion name, XLA's
 /// `hlo_fingerprint`, the chosen Triton config as the 10 integers of the
 /// model files, why). `env` is the text of a logs or results file XLA
 /// wrote on the GPU; with `cache_dir` the entries are written there.
-/// One fusion's choice as Python sees it: fusion name, its hlo fingerprint (the cache key), the
-/// config's ten columns, why.
-type CacheChoice = (String, String, [i64; 10], String);
-
 #[pyfunction]
 #[pyo3(signature = (module, env, cache_dir = None, model = None))]
 pub fn xla_gpu_cache(
