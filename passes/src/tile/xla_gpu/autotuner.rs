@@ -602,6 +602,59 @@ pub fn raw_backend_config(m: &Module, id: InstId) -> Option<String> {
     }
 }
 
+/// A GPU session's `core.tar.xz`, unpacked (docs/xla-gpu.md): for each
+/// program its autotuning logs, `logs/<program>.textproto`, and the module
+/// XLA compiled with autotuning off, `hlo/<program>.off.hlo`; and the
+/// session's `provenance.json`.
+pub struct SessionFiles {
+    pub files: std::collections::BTreeMap<String, Vec<u8>>,
+}
+
+/// One program of a [`SessionFiles`].
+pub struct SessionProgram<'a> {
+    /// Its logs' path in the archive (error messages name it).
+    pub logs_path: &'a str,
+    pub program: &'a str,
+    pub logs: &'a str,
+    pub module: Module,
+}
+
+impl SessionFiles {
+    pub fn read(path: &Path) -> Result<Self, String> {
+        Ok(SessionFiles {
+            files: read_tar_xz(path, 512 << 20)?.into_iter().collect(),
+        })
+    }
+
+    /// Every program with both its logs and its module, in name order.
+    pub fn programs(&self) -> Result<Vec<SessionProgram<'_>>, String> {
+        let mut out = Vec::new();
+        for (name, bytes) in &self.files {
+            let Some(prog) = name
+                .strip_prefix("logs/")
+                .and_then(|p| p.strip_suffix(".textproto"))
+            else {
+                continue;
+            };
+            let Some(off) = self.files.get(&format!("hlo/{prog}.off.hlo")) else {
+                continue;
+            };
+            let logs = std::str::from_utf8(bytes).map_err(|_| format!("{name}: not UTF-8"))?;
+            let module = hlo::parse_module(
+                std::str::from_utf8(off).map_err(|_| format!("{prog}.off.hlo: not UTF-8"))?,
+            )
+            .map_err(|e| format!("{prog}.off.hlo: {}", e.render()))?;
+            out.push(SessionProgram {
+                logs_path: name,
+                program: prog,
+                logs,
+                module,
+            });
+        }
+        Ok(out)
+    }
+}
+
 /// The files of a `.tar.xz` (as the GPU sessions' files come back), path
 /// and bytes, in archive order. At most `max_bytes` are unpacked.
 pub fn read_tar_xz(path: &Path, max_bytes: u64) -> Result<Vec<(String, Vec<u8>)>, String> {

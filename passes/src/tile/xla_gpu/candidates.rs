@@ -150,26 +150,11 @@ pub fn session_file(
     let mut fusions = Vec::new();
     let mut provenance = Vec::new();
     for path in paths {
-        let files: BTreeMap<String, Vec<u8>> = autotuner::read_tar_xz(path, 512 << 20)?
-            .into_iter()
-            .collect();
-        for (name, bytes) in &files {
-            let Some(prog) = name
-                .strip_prefix("logs/")
-                .and_then(|p| p.strip_suffix(".textproto"))
-            else {
-                continue;
-            };
-            let Some(off) = files.get(&format!("hlo/{prog}.off.hlo")) else {
-                continue;
-            };
-            let text = std::str::from_utf8(bytes).map_err(|_| format!("{name}: not UTF-8"))?;
-            let module = hlo::parse_module(
-                std::str::from_utf8(off).map_err(|_| format!("{prog}.off.hlo: not UTF-8"))?,
-            )
-            .map_err(|e| format!("{prog}.off.hlo: {}", e.render()))?;
+        let session = autotuner::SessionFiles::read(path)?;
+        for p in session.programs()? {
             fusions.extend(
-                program_fusions(prog, text, &module, device).map_err(|e| format!("{name}: {e}"))?,
+                program_fusions(p.program, p.logs, &p.module, device)
+                    .map_err(|e| format!("{}: {e}", p.logs_path))?,
             );
         }
         provenance.push(path.display().to_string());

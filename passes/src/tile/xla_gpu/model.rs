@@ -354,26 +354,13 @@ pub fn lopo(records: &[Record], k: usize) -> Vec<Lopo> {
 /// The records of a GPU session's `core.tar.xz` (`logs/<program>.textproto`
 /// with `hlo/<program>.off.hlo`), in program order, and its provenance line.
 pub fn session_records(path: &std::path::Path) -> Result<(Vec<Record>, String), String> {
-    let files: BTreeMap<String, Vec<u8>> = autotuner::read_tar_xz(path, 512 << 20)?
-        .into_iter()
-        .collect();
+    let session = autotuner::SessionFiles::read(path)?;
+    let files = &session.files;
     let mut out = Vec::new();
-    for (name, bytes) in &files {
-        let Some(prog) = name
-            .strip_prefix("logs/")
-            .and_then(|p| p.strip_suffix(".textproto"))
-        else {
-            continue;
-        };
-        let Some(off) = files.get(&format!("hlo/{prog}.off.hlo")) else {
-            continue;
-        };
-        let text = std::str::from_utf8(bytes).map_err(|_| format!("{name}: not UTF-8"))?;
-        let module = hlo::parse_module(
-            std::str::from_utf8(off).map_err(|_| format!("{prog}.off.hlo: not UTF-8"))?,
-        )
-        .map_err(|e| format!("{prog}.off.hlo: {}", e.render()))?;
-        out.extend(records(prog, text, &module).map_err(|e| format!("{name}: {e}"))?);
+    for p in session.programs()? {
+        out.extend(
+            records(p.program, p.logs, &p.module).map_err(|e| format!("{}: {e}", p.logs_path))?,
+        );
     }
     let prov = files
         .get("provenance.json")
