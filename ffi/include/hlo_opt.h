@@ -297,6 +297,15 @@ hlo_opt_status_t hlo_opt_module_run_passes(hlo_opt_module_t *module,
                                            int *changed_out,
                                            char **explain_out);
 
+/**
+ * Releases what earlier pass runs keep in this process for reuse: the cost
+ * models' ONNX Runtime sessions, the encoders' outputs and the node terms.
+ * Models in use by a run on another thread stay alive until it ends; a later
+ * run loads them again. Modules and options stay valid. Call it to get the
+ * memory back, e.g. before a leak checker looks at the process.
+ */
+hlo_opt_status_t hlo_opt_release_caches(void);
+
 #ifdef __cplusplus
 }  /* extern "C" */
 #endif

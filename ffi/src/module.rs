@@ -290,6 +290,19 @@ pub unsafe extern "C" fn hlo_opt_list_passes(out: *mut *mut c_char) -> hlo_opt_s
     })
 }
 
+/// Releases what earlier pass runs keep in this process for reuse: the cost
+/// models' ONNX Runtime sessions, the encoders' outputs and the node terms
+/// (docs/cost-models.md, "Reuse within a process"). Models in use by a run
+/// on another thread stay alive until it ends; a later run loads them again.
+/// Modules and options stay valid.
+#[no_mangle]
+pub extern "C" fn hlo_opt_release_caches() -> hlo_opt_status_t {
+    guard(|| {
+        costmodel::onnx::clear_caches();
+        Ok(())
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
