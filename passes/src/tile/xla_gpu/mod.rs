@@ -123,24 +123,39 @@ fn select_with_ranker(
         };
         let (config, score, n) = rk.choose(&problem, &device)?;
         let why = format!("ranker: best of {n} candidates (score {score:.3})");
-        explain.push_str(&format!(
-            "tile %{name}: batch {} M {} N {} K {} ({}-bit): {} [{}], key {fp}\n",
+        let dims = [
             problem.batch,
             problem.m,
             problem.n,
             problem.k,
-            problem.operand_bits,
-            config.describe(),
-            why
-        ));
-        choices.push(AutotunerChoice {
-            fusion: name,
-            hlo_fingerprint: fp,
-            config,
-            why,
-        });
+            i64::from(problem.operand_bits),
+        ];
+        push_choice(explain, &mut choices, name, dims, fp, config, why);
     }
     write_autotuner_outputs(opts, choices, warnings, explain)
+}
+
+/// One fusion's choice: its explain line (the GEMM's batch, M, N, K and
+/// operand bits, the config, why, the key) and the choice itself.
+fn push_choice(
+    explain: &mut String,
+    choices: &mut Vec<AutotunerChoice>,
+    name: String,
+    [batch, m, n, k, bits]: [i64; 5],
+    fp: String,
+    config: autotuner::TritonConfig,
+    why: String,
+) {
+    explain.push_str(&format!(
+        "tile %{name}: batch {batch} M {m} N {n} K {k} ({bits}-bit): {} [{why}], key {fp}\n",
+        config.describe()
+    ));
+    choices.push(AutotunerChoice {
+        fusion: name,
+        hlo_fingerprint: fp,
+        config,
+        why,
+    });
 }
 
 /// The new autotuner's path: for every GEMM fusion of `m` (a module XLA
@@ -205,22 +220,14 @@ pub fn select_for_autotuner(
                 "size heuristic (the model is empty)".into(),
             ),
         };
-        explain.push_str(&format!(
-            "tile %{name}: batch {} M {} N {} K {} ({}-bit): {} [{}], key {fp}\n",
+        let dims = [
             shape.batch,
             shape.m,
             shape.n,
             shape.k,
-            shape.operand_bits,
-            config.describe(),
-            why
-        ));
-        choices.push(AutotunerChoice {
-            fusion: name,
-            hlo_fingerprint: fp,
-            config,
-            why,
-        });
+            i64::from(shape.operand_bits),
+        ];
+        push_choice(explain, &mut choices, name, dims, fp, config, why);
     }
     write_autotuner_outputs(opts, choices, warnings, explain)
 }
