@@ -128,7 +128,7 @@ fn select_with_ranker(
             problem.m,
             problem.n,
             problem.k,
-            i64::from(problem.operand_bits),
+            problem.operand_bits,
         ];
         push_choice(explain, &mut choices, name, dims, fp, config, why);
     }
