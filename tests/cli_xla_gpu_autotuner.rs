@@ -13,7 +13,11 @@
 //! - `hlo-cost gpu-tile-model` runs the leave-one-program-out
 //!   cross-validation from the committed data, the learned choice beats
 //!   XLA's autotuning-off choice by far, and the model it writes is the
-//!   builtin one byte for byte (the shipped model is reproducible).
+//!   builtin one byte for byte (the shipped model is reproducible);
+//! - the same for the default model, the ranker: `hlo-cost gpu-candidates`
+//!   then `costmodel/training/xla_gpu_ranker.py` cross-validate it from the
+//!   committed data, it beats XLA's autotuning-off choice by far, and its
+//!   export is the builtin ONNX byte for byte with the same choices.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -21,6 +25,9 @@ use std::process::Command;
 
 use passes::tile::xla_gpu::autotuner;
 use prost::Message as _;
+
+#[path = "support/report.rs"]
+mod report;
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -202,21 +209,8 @@ fn model_cross_validation_runs_and_reproduces_the_builtin_model() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let pct = |method: &str| -> f64 {
-        let line = stdout
-            .lines()
-            .find(|l| l.starts_with(&format!("| {method}")))
-            .expect(method);
-        line.split('|')
-            .nth(4)
-            .expect("test step")
-            .trim()
-            .trim_end_matches('%')
-            .parse()
-            .expect("test step")
-    };
-    let knn = pct("kNN (k=3)");
-    let off = pct("XLA, autotuning off");
+    let knn = mean_slowdown(&stdout, "kNN (k=3)");
+    let off = mean_slowdown(&stdout, "XLA, autotuning off");
     // Choices XLA never measured count at the fusion's slowest measured
     // time (kNN: 16.3% mean, 3 such choices, 28 Nov 2026).
     assert!(
@@ -230,6 +224,93 @@ fn model_cross_validation_runs_and_reproduces_the_builtin_model() {
     assert!(
         built == shipped,
         "the builtin model differs from what gpu-tile-model writes"
+    );
+}
+
+/// The mean top-1 slowdown (column 4) of `method`'s row in a cross-validation
+/// table the model commands print.
+fn mean_slowdown(table: &str, method: &str) -> f64 {
+    let line = table
+        .lines()
+        .find(|l| l.starts_with(&format!("| {method}")))
+        .unwrap_or_else(|| panic!("no row `{method}` in\n{table}"));
+    line.split('|')
+        .nth(4)
+        .expect("a table row")
+        .trim()
+        .trim_end_matches('%')
+        .parse()
+        .expect("a percentage")
+}
+
+#[test]
+fn ranker_cross_validation_runs_and_reproduces_the_builtin_ranker() {
+    let Some(py) = std::env::var_os("HLO_OPT_PYTHON").filter(|p| !p.is_empty()) else {
+        report::skipped("HLO_OPT_PYTHON is not set");
+        return;
+    };
+    let has_lightgbm = Command::new(&py)
+        .args(["-c", "import lightgbm, onnxmltools"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !has_lightgbm {
+        report::skipped(
+            "the Python lacks lightgbm/onnxmltools (costmodel/training/requirements.txt)",
+        );
+        return;
+    }
+    report::ran();
+    let dir = tmp("ranker");
+    let cands = dir.join("cands.json");
+    let out = Command::new(env!("CARGO_BIN_EXE_hlo-cost"))
+        .args([
+            "gpu-candidates",
+            "--session",
+            "testdata/xla_gpu/session1/core.tar.xz",
+            "-o",
+        ])
+        .arg(&cands)
+        .current_dir(repo())
+        .output()
+        .expect("hlo-cost");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let onnx = dir.join("xla_gpu_h200_ranker.onnx");
+    let out = Command::new(&py)
+        .arg("costmodel/training/xla_gpu_ranker.py")
+        .arg(&cands)
+        .args(["--variants", "lambdarank-600x15", "--export"])
+        .arg(&onnx)
+        .current_dir(repo())
+        .output()
+        .expect("python");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        stdout,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ranker = mean_slowdown(&stdout, "ranker: lambdarank-600x15");
+    let off = mean_slowdown(&stdout, "XLA, autotuning off");
+    // 3.7% against 677.9% (28 Nov 2026, docs/xla-gpu.md).
+    assert!(
+        ranker < 5.0 && off > 100.0,
+        "ranker {ranker}% vs autotuning off {off}%\n{stdout}"
+    );
+    let models = repo().join("passes/models");
+    assert!(
+        std::fs::read(&onnx).expect("exported")
+            == std::fs::read(models.join("xla_gpu_h200_ranker.onnx")).expect("builtin"),
+        "the builtin ranker differs from what xla_gpu_ranker.py --export writes"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("xla_gpu_h200_ranker.choices.json")).expect("exported"),
+        std::fs::read_to_string(models.join("xla_gpu_h200_ranker.choices.json")).expect("builtin"),
+        "the ranker's choices differ from the builtin ones"
     );
 }
 

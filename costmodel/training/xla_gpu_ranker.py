@@ -18,8 +18,8 @@ geometric mean / max / median top-1 slowdown over the fusion's fastest
 measured Triton config, and the best of the top five. Hyperparameters are
 chosen by this cross-validation only (the variants are listed in VARIANTS).
 
-Needs numpy and lightgbm (not in the project's .venv:
-`python -m venv /tmp/mlv && /tmp/mlv/bin/pip install numpy lightgbm`).
+Needs numpy and lightgbm (--export: onnxmltools), pinned in
+costmodel/training/requirements.txt (the project's .venv has them).
 """
 
 import argparse
@@ -178,6 +178,10 @@ def export(fusions, variant, path):
         target_opset=15)
     onx.doc_string = f"xla-gpu-tile-ranker {variant}, {len(fusions)} fusions"
     onx.graph.name = "xla_gpu_tile_ranker"  # the converter names it randomly
+    # ... and lists the opsets in set order (varies with PYTHONHASHSEED).
+    opsets = sorted(onx.opset_import, key=lambda o: o.domain)
+    del onx.opset_import[:]
+    onx.opset_import.extend(opsets)
     with open(path, "wb") as fh:
         fh.write(onx.SerializeToString())
     # What the pass must reproduce (passes/tests/xla_gpu_ranker.rs): each
