@@ -8,7 +8,14 @@
 //!   counts, and so does `-` when stdin is redirected from that file);
 //! - an output is written to a temporary file in the output's folder, then
 //!   renamed over the output: a failed write leaves an existing output as it
-//!   was and no half-written file behind.
+//!   was and no half-written file behind;
+//! - an output that exists and is not a regular file (`/dev/null`, a FIFO, a
+//!   terminal) is written in place: a rename would replace the device node
+//!   itself (as root, `-o /dev/null` would leave a regular file there);
+//! - an output that is a symbolic link is written through it: the temporary
+//!   file goes beside the file it points to and replaces that file, and the
+//!   link stays a link;
+//! - an output that is a directory is refused.
 
 use std::path::{Path, PathBuf};
 
@@ -60,11 +67,21 @@ pub fn write_via_temp(
     output: &Path,
     write: impl FnOnce(&Path) -> Result<(), String>,
 ) -> Result<(), String> {
-    let dir = match output.parent() {
+    let target = match std::fs::metadata(output) {
+        Ok(m) if m.is_dir() => {
+            return Err(format!("{}: is a directory", output.display()));
+        }
+        // A device, FIFO or socket: written in place, never replaced.
+        Ok(m) if !m.is_file() => return write(output),
+        // A regular file, maybe behind symbolic links: replace the file.
+        Ok(_) => std::fs::canonicalize(output).map_err(|e| format!("{}: {e}", output.display()))?,
+        Err(_) => output.to_path_buf(),
+    };
+    let dir = match target.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),
     };
-    let name = output
+    let name = target
         .file_name()
         .ok_or_else(|| format!("{}: not a file name", output.display()))?;
     let mut temp_name = std::ffi::OsString::from(".");
@@ -72,10 +89,104 @@ pub fn write_via_temp(
     temp_name.push(format!(".tmp-{}", std::process::id()));
     let temp = dir.join(temp_name);
     let result = write(&temp).and_then(|()| {
-        std::fs::rename(&temp, output).map_err(|e| format!("{}: {e}", output.display()))
+        std::fs::rename(&temp, &target).map_err(|e| format!("{}: {e}", output.display()))
     });
     if result.is_err() {
         let _ = std::fs::remove_file(&temp);
     }
     result
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::write_via_temp;
+    use std::io::Read;
+    use std::os::unix::fs::FileTypeExt;
+    use std::path::Path;
+
+    fn scratch(name: &str) -> std::path::PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("hlo_opt_outfile_{}_{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("scratch dir");
+        dir
+    }
+
+    fn write_text(output: &Path, text: &'static str) -> Result<(), String> {
+        write_via_temp(output, |p| {
+            std::fs::write(p, text).map_err(|e| e.to_string())
+        })
+    }
+
+    /// A FIFO stands for `/dev/null` (a device node only root can make):
+    /// what is written reaches the reader, and the FIFO is still a FIFO.
+    #[test]
+    fn a_fifo_output_is_written_in_place_not_replaced() {
+        let dir = scratch("fifo");
+        let fifo = dir.join("out.fifo");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        if !made.is_ok_and(|s| s.success()) {
+            eprintln!("skipped: mkfifo is not available");
+            return;
+        }
+        let reader = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || {
+                let mut text = String::new();
+                std::fs::File::open(&fifo)
+                    .and_then(|mut f| f.read_to_string(&mut text))
+                    .map(|_| text)
+            })
+        };
+        write_text(&fifo, "module\n").expect("write to the FIFO");
+        // Checked first: had the FIFO been replaced before the reader
+        // opened it, the reader would wait for a writer for ever.
+        let kind = std::fs::symlink_metadata(&fifo)
+            .expect("still there")
+            .file_type();
+        assert!(kind.is_fifo(), "the FIFO was replaced: {kind:?}");
+        assert_eq!(reader.join().expect("reader").expect("read"), "module\n");
+        assert_eq!(
+            std::fs::read_dir(&dir).expect("dir").count(),
+            1,
+            "a temporary file was left"
+        );
+    }
+
+    #[test]
+    fn a_symlinked_output_is_written_through_the_link() {
+        let dir = scratch("link");
+        let real = dir.join("real.hlo");
+        let link = dir.join("link.hlo");
+        std::fs::write(&real, "old").expect("real");
+        std::os::unix::fs::symlink(&real, &link).expect("symlink");
+        write_text(&link, "new").expect("write through the link");
+        assert!(std::fs::symlink_metadata(&link)
+            .expect("link")
+            .file_type()
+            .is_symlink());
+        assert_eq!(std::fs::read_to_string(&real).expect("real"), "new");
+    }
+
+    #[test]
+    fn a_new_or_regular_output_is_replaced_whole_and_a_directory_refused() {
+        let dir = scratch("plain");
+        let out = dir.join("out.hlo");
+        write_text(&out, "one").expect("new file");
+        write_text(&out, "two").expect("replace");
+        assert_eq!(std::fs::read_to_string(&out).expect("out"), "two");
+        let failed = write_via_temp(&out, |p| {
+            std::fs::write(p, "half").map_err(|e| e.to_string())?;
+            Err("failed".into())
+        });
+        assert!(failed.is_err());
+        assert_eq!(std::fs::read_to_string(&out).expect("out"), "two");
+        assert_eq!(
+            std::fs::read_dir(&dir).expect("dir").count(),
+            1,
+            "a temporary file was left"
+        );
+        let err = write_text(&dir, "x").expect_err("a directory");
+        assert!(err.contains("is a directory"), "{err}");
+    }
 }
