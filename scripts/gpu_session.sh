@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# One GPU session in one command (docs/xla-gpu.md): the tile collection, then
-# the three-way measurement of the held-out programs, within one 10-minute
-# run. Writes at most 8 files under $OUT: the collection's 5 (core, smoke,
-# dumps tarballs, summary.json), measure.json, measure.md, measure_files.tar.xz.
+# One GPU session in one command (docs/xla-gpu.md): the tile collection, the
+# Python package's XLA:GPU path on a held-out program (when a wheel is in
+# gpu-bin/; its JSON line goes to stdout), then the three-way measurement of
+# the held-out programs, within one 10-minute run. Writes at most 8 files
+# under $OUT: the collection's 5 (core, smoke, dumps tarballs, summary.json),
+# measure.json, measure.md, measure_files.tar.xz.
 #   OUT=... bash scripts/gpu_session.sh [COLLECT_SECONDS] [MEASURE_SECONDS]
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -21,6 +23,15 @@ nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader |
 "$PY" scripts/gpu_collect.py --out "$OUT" --budget "$COLLECT" --max-files 5 --exhaustive-frac 0 \
   --skip-done testdata/xla_gpu/session*/summary.json
 echo "collect exit $?"
+wheel=$(ls gpu-bin/hlo_opt-*-abi3-*x86_64.whl 2>/dev/null | head -1)
+if [ -n "$wheel" ]; then
+  site=$(mktemp -d)
+  "$PY" -m pip install --quiet --no-deps --no-index --target "$site" "$wheel" \
+    && PYTHONPATH="$site" timeout 90 "$PY" scripts/gpu_python_check.py --programs held_mlp_bf16_b4096
+  echo "python check exit $?"
+else
+  echo "python check skipped: no wheel in gpu-bin/ (bash scripts/build_wheels.sh x86_64)"
+fi
 "$PY" scripts/gpu_measure.py --out "$OUT" --hlo-opt gpu-bin/hlo-opt --rounds 2 --budget "$MEASURE"
 echo "measure exit $?"
 ls -la "$OUT"
