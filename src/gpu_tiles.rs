@@ -165,7 +165,7 @@ pub fn convert(inp: &Inputs) -> Result<(usize, Vec<String>), String> {
             }
             let default = find(&off, &name)
                 .and_then(|(oi, oid)| xla_gpu::existing_config(&off[oi], oid).ok().flatten())
-                .map(|k| config_row(&xla_gpu::triton_result(&k)).to_vec())
+                .map(|k| config_row(&k.autotune_result()).to_vec())
                 .unwrap_or_else(|| vec![-1.0; CONFIG_COLUMNS.len()]);
             let key_hlo = CacheKey::of_fusion(m, id, inp.device.unwrap_or(""), 0)
                 .map(|k| k.hlo)

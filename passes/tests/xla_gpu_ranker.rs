@@ -20,10 +20,10 @@ mod report;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use passes::tile::xla_gpu::autotuner::{self, TritonConfig};
+use passes::tile::xla_gpu::autotuner;
 use passes::tile::xla_gpu::ranker::Ranker;
 use passes::tile::xla_gpu::search_space::{self, Device};
-use passes::tile::xla_gpu::{select_for_autotuner, XlaGpuOptions};
+use passes::tile::xla_gpu::{select_for_autotuner, TritonConfig, XlaGpuOptions};
 
 fn session1() -> BTreeMap<String, Vec<u8>> {
     let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/xla_gpu/session1/core.tar.xz");
@@ -31,10 +31,6 @@ fn session1() -> BTreeMap<String, Vec<u8>> {
         .expect("core.tar.xz")
         .into_iter()
         .collect()
-}
-
-fn norm(c: &TritonConfig) -> TritonConfig {
-    TritonConfig { split_k: 0, ..*c }
 }
 
 #[test]
@@ -150,13 +146,13 @@ fn ranker_choices_in_the_pass() {
             let times: Vec<(TritonConfig, i64)> = p
                 .candidates
                 .iter()
-                .filter_map(|x| Some((norm(&x.triton?), x.nanos?)))
+                .filter_map(|x| Some((x.triton?.as_logged(), x.nanos?)))
                 .collect();
             let Some(best) = times.iter().map(|t| t.1).min() else {
                 continue;
             };
             n += 1;
-            match times.iter().find(|t| t.0 == norm(&c.config)) {
+            match times.iter().find(|t| t.0 == c.config.as_logged()) {
                 Some(t) => {
                     let r = t.1 as f64 / best as f64;
                     sum += r;

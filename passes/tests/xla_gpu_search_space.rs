@@ -16,8 +16,9 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use passes::tile::xla_gpu::autotuner::{self, TritonConfig, Tuned};
+use passes::tile::xla_gpu::autotuner::{self, Tuned};
 use passes::tile::xla_gpu::search_space::{self, Device};
+use passes::tile::xla_gpu::TritonConfig;
 
 fn session1() -> BTreeMap<String, Vec<u8>> {
     let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/xla_gpu/session1/core.tar.xz");
@@ -25,11 +26,6 @@ fn session1() -> BTreeMap<String, Vec<u8>> {
         .expect("core.tar.xz")
         .into_iter()
         .collect()
-}
-
-/// The configs compared as XLA logs them (split_k is not logged).
-fn norm(c: &TritonConfig) -> TritonConfig {
-    TritonConfig { split_k: 0, ..*c }
 }
 
 /// Whether `sub` is `all` with some elements left out (order kept).
@@ -95,14 +91,14 @@ fn generated_candidates_are_what_xla_logged() {
                 .candidates
                 .iter()
                 .filter_map(|c| c.triton)
-                .map(|c| norm(&c))
+                .map(|c| c.as_logged())
                 .collect();
             let problem = search_space::dot_problem(&m, id).expect("dot problem");
             let generated: Vec<TritonConfig> =
                 search_space::candidates(&problem, &Device::HOPPER_132, exh)
                     .expect("candidates")
                     .iter()
-                    .map(norm)
+                    .map(TritonConfig::as_logged)
                     .collect();
             let t = tally.entry(exh).or_default();
             t.fusions += 1;

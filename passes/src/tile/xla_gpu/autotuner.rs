@@ -30,8 +30,8 @@ use std::path::{Path, PathBuf};
 use hlo::{AttrValue, CanonicalOptions, InstId, Module, Opcode};
 use serde_json::{Map, Value};
 
+use super::config::TritonConfig;
 use super::textproto::{self, Fields};
-use super::TritonGemmKey;
 
 /// Fusion kinds XLA gives a Triton GEMM fusion before and after autotuning.
 pub const GEMM_KINDS: [&str; 2] = ["__triton_gemm", "__triton_nested_gemm_fusion"];
@@ -179,129 +179,6 @@ pub struct BackendConfigs {
 #[derive(Clone, Copy, PartialEq, prost::Message)]
 pub struct Empty {}
 
-/// The Triton config of the new autotuner's entries.
-#[derive(
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Hash,
-    PartialOrd,
-    Ord,
-    prost::Message,
-    serde::Serialize,
-    serde::Deserialize,
-)]
-#[serde(from = "[i64; 10]", into = "[i64; 10]")]
-pub struct TritonConfig {
-    #[prost(int64, tag = "1")]
-    pub block_m: i64,
-    #[prost(int64, tag = "2")]
-    pub block_n: i64,
-    #[prost(int64, tag = "3")]
-    pub block_k: i64,
-    #[prost(int64, tag = "4")]
-    pub split_k: i64,
-    #[prost(int64, tag = "5")]
-    pub num_stages: i64,
-    #[prost(int64, tag = "6")]
-    pub num_warps: i64,
-    #[prost(int64, tag = "7")]
-    pub num_ctas: i64,
-    #[prost(bool, tag = "8")]
-    pub is_tma_allowed: bool,
-    #[prost(bool, tag = "9")]
-    pub is_warp_specialization_allowed: bool,
-    #[prost(int64, tag = "11")]
-    pub group_size: i64,
-}
-
-/// In model files a config is one array: block_m, block_n, block_k,
-/// split_k, num_stages, num_warps, num_ctas, TMA (0/1), warp
-/// specialization (0/1), group_size.
-impl From<[i64; 10]> for TritonConfig {
-    fn from(a: [i64; 10]) -> Self {
-        TritonConfig {
-            block_m: a[0],
-            block_n: a[1],
-            block_k: a[2],
-            split_k: a[3],
-            num_stages: a[4],
-            num_warps: a[5],
-            num_ctas: a[6],
-            is_tma_allowed: a[7] != 0,
-            is_warp_specialization_allowed: a[8] != 0,
-            group_size: a[9],
-        }
-    }
-}
-
-impl From<TritonConfig> for [i64; 10] {
-    fn from(c: TritonConfig) -> Self {
-        [
-            c.block_m,
-            c.block_n,
-            c.block_k,
-            c.split_k,
-            c.num_stages,
-            c.num_warps,
-            c.num_ctas,
-            i64::from(c.is_tma_allowed),
-            i64::from(c.is_warp_specialization_allowed),
-            c.group_size,
-        ]
-    }
-}
-
-impl TritonConfig {
-    /// From the legacy key (group size 1, as XLA's candidates have).
-    pub fn from_key(k: &TritonGemmKey) -> Self {
-        TritonConfig {
-            block_m: k.block_m,
-            block_n: k.block_n,
-            block_k: k.block_k,
-            split_k: if k.split_k > 1 { k.split_k } else { 0 },
-            num_stages: k.num_stages,
-            num_warps: k.num_warps,
-            num_ctas: k.num_ctas,
-            is_tma_allowed: k.is_tma_allowed,
-            is_warp_specialization_allowed: k.is_warp_specialization_allowed,
-            group_size: 1,
-        }
-    }
-
-    /// The columns of the GPU tile data (`config_feat`).
-    pub fn features(&self) -> [f32; 10] {
-        [
-            self.block_m as f32,
-            self.block_n as f32,
-            self.block_k as f32,
-            self.split_k.max(1) as f32,
-            self.num_stages as f32,
-            self.num_warps as f32,
-            self.num_ctas as f32,
-            f32::from(u8::from(self.is_tma_allowed)),
-            f32::from(u8::from(self.is_warp_specialization_allowed)),
-            1.0,
-        ]
-    }
-
-    pub fn describe(&self) -> String {
-        format!(
-            "block_m={} block_n={} block_k={} split_k={} num_stages={} num_warps={} num_ctas={}{}{}",
-            self.block_m,
-            self.block_n,
-            self.block_k,
-            self.split_k.max(1),
-            self.num_stages,
-            self.num_warps,
-            self.num_ctas,
-            if self.is_tma_allowed { " tma" } else { "" },
-            if self.is_warp_specialization_allowed { " ws" } else { "" }
-        )
-    }
-}
-
 /// XLA's backend enum values seen in its cache entries.
 pub const BACKEND_TRITON: i32 = 2;
 pub const BACKEND_NATIVE_EMITTER: i32 = 10;
@@ -433,25 +310,6 @@ fn int_of(f: &Fields, name: &str) -> Result<i64, String> {
     }
 }
 
-fn bool_of(f: &Fields, name: &str) -> bool {
-    matches!(get(f, name).and_then(scalar).as_deref(), Some("true" | "1"))
-}
-
-fn triton_of(f: &Fields) -> Result<TritonConfig, String> {
-    Ok(TritonConfig {
-        block_m: int_of(f, "block_m")?,
-        block_n: int_of(f, "block_n")?,
-        block_k: int_of(f, "block_k")?,
-        split_k: int_of(f, "split_k")?,
-        num_stages: int_of(f, "num_stages")?,
-        num_warps: int_of(f, "num_warps")?,
-        num_ctas: int_of(f, "num_ctas")?,
-        is_tma_allowed: bool_of(f, "is_tma_allowed"),
-        is_warp_specialization_allowed: bool_of(f, "is_warp_specialization_allowed"),
-        group_size: int_of(f, "group_size")?,
-    })
-}
-
 /// Reads the new autotuner's logs (`--xla_gpu_dump_autotune_logs_to`, text):
 /// its `instruction_profiles`, each candidate with its time or failure.
 pub fn read_profiles(text: &str) -> Result<(Environment, Vec<Profile>), String> {
@@ -492,9 +350,7 @@ pub fn read_profiles(text: &str) -> Result<(Environment, Vec<Profile>), String> 
                     let backend = get(cfg, "backend").and_then(scalar).unwrap_or_default();
                     let triton = match get(cfg, "backend_config") {
                         Some(textproto::Value::Message(bc)) => match get(bc, "triton") {
-                            Some(textproto::Value::Message(t)) => {
-                                Some(triton_of(t).map_err(|e| format!("line {cline}: {e}"))?)
-                            }
+                            Some(textproto::Value::Message(t)) => Some(textproto::triton(t)?),
                             _ => None,
                         },
                         _ => None,
@@ -748,6 +604,7 @@ mod tests {
             num_ctas: 1,
             is_tma_allowed: true,
             is_warp_specialization_allowed: false,
+            waves_per_eu: 0,
             group_size: 1,
         };
         let bytes = triton_entry(&env, "d379f9800758115bd6f1bbecc39879cf", &c).encode_to_vec();

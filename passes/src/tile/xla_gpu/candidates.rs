@@ -15,7 +15,8 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::autotuner::{self, TritonConfig, Tuned};
+use super::autotuner::{self, Tuned};
+use super::config::TritonConfig;
 use super::search_space::{self, Device, DotProblem, FEATURE_NAMES};
 
 /// One candidate: the config (block_m, block_n, block_k, split_k,
@@ -50,26 +51,6 @@ pub struct CandidateFile {
     pub provenance: Vec<String>,
     pub feature_names: Vec<&'static str>,
     pub fusions: Vec<Fusion>,
-}
-
-fn config_array(c: &TritonConfig) -> [i64; 10] {
-    [
-        c.block_m,
-        c.block_n,
-        c.block_k,
-        c.split_k,
-        c.num_stages,
-        c.num_warps,
-        c.num_ctas,
-        i64::from(c.is_tma_allowed),
-        i64::from(c.is_warp_specialization_allowed),
-        c.group_size,
-    ]
-}
-
-/// Configs compared as XLA logs them (split_k unset).
-fn same(a: &TritonConfig, b: &TritonConfig) -> bool {
-    TritonConfig { split_k: 0, ..*a } == TritonConfig { split_k: 0, ..*b }
 }
 
 /// The fusions of one program: its autotuning logs and its module compiled
@@ -112,9 +93,12 @@ pub fn program_fusions(
         let candidates = search_space::candidates(&problem, device, false)?
             .iter()
             .map(|c| Candidate {
-                config: config_array(c),
+                config: (*c).into(),
                 features: search_space::features(&problem, device, c).to_vec(),
-                nanos: measured.iter().find(|m| same(&m.0, c)).map(|m| m.1),
+                nanos: measured
+                    .iter()
+                    .find(|m| m.0.as_logged() == c.as_logged())
+                    .map(|m| m.1),
             })
             .collect();
         out.push(Fusion {

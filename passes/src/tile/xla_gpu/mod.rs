@@ -1,7 +1,7 @@
 //! The tile pass for XLA:GPU (`--pass=tile --tile-target=xla-gpu`, or a
 //! module holding Triton GEMM fusions): for every fusion whose
 //! `backend_config` says `"fusion_backend_config":{"kind":"__triton_gemm"}`,
-//! choose a Triton tile configuration (XLA's `TritonGemmKey`: block_m,
+//! choose a Triton tile configuration ([`TritonConfig`], XLA's `TritonGemmKey`: block_m,
 //! block_n, block_k, split_k, num_stages, num_warps, num_ctas, TMA and warp
 //! specialization), write it into the fusion's backend config as
 //! `triton_gemm_config` (as XLA's autotuner does), and, on request, into
@@ -22,6 +22,7 @@
 
 pub mod autotuner;
 pub mod candidates;
+pub mod config;
 pub mod key;
 pub mod model;
 pub mod proto;
@@ -35,8 +36,8 @@ use hlo::{AttrValue, InstId, Module, Opcode, Shape};
 
 use serde_json::{Map, Value};
 
+pub use config::TritonConfig;
 pub use key::CacheKey;
-pub use proto::TritonGemmKey;
 
 /// The `kind` XLA gives a Triton GEMM fusion in its backend config.
 pub const TRITON_GEMM_KIND: &str = "__triton_gemm";
@@ -74,7 +75,7 @@ pub struct XlaGpuOptions {
 pub struct AutotunerChoice {
     pub fusion: String,
     pub hlo_fingerprint: String,
-    pub config: autotuner::TritonConfig,
+    pub config: TritonConfig,
     pub why: String,
 }
 
@@ -143,7 +144,7 @@ fn push_choice(
     name: String,
     [batch, m, n, k, bits]: [i64; 5],
     fp: String,
-    config: autotuner::TritonConfig,
+    config: TritonConfig,
     why: String,
 ) {
     explain.push_str(&format!(
@@ -216,7 +217,7 @@ pub fn select_for_autotuner(
                 ),
             ),
             None => (
-                autotuner::TritonConfig::from_key(&heuristic_config(&shape)),
+                heuristic_config(&shape).for_new_autotuner(),
                 "size heuristic (the model is empty)".into(),
             ),
         };
@@ -246,7 +247,7 @@ fn write_autotuner_outputs(
         .ok_or("no autotuner environment")?;
     let mut lines = Vec::new();
     if let Some(dir) = &opts.cache_dir {
-        let pairs: Vec<(String, autotuner::TritonConfig)> = choices
+        let pairs: Vec<(String, TritonConfig)> = choices
             .iter()
             .map(|c| (c.hlo_fingerprint.clone(), c.config))
             .collect();
@@ -400,7 +401,7 @@ fn pow2_clamp(x: i64, lo: i64, hi: i64) -> i64 {
 ///   2 or 3, else 1;
 /// - num_warps: 8 for a 128x128 output tile, 4 from 64x64, else 2;
 /// - split_k 1, num_ctas 1, no TMA, no warp specialization.
-pub fn heuristic_config(s: &GemmShape) -> TritonGemmKey {
+pub fn heuristic_config(s: &GemmShape) -> TritonConfig {
     let block_m = pow2_clamp(s.m, 16, 128);
     let block_n = pow2_clamp(s.n, 16, 128);
     let k_hi = if s.operand_bits <= 16 { 64 } else { 32 };
@@ -417,7 +418,7 @@ pub fn heuristic_config(s: &GemmShape) -> TritonGemmKey {
         a if a >= 64 * 64 => 4,
         _ => 2,
     };
-    TritonGemmKey {
+    TritonConfig {
         block_m,
         block_n,
         block_k,
@@ -428,75 +429,25 @@ pub fn heuristic_config(s: &GemmShape) -> TritonGemmKey {
         is_tma_allowed: false,
         is_warp_specialization_allowed: false,
         waves_per_eu: 0,
+        group_size: 0,
     }
 }
 
-/// A `TritonGemmKey` as XLA writes it in a backend config (proto3 JSON:
-/// 64-bit integers as strings, every field written).
-pub fn config_to_json(k: &TritonGemmKey) -> Value {
-    let s = |v: i64| Value::String(v.to_string());
-    let mut o = Map::new();
-    o.insert("block_m".into(), s(k.block_m));
-    o.insert("block_n".into(), s(k.block_n));
-    o.insert("block_k".into(), s(k.block_k));
-    o.insert("split_k".into(), s(k.split_k));
-    o.insert("num_stages".into(), s(k.num_stages));
-    o.insert("num_warps".into(), s(k.num_warps));
-    o.insert("num_ctas".into(), s(k.num_ctas));
-    o.insert("is_tma_allowed".into(), Value::Bool(k.is_tma_allowed));
-    o.insert(
-        "is_warp_specialization_allowed".into(),
-        Value::Bool(k.is_warp_specialization_allowed),
-    );
-    Value::Object(o)
-}
-
-/// A `triton_gemm_config` read from a backend config (numbers as strings
-/// or numbers, as proto3 JSON allows).
-pub fn config_from_json(v: &Value) -> Result<TritonGemmKey, String> {
-    let o = v.as_object().ok_or("triton_gemm_config is not an object")?;
-    let int = |k: &str| -> Result<i64, String> {
-        match o.get(k) {
-            None => Ok(0),
-            Some(Value::String(s)) => s
-                .parse()
-                .map_err(|_| format!("triton_gemm_config.{k}: `{s}` is not an integer")),
-            Some(Value::Number(n)) => n
-                .as_i64()
-                .ok_or_else(|| format!("triton_gemm_config.{k} is not an integer")),
-            Some(_) => Err(format!("triton_gemm_config.{k} is not an integer")),
-        }
-    };
-    let flag = |k: &str| o.get(k).and_then(Value::as_bool).unwrap_or(false);
-    Ok(TritonGemmKey {
-        block_m: int("block_m")?,
-        block_n: int("block_n")?,
-        block_k: int("block_k")?,
-        split_k: int("split_k")?,
-        num_stages: int("num_stages")?,
-        num_warps: int("num_warps")?,
-        num_ctas: int("num_ctas")?,
-        is_tma_allowed: flag("is_tma_allowed"),
-        is_warp_specialization_allowed: flag("is_warp_specialization_allowed"),
-        waves_per_eu: int("waves_per_eu")?,
-    })
-}
-
 /// The configuration a fusion's backend config already holds, if any.
-pub fn existing_config(m: &Module, id: InstId) -> Result<Option<TritonGemmKey>, String> {
+pub fn existing_config(m: &Module, id: InstId) -> Result<Option<TritonConfig>, String> {
     let o = backend_json(m, id)?;
     match o
         .get("fusion_backend_config")
         .and_then(|f| f.get("triton_gemm_config"))
     {
         None => Ok(None),
-        Some(v) => config_from_json(v).map(Some),
+        Some(v) => TritonConfig::from_backend_json(v).map(Some),
     }
 }
 
 /// `id`'s backend config with `fusion_backend_config.triton_gemm_config`
 /// set to `k` (every other key kept in its order).
-pub fn with_config(m: &Module, id: InstId, k: &TritonGemmKey) -> Result<String, String> {
+pub fn with_config(m: &Module, id: InstId, k: &TritonConfig) -> Result<String, String> {
     let mut o = backend_json(m, id)?;
     let fbc = o
         .entry("fusion_backend_config")
@@ -504,22 +455,15 @@ pub fn with_config(m: &Module, id: InstId, k: &TritonGemmKey) -> Result<String, 
     let fbc = fbc
         .as_object_mut()
         .ok_or("fusion_backend_config is not an object")?;
-    fbc.insert("triton_gemm_config".into(), config_to_json(k));
+    fbc.insert("triton_gemm_config".into(), k.to_backend_json());
     serde_json::to_string(&Value::Object(o)).map_err(|e| e.to_string())
-}
-
-fn fmt_key(k: &TritonGemmKey) -> String {
-    format!(
-        "block_m={} block_n={} block_k={} split_k={} num_stages={} num_warps={} num_ctas={}",
-        k.block_m, k.block_n, k.block_k, k.split_k, k.num_stages, k.num_warps, k.num_ctas
-    )
 }
 
 /// What the XLA:GPU tile pass did to one module.
 #[derive(Clone, Debug, Default)]
 pub struct Report {
     /// (fusion name, key, configuration) of every fusion handled, in module order.
-    pub chosen: Vec<(String, Option<CacheKey>, TritonGemmKey)>,
+    pub chosen: Vec<(String, Option<CacheKey>, TritonConfig)>,
     /// Warnings, one per fusion left unchanged.
     pub warnings: Vec<String>,
 }
@@ -559,7 +503,7 @@ pub fn select(
             Some(k) => {
                 explain.push_str(&format!(
                     "tile %{name}: kept its triton_gemm_config ({})\n",
-                    fmt_key(&k)
+                    k.describe_as_written()
                 ));
                 k
             }
@@ -592,7 +536,7 @@ pub fn select(
                     shape.n,
                     shape.k,
                     shape.operand_bits,
-                    fmt_key(&k)
+                    k.describe_as_written()
                 ));
                 k
             }
@@ -618,18 +562,10 @@ pub fn select(
     Ok(report)
 }
 
-/// The `AutotuneResult` XLA reads for a Triton configuration.
-pub fn triton_result(k: &TritonGemmKey) -> proto::AutotuneResult {
-    proto::AutotuneResult {
-        key: Some(proto::ResultKey::Triton(*k)),
-        ..Default::default()
-    }
-}
-
 /// The `AutotuneResults` of a report's keyed choices (one entry a distinct
 /// key; sorted by device and HLO, as XLA sorts them).
 pub fn results_of(report: &Report) -> proto::AutotuneResults {
-    let mut entries: std::collections::BTreeMap<(String, String, i32), TritonGemmKey> =
+    let mut entries: std::collections::BTreeMap<(String, String, i32), TritonConfig> =
         std::collections::BTreeMap::new();
     for (_, key, k) in &report.chosen {
         if let Some(key) = key {
@@ -645,7 +581,7 @@ pub fn results_of(report: &Report) -> proto::AutotuneResults {
             .map(|((device, hlo, version), k)| proto::AutotuneResultsEntry {
                 device,
                 hlo,
-                result: Some(triton_result(&k)),
+                result: Some(k.autotune_result()),
                 version,
             })
             .collect(),
@@ -666,7 +602,7 @@ pub fn write_outputs(report: &Report, opts: &XlaGpuOptions) -> Result<Vec<String
         }
         for (file, k) in &written {
             let path = dir.join(file);
-            let text = textproto::result_to_text(&triton_result(k))?;
+            let text = textproto::result_to_text(&k.autotune_result())?;
             std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
         }
         lines.push(format!(
@@ -732,18 +668,5 @@ mod tests {
             operand_bits: 8,
         });
         assert_eq!(k.block_k, 32);
-    }
-
-    #[test]
-    fn json_round_trip() {
-        let k = heuristic_config(&GemmShape {
-            batch: 2,
-            m: 256,
-            n: 256,
-            k: 256,
-            operand_bits: 16,
-        });
-        assert_eq!(config_from_json(&config_to_json(&k)), Ok(k));
-        assert!(config_from_json(&serde_json::json!({"block_m": "x"})).is_err());
     }
 }

@@ -21,7 +21,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use serde::{Deserialize, Serialize};
 
-use super::autotuner::{self, Profile, TritonConfig, Tuned};
+use super::autotuner::{self, Profile, Tuned};
+use super::config::TritonConfig;
 use super::GemmShape;
 
 /// Log-slowdown counted for a neighbour that never measured a config.
@@ -339,7 +340,7 @@ pub fn lopo(records: &[Record], k: usize) -> Vec<Lopo> {
             operand_bits: r.gemm[4] as u32,
         };
         heur.push((
-            ratio(&TritonConfig::from_key(&super::heuristic_config(&g))),
+            ratio(&super::heuristic_config(&g).for_new_autotuner()),
             worst,
         ));
         first.push((r.first_triton.as_ref().and_then(ratio), worst));

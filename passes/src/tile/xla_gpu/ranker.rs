@@ -13,7 +13,7 @@ use std::sync::Mutex;
 use ort::session::Session;
 use ort::value::TensorRef;
 
-use super::autotuner::TritonConfig;
+use super::config::TritonConfig;
 use super::search_space::{self, Device, DotProblem, FEATURE_NAMES};
 
 /// The shipped ranker (trained on `testdata/xla_gpu/session1`, H200).

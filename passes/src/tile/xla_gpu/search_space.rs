@@ -21,7 +21,7 @@
 
 use hlo::{InstId, Module, Opcode, Shape};
 
-use super::autotuner::TritonConfig;
+use super::config::TritonConfig;
 
 /// The limits of a GPU that the search space reads (XLA's
 /// `se::DeviceDescription`).
@@ -409,6 +409,7 @@ fn config(bm: i64, bn: i64, bk: i64, stages: i64, warps: i64, tma: bool) -> Trit
         num_ctas: 1,
         is_tma_allowed: tma,
         is_warp_specialization_allowed: false,
+        waves_per_eu: 0,
         group_size: 1,
     }
 }

@@ -14,6 +14,7 @@
 
 use std::fmt::Write as _;
 
+use super::config::TritonConfig;
 use super::proto::*;
 
 // ---------------------------------------------------------------------------
@@ -77,7 +78,7 @@ impl W {
         self.depth -= 1;
         self.line("}");
     }
-    fn triton(&mut self, k: &TritonGemmKey) {
+    fn triton(&mut self, k: &TritonConfig) {
         self.open("triton");
         self.int("block_m", k.block_m);
         self.int("block_n", k.block_n);
@@ -92,6 +93,7 @@ impl W {
             k.is_warp_specialization_allowed,
         );
         self.int("waves_per_eu", k.waves_per_eu);
+        self.int("group_size", k.group_size);
         self.close();
     }
     fn result(&mut self, r: &AutotuneResult) -> Result<(), String> {
@@ -533,8 +535,10 @@ fn message<'a>(name: &str, v: &'a Value, line: usize) -> Result<&'a Fields, Stri
     }
 }
 
-fn triton(f: &Fields) -> Result<TritonGemmKey, String> {
-    let mut k = TritonGemmKey::default();
+/// A Triton config (`triton { ... }`: the legacy `AutotuneResult`'s, the
+/// new autotuner's `backend_config`'s); a later field replaces an earlier.
+pub(crate) fn triton(f: &Fields) -> Result<TritonConfig, String> {
+    let mut k = TritonConfig::default();
     for (n, v, l) in f {
         match n.as_str() {
             "block_m" => k.block_m = int(n, v, *l)?,
@@ -549,6 +553,7 @@ fn triton(f: &Fields) -> Result<TritonGemmKey, String> {
                 k.is_warp_specialization_allowed = boolean(n, v, *l)?
             }
             "waves_per_eu" => k.waves_per_eu = int(n, v, *l)?,
+            "group_size" => k.group_size = int(n, v, *l)?,
             _ => {}
         }
     }
@@ -775,8 +780,8 @@ pub fn is_text_path(path: &std::path::Path) -> bool {
 mod tests {
     use super::*;
 
-    fn key(m: i64) -> TritonGemmKey {
-        TritonGemmKey {
+    fn key(m: i64) -> TritonConfig {
+        TritonConfig {
             block_m: m,
             block_n: 32,
             block_k: 64,
