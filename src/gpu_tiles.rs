@@ -346,10 +346,8 @@ fn write_one(
         .filter(|&i| failed[i] == 0)
         .min_by_key(|&i| (runtime[i], i))
         .map_or(-1, |i| i as i64);
-    let shape = xla_gpu::gemm_shape(m, id).ok();
-    let gemm = shape.map_or(vec![-1; 5], |s| {
-        vec![s.batch, s.m, s.n, s.k, i64::from(s.operand_bits)]
-    });
+    let gemm =
+        xla_gpu::DotProblem::of_fusion(m, id).map_or(vec![-1; 5], |p| p.gemm_columns().to_vec());
     let file = out.join(format!("{}.{}.npz", safe(program), safe(name)));
     let mut w = NpzWriter::create(&file).map_err(|e| e.to_string())?;
     let edges: Vec<i64> = g.edge_index.iter().flatten().copied().collect();

@@ -384,6 +384,28 @@ pub fn read_profiles(text: &str) -> Result<(Environment, Vec<Profile>), String> 
     Ok((env, profiles))
 }
 
+/// The GEMM fusions XLA autotuned in one program: each profile of its logs
+/// (text) whose instruction is a GEMM fusion of `off_module`, the module
+/// compiled with autotuning off, with that fusion; in the logs' order.
+pub fn autotuned_gemm_fusions(
+    logs: &str,
+    off_module: &Module,
+) -> Result<Vec<(Profile, InstId)>, String> {
+    let (_, profiles) = read_profiles(logs)?;
+    let by_name: std::collections::BTreeMap<String, InstId> = off_module
+        .computations()
+        .flat_map(|c| off_module.comp(c).order.clone())
+        .map(|i| (off_module.inst(i).name.to_string(), i))
+        .collect();
+    Ok(profiles
+        .into_iter()
+        .filter_map(|p| {
+            let id = *by_name.get(&p.name)?;
+            is_gemm_fusion(off_module, id).then_some((p, id))
+        })
+        .collect())
+}
+
 // ---------------------------------------------------------------------------
 // writing the cache directory
 

@@ -11,13 +11,12 @@
 //! writes it; `costmodel/training/xla_gpu_ranker.py` trains and
 //! cross-validates on it.
 
-use std::collections::BTreeMap;
-
 use serde::Serialize;
 
-use super::autotuner::{self, Tuned};
+use super::autotuner;
 use super::config::TritonConfig;
-use super::search_space::{self, Device, DotProblem, FEATURE_NAMES};
+use super::dot::DotProblem;
+use super::search_space::{self, Device, FEATURE_NAMES};
 
 /// One candidate: the config (block_m, block_n, block_k, split_k,
 /// num_stages, num_warps, num_ctas, TMA, warp specialization, group_size),
@@ -35,7 +34,8 @@ pub struct Candidate {
 pub struct Fusion {
     pub program: String,
     pub fusion: String,
-    /// batch, M, N, K, operand bits, result bits, lhs/rhs expensive (0/1).
+    /// batch, M, N, K, operand bits (the lhs's, as the search space reads
+    /// them), result bits, lhs/rhs expensive (0/1).
     pub problem: [i64; 8],
     pub candidates: Vec<Candidate>,
     /// Fastest and slowest Triton time XLA measured for this fusion (any
@@ -61,23 +61,8 @@ pub fn program_fusions(
     off_module: &hlo::Module,
     device: &Device,
 ) -> Result<Vec<Fusion>, String> {
-    let (_, profiles) = autotuner::read_profiles(logs)?;
-    let by_name: BTreeMap<String, hlo::InstId> = off_module
-        .computations()
-        .flat_map(|c| off_module.comp(c).order.clone())
-        .map(|i| (off_module.inst(i).name.to_string(), i))
-        .collect();
     let mut out = Vec::new();
-    for p in profiles {
-        let Some(&id) = by_name.get(&p.name) else {
-            continue;
-        };
-        if !matches!(
-            autotuner::fusion_fingerprint(off_module, id)?,
-            Some((_, Tuned::Gemm))
-        ) {
-            continue;
-        }
+    for (p, id) in autotuner::autotuned_gemm_fusions(logs, off_module)? {
         let measured: Vec<(TritonConfig, i64)> = p
             .candidates
             .iter()
@@ -119,7 +104,7 @@ fn problem_array(p: &DotProblem) -> [i64; 8] {
         p.m,
         p.n,
         p.k,
-        p.operand_bits,
+        p.lhs_bits,
         p.result_bits,
         i64::from(p.lhs_expensive),
         i64::from(p.rhs_expensive),

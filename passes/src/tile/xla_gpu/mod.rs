@@ -23,6 +23,7 @@
 pub mod autotuner;
 pub mod candidates;
 pub mod config;
+pub mod dot;
 pub mod key;
 pub mod model;
 pub mod proto;
@@ -32,11 +33,12 @@ pub mod textproto;
 
 use std::path::PathBuf;
 
-use hlo::{AttrValue, InstId, Module, Opcode, Shape};
+use hlo::{AttrValue, InstId, Module, Opcode};
 
 use serde_json::{Map, Value};
 
 pub use config::TritonConfig;
+pub use dot::DotProblem;
 pub use key::CacheKey;
 
 /// The `kind` XLA gives a Triton GEMM fusion in its backend config.
@@ -93,11 +95,7 @@ fn select_with_ranker(
         Some(s) => search_space::Device::from_device_string(s)?,
         None => search_space::Device::HOPPER_132,
     };
-    let fusions: Vec<InstId> = m
-        .computations()
-        .flat_map(|c| m.comp(c).order.iter().copied())
-        .filter(|&i| autotuner::is_gemm_fusion(m, i))
-        .collect();
+    let fusions = instructions_where(m, autotuner::is_gemm_fusion);
     explain.push_str(&format!(
         "tile (xla-gpu, new autotuner): {} GEMM fusion{}; configurations from the ranker {} over XLA's default candidates ({} SMs, compute capability {}.{})\n",
         fusions.len(),
@@ -124,12 +122,13 @@ fn select_with_ranker(
         };
         let (config, score, n) = rk.choose(&problem, &device)?;
         let why = format!("ranker: best of {n} candidates (score {score:.3})");
+        // The search space's operand width (the lhs's), as before.
         let dims = [
             problem.batch,
             problem.m,
             problem.n,
             problem.k,
-            problem.operand_bits,
+            problem.lhs_bits,
         ];
         push_choice(explain, &mut choices, name, dims, fp, config, why);
     }
@@ -177,11 +176,7 @@ pub fn select_for_autotuner(
     let tm = model::TileModel::shared(name)?;
     let mut choices = Vec::new();
     let mut warnings = Vec::new();
-    let fusions: Vec<InstId> = m
-        .computations()
-        .flat_map(|c| m.comp(c).order.iter().copied())
-        .filter(|&i| autotuner::is_gemm_fusion(m, i))
-        .collect();
+    let fusions = instructions_where(m, autotuner::is_gemm_fusion);
     explain.push_str(&format!(
         "tile (xla-gpu, new autotuner): {} GEMM fusion{}; configurations from the learned model ({} training fusions, k={}; {})\n",
         fusions.len(),
@@ -192,7 +187,7 @@ pub fn select_for_autotuner(
     ));
     for id in fusions {
         let name = m.inst(id).name.to_string();
-        let shape = match gemm_shape(m, id) {
+        let shape = match DotProblem::of_fusion(m, id) {
             Ok(s) => s,
             Err(e) => {
                 warnings.push(format!("warning: tile: skipped fusion %{name}: {e}"));
@@ -217,17 +212,11 @@ pub fn select_for_autotuner(
                 ),
             ),
             None => (
-                heuristic_config(&shape).for_new_autotuner(),
+                heuristic_config(shape.gemm_columns()).for_new_autotuner(),
                 "size heuristic (the model is empty)".into(),
             ),
         };
-        let dims = [
-            shape.batch,
-            shape.m,
-            shape.n,
-            shape.k,
-            i64::from(shape.operand_bits),
-        ];
+        let dims = shape.gemm_columns();
         push_choice(explain, &mut choices, name, dims, fp, config, why);
     }
     write_autotuner_outputs(opts, choices, warnings, explain)
@@ -295,92 +284,17 @@ pub fn is_triton_gemm_fusion(m: &Module, id: InstId) -> bool {
         })
 }
 
-/// The Triton GEMM fusions of `m`, in module order.
-pub fn triton_gemm_fusions(m: &Module) -> Vec<InstId> {
+/// The instructions of `m` that `pick` keeps, in module order.
+fn instructions_where(m: &Module, pick: impl Fn(&Module, InstId) -> bool) -> Vec<InstId> {
     m.computations()
         .flat_map(|c| m.comp(c).order.iter().copied())
-        .filter(|&i| is_triton_gemm_fusion(m, i))
+        .filter(|&i| pick(m, i))
         .collect()
 }
 
-/// The sizes of a GEMM fusion's dot: batch, M (lhs non-contracting), N
-/// (rhs non-contracting), K (contracting), and the widest operand element
-/// in bits.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct GemmShape {
-    pub batch: i64,
-    pub m: i64,
-    pub n: i64,
-    pub k: i64,
-    pub operand_bits: u32,
-}
-
-/// The dot of fusion `id` (the first in its called computation) and its sizes.
-pub fn gemm_shape(m: &Module, id: InstId) -> Result<GemmShape, String> {
-    let callee = m
-        .inst(id)
-        .called_computations()
-        .next()
-        .ok_or("the fusion calls no computation")?;
-    let dot = m
-        .comp(callee)
-        .order
-        .iter()
-        .copied()
-        .find(|&i| matches!(m.inst(i).opcode, Opcode::Dot | Opcode::ScaledDot))
-        .ok_or("its computation holds no dot")?;
-    let d = m.inst(dot);
-    let dims = |k: &str| -> Result<Vec<usize>, String> {
-        d.int_list_attr(k)
-            .map_err(|e| e.to_string())?
-            .unwrap_or_default()
-            .into_iter()
-            .map(|x| usize::try_from(x).map_err(|_| format!("{k}: negative dimension")))
-            .collect()
-    };
-    let operand = |k: usize| -> Result<&hlo::ArrayShape, String> {
-        let op = *d
-            .operands
-            .get(k)
-            .ok_or("a dot with fewer than two operands")?;
-        match m.shape(m.inst(op).shape) {
-            Shape::Array(a) => Ok(a),
-            _ => Err("a dot operand that is not an array".into()),
-        }
-    };
-    let (lhs, rhs) = (operand(0)?, operand(1)?);
-    let (lb, lc, rb, rc) = (
-        dims("lhs_batch_dims")?,
-        dims("lhs_contracting_dims")?,
-        dims("rhs_batch_dims")?,
-        dims("rhs_contracting_dims")?,
-    );
-    let prod = |a: &hlo::ArrayShape, pick: &dyn Fn(usize) -> bool| -> Result<i64, String> {
-        let mut p = 1i64;
-        for (i, &x) in a.dims.iter().enumerate() {
-            if pick(i) {
-                p = p.checked_mul(x).ok_or("dot sizes overflow")?;
-            }
-        }
-        Ok(p)
-    };
-    for &i in lb.iter().chain(&lc) {
-        if i >= lhs.dims.len() {
-            return Err("a dot dimension beyond the lhs rank".into());
-        }
-    }
-    for &i in rb.iter().chain(&rc) {
-        if i >= rhs.dims.len() {
-            return Err("a dot dimension beyond the rhs rank".into());
-        }
-    }
-    Ok(GemmShape {
-        batch: prod(lhs, &|i| lb.contains(&i))?,
-        m: prod(lhs, &|i| !lb.contains(&i) && !lc.contains(&i))?,
-        n: prod(rhs, &|i| !rb.contains(&i) && !rc.contains(&i))?,
-        k: prod(lhs, &|i| lc.contains(&i))?,
-        operand_bits: lhs.elem.bit_width().max(rhs.elem.bit_width()),
-    })
+/// The Triton GEMM fusions of `m`, in module order.
+pub fn triton_gemm_fusions(m: &Module) -> Vec<InstId> {
+    instructions_where(m, is_triton_gemm_fusion)
 }
 
 fn pow2_clamp(x: i64, lo: i64, hi: i64) -> i64 {
@@ -392,7 +306,9 @@ fn pow2_clamp(x: i64, lo: i64, hi: i64) -> i64 {
     p.clamp(lo, hi)
 }
 
-/// The baseline tile rule (not learned; docs/xla-gpu.md, "The heuristic"):
+/// The baseline tile rule (not learned; docs/xla-gpu.md, "The heuristic")
+/// on a dot's GEMM columns ([`DotProblem::gemm_columns`]: batch, M, N, K,
+/// the widest operand's bits):
 /// - block_m, block_n: M and N rounded up to a power of two, within [16, 128];
 /// - block_k: K rounded up to a power of two, within [16, 64] for operands
 ///   of 16 bits or fewer, [16, 32] for wider ones (32 at least for 8-bit
@@ -401,13 +317,13 @@ fn pow2_clamp(x: i64, lo: i64, hi: i64) -> i64 {
 ///   2 or 3, else 1;
 /// - num_warps: 8 for a 128x128 output tile, 4 from 64x64, else 2;
 /// - split_k 1, num_ctas 1, no TMA, no warp specialization.
-pub fn heuristic_config(s: &GemmShape) -> TritonConfig {
-    let block_m = pow2_clamp(s.m, 16, 128);
-    let block_n = pow2_clamp(s.n, 16, 128);
-    let k_hi = if s.operand_bits <= 16 { 64 } else { 32 };
-    let k_lo = if s.operand_bits <= 8 { 32 } else { 16 };
-    let block_k = pow2_clamp(s.k, k_lo, k_hi);
-    let k_blocks = (s.k + block_k - 1) / block_k;
+pub fn heuristic_config([_batch, m, n, k, operand_bits]: [i64; 5]) -> TritonConfig {
+    let block_m = pow2_clamp(m, 16, 128);
+    let block_n = pow2_clamp(n, 16, 128);
+    let k_hi = if operand_bits <= 16 { 64 } else { 32 };
+    let k_lo = if operand_bits <= 8 { 32 } else { 16 };
+    let block_k = pow2_clamp(k, k_lo, k_hi);
+    let k_blocks = (k + block_k - 1) / block_k;
     let num_stages = match k_blocks {
         b if b >= 4 => 3,
         2 | 3 => 2,
@@ -508,7 +424,7 @@ pub fn select(
                 k
             }
             None => {
-                let shape = match gemm_shape(m, id) {
+                let shape = match DotProblem::of_fusion(m, id) {
                     Ok(s) => s,
                     Err(e) => {
                         report
@@ -517,7 +433,7 @@ pub fn select(
                         continue;
                     }
                 };
-                let k = heuristic_config(&shape);
+                let k = heuristic_config(shape.gemm_columns());
                 let text = match with_config(m, id, &k) {
                     Ok(t) => t,
                     Err(e) => {
@@ -535,7 +451,7 @@ pub fn select(
                     shape.m,
                     shape.n,
                     shape.k,
-                    shape.operand_bits,
+                    shape.widest_operand_bits(),
                     k.describe_as_written()
                 ));
                 k
@@ -636,37 +552,22 @@ pub fn write_outputs(report: &Report, opts: &XlaGpuOptions) -> Result<Vec<String
 mod tests {
     use super::*;
 
+    /// (batch, M, N, K, operand bits) -> (block_m, block_n, block_k,
+    /// num_stages, num_warps).
     #[test]
     fn heuristic_clamps_to_powers_of_two() {
-        let k = heuristic_config(&GemmShape {
-            batch: 1,
-            m: 1000,
-            n: 20,
-            k: 4096,
-            operand_bits: 16,
-        });
-        assert_eq!(
-            (k.block_m, k.block_n, k.block_k, k.num_stages, k.num_warps),
-            (128, 32, 64, 3, 4)
-        );
-        let k = heuristic_config(&GemmShape {
-            batch: 1,
-            m: 8,
-            n: 8,
-            k: 8,
-            operand_bits: 32,
-        });
-        assert_eq!(
-            (k.block_m, k.block_n, k.block_k, k.num_stages, k.num_warps),
-            (16, 16, 16, 1, 2)
-        );
-        let k = heuristic_config(&GemmShape {
-            batch: 1,
-            m: 64,
-            n: 64,
-            k: 16,
-            operand_bits: 8,
-        });
-        assert_eq!(k.block_k, 32);
+        for (gemm, want) in [
+            ([1, 1000, 20, 4096, 16], (128, 32, 64, 3, 4)),
+            ([1, 8, 8, 8, 32], (16, 16, 16, 1, 2)),
+            // 8-bit operands: block_k at least 32.
+            ([1, 64, 64, 16, 8], (64, 64, 32, 1, 4)),
+        ] {
+            let k = heuristic_config(gemm);
+            assert_eq!(
+                (k.block_m, k.block_n, k.block_k, k.num_stages, k.num_warps),
+                want,
+                "{gemm:?}"
+            );
+        }
     }
 }
