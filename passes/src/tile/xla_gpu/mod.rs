@@ -81,35 +81,127 @@ pub struct AutotunerChoice {
     pub why: String,
 }
 
-/// [`select_for_autotuner`] with the learned ranker: each GEMM fusion's
-/// config is the best scored of the candidates XLA's default search space
-/// holds for its dot (generated for the device of `--gpu-device`, else an
-/// H100 SXM / H200).
-fn select_with_ranker(
+/// What chooses each GEMM fusion's config on the new autotuner's path
+/// (`--gpu-tile-model`).
+enum Chooser {
+    /// The learned ranker: the best scored of the candidates XLA's default
+    /// search space holds for the dot, generated for the device of
+    /// `--gpu-device`, else an H100 SXM / H200.
+    Ranker(ranker::Ranker, search_space::Device),
+    /// The kNN model ([`model::TileModel::choose`]); the size heuristic when
+    /// it is empty.
+    Knn(std::sync::Arc<model::TileModel>),
+}
+
+impl Chooser {
+    /// The ranker for its builtin name or an `.onnx` path (the default),
+    /// else the kNN model of that builtin name or JSON path.
+    fn load(opts: &XlaGpuOptions) -> Result<Chooser, String> {
+        let name = opts.model.as_deref().unwrap_or(ranker::BUILTIN_NAME);
+        if name == ranker::BUILTIN_NAME || name.ends_with(".onnx") {
+            let rk = ranker::Ranker::load(name)?;
+            let device = match &opts.device {
+                Some(s) => search_space::Device::from_device_string(s)?,
+                None => search_space::Device::HOPPER_132,
+            };
+            return Ok(Chooser::Ranker(rk, device));
+        }
+        Ok(Chooser::Knn(model::TileModel::shared(name)?))
+    }
+
+    /// Where the configurations come from, for the explain header.
+    fn origin(&self) -> String {
+        match self {
+            Chooser::Ranker(rk, d) => format!(
+                "the ranker {} over XLA's default candidates ({} SMs, compute capability {}.{})",
+                rk.origin, d.core_count, d.cc_major, d.cc_minor
+            ),
+            Chooser::Knn(tm) => format!(
+                "the learned model ({} training fusions, k={}; {})",
+                tm.records.len(),
+                tm.k,
+                tm.provenance
+            ),
+        }
+    }
+
+    /// The dot of fusion `id` as this chooser reads it (the ranker's search
+    /// space refuses a scaled dot).
+    fn dot(&self, m: &Module, id: InstId) -> Result<DotProblem, String> {
+        match self {
+            Chooser::Ranker(..) => search_space::dot_problem(m, id),
+            Chooser::Knn(_) => DotProblem::of_fusion(m, id),
+        }
+    }
+
+    /// The config for `p` and why.
+    fn choose(&self, p: &DotProblem) -> Result<(TritonConfig, String), String> {
+        match self {
+            Chooser::Ranker(rk, d) => {
+                let (config, score, n) = rk.choose(p, d)?;
+                Ok((
+                    config,
+                    format!("ranker: best of {n} candidates (score {score:.3})"),
+                ))
+            }
+            Chooser::Knn(tm) => Ok(match tm.choose(p) {
+                Some((c, near)) => (
+                    c,
+                    format!(
+                        "nearest measured GEMM {}:{} (batch {} M {} N {} K {})",
+                        near.program,
+                        near.fusion,
+                        near.gemm[0],
+                        near.gemm[1],
+                        near.gemm[2],
+                        near.gemm[3]
+                    ),
+                ),
+                None => (
+                    heuristic_config(p.gemm_columns()).for_new_autotuner(),
+                    "size heuristic (the model is empty)".into(),
+                ),
+            }),
+        }
+    }
+
+    /// Batch, M, N, K and the operand bits this chooser reads (the ranker:
+    /// the lhs's, as the search space; kNN: the widest), for the explain
+    /// line.
+    fn explain_columns(&self, p: &DotProblem) -> [i64; 5] {
+        match self {
+            Chooser::Ranker(..) => [p.batch, p.m, p.n, p.k, p.lhs_bits],
+            Chooser::Knn(_) => p.gemm_columns(),
+        }
+    }
+}
+
+/// The new autotuner's path: for every GEMM fusion of `m` (a module XLA
+/// compiled, autotuning off or on), its key and the config of the model
+/// `--gpu-tile-model` names ([`Chooser`]); writes the cache directory when
+/// asked. A fusion whose dot cannot be read is skipped with a warning. The
+/// module is not changed.
+pub fn select_for_autotuner(
     m: &Module,
     opts: &XlaGpuOptions,
-    rk: &ranker::Ranker,
     explain: &mut String,
 ) -> Result<(Vec<AutotunerChoice>, Vec<String>), String> {
-    let device = match &opts.device {
-        Some(s) => search_space::Device::from_device_string(s)?,
-        None => search_space::Device::HOPPER_132,
-    };
+    opts.autotuner_env
+        .as_ref()
+        .ok_or("no autotuner environment")?;
+    let chooser = Chooser::load(opts)?;
     let fusions = instructions_where(m, autotuner::is_gemm_fusion);
     explain.push_str(&format!(
-        "tile (xla-gpu, new autotuner): {} GEMM fusion{}; configurations from the ranker {} over XLA's default candidates ({} SMs, compute capability {}.{})\n",
+        "tile (xla-gpu, new autotuner): {} GEMM fusion{}; configurations from {}\n",
         fusions.len(),
         if fusions.len() == 1 { "" } else { "s" },
-        rk.origin,
-        device.core_count,
-        device.cc_major,
-        device.cc_minor
+        chooser.origin()
     ));
     let mut choices = Vec::new();
     let mut warnings = Vec::new();
     for id in fusions {
         let name = m.inst(id).name.to_string();
-        let problem = match search_space::dot_problem(m, id) {
+        let problem = match chooser.dot(m, id) {
             Ok(p) => p,
             Err(e) => {
                 warnings.push(format!("warning: tile: skipped fusion %{name}: {e}"));
@@ -120,104 +212,18 @@ fn select_with_ranker(
             Some((fp, _)) => fp,
             None => continue,
         };
-        let (config, score, n) = rk.choose(&problem, &device)?;
-        let why = format!("ranker: best of {n} candidates (score {score:.3})");
-        // The search space's operand width (the lhs's), as before.
-        let dims = [
-            problem.batch,
-            problem.m,
-            problem.n,
-            problem.k,
-            problem.lhs_bits,
-        ];
-        push_choice(explain, &mut choices, name, dims, fp, config, why);
-    }
-    write_autotuner_outputs(opts, choices, warnings, explain)
-}
-
-/// One fusion's choice: its explain line (the GEMM's batch, M, N, K and
-/// operand bits, the config, why, the key) and the choice itself.
-fn push_choice(
-    explain: &mut String,
-    choices: &mut Vec<AutotunerChoice>,
-    name: String,
-    [batch, m, n, k, bits]: [i64; 5],
-    fp: String,
-    config: TritonConfig,
-    why: String,
-) {
-    explain.push_str(&format!(
-        "tile %{name}: batch {batch} M {m} N {n} K {k} ({bits}-bit): {} [{why}], key {fp}\n",
-        config.describe()
-    ));
-    choices.push(AutotunerChoice {
-        fusion: name,
-        hlo_fingerprint: fp,
-        config,
-        why,
-    });
-}
-
-/// The new autotuner's path: for every GEMM fusion of `m` (a module XLA
-/// compiled, autotuning off or on), its key and the model's config; writes
-/// the cache directory when asked. The module is not changed.
-pub fn select_for_autotuner(
-    m: &Module,
-    opts: &XlaGpuOptions,
-    explain: &mut String,
-) -> Result<(Vec<AutotunerChoice>, Vec<String>), String> {
-    opts.autotuner_env
-        .as_ref()
-        .ok_or("no autotuner environment")?;
-    let name = opts.model.as_deref().unwrap_or(ranker::BUILTIN_NAME);
-    if name == ranker::BUILTIN_NAME || name.ends_with(".onnx") {
-        return select_with_ranker(m, opts, &ranker::Ranker::load(name)?, explain);
-    }
-    let tm = model::TileModel::shared(name)?;
-    let mut choices = Vec::new();
-    let mut warnings = Vec::new();
-    let fusions = instructions_where(m, autotuner::is_gemm_fusion);
-    explain.push_str(&format!(
-        "tile (xla-gpu, new autotuner): {} GEMM fusion{}; configurations from the learned model ({} training fusions, k={}; {})\n",
-        fusions.len(),
-        if fusions.len() == 1 { "" } else { "s" },
-        tm.records.len(),
-        tm.k,
-        tm.provenance
-    ));
-    for id in fusions {
-        let name = m.inst(id).name.to_string();
-        let shape = match DotProblem::of_fusion(m, id) {
-            Ok(s) => s,
-            Err(e) => {
-                warnings.push(format!("warning: tile: skipped fusion %{name}: {e}"));
-                continue;
-            }
-        };
-        let fp = match autotuner::fusion_fingerprint(m, id)? {
-            Some((fp, _)) => fp,
-            None => continue,
-        };
-        let (config, why) = match tm.choose(&shape) {
-            Some((c, near)) => (
-                c,
-                format!(
-                    "nearest measured GEMM {}:{} (batch {} M {} N {} K {})",
-                    near.program,
-                    near.fusion,
-                    near.gemm[0],
-                    near.gemm[1],
-                    near.gemm[2],
-                    near.gemm[3]
-                ),
-            ),
-            None => (
-                heuristic_config(shape.gemm_columns()).for_new_autotuner(),
-                "size heuristic (the model is empty)".into(),
-            ),
-        };
-        let dims = shape.gemm_columns();
-        push_choice(explain, &mut choices, name, dims, fp, config, why);
+        let (config, why) = chooser.choose(&problem)?;
+        let [batch, dm, dn, dk, bits] = chooser.explain_columns(&problem);
+        explain.push_str(&format!(
+            "tile %{name}: batch {batch} M {dm} N {dn} K {dk} ({bits}-bit): {} [{why}], key {fp}\n",
+            config.describe()
+        ));
+        choices.push(AutotunerChoice {
+            fusion: name,
+            hlo_fingerprint: fp,
+            config,
+            why,
+        });
     }
     write_autotuner_outputs(opts, choices, warnings, explain)
 }
