@@ -34,7 +34,7 @@ use super::config::TritonConfig;
 use super::textproto::{self, Fields};
 
 /// Fusion kinds XLA gives a Triton GEMM fusion before and after autotuning.
-pub const GEMM_KINDS: [&str; 2] = ["__triton_gemm", "__triton_nested_gemm_fusion"];
+pub const GEMM_KINDS: [&str; 2] = [super::TRITON_GEMM_KIND, "__triton_nested_gemm_fusion"];
 
 /// JSON with every object's keys sorted (XLA's `sort_backend_config`),
 /// written compactly.
@@ -63,18 +63,9 @@ pub enum Tuned {
     Emitter,
 }
 
-fn fusion_kind(m: &Module, id: InstId) -> Option<String> {
-    let o = super::backend_json(m, id).ok()?;
-    o.get("fusion_backend_config")
-        .and_then(|f| f.get("kind"))
-        .and_then(Value::as_str)
-        .map(str::to_string)
-}
-
 /// Whether `id` is a GEMM fusion before or after XLA's autotuning.
 pub fn is_gemm_fusion(m: &Module, id: InstId) -> bool {
-    m.inst(id).opcode == Opcode::Fusion
-        && fusion_kind(m, id).is_some_and(|k| GEMM_KINDS.contains(&k.as_str()))
+    super::fusion_kind(m, id).is_some_and(|k| GEMM_KINDS.contains(&k.as_str()))
 }
 
 /// The text XLA fingerprints for fusion `id` as it was when the autotuner

@@ -204,7 +204,7 @@ pub fn select_for_autotuner(
         let problem = match chooser.dot(m, id) {
             Ok(p) => p,
             Err(e) => {
-                warnings.push(format!("warning: tile: skipped fusion %{name}: {e}"));
+                warnings.push(skipped(&name, &e));
                 continue;
             }
         };
@@ -258,10 +258,7 @@ fn write_autotuner_outputs(
     if opts.results_file.is_some() {
         warnings.push("warning: tile: --autotune-results is the legacy format; with --autotune-env use --autotune-cache-dir".into());
     }
-    for w in &warnings {
-        explain.push_str(w);
-        explain.push('\n');
-    }
+    explain_warnings(explain, &warnings);
     Ok((choices, [warnings, lines].concat()))
 }
 
@@ -278,16 +275,23 @@ fn backend_json(m: &Module, id: InstId) -> Result<Map<String, Value>, String> {
     super::backend::parse_backend_config(raw)
 }
 
+/// The `fusion_backend_config.kind` of fusion `id`'s backend config, if
+/// it has one.
+fn fusion_kind(m: &Module, id: InstId) -> Option<String> {
+    if m.inst(id).opcode != Opcode::Fusion {
+        return None;
+    }
+    let o = backend_json(m, id).ok()?;
+    o.get("fusion_backend_config")
+        .and_then(|f| f.get("kind"))
+        .and_then(Value::as_str)
+        .map(str::to_string)
+}
+
 /// Whether `id` is a Triton GEMM fusion (its backend config's
 /// `fusion_backend_config.kind` is `__triton_gemm`).
 pub fn is_triton_gemm_fusion(m: &Module, id: InstId) -> bool {
-    m.inst(id).opcode == Opcode::Fusion
-        && backend_json(m, id).is_ok_and(|o| {
-            o.get("fusion_backend_config")
-                .and_then(|f| f.get("kind"))
-                .and_then(Value::as_str)
-                == Some(TRITON_GEMM_KIND)
-        })
+    fusion_kind(m, id).as_deref() == Some(TRITON_GEMM_KIND)
 }
 
 /// The instructions of `m` that `pick` keeps, in module order.
@@ -390,6 +394,52 @@ pub struct Report {
     pub warnings: Vec<String>,
 }
 
+/// The configuration of Triton GEMM fusion `id` (named `name`): the one its
+/// backend config holds, else the heuristic's, written into its backend
+/// config; the explain line goes to `explain`.
+fn config_for(
+    m: &mut Module,
+    id: InstId,
+    name: &str,
+    explain: &mut String,
+) -> Result<TritonConfig, String> {
+    if let Some(k) = existing_config(m, id)? {
+        explain.push_str(&format!(
+            "tile %{name}: kept its triton_gemm_config ({})\n",
+            k.describe_as_written()
+        ));
+        return Ok(k);
+    }
+    let shape = DotProblem::of_fusion(m, id)?;
+    let k = heuristic_config(shape.gemm_columns());
+    let text = with_config(m, id, &k)?;
+    m.inst_mut(id)
+        .set_attr("backend_config", AttrValue::Raw(text.into()));
+    explain.push_str(&format!(
+        "tile %{name}: batch {} M {} N {} K {} ({}-bit operands): {}\n",
+        shape.batch,
+        shape.m,
+        shape.n,
+        shape.k,
+        shape.widest_operand_bits(),
+        k.describe_as_written()
+    ));
+    Ok(k)
+}
+
+/// The warning for a fusion left unchanged.
+fn skipped(name: &str, e: &str) -> String {
+    format!("warning: tile: skipped fusion %{name}: {e}")
+}
+
+/// Appends one line per warning to `explain`.
+fn explain_warnings(explain: &mut String, warnings: &[String]) {
+    for w in warnings {
+        explain.push_str(w);
+        explain.push('\n');
+    }
+}
+
 /// Runs the XLA:GPU tile selection on `m`: writes each Triton GEMM fusion's
 /// configuration and returns what it chose (the cache files are written by
 /// [`write_outputs`]). `explain` receives the report lines.
@@ -412,55 +462,11 @@ pub fn select(
     ));
     for id in fusions {
         let name = m.inst(id).name.to_string();
-        let existing = match existing_config(m, id) {
-            Ok(e) => e,
+        let chosen = match config_for(m, id, &name, explain) {
+            Ok(k) => k,
             Err(e) => {
-                report
-                    .warnings
-                    .push(format!("warning: tile: skipped fusion %{name}: {e}"));
+                report.warnings.push(skipped(&name, &e));
                 continue;
-            }
-        };
-        let chosen = match existing {
-            Some(k) => {
-                explain.push_str(&format!(
-                    "tile %{name}: kept its triton_gemm_config ({})\n",
-                    k.describe_as_written()
-                ));
-                k
-            }
-            None => {
-                let shape = match DotProblem::of_fusion(m, id) {
-                    Ok(s) => s,
-                    Err(e) => {
-                        report
-                            .warnings
-                            .push(format!("warning: tile: skipped fusion %{name}: {e}"));
-                        continue;
-                    }
-                };
-                let k = heuristic_config(shape.gemm_columns());
-                let text = match with_config(m, id, &k) {
-                    Ok(t) => t,
-                    Err(e) => {
-                        report
-                            .warnings
-                            .push(format!("warning: tile: skipped fusion %{name}: {e}"));
-                        continue;
-                    }
-                };
-                m.inst_mut(id)
-                    .set_attr("backend_config", AttrValue::Raw(text.into()));
-                explain.push_str(&format!(
-                    "tile %{name}: batch {} M {} N {} K {} ({}-bit operands): {}\n",
-                    shape.batch,
-                    shape.m,
-                    shape.n,
-                    shape.k,
-                    shape.widest_operand_bits(),
-                    k.describe_as_written()
-                ));
-                k
             }
         };
         let key = match &opts.device {
@@ -477,10 +483,7 @@ pub fn select(
         };
         report.chosen.push((name, key, chosen));
     }
-    for w in &report.warnings {
-        explain.push_str(w);
-        explain.push('\n');
-    }
+    explain_warnings(explain, &report.warnings);
     Ok(report)
 }
 
