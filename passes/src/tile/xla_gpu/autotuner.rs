@@ -1,5 +1,7 @@
 //! XLA:GPU's new autotuner (`xla/backends/autotuner`, the one jax 0.11's
-//! XLA runs): its cache key, its cache entries and its logs.
+//! XLA runs): its cache key, its cache entries and its logs, and the GPU
+//! sessions' files that hold those logs ([`SessionFiles`],
+//! [`autotuned_gemm_fusions`]).
 //!
 //! Facts, read off what jax 0.11.2's XLA wrote on an H200
 //! (`testdata/xla_gpu/session1`) and checked there byte for byte:

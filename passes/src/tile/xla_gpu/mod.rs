@@ -1,17 +1,26 @@
 //! The tile pass for XLA:GPU (`--pass=tile --tile-target=xla-gpu`, or a
-//! module holding Triton GEMM fusions): for every fusion whose
-//! `backend_config` says `"fusion_backend_config":{"kind":"__triton_gemm"}`,
-//! choose a Triton tile configuration ([`TritonConfig`], XLA's `TritonGemmKey`: block_m,
-//! block_n, block_k, split_k, num_stages, num_warps, num_ctas, TMA and warp
-//! specialization), write it into the fusion's backend config as
-//! `triton_gemm_config` (as XLA's autotuner does), and, on request, into
-//! XLA's persisted autotuning formats keyed exactly as XLA keys them
-//! ([`key`]): a per-fusion cache directory and/or an `AutotuneResults` file.
-//! Then XLA uses these configurations and does not autotune those fusions.
+//! module holding Triton GEMM fusions). Two paths, both here:
+//! - the legacy one ([`select`], [`write_outputs`]): for every fusion whose
+//!   `backend_config` says `"fusion_backend_config":{"kind":"__triton_gemm"}`,
+//!   choose a Triton tile configuration with [`heuristic_config`] (a
+//!   documented size rule, a baseline, not a learned decision; `--explain`
+//!   says so), write it into the fusion's backend config as
+//!   `triton_gemm_config` (as XLA's autotuner does), and, on request, into
+//!   XLA's persisted autotuning formats keyed exactly as XLA keys them
+//!   ([`key`]): a per-fusion cache directory and/or an `AutotuneResults`
+//!   file. Then XLA uses these configurations and does not autotune those
+//!   fusions.
+//! - XLA's new autotuner's ([`select_for_autotuner`], `--autotune-env`): for
+//!   every GEMM fusion of a module XLA compiled with autotuning off, its key
+//!   ([`autotuner`]) and the config of a learned model, the ranker
+//!   ([`ranker`], the default) or kNN ([`model`]), written as the new
+//!   autotuner's cache; the module is not changed.
 //!
-//! The choice is [`heuristic_config`], a documented size rule, until a
-//! model trained on XLA's own autotuning logs exists (docs/xla-gpu.md): a
-//! baseline, not a learned decision; `--explain` says so.
+//! The pieces, one owner each: [`config`] the Triton config type and its
+//! forms; [`dot`] the reader of a GEMM fusion's dot; [`search_space`] XLA's
+//! candidate set and the ranker's features; [`candidates`] the ranker's
+//! training data; [`proto`] and [`textproto`] XLA's autotuning messages and
+//! their text; [`key`] the legacy cache key.
 //!
 //! Invariants: only `backend_config` of Triton GEMM fusions changes; a
 //! fusion that already has a `triton_gemm_config` keeps it (XLA does not
@@ -178,7 +187,7 @@ impl Chooser {
 
 /// The new autotuner's path: for every GEMM fusion of `m` (a module XLA
 /// compiled, autotuning off or on), its key and the config of the model
-/// `--gpu-tile-model` names ([`Chooser`]); writes the cache directory when
+/// `--gpu-tile-model` names (the ranker or kNN); writes the cache directory when
 /// asked. A fusion whose dot cannot be read is skipped with a warning. The
 /// module is not changed.
 pub fn select_for_autotuner(

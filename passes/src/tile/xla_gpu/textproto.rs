@@ -8,8 +8,9 @@
 //! adjacent strings joined, an `Any` in the expanded
 //! `[type.googleapis.com/xla.HloInstructionProto] { ... }` form).
 //!
-//! The reader parses into a generic tree first ([`parse`]), then maps the
-//! fields it knows by name; a field it does not know is skipped, a known
+//! The reader parses into a generic tree first ([`parse`], also what
+//! [`super::autotuner`] reads the new autotuner's logs from, with this
+//! file's reader of a Triton config), then maps the fields it knows by name; a field it does not know is skipped, a known
 //! field of the wrong kind is an error naming it. Errors carry the line.
 
 use std::fmt::Write as _;
