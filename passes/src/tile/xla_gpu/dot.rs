@@ -237,6 +237,9 @@ ENTRY %main (a: f8e4m3fn[128,256], b: f8e4m3fn[256,64], c: f8e8m0fnu[128,8], e: 
         let p = DotProblem::of_fusion(&m, id).expect("scaled dot");
         assert!(p.scaled);
         assert_eq!(p.gemm_columns(), [1, 128, 64, 256, 8]);
+        // XLA's search space (the ranker's) is not modelled for scaled dots.
+        let e = super::super::search_space::dot_problem(&m, id).expect_err("scaled dot");
+        assert!(e.contains("scaled dot"), "{e}");
     }
 
     #[test]
