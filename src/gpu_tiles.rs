@@ -165,7 +165,7 @@ pub fn convert(inp: &Inputs) -> Result<(usize, Vec<String>), String> {
             }
             let default = find(&off, &name)
                 .and_then(|(oi, oid)| xla_gpu::existing_config(&off[oi], oid).ok().flatten())
-                .map(|k| config_row(&xla_gpu::triton_result(&k)).to_vec())
+                .map(|k| config_row(&k.autotune_result()).to_vec())
                 .unwrap_or_else(|| vec![-1.0; CONFIG_COLUMNS.len()]);
             let key_hlo = CacheKey::of_fusion(m, id, inp.device.unwrap_or(""), 0)
                 .map(|k| k.hlo)
@@ -346,10 +346,8 @@ fn write_one(
         .filter(|&i| failed[i] == 0)
         .min_by_key(|&i| (runtime[i], i))
         .map_or(-1, |i| i as i64);
-    let shape = xla_gpu::gemm_shape(m, id).ok();
-    let gemm = shape.map_or(vec![-1; 5], |s| {
-        vec![s.batch, s.m, s.n, s.k, i64::from(s.operand_bits)]
-    });
+    let gemm =
+        xla_gpu::DotProblem::of_fusion(m, id).map_or(vec![-1; 5], |p| p.gemm_columns().to_vec());
     let file = out.join(format!("{}.{}.npz", safe(program), safe(name)));
     let mut w = NpzWriter::create(&file).map_err(|e| e.to_string())?;
     let edges: Vec<i64> = g.edge_index.iter().flatten().copied().collect();

@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use passes::tile::xla_gpu::proto::*;
-use passes::tile::xla_gpu::{textproto, CacheKey};
+use passes::tile::xla_gpu::{textproto, CacheKey, TritonConfig};
 use prost::Message as _;
 
 const DEVICE: &str = "CUDA: 9.0, Cores: 132, GPU clock: 1.98 GHz, Memory bandwidth: 3352 GB/s, L2 cache: 50 MB, DNN version: 9.8.0";
@@ -119,7 +119,7 @@ fn tile_pass_writes_configs_and_xla_cache() {
     // The results file: one entry a fusion, keyed by the canonical text of
     // its computation, read back with the configurations written.
     let orig = module();
-    let want: Vec<(CacheKey, TritonGemmKey)> =
+    let want: Vec<(CacheKey, TritonConfig)> =
         [("gemm_fusion_dot.1", k1), ("gemm_fusion_dot.2", k2)]
             .into_iter()
             .map(|(n, k)| {
@@ -204,7 +204,7 @@ fn gpu_tiles_converts_logs_to_npz() {
             msg: "spills".into(),
             ..Default::default()
         }),
-        key: Some(ResultKey::Triton(TritonGemmKey {
+        key: Some(ResultKey::Triton(TritonConfig {
             block_m: m,
             block_n: 64,
             block_k: 32,

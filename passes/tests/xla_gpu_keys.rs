@@ -9,63 +9,40 @@
 //! module compiled *with* autotuning is not a source of keys: a fusion XLA
 //! gave to cuBLAS is gone from it, and split-K reductions change.)
 
-use std::collections::BTreeMap;
-use std::path::Path;
+mod common;
 
+use common::xla_gpu::{by_name, programs, session1, session1_path};
 use passes::tile::xla_gpu::autotuner;
-
-fn session1() -> BTreeMap<String, Vec<u8>> {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/xla_gpu/session1/core.tar.xz");
-    autotuner::read_tar_xz(&p, 256 << 20)
-        .expect("core.tar.xz")
-        .into_iter()
-        .collect()
-}
 
 #[test]
 fn fingerprints_equal_xla_on_every_autotuned_fusion() {
-    let files = session1();
+    let session = session1();
     let mut checked = 0;
     let mut not_fusions = 0;
     let mut failures = Vec::new();
-    for (path, bytes) in &files {
-        let Some(prog) = path
-            .strip_prefix("logs/")
-            .and_then(|p| p.strip_suffix(".textproto"))
-        else {
-            continue;
-        };
-        let (_, profiles) =
-            autotuner::read_profiles(std::str::from_utf8(bytes).expect("test step"))
-                .expect("test step");
-        for mode in ["off"] {
-            let text = String::from_utf8(files[&format!("hlo/{prog}.{mode}.hlo")].clone())
-                .expect("test step");
-            let m = hlo::parse_module(&text).expect("test step");
-            let by_name: BTreeMap<String, hlo::InstId> = m
-                .computations()
-                .flat_map(|c| m.comp(c).order.clone())
-                .map(|i| (m.inst(i).name.to_string(), i))
-                .collect();
-            for p in &profiles {
-                let Some(&id) = by_name.get(&p.name) else {
-                    failures.push(format!("{prog}.{mode}: no instruction {}", p.name));
-                    continue;
-                };
-                if m.inst(id).opcode != hlo::Opcode::Fusion {
-                    not_fusions += 1;
-                    continue;
-                }
-                let got = autotuner::fusion_fingerprint(&m, id)
-                    .expect("test step")
-                    .map(|x| x.0);
-                checked += 1;
-                if got.as_deref() != Some(p.hlo_fingerprint.as_str()) {
-                    failures.push(format!(
-                        "{prog}.{mode}: {} {:?} != XLA {}",
-                        p.name, got, p.hlo_fingerprint
-                    ));
-                }
+    for p in programs(&session) {
+        let prog = p.program;
+        let (_, profiles) = autotuner::read_profiles(p.logs).expect("logs");
+        let m = &p.module;
+        let names = by_name(m);
+        for p in &profiles {
+            let Some(&id) = names.get(&p.name) else {
+                failures.push(format!("{prog}.off: no instruction {}", p.name));
+                continue;
+            };
+            if m.inst(id).opcode != hlo::Opcode::Fusion {
+                not_fusions += 1;
+                continue;
+            }
+            let got = autotuner::fusion_fingerprint(m, id)
+                .expect("test step")
+                .map(|x| x.0);
+            checked += 1;
+            if got.as_deref() != Some(p.hlo_fingerprint.as_str()) {
+                failures.push(format!(
+                    "{prog}.off: {} {:?} != XLA {}",
+                    p.name, got, p.hlo_fingerprint
+                ));
             }
         }
     }
@@ -93,33 +70,27 @@ fn fingerprints_equal_xla_on_every_autotuned_fusion() {
 /// the environment read from it names the same device and codegen version.
 #[test]
 fn fingerprints_are_in_xla_results_files() {
-    let files = session1();
+    let session = session1();
     let mut checked = 0;
-    for (path, bytes) in &files {
-        let Some(prog) = path
-            .strip_prefix("results/")
-            .and_then(|p| p.strip_suffix(".textproto"))
-        else {
+    for p in programs(&session) {
+        let prog = p.program;
+        let Some(bytes) = session.files.get(&format!("results/{prog}.textproto")) else {
             continue;
         };
         let results = std::str::from_utf8(bytes).expect("utf-8");
         let env = autotuner::Environment::from_text(results).expect("environment");
-        let (log_env, _) = autotuner::read_profiles(
-            std::str::from_utf8(&files[&format!("logs/{prog}.textproto")]).expect("utf-8"),
-        )
-        .expect("logs");
+        let (log_env, _) = autotuner::read_profiles(p.logs).expect("logs");
         assert_eq!(
             (&env.device, &env.codegen_version),
             (&log_env.device, &log_env.codegen_version)
         );
-        let text = String::from_utf8(files[&format!("hlo/{prog}.off.hlo")].clone()).expect("utf-8");
-        let m = hlo::parse_module(&text).expect("parses");
+        let m = &p.module;
         for c in m.computations() {
             for &i in &m.comp(c).order {
-                if !autotuner::is_gemm_fusion(&m, i) {
+                if !autotuner::is_gemm_fusion(m, i) {
                     continue;
                 }
-                let (fp, _) = autotuner::fusion_fingerprint(&m, i)
+                let (fp, _) = autotuner::fusion_fingerprint(m, i)
                     .expect("fingerprint")
                     .expect("a fusion");
                 assert!(
@@ -143,10 +114,7 @@ fn damaged_inputs_are_errors() {
     let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("xla_gpu_damaged");
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("tmp");
-    let good = std::fs::read(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/xla_gpu/session1/core.tar.xz"),
-    )
-    .expect("archive");
+    let good = std::fs::read(session1_path()).expect("archive");
     for (name, bytes) in [
         ("truncated", &good[..good.len() / 2]),
         ("garbage", &b"not an archive at all"[..]),
@@ -160,8 +128,8 @@ fn damaged_inputs_are_errors() {
     let p = dir.join("whole");
     std::fs::write(&p, &good).expect("write");
     assert!(autotuner::read_tar_xz(&p, 1000).is_err());
-    let files = session1();
-    let logs = std::str::from_utf8(&files["logs/odd_f32.textproto"]).expect("utf-8");
+    let session = session1();
+    let logs = std::str::from_utf8(&session.files["logs/odd_f32.textproto"]).expect("utf-8");
     for cut in (0..logs.len()).step_by(997) {
         // Cut anywhere: parsed or refused, never a panic.
         let _ = autotuner::read_profiles(&logs[..cut]);

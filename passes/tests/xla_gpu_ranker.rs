@@ -17,29 +17,20 @@
 #[path = "../../tests/support/report.rs"]
 mod report;
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use passes::tile::xla_gpu::autotuner::{self, TritonConfig};
+use common::xla_gpu::{by_name, programs, session1};
+use passes::tile::xla_gpu::autotuner;
 use passes::tile::xla_gpu::ranker::Ranker;
 use passes::tile::xla_gpu::search_space::{self, Device};
-use passes::tile::xla_gpu::{select_for_autotuner, XlaGpuOptions};
-
-fn session1() -> BTreeMap<String, Vec<u8>> {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/xla_gpu/session1/core.tar.xz");
-    autotuner::read_tar_xz(&p, 256 << 20)
-        .expect("core.tar.xz")
-        .into_iter()
-        .collect()
-}
-
-fn norm(c: &TritonConfig) -> TritonConfig {
-    TritonConfig { split_k: 0, ..*c }
-}
+use passes::tile::xla_gpu::{select_for_autotuner, TritonConfig, XlaGpuOptions};
 
 #[test]
 fn ranker_choices_in_the_pass() {
-    let files = session1();
+    let session = session1();
     let expected: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(
             Path::new(env!("CARGO_MANIFEST_DIR")).join("models/xla_gpu_h200_ranker.choices.json"),
@@ -79,17 +70,11 @@ fn ranker_choices_in_the_pass() {
     };
     let mut parity = 0;
     let (mut n, mut unmeasured, mut sum, mut worst) = (0usize, 0usize, 0.0f64, 1.0f64);
-    for (path, bytes) in &files {
-        let Some(prog) = path
-            .strip_prefix("logs/")
-            .and_then(|p| p.strip_suffix(".textproto"))
-        else {
-            continue;
-        };
-        let logs = std::str::from_utf8(bytes).expect("utf-8");
-        let (env, profiles) = autotuner::read_profiles(logs).expect("logs");
-        let text = String::from_utf8(files[&format!("hlo/{prog}.off.hlo")].clone()).expect("utf-8");
-        let m = hlo::parse_module(&text).expect("off module");
+    for program in programs(&session) {
+        let prog = program.program;
+        let (env, profiles) = autotuner::read_profiles(program.logs).expect("logs");
+        let m = &program.module;
+        let names = by_name(m);
         let run = |model: &str| {
             let opts = XlaGpuOptions {
                 autotuner_env: Some(env.clone()),
@@ -97,7 +82,7 @@ fn ranker_choices_in_the_pass() {
                 ..Default::default()
             };
             let mut explain = String::new();
-            select_for_autotuner(&m, &opts, &mut explain)
+            select_for_autotuner(m, &opts, &mut explain)
                 .expect("select")
                 .0
         };
@@ -118,27 +103,12 @@ fn ranker_choices_in_the_pass() {
             let Some(p) = profiles.iter().find(|p| p.name == c.fusion) else {
                 continue;
             };
-            let id = m
-                .computations()
-                .flat_map(|k| m.comp(k).order.clone())
-                .find(|&i| m.inst(i).name.as_ref() == c.fusion)
-                .expect("fusion");
-            let problem = search_space::dot_problem(&m, id).expect("problem");
+            let id = names[&c.fusion];
+            let problem = search_space::dot_problem(m, id).expect("problem");
             let (cfg, score, _) = rk.choose(&problem, &Device::HOPPER_132).expect("choose");
             assert_eq!(cfg, c.config, "{prog} {}", c.fusion);
             if let Some((want, want_score)) = expected.get(&(prog.to_string(), c.fusion.clone())) {
-                let got = [
-                    cfg.block_m,
-                    cfg.block_n,
-                    cfg.block_k,
-                    cfg.split_k,
-                    cfg.num_stages,
-                    cfg.num_warps,
-                    cfg.num_ctas,
-                    i64::from(cfg.is_tma_allowed),
-                    i64::from(cfg.is_warp_specialization_allowed),
-                    cfg.group_size,
-                ];
+                let got: [i64; 10] = cfg.into();
                 assert_eq!(&got[..], &want[..], "{prog} {}: config", c.fusion);
                 assert!(
                     (f64::from(score) - want_score).abs() < 1e-3,
@@ -150,13 +120,13 @@ fn ranker_choices_in_the_pass() {
             let times: Vec<(TritonConfig, i64)> = p
                 .candidates
                 .iter()
-                .filter_map(|x| Some((norm(&x.triton?), x.nanos?)))
+                .filter_map(|x| Some((x.triton?.as_logged(), x.nanos?)))
                 .collect();
             let Some(best) = times.iter().map(|t| t.1).min() else {
                 continue;
             };
             n += 1;
-            match times.iter().find(|t| t.0 == norm(&c.config)) {
+            match times.iter().find(|t| t.0 == c.config.as_logged()) {
                 Some(t) => {
                     let r = t.1 as f64 / best as f64;
                     sum += r;

@@ -13,24 +13,14 @@
 //! many were dropped is pinned, so a generator that offers more (or fewer)
 //! configs fails here.
 
+mod common;
+
 use std::collections::BTreeMap;
-use std::path::Path;
 
-use passes::tile::xla_gpu::autotuner::{self, TritonConfig, Tuned};
+use common::xla_gpu::{programs, session1, session1_path};
+use passes::tile::xla_gpu::autotuner;
 use passes::tile::xla_gpu::search_space::{self, Device};
-
-fn session1() -> BTreeMap<String, Vec<u8>> {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/xla_gpu/session1/core.tar.xz");
-    autotuner::read_tar_xz(&p, 256 << 20)
-        .expect("core.tar.xz")
-        .into_iter()
-        .collect()
-}
-
-/// The configs compared as XLA logs them (split_k is not logged).
-fn norm(c: &TritonConfig) -> TritonConfig {
-    TritonConfig { split_k: 0, ..*c }
-}
+use passes::tile::xla_gpu::TritonConfig;
 
 /// Whether `sub` is `all` with some elements left out (order kept).
 fn is_subsequence(sub: &[TritonConfig], all: &[TritonConfig]) -> bool {
@@ -48,9 +38,9 @@ struct Tally {
 
 #[test]
 fn generated_candidates_are_what_xla_logged() {
-    let files = session1();
+    let session = session1();
     let summary: serde_json::Value =
-        serde_json::from_slice(&files["summary.json"]).expect("summary.json");
+        serde_json::from_slice(&session.files["summary.json"]).expect("summary.json");
     let exhaustive: BTreeMap<String, bool> = summary["tune"]
         .as_array()
         .expect("summary.json: tune")
@@ -64,45 +54,24 @@ fn generated_candidates_are_what_xla_logged() {
         .collect();
     let mut tally: BTreeMap<bool, Tally> = BTreeMap::new();
     let mut failures = Vec::new();
-    for (path, bytes) in &files {
-        let Some(prog) = path
-            .strip_prefix("logs/")
-            .and_then(|p| p.strip_suffix(".textproto"))
-        else {
-            continue;
-        };
+    for program in programs(&session) {
+        let prog = program.program;
         let exh = exhaustive[prog];
-        let (_, profiles) =
-            autotuner::read_profiles(std::str::from_utf8(bytes).expect("utf-8")).expect("logs");
-        let text = String::from_utf8(files[&format!("hlo/{prog}.off.hlo")].clone()).expect("utf-8");
-        let m = hlo::parse_module(&text).expect("off module");
-        let by_name: BTreeMap<String, hlo::InstId> = m
-            .computations()
-            .flat_map(|c| m.comp(c).order.clone())
-            .map(|i| (m.inst(i).name.to_string(), i))
-            .collect();
-        for p in &profiles {
-            let Some(&id) = by_name.get(&p.name) else {
-                continue;
-            };
-            if !matches!(
-                autotuner::fusion_fingerprint(&m, id).expect("fingerprint"),
-                Some((_, Tuned::Gemm))
-            ) {
-                continue;
-            }
+        let m = &program.module;
+        let fusions = autotuner::autotuned_gemm_fusions(program.logs, m).expect("logs");
+        for (p, id) in &fusions {
             let logged: Vec<TritonConfig> = p
                 .candidates
                 .iter()
                 .filter_map(|c| c.triton)
-                .map(|c| norm(&c))
+                .map(|c| c.as_logged())
                 .collect();
-            let problem = search_space::dot_problem(&m, id).expect("dot problem");
+            let problem = search_space::dot_problem(m, *id).expect("dot problem");
             let generated: Vec<TritonConfig> =
                 search_space::candidates(&problem, &Device::HOPPER_132, exh)
                     .expect("candidates")
                     .iter()
-                    .map(norm)
+                    .map(TritonConfig::as_logged)
                     .collect();
             let t = tally.entry(exh).or_default();
             t.fusions += 1;
@@ -155,8 +124,8 @@ fn generated_candidates_are_what_xla_logged() {
 fn candidate_file_of_the_session() {
     use passes::tile::xla_gpu::candidates;
     use passes::tile::xla_gpu::search_space::FEATURE_NAMES;
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/xla_gpu/session1/core.tar.xz");
-    let file = candidates::session_file(&[p], &Device::HOPPER_132).expect("candidate file");
+    let file =
+        candidates::session_file(&[session1_path()], &Device::HOPPER_132).expect("candidate file");
     let n: usize = file.fusions.iter().map(|f| f.candidates.len()).sum();
     let measured = file
         .fusions

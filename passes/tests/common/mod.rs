@@ -1,5 +1,9 @@
-//! Shared helpers of the layout tests: deterministic test models and paths.
+//! Shared helpers of the tests: for the layout tests, deterministic test
+//! models and paths; for the XLA:GPU tests, the committed GPU session
+//! ([`xla_gpu`]).
 #![allow(dead_code)]
+
+pub mod xla_gpu;
 
 use std::path::PathBuf;
 

@@ -1,5 +1,7 @@
 //! XLA:GPU's new autotuner (`xla/backends/autotuner`, the one jax 0.11's
-//! XLA runs): its cache key, its cache entries and its logs.
+//! XLA runs): its cache key, its cache entries and its logs, and the GPU
+//! sessions' files that hold those logs ([`SessionFiles`],
+//! [`autotuned_gemm_fusions`]).
 //!
 //! Facts, read off what jax 0.11.2's XLA wrote on an H200
 //! (`testdata/xla_gpu/session1`) and checked there byte for byte:
@@ -30,11 +32,11 @@ use std::path::{Path, PathBuf};
 use hlo::{AttrValue, CanonicalOptions, InstId, Module, Opcode};
 use serde_json::{Map, Value};
 
+use super::config::TritonConfig;
 use super::textproto::{self, Fields};
-use super::TritonGemmKey;
 
 /// Fusion kinds XLA gives a Triton GEMM fusion before and after autotuning.
-pub const GEMM_KINDS: [&str; 2] = ["__triton_gemm", "__triton_nested_gemm_fusion"];
+pub const GEMM_KINDS: [&str; 2] = [super::TRITON_GEMM_KIND, "__triton_nested_gemm_fusion"];
 
 /// JSON with every object's keys sorted (XLA's `sort_backend_config`),
 /// written compactly.
@@ -63,18 +65,9 @@ pub enum Tuned {
     Emitter,
 }
 
-fn fusion_kind(m: &Module, id: InstId) -> Option<String> {
-    let o = super::backend_json(m, id).ok()?;
-    o.get("fusion_backend_config")
-        .and_then(|f| f.get("kind"))
-        .and_then(Value::as_str)
-        .map(str::to_string)
-}
-
 /// Whether `id` is a GEMM fusion before or after XLA's autotuning.
 pub fn is_gemm_fusion(m: &Module, id: InstId) -> bool {
-    m.inst(id).opcode == Opcode::Fusion
-        && fusion_kind(m, id).is_some_and(|k| GEMM_KINDS.contains(&k.as_str()))
+    super::fusion_kind(m, id).is_some_and(|k| GEMM_KINDS.contains(&k.as_str()))
 }
 
 /// The text XLA fingerprints for fusion `id` as it was when the autotuner
@@ -178,129 +171,6 @@ pub struct BackendConfigs {
 
 #[derive(Clone, Copy, PartialEq, prost::Message)]
 pub struct Empty {}
-
-/// The Triton config of the new autotuner's entries.
-#[derive(
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Hash,
-    PartialOrd,
-    Ord,
-    prost::Message,
-    serde::Serialize,
-    serde::Deserialize,
-)]
-#[serde(from = "[i64; 10]", into = "[i64; 10]")]
-pub struct TritonConfig {
-    #[prost(int64, tag = "1")]
-    pub block_m: i64,
-    #[prost(int64, tag = "2")]
-    pub block_n: i64,
-    #[prost(int64, tag = "3")]
-    pub block_k: i64,
-    #[prost(int64, tag = "4")]
-    pub split_k: i64,
-    #[prost(int64, tag = "5")]
-    pub num_stages: i64,
-    #[prost(int64, tag = "6")]
-    pub num_warps: i64,
-    #[prost(int64, tag = "7")]
-    pub num_ctas: i64,
-    #[prost(bool, tag = "8")]
-    pub is_tma_allowed: bool,
-    #[prost(bool, tag = "9")]
-    pub is_warp_specialization_allowed: bool,
-    #[prost(int64, tag = "11")]
-    pub group_size: i64,
-}
-
-/// In model files a config is one array: block_m, block_n, block_k,
-/// split_k, num_stages, num_warps, num_ctas, TMA (0/1), warp
-/// specialization (0/1), group_size.
-impl From<[i64; 10]> for TritonConfig {
-    fn from(a: [i64; 10]) -> Self {
-        TritonConfig {
-            block_m: a[0],
-            block_n: a[1],
-            block_k: a[2],
-            split_k: a[3],
-            num_stages: a[4],
-            num_warps: a[5],
-            num_ctas: a[6],
-            is_tma_allowed: a[7] != 0,
-            is_warp_specialization_allowed: a[8] != 0,
-            group_size: a[9],
-        }
-    }
-}
-
-impl From<TritonConfig> for [i64; 10] {
-    fn from(c: TritonConfig) -> Self {
-        [
-            c.block_m,
-            c.block_n,
-            c.block_k,
-            c.split_k,
-            c.num_stages,
-            c.num_warps,
-            c.num_ctas,
-            i64::from(c.is_tma_allowed),
-            i64::from(c.is_warp_specialization_allowed),
-            c.group_size,
-        ]
-    }
-}
-
-impl TritonConfig {
-    /// From the legacy key (group size 1, as XLA's candidates have).
-    pub fn from_key(k: &TritonGemmKey) -> Self {
-        TritonConfig {
-            block_m: k.block_m,
-            block_n: k.block_n,
-            block_k: k.block_k,
-            split_k: if k.split_k > 1 { k.split_k } else { 0 },
-            num_stages: k.num_stages,
-            num_warps: k.num_warps,
-            num_ctas: k.num_ctas,
-            is_tma_allowed: k.is_tma_allowed,
-            is_warp_specialization_allowed: k.is_warp_specialization_allowed,
-            group_size: 1,
-        }
-    }
-
-    /// The columns of the GPU tile data (`config_feat`).
-    pub fn features(&self) -> [f32; 10] {
-        [
-            self.block_m as f32,
-            self.block_n as f32,
-            self.block_k as f32,
-            self.split_k.max(1) as f32,
-            self.num_stages as f32,
-            self.num_warps as f32,
-            self.num_ctas as f32,
-            f32::from(u8::from(self.is_tma_allowed)),
-            f32::from(u8::from(self.is_warp_specialization_allowed)),
-            1.0,
-        ]
-    }
-
-    pub fn describe(&self) -> String {
-        format!(
-            "block_m={} block_n={} block_k={} split_k={} num_stages={} num_warps={} num_ctas={}{}{}",
-            self.block_m,
-            self.block_n,
-            self.block_k,
-            self.split_k.max(1),
-            self.num_stages,
-            self.num_warps,
-            self.num_ctas,
-            if self.is_tma_allowed { " tma" } else { "" },
-            if self.is_warp_specialization_allowed { " ws" } else { "" }
-        )
-    }
-}
 
 /// XLA's backend enum values seen in its cache entries.
 pub const BACKEND_TRITON: i32 = 2;
@@ -433,25 +303,6 @@ fn int_of(f: &Fields, name: &str) -> Result<i64, String> {
     }
 }
 
-fn bool_of(f: &Fields, name: &str) -> bool {
-    matches!(get(f, name).and_then(scalar).as_deref(), Some("true" | "1"))
-}
-
-fn triton_of(f: &Fields) -> Result<TritonConfig, String> {
-    Ok(TritonConfig {
-        block_m: int_of(f, "block_m")?,
-        block_n: int_of(f, "block_n")?,
-        block_k: int_of(f, "block_k")?,
-        split_k: int_of(f, "split_k")?,
-        num_stages: int_of(f, "num_stages")?,
-        num_warps: int_of(f, "num_warps")?,
-        num_ctas: int_of(f, "num_ctas")?,
-        is_tma_allowed: bool_of(f, "is_tma_allowed"),
-        is_warp_specialization_allowed: bool_of(f, "is_warp_specialization_allowed"),
-        group_size: int_of(f, "group_size")?,
-    })
-}
-
 /// Reads the new autotuner's logs (`--xla_gpu_dump_autotune_logs_to`, text):
 /// its `instruction_profiles`, each candidate with its time or failure.
 pub fn read_profiles(text: &str) -> Result<(Environment, Vec<Profile>), String> {
@@ -492,9 +343,7 @@ pub fn read_profiles(text: &str) -> Result<(Environment, Vec<Profile>), String> 
                     let backend = get(cfg, "backend").and_then(scalar).unwrap_or_default();
                     let triton = match get(cfg, "backend_config") {
                         Some(textproto::Value::Message(bc)) => match get(bc, "triton") {
-                            Some(textproto::Value::Message(t)) => {
-                                Some(triton_of(t).map_err(|e| format!("line {cline}: {e}"))?)
-                            }
+                            Some(textproto::Value::Message(t)) => Some(textproto::triton(t)?),
                             _ => None,
                         },
                         _ => None,
@@ -526,6 +375,28 @@ pub fn read_profiles(text: &str) -> Result<(Environment, Vec<Profile>), String> 
         }
     }
     Ok((env, profiles))
+}
+
+/// The GEMM fusions XLA autotuned in one program: each profile of its logs
+/// (text) whose instruction is a GEMM fusion of `off_module`, the module
+/// compiled with autotuning off, with that fusion; in the logs' order.
+pub fn autotuned_gemm_fusions(
+    logs: &str,
+    off_module: &Module,
+) -> Result<Vec<(Profile, InstId)>, String> {
+    let (_, profiles) = read_profiles(logs)?;
+    let by_name: std::collections::BTreeMap<String, InstId> = off_module
+        .computations()
+        .flat_map(|c| off_module.comp(c).order.clone())
+        .map(|i| (off_module.inst(i).name.to_string(), i))
+        .collect();
+    Ok(profiles
+        .into_iter()
+        .filter_map(|p| {
+            let id = *by_name.get(&p.name)?;
+            is_gemm_fusion(off_module, id).then_some((p, id))
+        })
+        .collect())
 }
 
 // ---------------------------------------------------------------------------
@@ -748,6 +619,7 @@ mod tests {
             num_ctas: 1,
             is_tma_allowed: true,
             is_warp_specialization_allowed: false,
+            waves_per_eu: 0,
             group_size: 1,
         };
         let bytes = triton_entry(&env, "d379f9800758115bd6f1bbecc39879cf", &c).encode_to_vec();

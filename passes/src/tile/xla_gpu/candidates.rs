@@ -11,12 +11,12 @@
 //! writes it; `costmodel/training/xla_gpu_ranker.py` trains and
 //! cross-validates on it.
 
-use std::collections::BTreeMap;
-
 use serde::Serialize;
 
-use super::autotuner::{self, TritonConfig, Tuned};
-use super::search_space::{self, Device, DotProblem, FEATURE_NAMES};
+use super::autotuner;
+use super::config::TritonConfig;
+use super::dot::DotProblem;
+use super::search_space::{self, Device, FEATURE_NAMES};
 
 /// One candidate: the config (block_m, block_n, block_k, split_k,
 /// num_stages, num_warps, num_ctas, TMA, warp specialization, group_size),
@@ -34,7 +34,8 @@ pub struct Candidate {
 pub struct Fusion {
     pub program: String,
     pub fusion: String,
-    /// batch, M, N, K, operand bits, result bits, lhs/rhs expensive (0/1).
+    /// batch, M, N, K, operand bits (the lhs's, as the search space reads
+    /// them), result bits, lhs/rhs expensive (0/1).
     pub problem: [i64; 8],
     pub candidates: Vec<Candidate>,
     /// Fastest and slowest Triton time XLA measured for this fusion (any
@@ -52,26 +53,6 @@ pub struct CandidateFile {
     pub fusions: Vec<Fusion>,
 }
 
-fn config_array(c: &TritonConfig) -> [i64; 10] {
-    [
-        c.block_m,
-        c.block_n,
-        c.block_k,
-        c.split_k,
-        c.num_stages,
-        c.num_warps,
-        c.num_ctas,
-        i64::from(c.is_tma_allowed),
-        i64::from(c.is_warp_specialization_allowed),
-        c.group_size,
-    ]
-}
-
-/// Configs compared as XLA logs them (split_k unset).
-fn same(a: &TritonConfig, b: &TritonConfig) -> bool {
-    TritonConfig { split_k: 0, ..*a } == TritonConfig { split_k: 0, ..*b }
-}
-
 /// The fusions of one program: its autotuning logs and its module compiled
 /// with autotuning off.
 pub fn program_fusions(
@@ -80,23 +61,8 @@ pub fn program_fusions(
     off_module: &hlo::Module,
     device: &Device,
 ) -> Result<Vec<Fusion>, String> {
-    let (_, profiles) = autotuner::read_profiles(logs)?;
-    let by_name: BTreeMap<String, hlo::InstId> = off_module
-        .computations()
-        .flat_map(|c| off_module.comp(c).order.clone())
-        .map(|i| (off_module.inst(i).name.to_string(), i))
-        .collect();
     let mut out = Vec::new();
-    for p in profiles {
-        let Some(&id) = by_name.get(&p.name) else {
-            continue;
-        };
-        if !matches!(
-            autotuner::fusion_fingerprint(off_module, id)?,
-            Some((_, Tuned::Gemm))
-        ) {
-            continue;
-        }
+    for (p, id) in autotuner::autotuned_gemm_fusions(logs, off_module)? {
         let measured: Vec<(TritonConfig, i64)> = p
             .candidates
             .iter()
@@ -112,9 +78,12 @@ pub fn program_fusions(
         let candidates = search_space::candidates(&problem, device, false)?
             .iter()
             .map(|c| Candidate {
-                config: config_array(c),
+                config: (*c).into(),
                 features: search_space::features(&problem, device, c).to_vec(),
-                nanos: measured.iter().find(|m| same(&m.0, c)).map(|m| m.1),
+                nanos: measured
+                    .iter()
+                    .find(|m| m.0.as_logged() == c.as_logged())
+                    .map(|m| m.1),
             })
             .collect();
         out.push(Fusion {
@@ -135,7 +104,7 @@ fn problem_array(p: &DotProblem) -> [i64; 8] {
         p.m,
         p.n,
         p.k,
-        p.operand_bits,
+        p.lhs_bits,
         p.result_bits,
         i64::from(p.lhs_expensive),
         i64::from(p.rhs_expensive),

@@ -1,17 +1,26 @@
 //! The tile pass for XLA:GPU (`--pass=tile --tile-target=xla-gpu`, or a
-//! module holding Triton GEMM fusions): for every fusion whose
-//! `backend_config` says `"fusion_backend_config":{"kind":"__triton_gemm"}`,
-//! choose a Triton tile configuration (XLA's `TritonGemmKey`: block_m,
-//! block_n, block_k, split_k, num_stages, num_warps, num_ctas, TMA and warp
-//! specialization), write it into the fusion's backend config as
-//! `triton_gemm_config` (as XLA's autotuner does), and, on request, into
-//! XLA's persisted autotuning formats keyed exactly as XLA keys them
-//! ([`key`]): a per-fusion cache directory and/or an `AutotuneResults` file.
-//! Then XLA uses these configurations and does not autotune those fusions.
+//! module holding Triton GEMM fusions). Two paths, both here:
+//! - the legacy one ([`select`], [`write_outputs`]): for every fusion whose
+//!   `backend_config` says `"fusion_backend_config":{"kind":"__triton_gemm"}`,
+//!   choose a Triton tile configuration with [`heuristic_config`] (a
+//!   documented size rule, a baseline, not a learned decision; `--explain`
+//!   says so), write it into the fusion's backend config as
+//!   `triton_gemm_config` (as XLA's autotuner does), and, on request, into
+//!   XLA's persisted autotuning formats keyed exactly as XLA keys them
+//!   ([`key`]): a per-fusion cache directory and/or an `AutotuneResults`
+//!   file. Then XLA uses these configurations and does not autotune those
+//!   fusions.
+//! - XLA's new autotuner's ([`select_for_autotuner`], `--autotune-env`): for
+//!   every GEMM fusion of a module XLA compiled with autotuning off, its key
+//!   ([`autotuner`]) and the config of a learned model, the ranker
+//!   ([`ranker`], the default) or kNN ([`model`]), written as the new
+//!   autotuner's cache; the module is not changed.
 //!
-//! The choice is [`heuristic_config`], a documented size rule, until a
-//! model trained on XLA's own autotuning logs exists (docs/xla-gpu.md): a
-//! baseline, not a learned decision; `--explain` says so.
+//! The pieces, one owner each: [`config`] the Triton config type and its
+//! forms; [`dot`] the reader of a GEMM fusion's dot; [`search_space`] XLA's
+//! candidate set and the ranker's features; [`candidates`] the ranker's
+//! training data; [`proto`] and [`textproto`] XLA's autotuning messages and
+//! their text; [`key`] the legacy cache key.
 //!
 //! Invariants: only `backend_config` of Triton GEMM fusions changes; a
 //! fusion that already has a `triton_gemm_config` keeps it (XLA does not
@@ -22,6 +31,8 @@
 
 pub mod autotuner;
 pub mod candidates;
+pub mod config;
+pub mod dot;
 pub mod key;
 pub mod model;
 pub mod proto;
@@ -31,12 +42,13 @@ pub mod textproto;
 
 use std::path::PathBuf;
 
-use hlo::{AttrValue, InstId, Module, Opcode, Shape};
+use hlo::{AttrValue, InstId, Module, Opcode};
 
 use serde_json::{Map, Value};
 
+pub use config::TritonConfig;
+pub use dot::DotProblem;
 pub use key::CacheKey;
-pub use proto::TritonGemmKey;
 
 /// The `kind` XLA gives a Triton GEMM fusion in its backend config.
 pub const TRITON_GEMM_KIND: &str = "__triton_gemm";
@@ -74,93 +86,110 @@ pub struct XlaGpuOptions {
 pub struct AutotunerChoice {
     pub fusion: String,
     pub hlo_fingerprint: String,
-    pub config: autotuner::TritonConfig,
+    pub config: TritonConfig,
     pub why: String,
 }
 
-/// [`select_for_autotuner`] with the learned ranker: each GEMM fusion's
-/// config is the best scored of the candidates XLA's default search space
-/// holds for its dot (generated for the device of `--gpu-device`, else an
-/// H100 SXM / H200).
-fn select_with_ranker(
-    m: &Module,
-    opts: &XlaGpuOptions,
-    rk: &ranker::Ranker,
-    explain: &mut String,
-) -> Result<(Vec<AutotunerChoice>, Vec<String>), String> {
-    let device = match &opts.device {
-        Some(s) => search_space::Device::from_device_string(s)?,
-        None => search_space::Device::HOPPER_132,
-    };
-    let fusions: Vec<InstId> = m
-        .computations()
-        .flat_map(|c| m.comp(c).order.iter().copied())
-        .filter(|&i| autotuner::is_gemm_fusion(m, i))
-        .collect();
-    explain.push_str(&format!(
-        "tile (xla-gpu, new autotuner): {} GEMM fusion{}; configurations from the ranker {} over XLA's default candidates ({} SMs, compute capability {}.{})\n",
-        fusions.len(),
-        if fusions.len() == 1 { "" } else { "s" },
-        rk.origin,
-        device.core_count,
-        device.cc_major,
-        device.cc_minor
-    ));
-    let mut choices = Vec::new();
-    let mut warnings = Vec::new();
-    for id in fusions {
-        let name = m.inst(id).name.to_string();
-        let problem = match search_space::dot_problem(m, id) {
-            Ok(p) => p,
-            Err(e) => {
-                warnings.push(format!("warning: tile: skipped fusion %{name}: {e}"));
-                continue;
-            }
-        };
-        let fp = match autotuner::fusion_fingerprint(m, id)? {
-            Some((fp, _)) => fp,
-            None => continue,
-        };
-        let (config, score, n) = rk.choose(&problem, &device)?;
-        let why = format!("ranker: best of {n} candidates (score {score:.3})");
-        let dims = [
-            problem.batch,
-            problem.m,
-            problem.n,
-            problem.k,
-            problem.operand_bits,
-        ];
-        push_choice(explain, &mut choices, name, dims, fp, config, why);
-    }
-    write_autotuner_outputs(opts, choices, warnings, explain)
+/// What chooses each GEMM fusion's config on the new autotuner's path
+/// (`--gpu-tile-model`).
+enum Chooser {
+    /// The learned ranker: the best scored of the candidates XLA's default
+    /// search space holds for the dot, generated for the device of
+    /// `--gpu-device`, else an H100 SXM / H200.
+    Ranker(ranker::Ranker, search_space::Device),
+    /// The kNN model ([`model::TileModel::choose`]); the size heuristic when
+    /// it is empty.
+    Knn(std::sync::Arc<model::TileModel>),
 }
 
-/// One fusion's choice: its explain line (the GEMM's batch, M, N, K and
-/// operand bits, the config, why, the key) and the choice itself.
-fn push_choice(
-    explain: &mut String,
-    choices: &mut Vec<AutotunerChoice>,
-    name: String,
-    [batch, m, n, k, bits]: [i64; 5],
-    fp: String,
-    config: autotuner::TritonConfig,
-    why: String,
-) {
-    explain.push_str(&format!(
-        "tile %{name}: batch {batch} M {m} N {n} K {k} ({bits}-bit): {} [{why}], key {fp}\n",
-        config.describe()
-    ));
-    choices.push(AutotunerChoice {
-        fusion: name,
-        hlo_fingerprint: fp,
-        config,
-        why,
-    });
+impl Chooser {
+    /// The ranker for its builtin name or an `.onnx` path (the default),
+    /// else the kNN model of that builtin name or JSON path.
+    fn load(opts: &XlaGpuOptions) -> Result<Chooser, String> {
+        let name = opts.model.as_deref().unwrap_or(ranker::BUILTIN_NAME);
+        if name == ranker::BUILTIN_NAME || name.ends_with(".onnx") {
+            let rk = ranker::Ranker::load(name)?;
+            let device = match &opts.device {
+                Some(s) => search_space::Device::from_device_string(s)?,
+                None => search_space::Device::HOPPER_132,
+            };
+            return Ok(Chooser::Ranker(rk, device));
+        }
+        Ok(Chooser::Knn(model::TileModel::shared(name)?))
+    }
+
+    /// Where the configurations come from, for the explain header.
+    fn origin(&self) -> String {
+        match self {
+            Chooser::Ranker(rk, d) => format!(
+                "the ranker {} over XLA's default candidates ({} SMs, compute capability {}.{})",
+                rk.origin, d.core_count, d.cc_major, d.cc_minor
+            ),
+            Chooser::Knn(tm) => format!(
+                "the learned model ({} training fusions, k={}; {})",
+                tm.records.len(),
+                tm.k,
+                tm.provenance
+            ),
+        }
+    }
+
+    /// The dot of fusion `id` as this chooser reads it (the ranker's search
+    /// space refuses a scaled dot).
+    fn dot(&self, m: &Module, id: InstId) -> Result<DotProblem, String> {
+        match self {
+            Chooser::Ranker(..) => search_space::dot_problem(m, id),
+            Chooser::Knn(_) => DotProblem::of_fusion(m, id),
+        }
+    }
+
+    /// The config for `p` and why.
+    fn choose(&self, p: &DotProblem) -> Result<(TritonConfig, String), String> {
+        match self {
+            Chooser::Ranker(rk, d) => {
+                let (config, score, n) = rk.choose(p, d)?;
+                Ok((
+                    config,
+                    format!("ranker: best of {n} candidates (score {score:.3})"),
+                ))
+            }
+            Chooser::Knn(tm) => Ok(match tm.choose(p) {
+                Some((c, near)) => (
+                    c,
+                    format!(
+                        "nearest measured GEMM {}:{} (batch {} M {} N {} K {})",
+                        near.program,
+                        near.fusion,
+                        near.gemm[0],
+                        near.gemm[1],
+                        near.gemm[2],
+                        near.gemm[3]
+                    ),
+                ),
+                None => (
+                    heuristic_config(p.gemm_columns()).for_new_autotuner(),
+                    "size heuristic (the model is empty)".into(),
+                ),
+            }),
+        }
+    }
+
+    /// Batch, M, N, K and the operand bits this chooser reads (the ranker:
+    /// the lhs's, as the search space; kNN: the widest), for the explain
+    /// line.
+    fn explain_columns(&self, p: &DotProblem) -> [i64; 5] {
+        match self {
+            Chooser::Ranker(..) => [p.batch, p.m, p.n, p.k, p.lhs_bits],
+            Chooser::Knn(_) => p.gemm_columns(),
+        }
+    }
 }
 
 /// The new autotuner's path: for every GEMM fusion of `m` (a module XLA
-/// compiled, autotuning off or on), its key and the model's config; writes
-/// the cache directory when asked. The module is not changed.
+/// compiled, autotuning off or on), its key and the config of the model
+/// `--gpu-tile-model` names (the ranker or kNN); writes the cache directory when
+/// asked. A fusion whose dot cannot be read is skipped with a warning. The
+/// module is not changed.
 pub fn select_for_autotuner(
     m: &Module,
     opts: &XlaGpuOptions,
@@ -169,32 +198,22 @@ pub fn select_for_autotuner(
     opts.autotuner_env
         .as_ref()
         .ok_or("no autotuner environment")?;
-    let name = opts.model.as_deref().unwrap_or(ranker::BUILTIN_NAME);
-    if name == ranker::BUILTIN_NAME || name.ends_with(".onnx") {
-        return select_with_ranker(m, opts, &ranker::Ranker::load(name)?, explain);
-    }
-    let tm = model::TileModel::shared(name)?;
-    let mut choices = Vec::new();
-    let mut warnings = Vec::new();
-    let fusions: Vec<InstId> = m
-        .computations()
-        .flat_map(|c| m.comp(c).order.iter().copied())
-        .filter(|&i| autotuner::is_gemm_fusion(m, i))
-        .collect();
+    let chooser = Chooser::load(opts)?;
+    let fusions = instructions_where(m, autotuner::is_gemm_fusion);
     explain.push_str(&format!(
-        "tile (xla-gpu, new autotuner): {} GEMM fusion{}; configurations from the learned model ({} training fusions, k={}; {})\n",
+        "tile (xla-gpu, new autotuner): {} GEMM fusion{}; configurations from {}\n",
         fusions.len(),
         if fusions.len() == 1 { "" } else { "s" },
-        tm.records.len(),
-        tm.k,
-        tm.provenance
+        chooser.origin()
     ));
+    let mut choices = Vec::new();
+    let mut warnings = Vec::new();
     for id in fusions {
         let name = m.inst(id).name.to_string();
-        let shape = match gemm_shape(m, id) {
-            Ok(s) => s,
+        let problem = match chooser.dot(m, id) {
+            Ok(p) => p,
             Err(e) => {
-                warnings.push(format!("warning: tile: skipped fusion %{name}: {e}"));
+                warnings.push(skipped(&name, &e));
                 continue;
             }
         };
@@ -202,32 +221,18 @@ pub fn select_for_autotuner(
             Some((fp, _)) => fp,
             None => continue,
         };
-        let (config, why) = match tm.choose(&shape) {
-            Some((c, near)) => (
-                c,
-                format!(
-                    "nearest measured GEMM {}:{} (batch {} M {} N {} K {})",
-                    near.program,
-                    near.fusion,
-                    near.gemm[0],
-                    near.gemm[1],
-                    near.gemm[2],
-                    near.gemm[3]
-                ),
-            ),
-            None => (
-                autotuner::TritonConfig::from_key(&heuristic_config(&shape)),
-                "size heuristic (the model is empty)".into(),
-            ),
-        };
-        let dims = [
-            shape.batch,
-            shape.m,
-            shape.n,
-            shape.k,
-            i64::from(shape.operand_bits),
-        ];
-        push_choice(explain, &mut choices, name, dims, fp, config, why);
+        let (config, why) = chooser.choose(&problem)?;
+        let [batch, dm, dn, dk, bits] = chooser.explain_columns(&problem);
+        explain.push_str(&format!(
+            "tile %{name}: batch {batch} M {dm} N {dn} K {dk} ({bits}-bit): {} [{why}], key {fp}\n",
+            config.describe()
+        ));
+        choices.push(AutotunerChoice {
+            fusion: name,
+            hlo_fingerprint: fp,
+            config,
+            why,
+        });
     }
     write_autotuner_outputs(opts, choices, warnings, explain)
 }
@@ -246,7 +251,7 @@ fn write_autotuner_outputs(
         .ok_or("no autotuner environment")?;
     let mut lines = Vec::new();
     if let Some(dir) = &opts.cache_dir {
-        let pairs: Vec<(String, autotuner::TritonConfig)> = choices
+        let pairs: Vec<(String, TritonConfig)> = choices
             .iter()
             .map(|c| (c.hlo_fingerprint.clone(), c.config))
             .collect();
@@ -262,10 +267,7 @@ fn write_autotuner_outputs(
     if opts.results_file.is_some() {
         warnings.push("warning: tile: --autotune-results is the legacy format; with --autotune-env use --autotune-cache-dir".into());
     }
-    for w in &warnings {
-        explain.push_str(w);
-        explain.push('\n');
-    }
+    explain_warnings(explain, &warnings);
     Ok((choices, [warnings, lines].concat()))
 }
 
@@ -282,104 +284,36 @@ fn backend_json(m: &Module, id: InstId) -> Result<Map<String, Value>, String> {
     super::backend::parse_backend_config(raw)
 }
 
+/// The `fusion_backend_config.kind` of fusion `id`'s backend config, if
+/// it has one.
+fn fusion_kind(m: &Module, id: InstId) -> Option<String> {
+    if m.inst(id).opcode != Opcode::Fusion {
+        return None;
+    }
+    let o = backend_json(m, id).ok()?;
+    o.get("fusion_backend_config")
+        .and_then(|f| f.get("kind"))
+        .and_then(Value::as_str)
+        .map(str::to_string)
+}
+
 /// Whether `id` is a Triton GEMM fusion (its backend config's
 /// `fusion_backend_config.kind` is `__triton_gemm`).
 pub fn is_triton_gemm_fusion(m: &Module, id: InstId) -> bool {
-    m.inst(id).opcode == Opcode::Fusion
-        && backend_json(m, id).is_ok_and(|o| {
-            o.get("fusion_backend_config")
-                .and_then(|f| f.get("kind"))
-                .and_then(Value::as_str)
-                == Some(TRITON_GEMM_KIND)
-        })
+    fusion_kind(m, id).as_deref() == Some(TRITON_GEMM_KIND)
+}
+
+/// The instructions of `m` that `pick` keeps, in module order.
+fn instructions_where(m: &Module, pick: impl Fn(&Module, InstId) -> bool) -> Vec<InstId> {
+    m.computations()
+        .flat_map(|c| m.comp(c).order.iter().copied())
+        .filter(|&i| pick(m, i))
+        .collect()
 }
 
 /// The Triton GEMM fusions of `m`, in module order.
 pub fn triton_gemm_fusions(m: &Module) -> Vec<InstId> {
-    m.computations()
-        .flat_map(|c| m.comp(c).order.iter().copied())
-        .filter(|&i| is_triton_gemm_fusion(m, i))
-        .collect()
-}
-
-/// The sizes of a GEMM fusion's dot: batch, M (lhs non-contracting), N
-/// (rhs non-contracting), K (contracting), and the widest operand element
-/// in bits.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct GemmShape {
-    pub batch: i64,
-    pub m: i64,
-    pub n: i64,
-    pub k: i64,
-    pub operand_bits: u32,
-}
-
-/// The dot of fusion `id` (the first in its called computation) and its sizes.
-pub fn gemm_shape(m: &Module, id: InstId) -> Result<GemmShape, String> {
-    let callee = m
-        .inst(id)
-        .called_computations()
-        .next()
-        .ok_or("the fusion calls no computation")?;
-    let dot = m
-        .comp(callee)
-        .order
-        .iter()
-        .copied()
-        .find(|&i| matches!(m.inst(i).opcode, Opcode::Dot | Opcode::ScaledDot))
-        .ok_or("its computation holds no dot")?;
-    let d = m.inst(dot);
-    let dims = |k: &str| -> Result<Vec<usize>, String> {
-        d.int_list_attr(k)
-            .map_err(|e| e.to_string())?
-            .unwrap_or_default()
-            .into_iter()
-            .map(|x| usize::try_from(x).map_err(|_| format!("{k}: negative dimension")))
-            .collect()
-    };
-    let operand = |k: usize| -> Result<&hlo::ArrayShape, String> {
-        let op = *d
-            .operands
-            .get(k)
-            .ok_or("a dot with fewer than two operands")?;
-        match m.shape(m.inst(op).shape) {
-            Shape::Array(a) => Ok(a),
-            _ => Err("a dot operand that is not an array".into()),
-        }
-    };
-    let (lhs, rhs) = (operand(0)?, operand(1)?);
-    let (lb, lc, rb, rc) = (
-        dims("lhs_batch_dims")?,
-        dims("lhs_contracting_dims")?,
-        dims("rhs_batch_dims")?,
-        dims("rhs_contracting_dims")?,
-    );
-    let prod = |a: &hlo::ArrayShape, pick: &dyn Fn(usize) -> bool| -> Result<i64, String> {
-        let mut p = 1i64;
-        for (i, &x) in a.dims.iter().enumerate() {
-            if pick(i) {
-                p = p.checked_mul(x).ok_or("dot sizes overflow")?;
-            }
-        }
-        Ok(p)
-    };
-    for &i in lb.iter().chain(&lc) {
-        if i >= lhs.dims.len() {
-            return Err("a dot dimension beyond the lhs rank".into());
-        }
-    }
-    for &i in rb.iter().chain(&rc) {
-        if i >= rhs.dims.len() {
-            return Err("a dot dimension beyond the rhs rank".into());
-        }
-    }
-    Ok(GemmShape {
-        batch: prod(lhs, &|i| lb.contains(&i))?,
-        m: prod(lhs, &|i| !lb.contains(&i) && !lc.contains(&i))?,
-        n: prod(rhs, &|i| !rb.contains(&i) && !rc.contains(&i))?,
-        k: prod(lhs, &|i| lc.contains(&i))?,
-        operand_bits: lhs.elem.bit_width().max(rhs.elem.bit_width()),
-    })
+    instructions_where(m, is_triton_gemm_fusion)
 }
 
 fn pow2_clamp(x: i64, lo: i64, hi: i64) -> i64 {
@@ -391,7 +325,9 @@ fn pow2_clamp(x: i64, lo: i64, hi: i64) -> i64 {
     p.clamp(lo, hi)
 }
 
-/// The baseline tile rule (not learned; docs/xla-gpu.md, "The heuristic"):
+/// The baseline tile rule (not learned; docs/xla-gpu.md, "The heuristic")
+/// on a dot's GEMM columns ([`DotProblem::gemm_columns`]: batch, M, N, K,
+/// the widest operand's bits):
 /// - block_m, block_n: M and N rounded up to a power of two, within [16, 128];
 /// - block_k: K rounded up to a power of two, within [16, 64] for operands
 ///   of 16 bits or fewer, [16, 32] for wider ones (32 at least for 8-bit
@@ -400,13 +336,13 @@ fn pow2_clamp(x: i64, lo: i64, hi: i64) -> i64 {
 ///   2 or 3, else 1;
 /// - num_warps: 8 for a 128x128 output tile, 4 from 64x64, else 2;
 /// - split_k 1, num_ctas 1, no TMA, no warp specialization.
-pub fn heuristic_config(s: &GemmShape) -> TritonGemmKey {
-    let block_m = pow2_clamp(s.m, 16, 128);
-    let block_n = pow2_clamp(s.n, 16, 128);
-    let k_hi = if s.operand_bits <= 16 { 64 } else { 32 };
-    let k_lo = if s.operand_bits <= 8 { 32 } else { 16 };
-    let block_k = pow2_clamp(s.k, k_lo, k_hi);
-    let k_blocks = (s.k + block_k - 1) / block_k;
+pub fn heuristic_config([_batch, m, n, k, operand_bits]: [i64; 5]) -> TritonConfig {
+    let block_m = pow2_clamp(m, 16, 128);
+    let block_n = pow2_clamp(n, 16, 128);
+    let k_hi = if operand_bits <= 16 { 64 } else { 32 };
+    let k_lo = if operand_bits <= 8 { 32 } else { 16 };
+    let block_k = pow2_clamp(k, k_lo, k_hi);
+    let k_blocks = (k + block_k - 1) / block_k;
     let num_stages = match k_blocks {
         b if b >= 4 => 3,
         2 | 3 => 2,
@@ -417,7 +353,7 @@ pub fn heuristic_config(s: &GemmShape) -> TritonGemmKey {
         a if a >= 64 * 64 => 4,
         _ => 2,
     };
-    TritonGemmKey {
+    TritonConfig {
         block_m,
         block_n,
         block_k,
@@ -428,75 +364,25 @@ pub fn heuristic_config(s: &GemmShape) -> TritonGemmKey {
         is_tma_allowed: false,
         is_warp_specialization_allowed: false,
         waves_per_eu: 0,
+        group_size: 0,
     }
 }
 
-/// A `TritonGemmKey` as XLA writes it in a backend config (proto3 JSON:
-/// 64-bit integers as strings, every field written).
-pub fn config_to_json(k: &TritonGemmKey) -> Value {
-    let s = |v: i64| Value::String(v.to_string());
-    let mut o = Map::new();
-    o.insert("block_m".into(), s(k.block_m));
-    o.insert("block_n".into(), s(k.block_n));
-    o.insert("block_k".into(), s(k.block_k));
-    o.insert("split_k".into(), s(k.split_k));
-    o.insert("num_stages".into(), s(k.num_stages));
-    o.insert("num_warps".into(), s(k.num_warps));
-    o.insert("num_ctas".into(), s(k.num_ctas));
-    o.insert("is_tma_allowed".into(), Value::Bool(k.is_tma_allowed));
-    o.insert(
-        "is_warp_specialization_allowed".into(),
-        Value::Bool(k.is_warp_specialization_allowed),
-    );
-    Value::Object(o)
-}
-
-/// A `triton_gemm_config` read from a backend config (numbers as strings
-/// or numbers, as proto3 JSON allows).
-pub fn config_from_json(v: &Value) -> Result<TritonGemmKey, String> {
-    let o = v.as_object().ok_or("triton_gemm_config is not an object")?;
-    let int = |k: &str| -> Result<i64, String> {
-        match o.get(k) {
-            None => Ok(0),
-            Some(Value::String(s)) => s
-                .parse()
-                .map_err(|_| format!("triton_gemm_config.{k}: `{s}` is not an integer")),
-            Some(Value::Number(n)) => n
-                .as_i64()
-                .ok_or_else(|| format!("triton_gemm_config.{k} is not an integer")),
-            Some(_) => Err(format!("triton_gemm_config.{k} is not an integer")),
-        }
-    };
-    let flag = |k: &str| o.get(k).and_then(Value::as_bool).unwrap_or(false);
-    Ok(TritonGemmKey {
-        block_m: int("block_m")?,
-        block_n: int("block_n")?,
-        block_k: int("block_k")?,
-        split_k: int("split_k")?,
-        num_stages: int("num_stages")?,
-        num_warps: int("num_warps")?,
-        num_ctas: int("num_ctas")?,
-        is_tma_allowed: flag("is_tma_allowed"),
-        is_warp_specialization_allowed: flag("is_warp_specialization_allowed"),
-        waves_per_eu: int("waves_per_eu")?,
-    })
-}
-
 /// The configuration a fusion's backend config already holds, if any.
-pub fn existing_config(m: &Module, id: InstId) -> Result<Option<TritonGemmKey>, String> {
+pub fn existing_config(m: &Module, id: InstId) -> Result<Option<TritonConfig>, String> {
     let o = backend_json(m, id)?;
     match o
         .get("fusion_backend_config")
         .and_then(|f| f.get("triton_gemm_config"))
     {
         None => Ok(None),
-        Some(v) => config_from_json(v).map(Some),
+        Some(v) => TritonConfig::from_backend_json(v).map(Some),
     }
 }
 
 /// `id`'s backend config with `fusion_backend_config.triton_gemm_config`
 /// set to `k` (every other key kept in its order).
-pub fn with_config(m: &Module, id: InstId, k: &TritonGemmKey) -> Result<String, String> {
+pub fn with_config(m: &Module, id: InstId, k: &TritonConfig) -> Result<String, String> {
     let mut o = backend_json(m, id)?;
     let fbc = o
         .entry("fusion_backend_config")
@@ -504,24 +390,63 @@ pub fn with_config(m: &Module, id: InstId, k: &TritonGemmKey) -> Result<String, 
     let fbc = fbc
         .as_object_mut()
         .ok_or("fusion_backend_config is not an object")?;
-    fbc.insert("triton_gemm_config".into(), config_to_json(k));
+    fbc.insert("triton_gemm_config".into(), k.to_backend_json());
     serde_json::to_string(&Value::Object(o)).map_err(|e| e.to_string())
-}
-
-fn fmt_key(k: &TritonGemmKey) -> String {
-    format!(
-        "block_m={} block_n={} block_k={} split_k={} num_stages={} num_warps={} num_ctas={}",
-        k.block_m, k.block_n, k.block_k, k.split_k, k.num_stages, k.num_warps, k.num_ctas
-    )
 }
 
 /// What the XLA:GPU tile pass did to one module.
 #[derive(Clone, Debug, Default)]
 pub struct Report {
     /// (fusion name, key, configuration) of every fusion handled, in module order.
-    pub chosen: Vec<(String, Option<CacheKey>, TritonGemmKey)>,
+    pub chosen: Vec<(String, Option<CacheKey>, TritonConfig)>,
     /// Warnings, one per fusion left unchanged.
     pub warnings: Vec<String>,
+}
+
+/// The configuration of Triton GEMM fusion `id` (named `name`): the one its
+/// backend config holds, else the heuristic's, written into its backend
+/// config; the explain line goes to `explain`.
+fn config_for(
+    m: &mut Module,
+    id: InstId,
+    name: &str,
+    explain: &mut String,
+) -> Result<TritonConfig, String> {
+    if let Some(k) = existing_config(m, id)? {
+        explain.push_str(&format!(
+            "tile %{name}: kept its triton_gemm_config ({})\n",
+            k.describe_as_written()
+        ));
+        return Ok(k);
+    }
+    let shape = DotProblem::of_fusion(m, id)?;
+    let k = heuristic_config(shape.gemm_columns());
+    let text = with_config(m, id, &k)?;
+    m.inst_mut(id)
+        .set_attr("backend_config", AttrValue::Raw(text.into()));
+    explain.push_str(&format!(
+        "tile %{name}: batch {} M {} N {} K {} ({}-bit operands): {}\n",
+        shape.batch,
+        shape.m,
+        shape.n,
+        shape.k,
+        shape.widest_operand_bits(),
+        k.describe_as_written()
+    ));
+    Ok(k)
+}
+
+/// The warning for a fusion left unchanged.
+fn skipped(name: &str, e: &str) -> String {
+    format!("warning: tile: skipped fusion %{name}: {e}")
+}
+
+/// Appends one line per warning to `explain`.
+fn explain_warnings(explain: &mut String, warnings: &[String]) {
+    for w in warnings {
+        explain.push_str(w);
+        explain.push('\n');
+    }
 }
 
 /// Runs the XLA:GPU tile selection on `m`: writes each Triton GEMM fusion's
@@ -546,55 +471,11 @@ pub fn select(
     ));
     for id in fusions {
         let name = m.inst(id).name.to_string();
-        let existing = match existing_config(m, id) {
-            Ok(e) => e,
+        let chosen = match config_for(m, id, &name, explain) {
+            Ok(k) => k,
             Err(e) => {
-                report
-                    .warnings
-                    .push(format!("warning: tile: skipped fusion %{name}: {e}"));
+                report.warnings.push(skipped(&name, &e));
                 continue;
-            }
-        };
-        let chosen = match existing {
-            Some(k) => {
-                explain.push_str(&format!(
-                    "tile %{name}: kept its triton_gemm_config ({})\n",
-                    fmt_key(&k)
-                ));
-                k
-            }
-            None => {
-                let shape = match gemm_shape(m, id) {
-                    Ok(s) => s,
-                    Err(e) => {
-                        report
-                            .warnings
-                            .push(format!("warning: tile: skipped fusion %{name}: {e}"));
-                        continue;
-                    }
-                };
-                let k = heuristic_config(&shape);
-                let text = match with_config(m, id, &k) {
-                    Ok(t) => t,
-                    Err(e) => {
-                        report
-                            .warnings
-                            .push(format!("warning: tile: skipped fusion %{name}: {e}"));
-                        continue;
-                    }
-                };
-                m.inst_mut(id)
-                    .set_attr("backend_config", AttrValue::Raw(text.into()));
-                explain.push_str(&format!(
-                    "tile %{name}: batch {} M {} N {} K {} ({}-bit operands): {}\n",
-                    shape.batch,
-                    shape.m,
-                    shape.n,
-                    shape.k,
-                    shape.operand_bits,
-                    fmt_key(&k)
-                ));
-                k
             }
         };
         let key = match &opts.device {
@@ -611,25 +492,14 @@ pub fn select(
         };
         report.chosen.push((name, key, chosen));
     }
-    for w in &report.warnings {
-        explain.push_str(w);
-        explain.push('\n');
-    }
+    explain_warnings(explain, &report.warnings);
     Ok(report)
-}
-
-/// The `AutotuneResult` XLA reads for a Triton configuration.
-pub fn triton_result(k: &TritonGemmKey) -> proto::AutotuneResult {
-    proto::AutotuneResult {
-        key: Some(proto::ResultKey::Triton(*k)),
-        ..Default::default()
-    }
 }
 
 /// The `AutotuneResults` of a report's keyed choices (one entry a distinct
 /// key; sorted by device and HLO, as XLA sorts them).
 pub fn results_of(report: &Report) -> proto::AutotuneResults {
-    let mut entries: std::collections::BTreeMap<(String, String, i32), TritonGemmKey> =
+    let mut entries: std::collections::BTreeMap<(String, String, i32), TritonConfig> =
         std::collections::BTreeMap::new();
     for (_, key, k) in &report.chosen {
         if let Some(key) = key {
@@ -645,7 +515,7 @@ pub fn results_of(report: &Report) -> proto::AutotuneResults {
             .map(|((device, hlo, version), k)| proto::AutotuneResultsEntry {
                 device,
                 hlo,
-                result: Some(triton_result(&k)),
+                result: Some(k.autotune_result()),
                 version,
             })
             .collect(),
@@ -666,7 +536,7 @@ pub fn write_outputs(report: &Report, opts: &XlaGpuOptions) -> Result<Vec<String
         }
         for (file, k) in &written {
             let path = dir.join(file);
-            let text = textproto::result_to_text(&triton_result(k))?;
+            let text = textproto::result_to_text(&k.autotune_result())?;
             std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
         }
         lines.push(format!(
@@ -700,50 +570,22 @@ pub fn write_outputs(report: &Report, opts: &XlaGpuOptions) -> Result<Vec<String
 mod tests {
     use super::*;
 
+    /// (batch, M, N, K, operand bits) -> (block_m, block_n, block_k,
+    /// num_stages, num_warps).
     #[test]
     fn heuristic_clamps_to_powers_of_two() {
-        let k = heuristic_config(&GemmShape {
-            batch: 1,
-            m: 1000,
-            n: 20,
-            k: 4096,
-            operand_bits: 16,
-        });
-        assert_eq!(
-            (k.block_m, k.block_n, k.block_k, k.num_stages, k.num_warps),
-            (128, 32, 64, 3, 4)
-        );
-        let k = heuristic_config(&GemmShape {
-            batch: 1,
-            m: 8,
-            n: 8,
-            k: 8,
-            operand_bits: 32,
-        });
-        assert_eq!(
-            (k.block_m, k.block_n, k.block_k, k.num_stages, k.num_warps),
-            (16, 16, 16, 1, 2)
-        );
-        let k = heuristic_config(&GemmShape {
-            batch: 1,
-            m: 64,
-            n: 64,
-            k: 16,
-            operand_bits: 8,
-        });
-        assert_eq!(k.block_k, 32);
-    }
-
-    #[test]
-    fn json_round_trip() {
-        let k = heuristic_config(&GemmShape {
-            batch: 2,
-            m: 256,
-            n: 256,
-            k: 256,
-            operand_bits: 16,
-        });
-        assert_eq!(config_from_json(&config_to_json(&k)), Ok(k));
-        assert!(config_from_json(&serde_json::json!({"block_m": "x"})).is_err());
+        for (gemm, want) in [
+            ([1, 1000, 20, 4096, 16], (128, 32, 64, 3, 4)),
+            ([1, 8, 8, 8, 32], (16, 16, 16, 1, 2)),
+            // 8-bit operands: block_k at least 32.
+            ([1, 64, 64, 16, 8], (64, 64, 32, 1, 4)),
+        ] {
+            let k = heuristic_config(gemm);
+            assert_eq!(
+                (k.block_m, k.block_n, k.block_k, k.num_stages, k.num_warps),
+                want,
+                "{gemm:?}"
+            );
+        }
     }
 }

@@ -4,7 +4,7 @@
 //! Data ([`records`]): every Triton GEMM fusion XLA autotuned in a GPU
 //! session (its logs: each candidate's measured time) with its sizes read
 //! from the module compiled with autotuning off (the module hlo-opt sees:
-//! [`super::gemm_shape`], one featurizer for training and the pass).
+//! [`DotProblem::gemm_columns`], one featurizer for training and the pass).
 //!
 //! Model ([`TileModel`]): the training fusions, each as features
 //! (log2 batch, M, N, K; operand bytes) and its measured configs. To choose
@@ -16,13 +16,13 @@
 //! the choice inside XLA's own search space. `k` is chosen by
 //! leave-one-program-out cross-validation ([`lopo`]).
 
-use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use serde::{Deserialize, Serialize};
 
-use super::autotuner::{self, Profile, TritonConfig, Tuned};
-use super::GemmShape;
+use super::autotuner::{self, Profile};
+use super::config::TritonConfig;
+use super::dot::DotProblem;
 
 /// Log-slowdown counted for a neighbour that never measured a config.
 pub const MISSING_PENALTY: f64 = 0.7;
@@ -52,53 +52,25 @@ impl Record {
     }
 }
 
-/// Features of a GEMM: log2 of batch, M, N, K, and operand bytes.
-pub fn features(g: &GemmShape) -> [f64; 5] {
+/// Features of a GEMM's columns ([`DotProblem::gemm_columns`], as
+/// [`Record::gemm`]): log2 of batch, M, N, K, and operand bytes.
+pub fn features([batch, m, n, k, operand_bits]: [i64; 5]) -> [f64; 5] {
     let l = |x: i64| (x.max(1) as f64).log2();
-    [
-        l(g.batch),
-        l(g.m),
-        l(g.n),
-        l(g.k),
-        f64::from(g.operand_bits) / 8.0,
-    ]
-}
-
-fn features_of(r: &Record) -> [f64; 5] {
-    features(&GemmShape {
-        batch: r.gemm[0],
-        m: r.gemm[1],
-        n: r.gemm[2],
-        k: r.gemm[3],
-        operand_bits: r.gemm[4] as u32,
-    })
+    [l(batch), l(m), l(n), l(k), operand_bits as f64 / 8.0]
 }
 
 /// The records of one program: its logs (text) and its module compiled
 /// with autotuning off.
 pub fn records(program: &str, logs: &str, off_module: &hlo::Module) -> Result<Vec<Record>, String> {
-    let (_, profiles) = autotuner::read_profiles(logs)?;
-    let by_name: BTreeMap<String, hlo::InstId> = off_module
-        .computations()
-        .flat_map(|c| off_module.comp(c).order.clone())
-        .map(|i| (off_module.inst(i).name.to_string(), i))
-        .collect();
     let mut out = Vec::new();
-    for p in profiles {
-        let Some(&id) = by_name.get(&p.name) else {
-            continue;
-        };
-        match autotuner::fusion_fingerprint(off_module, id)? {
-            Some((_, Tuned::Gemm)) => {}
-            _ => continue,
-        }
-        let g = super::gemm_shape(off_module, id)?;
-        out.push(record_of(program, &p, &g));
+    for (p, id) in autotuner::autotuned_gemm_fusions(logs, off_module)? {
+        let g = DotProblem::of_fusion(off_module, id)?;
+        out.push(record_of(program, &p, g.gemm_columns()));
     }
     Ok(out)
 }
 
-fn record_of(program: &str, p: &Profile, g: &GemmShape) -> Record {
+fn record_of(program: &str, p: &Profile, gemm: [i64; 5]) -> Record {
     let mut triton = Vec::new();
     let mut best_other: Option<i64> = None;
     let mut first_triton = None;
@@ -120,7 +92,7 @@ fn record_of(program: &str, p: &Profile, g: &GemmShape) -> Record {
         program: program.to_string(),
         fusion: p.name.clone(),
         hlo_fingerprint: p.hlo_fingerprint.clone(),
-        gemm: [g.batch, g.m, g.n, g.k, i64::from(g.operand_bits)],
+        gemm,
         triton,
         best_other_ns: best_other,
         first_triton,
@@ -195,8 +167,8 @@ impl TileModel {
     }
 
     /// The config chosen for GEMM `g`, and the nearest training fusion.
-    pub fn choose(&self, g: &GemmShape) -> Option<(TritonConfig, &Record)> {
-        choose_among(&self.records, self.k, &features(g), None)
+    pub fn choose(&self, g: &DotProblem) -> Option<(TritonConfig, &Record)> {
+        choose_among(&self.records, self.k, &features(g.gemm_columns()), None)
     }
 }
 
@@ -216,9 +188,9 @@ fn neighbours<'a>(
     let mut d: Vec<(f64, usize)> = records
         .iter()
         .enumerate()
-        .filter(|(_, r)| usable(r) && (!same_width || features_of(r)[4] == f[4]))
+        .filter(|(_, r)| usable(r) && (!same_width || features(r.gemm)[4] == f[4]))
         .map(|(i, r)| {
-            let g = features_of(r);
+            let g = features(r.gemm);
             (
                 g.iter().zip(f).map(|(a, b)| (a - b) * (a - b)).sum::<f64>(),
                 i,
@@ -322,7 +294,7 @@ pub fn lopo(records: &[Record], k: usize) -> Vec<Lopo> {
         let best = r.best_triton_ns().unwrap_or(1).max(1) as f64;
         let worst = r.triton.iter().map(|x| x.1).max().unwrap_or(1).max(1) as f64 / best;
         let ratio = |c: &TritonConfig| r.time_of(c).map(|t| t as f64 / best);
-        let f = features_of(r);
+        let f = features(r.gemm);
         let rank = ranked(records, k, &f, Some(&r.program));
         knn.push((rank.first().and_then(ratio), worst));
         let t5 = rank
@@ -331,15 +303,8 @@ pub fn lopo(records: &[Record], k: usize) -> Vec<Lopo> {
             .map(|c| ratio(c).unwrap_or(worst))
             .fold(worst, f64::min);
         top5.push(t5);
-        let g = GemmShape {
-            batch: r.gemm[0],
-            m: r.gemm[1],
-            n: r.gemm[2],
-            k: r.gemm[3],
-            operand_bits: r.gemm[4] as u32,
-        };
         heur.push((
-            ratio(&TritonConfig::from_key(&super::heuristic_config(&g))),
+            ratio(&super::heuristic_config(r.gemm).for_new_autotuner()),
             worst,
         ));
         first.push((r.first_triton.as_ref().and_then(ratio), worst));
@@ -469,14 +434,8 @@ mod tests {
             rec("b", 1024, &[(16, 400), (64, 150), (128, 100)]),
             rec("c", 16, &[(16, 10), (64, 30)]),
         ];
-        let g = GemmShape {
-            batch: 1,
-            m: 600,
-            n: 512,
-            k: 512,
-            operand_bits: 16,
-        };
-        let (c, near) = choose_among(&rs, 2, &features(&g), None).expect("test data");
+        let (c, near) =
+            choose_among(&rs, 2, &features([1, 600, 512, 512, 16]), None).expect("test data");
         assert_eq!(near.program, "a");
         // 64: (ln 1 + ln 1.5) / 2 = 0.20; 128: (ln 1.2 + ln 1) / 2 = 0.09.
         assert_eq!(c.block_m, 128);

@@ -5,7 +5,10 @@
 //! fields of `stream_executor.dnn.AlgorithmProto` that name an algorithm.
 //! Fields hlo-opt does not use are not declared; decoding skips them
 //! (prost ignores unknown fields and checks every length: no panic on bad
-//! bytes).
+//! bytes). `AutotuneResult.TritonGemmKey` is [`TritonConfig`], shared
+//! with the new autotuner's entries.
+
+use super::config::TritonConfig;
 
 /// `xla.AutotuneResults`: XLA's persisted autotuning results
 /// (`--xla_gpu_dump_autotune_results_to`, `--xla_gpu_load_autotune_results_from`).
@@ -114,7 +117,7 @@ pub enum ResultKey {
     #[prost(message, tag = "16")]
     Algorithm(AlgorithmProto),
     #[prost(message, tag = "17")]
-    Triton(TritonGemmKey),
+    Triton(TritonConfig),
     #[prost(message, tag = "18")]
     CustomKernelFusion(CustomKernelFusionKey),
     #[prost(message, tag = "19")]
@@ -166,33 +169,6 @@ pub struct GemmKey {
 pub struct CudaConvPlanKey {
     #[prost(string, tag = "1")]
     pub exec_plan_id: String,
-}
-
-/// `xla.AutotuneResult.TritonGemmKey`: the tile configuration of a Triton
-/// GEMM fusion.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, prost::Message)]
-pub struct TritonGemmKey {
-    #[prost(int64, tag = "1")]
-    pub block_m: i64,
-    #[prost(int64, tag = "2")]
-    pub block_n: i64,
-    #[prost(int64, tag = "3")]
-    pub block_k: i64,
-    #[prost(int64, tag = "4")]
-    pub split_k: i64,
-    #[prost(int64, tag = "5")]
-    pub num_stages: i64,
-    #[prost(int64, tag = "6")]
-    pub num_warps: i64,
-    #[prost(int64, tag = "7")]
-    pub num_ctas: i64,
-    #[prost(bool, tag = "8")]
-    pub is_tma_allowed: bool,
-    #[prost(bool, tag = "9")]
-    pub is_warp_specialization_allowed: bool,
-    /// AMD only.
-    #[prost(int64, tag = "10")]
-    pub waves_per_eu: i64,
 }
 
 /// `xla.AutotuneResult.CustomKernelFusionKey`.

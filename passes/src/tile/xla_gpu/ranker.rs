@@ -13,8 +13,9 @@ use std::sync::Mutex;
 use ort::session::Session;
 use ort::value::TensorRef;
 
-use super::autotuner::TritonConfig;
-use super::search_space::{self, Device, DotProblem, FEATURE_NAMES};
+use super::config::TritonConfig;
+use super::dot::DotProblem;
+use super::search_space::{self, Device, FEATURE_NAMES};
 
 /// The shipped ranker (trained on `testdata/xla_gpu/session1`, H200).
 pub const BUILTIN_H200: &[u8] = include_bytes!("../../../models/xla_gpu_h200_ranker.onnx");

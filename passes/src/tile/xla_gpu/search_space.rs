@@ -19,9 +19,10 @@
 //! split-K "narrow dot" candidate (dots with K >= 4096 and tiny M or N when
 //! the emitter's fused split-K is on), and scaled dots.
 
-use hlo::{InstId, Module, Opcode, Shape};
+use hlo::{InstId, Module};
 
-use super::autotuner::TritonConfig;
+use super::config::TritonConfig;
+use super::dot::DotProblem;
 
 /// The limits of a GPU that the search space reads (XLA's
 /// `se::DeviceDescription`).
@@ -96,95 +97,18 @@ impl Device {
     }
 }
 
-/// A dot as the search space sees it: sizes from the lhs (batch, its
-/// non-contracting size M, contracting K), the rhs non-contracting size N,
-/// the element widths of the lhs and of the result, and whether an
-/// expensive elementwise op (exp, tanh, rsqrt, ...) feeds either operand
-/// inside the fusion.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct DotProblem {
-    pub batch: i64,
-    pub m: i64,
-    pub n: i64,
-    pub k: i64,
-    pub operand_bits: i64,
-    pub result_bits: i64,
-    pub lhs_expensive: bool,
-    pub rhs_expensive: bool,
-}
-
-/// Ops that make recomputing an operand tile costly (XLA's list).
-fn is_expensive(op: Opcode) -> bool {
-    matches!(
-        op,
-        Opcode::Atan2
-            | Opcode::Cosine
-            | Opcode::Exponential
-            | Opcode::ExponentialMinusOne
-            | Opcode::Log
-            | Opcode::LogPlusOne
-            | Opcode::Logistic
-            | Opcode::Power
-            | Opcode::Rsqrt
-            | Opcode::Sine
-            | Opcode::Sqrt
-            | Opcode::Tan
-            | Opcode::Tanh
-    )
-}
-
-fn array_of(m: &Module, i: InstId) -> Result<&hlo::ArrayShape, String> {
-    match m.shape(m.inst(i).shape) {
-        Shape::Array(a) => Ok(a),
-        _ => Err(format!("`{}` is not an array", m.inst(i).name)),
-    }
-}
-
-/// The dot problem of Triton GEMM fusion `id` (its first dot).
+/// The dot of Triton GEMM fusion `id` as the search space reads it
+/// ([`DotProblem::of_fusion`]): its sizes, the lhs and result element
+/// widths (XLA's search space reads the lhs width, not the wider operand's)
+/// and the expensive operands. A scaled dot is an error: not modelled here.
 pub fn dot_problem(m: &Module, id: InstId) -> Result<DotProblem, String> {
-    let callee = m
-        .inst(id)
-        .called_computations()
-        .next()
-        .ok_or("the fusion calls no computation")?;
-    let dot = m
-        .comp(callee)
-        .order
-        .iter()
-        .copied()
-        .find(|&i| m.inst(i).opcode == Opcode::Dot)
-        .ok_or("its computation holds no dot")?;
-    let d = m.inst(dot);
-    if d.operands.len() < 2 {
-        return Err("a dot with fewer than two operands".into());
+    let p = DotProblem::of_fusion(m, id)?;
+    if p.scaled {
+        return Err(
+            "its dot is a scaled dot, which XLA's search space is not modelled for here".into(),
+        );
     }
-    let g = super::gemm_shape(m, id)?;
-    let lhs = array_of(m, d.operands[0])?;
-    let out = array_of(m, dot)?;
-    let reaches_expensive = |start: InstId| {
-        let mut seen = std::collections::BTreeSet::new();
-        let mut stack = vec![start];
-        while let Some(i) = stack.pop() {
-            if !seen.insert(i) {
-                continue;
-            }
-            if is_expensive(m.inst(i).opcode) {
-                return true;
-            }
-            stack.extend(m.inst(i).operands.iter().copied());
-        }
-        false
-    };
-    Ok(DotProblem {
-        batch: g.batch,
-        m: g.m,
-        n: g.n,
-        k: g.k,
-        operand_bits: i64::from(lhs.elem.bit_width()),
-        result_bits: i64::from(out.elem.bit_width()),
-        lhs_expensive: reaches_expensive(d.operands[0]),
-        rhs_expensive: reaches_expensive(d.operands[1]),
-    })
+    Ok(p)
 }
 
 /// XLA's default Triton configs for Hopper (block_m, block_n, block_k,
@@ -266,10 +190,7 @@ struct Space {
 
 impl Space {
     fn new(p: DotProblem, d: Device) -> Result<Space, String> {
-        if [p.batch, p.m, p.n, p.k].iter().any(|&x| x < 1)
-            || p.operand_bits < 1
-            || p.result_bits < 1
-        {
+        if [p.batch, p.m, p.n, p.k].iter().any(|&x| x < 1) || p.lhs_bits < 1 || p.result_bits < 1 {
             return Err(format!("dot sizes {p:?}: every size must be positive"));
         }
         let max_elems = d.registers_per_block * 32 / p.result_bits;
@@ -291,7 +212,7 @@ impl Space {
         let for_occupancy = desired_ctas > tiles;
         let wgmma = d.is_at_least_hopper() && !for_occupancy;
         let min_tile = if wgmma { (64, 8) } else { (16, 8) };
-        let min_warps = if p.operand_bits >= 32 || !wgmma {
+        let min_warps = if p.lhs_bits >= 32 || !wgmma {
             MIN_WARPS_OCCUPANCY
         } else {
             MIN_WARPS_WGMMA
@@ -302,7 +223,7 @@ impl Space {
             min_tile,
             max_tile: (lhs.max(min_tile.0), rhs.max(min_tile.1)),
             min_warps,
-            min_k: (128 / p.operand_bits).max(16),
+            min_k: (128 / p.lhs_bits).max(16),
         })
     }
 
@@ -409,6 +330,7 @@ fn config(bm: i64, bn: i64, bk: i64, stages: i64, warps: i64, tma: bool) -> Trit
         num_ctas: 1,
         is_tma_allowed: tma,
         is_warp_specialization_allowed: false,
+        waves_per_eu: 0,
         group_size: 1,
     }
 }
@@ -486,14 +408,14 @@ pub fn features(p: &DotProblem, d: &Device, c: &TritonConfig) -> [f64; 24] {
     let waves = tiles as f64 / cores as f64;
     let efficiency = tiles as f64 / (ceil_div(tiles, cores) * cores) as f64;
     let k_iters = ceil_div(p.k, bk);
-    let smem = ((bm + bn) * bk * p.operand_bits / 8 * c.num_stages.max(1)) as f64
+    let smem = ((bm + bn) * bk * p.lhs_bits / 8 * c.num_stages.max(1)) as f64
         / d.shared_memory_per_block_optin.max(1) as f64;
     [
         l(p.batch),
         l(p.m),
         l(p.n),
         l(p.k),
-        p.operand_bits as f64,
+        p.lhs_bits as f64,
         p.result_bits as f64,
         l(bm),
         l(bn),
@@ -526,10 +448,12 @@ mod tests {
             m,
             n,
             k,
-            operand_bits: bits,
+            lhs_bits: bits,
+            rhs_bits: bits,
             result_bits: out,
             lhs_expensive: false,
             rhs_expensive: false,
+            scaled: false,
         }
     }
 

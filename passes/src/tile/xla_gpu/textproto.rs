@@ -8,12 +8,14 @@
 //! adjacent strings joined, an `Any` in the expanded
 //! `[type.googleapis.com/xla.HloInstructionProto] { ... }` form).
 //!
-//! The reader parses into a generic tree first ([`parse`]), then maps the
-//! fields it knows by name; a field it does not know is skipped, a known
+//! The reader parses into a generic tree first ([`parse`], also what
+//! [`super::autotuner`] reads the new autotuner's logs from, with this
+//! file's reader of a Triton config), then maps the fields it knows by name; a field it does not know is skipped, a known
 //! field of the wrong kind is an error naming it. Errors carry the line.
 
 use std::fmt::Write as _;
 
+use super::config::TritonConfig;
 use super::proto::*;
 
 // ---------------------------------------------------------------------------
@@ -77,7 +79,7 @@ impl W {
         self.depth -= 1;
         self.line("}");
     }
-    fn triton(&mut self, k: &TritonGemmKey) {
+    fn triton(&mut self, k: &TritonConfig) {
         self.open("triton");
         self.int("block_m", k.block_m);
         self.int("block_n", k.block_n);
@@ -92,6 +94,7 @@ impl W {
             k.is_warp_specialization_allowed,
         );
         self.int("waves_per_eu", k.waves_per_eu);
+        self.int("group_size", k.group_size);
         self.close();
     }
     fn result(&mut self, r: &AutotuneResult) -> Result<(), String> {
@@ -533,8 +536,10 @@ fn message<'a>(name: &str, v: &'a Value, line: usize) -> Result<&'a Fields, Stri
     }
 }
 
-fn triton(f: &Fields) -> Result<TritonGemmKey, String> {
-    let mut k = TritonGemmKey::default();
+/// A Triton config (`triton { ... }`: the legacy `AutotuneResult`'s, the
+/// new autotuner's `backend_config`'s); a later field replaces an earlier.
+pub(crate) fn triton(f: &Fields) -> Result<TritonConfig, String> {
+    let mut k = TritonConfig::default();
     for (n, v, l) in f {
         match n.as_str() {
             "block_m" => k.block_m = int(n, v, *l)?,
@@ -549,6 +554,7 @@ fn triton(f: &Fields) -> Result<TritonGemmKey, String> {
                 k.is_warp_specialization_allowed = boolean(n, v, *l)?
             }
             "waves_per_eu" => k.waves_per_eu = int(n, v, *l)?,
+            "group_size" => k.group_size = int(n, v, *l)?,
             _ => {}
         }
     }
@@ -775,8 +781,8 @@ pub fn is_text_path(path: &std::path::Path) -> bool {
 mod tests {
     use super::*;
 
-    fn key(m: i64) -> TritonGemmKey {
-        TritonGemmKey {
+    fn key(m: i64) -> TritonConfig {
+        TritonConfig {
             block_m: m,
             block_n: 32,
             block_k: 64,
