@@ -28,7 +28,9 @@ fn invalid_modules_are_rejected_with_a_clear_message() {
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("input");
         let m = hlo::parse_module_named(&text, name)
             .unwrap_or_else(|e| panic!("{name} must parse (only verification should fail): {e}"));
-        let err = hlo::verify(&m).expect_err("the verifier must reject this module");
+        let Err(err) = hlo::verify(&m) else {
+            panic!("{name}: the verifier must reject this module");
+        };
         insta::assert_snapshot!(err.to_string());
     });
 }
