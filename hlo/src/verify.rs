@@ -20,7 +20,11 @@
 //!    infeed, async-start/-update/-done, custom-call
 //!    `operand_layout_constraints`), and the signatures of called
 //!    computations (`to_apply`, `calls`, `body`/`condition`,
-//!    `branch_computations`, `select`/`scatter`);
+//!    `branch_computations`, `select`/`scatter`); the asynchronous pairs
+//!    (`*-start` / `*-done`, `send` / `send-done`, `recv` / `recv-done`,
+//!    `async-start` / `-update` / `-done`): each start continued by exactly
+//!    one op, each done taking its start, with the shape it promises
+//!    (`verify/pairs.rs`);
 //! 4. the call graph has no cycles.
 //!
 //! Shapes are compared the way XLA's layout-insensitive verifier compares
@@ -37,6 +41,8 @@
 //! The first problem found is returned as [`Error::Verify`] naming the
 //! computation and instruction, with expected and actual shapes in HLO syntax.
 //! The verifier never panics: every id is bounds-checked before it is used.
+
+mod pairs;
 
 use smallvec::SmallVec;
 
@@ -336,6 +342,7 @@ impl<'m> Verifier<'m> {
             self.check_instruction(inst)
                 .map_err(|msg| self.fail(c, &inst.name, msg))?;
         }
+        self.check_async_users(c)?;
         self.check_acyclic(c)
     }
 
@@ -1267,6 +1274,13 @@ impl<'m> Verifier<'m> {
             }
             AsyncStart => self.check_async_start(inst),
             AsyncUpdate | AsyncDone => self.check_async_continuation(inst),
+            AllReduceDone
+            | AllGatherDone
+            | CollectivePermuteDone
+            | CopyDone
+            | SendDone
+            | RecvDone => self.check_done(inst),
+            CopyStart => self.check_copy_start(inst),
             DynamicReshape => self.operand_count_at_least(inst, 1),
             Infeed => {
                 let ok = matches!(m.shape(inst.shape), Shape::Tuple(es)
@@ -1621,6 +1635,9 @@ impl<'m> Verifier<'m> {
                 self.shape_str(op.shape),
                 self.shape_str(inst.shape)
             ));
+        }
+        if inst.opcode == Opcode::AsyncDone {
+            self.check_async_done_shape(inst)?;
         }
         Ok(())
     }
