@@ -72,16 +72,9 @@ fn load(path: &Path) -> Result<hlo::Module, String> {
 }
 
 fn find(mods: &[hlo::Module], name: &str) -> Option<(usize, hlo::InstId)> {
-    mods.iter().enumerate().find_map(|(k, m)| {
-        m.computations().find_map(|c| {
-            m.comp(c)
-                .order
-                .iter()
-                .copied()
-                .find(|&i| &*m.inst(i).name == name)
-                .map(|i| (k, i))
-        })
-    })
+    mods.iter()
+        .enumerate()
+        .find_map(|(k, m)| m.find_instruction(name).map(|i| (k, i)))
 }
 
 fn safe(name: &str) -> String {

@@ -55,10 +55,7 @@ fn module() -> hlo::Module {
 }
 
 fn fusion(m: &hlo::Module, name: &str) -> hlo::InstId {
-    m.computations()
-        .flat_map(|c| m.comp(c).order.clone())
-        .find(|&i| &*m.inst(i).name == name)
-        .expect("fusion exists")
+    m.find_instruction(name).expect("fusion exists")
 }
 
 #[test]

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use costmodel::features::featurize;
 use costmodel::Task;
-use criterion::{criterion_group, criterion_main, Criterion};
+use criterion::Criterion;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -56,12 +56,7 @@ fn bench(c: &mut Criterion) {
 }
 
 #[path = "../../tests/support/criterion_home.rs"]
+#[macro_use]
 mod criterion_home;
-use criterion_home::criterion_config;
 
-criterion_group! {
-    name = benches;
-    config = criterion_config();
-    targets = bench
-}
-criterion_main!(benches);
+bench_main!(bench);

@@ -18,7 +18,7 @@ use std::hint::black_box;
 use std::path::{Path, PathBuf};
 
 use costmodel::npz::{write_npz_with, NpzGraphFile, WriteOptions};
-use criterion::{criterion_group, criterion_main, Criterion};
+use criterion::Criterion;
 
 fn input() -> PathBuf {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
@@ -117,12 +117,7 @@ fn bench(c: &mut Criterion) {
 }
 
 #[path = "../../tests/support/criterion_home.rs"]
+#[macro_use]
 mod criterion_home;
-use criterion_home::criterion_config;
 
-criterion_group! {
-    name = benches;
-    config = criterion_config();
-    targets = bench
-}
-criterion_main!(benches);
+bench_main!(bench);

@@ -279,10 +279,7 @@ fn an_array_without_layout_gets_the_default_layout() {
 #[test]
 fn a_malformed_attribute_is_an_error_naming_the_instruction() {
     let mut m = parse(CONFIGURABLE);
-    let conv = m
-        .all_instructions()
-        .find(|&i| &*m.inst(i).name == "conv")
-        .expect("conv");
+    let conv = m.find_instruction("conv").expect("conv");
     m.inst_mut(conv)
         .set_attr("window", hlo::AttrValue::Raw("{size=3x3 stride=2}".into()));
     match featurize(&m, Task::Layout) {

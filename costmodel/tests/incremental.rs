@@ -9,35 +9,15 @@
 //! Every test needs the ONNX Runtime shared library and records a skip
 //! (`report::skipped`) when it cannot be found.
 
-#[path = "../../tests/support/report.rs"]
-mod report;
+mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
+use common::{model_fixture, open_fixture, ort_available};
 use costmodel::incremental::NodeSumScorer;
-use costmodel::npz::NpzGraphFile;
 use costmodel::{load_model, ConfigBatch, CostModelError, Task};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-
-fn ort_available() -> bool {
-    match costmodel::onnx::environment() {
-        Ok(_) => {
-            report::ran();
-            true
-        }
-        Err(e) => {
-            report::skipped(&format!("ONNX Runtime unavailable: {e}"));
-            false
-        }
-    }
-}
-
-fn testdata(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../testdata")
-        .join(name)
-}
 
 const LAYOUT_GRAPHS: [&str; 3] = [
     "layout_xla_default_test_cd708819.npz",
@@ -100,7 +80,7 @@ fn incremental_scores_equal_whole_head_scores_on_the_test_graphs() {
         );
         let mut randomized = 0;
         for file in LAYOUT_GRAPHS {
-            let npz = NpzGraphFile::open(testdata("costmodel/npz").join(file)).expect("npz");
+            let npz = open_fixture(file);
             let what = format!("{name} on {file}");
             let prepared = model.prepare(npz.graph()).expect("prepares");
             let nc = npz.graph().num_config_nodes();
@@ -171,10 +151,10 @@ fn a_head_without_the_node_sum_form_has_no_incremental_scorer() {
     }
     // The early join passes messages between configurable nodes and pools by
     // max: no sum of per-node terms (MODEL.md).
-    let path = testdata("costmodel/models/layout_early_join.hlocm");
+    let path = model_fixture("layout_early_join.hlocm");
     let model = load_model(Some(&path), Task::Layout, 1).expect("loads");
     assert_eq!(model.node_sum_width(), None);
-    let npz = NpzGraphFile::open(testdata("costmodel/npz").join(LAYOUT_GRAPHS[0])).expect("npz");
+    let npz = open_fixture(LAYOUT_GRAPHS[0]);
     let prepared = model.prepare(npz.graph()).expect("prepares");
     let configs = npz.configs(0..4).expect("configs");
     let r = NodeSumScorer::from_rows(model.as_ref(), &prepared, 4, &configs.feat).expect("ok");
@@ -187,7 +167,7 @@ fn genomes_that_do_not_fit_the_graph_are_input_errors() {
         return;
     }
     let model = load_model(None, Task::Layout, 1).expect("loads");
-    let npz = NpzGraphFile::open(testdata("costmodel/npz").join(LAYOUT_GRAPHS[0])).expect("npz");
+    let npz = open_fixture(LAYOUT_GRAPHS[0]);
     let prepared = model.prepare(npz.graph()).expect("prepares");
     let configs = npz.configs(0..8).expect("configs");
     let (scorer, genomes) = NodeSumScorer::from_rows(model.as_ref(), &prepared, 8, &configs.feat)

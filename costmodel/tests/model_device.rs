@@ -4,40 +4,17 @@
 //! model its device; a `device` that is not
 //! a non-empty string is refused. Needs ONNX Runtime ("skipped" otherwise).
 
-#[path = "../../tests/support/report.rs"]
-mod report;
-use std::io::{Read, Write};
+mod common;
 
+use common::{layout_with_json, ort_available};
 use costmodel::onnx::{OnnxModel, DEFAULT_LAYOUT_MODEL};
 use costmodel::{CostModel, Task};
 
-/// The default layout model with its model.json changed by `edit`.
-fn layout_with_json(edit: impl Fn(&mut serde_json::Value)) -> Vec<u8> {
-    let mut z = zip::ZipArchive::new(std::io::Cursor::new(DEFAULT_LAYOUT_MODEL)).expect("zip");
-    let mut out = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
-    for i in 0..z.len() {
-        let mut f = z.by_index(i).expect("entry");
-        let mut data = Vec::new();
-        f.read_to_end(&mut data).expect("read entry");
-        if f.name() == "model.json" {
-            let mut j: serde_json::Value = serde_json::from_slice(&data).expect("json");
-            edit(&mut j);
-            data = serde_json::to_vec(&j).expect("json");
-        }
-        out.start_file(f.name(), zip::write::SimpleFileOptions::default())
-            .expect("start");
-        out.write_all(&data).expect("write");
-    }
-    out.finish().expect("finish").into_inner()
-}
-
 #[test]
 fn a_model_records_the_device_it_was_trained_for() {
-    if let Err(e) = costmodel::onnx::environment() {
-        report::skipped(&format!("ONNX Runtime unavailable: {e}"));
+    if !ort_available() {
         return;
     }
-    report::ran();
     let m = OnnxModel::from_bytes(DEFAULT_LAYOUT_MODEL, "default", Task::Layout, 1).expect("loads");
     assert_eq!(m.info().device, "tpu");
     assert_eq!(m.device().as_deref(), Some("tpu"));
@@ -64,11 +41,9 @@ fn a_model_records_the_device_it_was_trained_for() {
 /// it reports none; zero, negative or non-numeric values are refused.
 #[test]
 fn a_model_records_how_its_scores_map_to_runtime() {
-    if let Err(e) = costmodel::onnx::environment() {
-        report::skipped(&format!("ONNX Runtime unavailable: {e}"));
+    if !ort_available() {
         return;
     }
-    report::ran();
     let m = OnnxModel::from_bytes(DEFAULT_LAYOUT_MODEL, "default", Task::Layout, 1).expect("loads");
     let k = m
         .log_runtime_per_score()
@@ -103,11 +78,9 @@ fn a_model_records_how_its_scores_map_to_runtime() {
 /// values are refused.
 #[test]
 fn a_model_records_how_far_its_predicted_ratios_can_be_trusted() {
-    if let Err(e) = costmodel::onnx::environment() {
-        report::skipped(&format!("ONNX Runtime unavailable: {e}"));
+    if !ort_available() {
         return;
     }
-    report::ran();
     let m = OnnxModel::from_bytes(DEFAULT_LAYOUT_MODEL, "default", Task::Layout, 1).expect("loads");
     let r = m.log_runtime_resolution().expect("the default records it");
     assert!(r > 0.0 && r < 2.0, "{r}");

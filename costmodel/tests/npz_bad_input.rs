@@ -5,7 +5,7 @@
 
 mod common;
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use common::{fixture, rewrite, LAYOUT, TILE};
@@ -19,15 +19,7 @@ fn tmp(name: &str) -> PathBuf {
 
 /// The entries of an npz: (name, uncompressed bytes), in file order.
 fn entries(path: &Path) -> Vec<(String, Vec<u8>)> {
-    let mut zip = zip::ZipArchive::new(std::fs::File::open(path).expect("open")).expect("zip");
-    (0..zip.len())
-        .map(|i| {
-            let mut f = zip.by_index(i).expect("entry");
-            let mut b = Vec::new();
-            f.read_to_end(&mut b).expect("read");
-            (f.name().to_string(), b)
-        })
-        .collect()
+    common::unzip(&std::fs::read(path).expect("read"))
 }
 
 /// Writes entries as a zip (deflated unless `stored`).

@@ -6,88 +6,26 @@
 //! Every test needs the ONNX Runtime shared library and prints
 //! "skipped: ..." and returns when it cannot be found.
 
-#[path = "../../tests/support/report.rs"]
-mod report;
-use std::io::{Read, Write};
-use std::path::PathBuf;
+mod common;
 
+use common::{layout_with_json, model_fixture, model_with_json, open_fixture, ort_available};
+use common::{rezip, unzip};
 use costmodel::npz::NpzGraphFile;
 use costmodel::onnx::{OnnxModel, DEFAULT_LAYOUT_MODEL, DEFAULT_TILE_MODEL};
 use costmodel::{load_model, ConfigBatch, CostModel, CostModelError, Graph, GraphView, Task};
 
-fn ort_available() -> bool {
-    match costmodel::onnx::environment() {
-        Ok(_) => {
-            report::ran();
-            true
-        }
-        Err(e) => {
-            report::skipped(&format!("ONNX Runtime unavailable: {e}"));
-            false
-        }
-    }
-}
-
-fn testdata(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../testdata/costmodel/npz")
-        .join(name)
-}
-
 /// A small early-join layout model (MODEL.md "Early join"; its `model.json`
 /// names the command that trained it).
-fn early_join_model() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../testdata/costmodel/models/layout_early_join.hlocm")
+fn early_join_model() -> std::path::PathBuf {
+    model_fixture("layout_early_join.hlocm")
 }
 
 fn layout_file() -> NpzGraphFile {
-    NpzGraphFile::open(testdata("layout_xla_default_test_cd708819.npz")).expect("layout test npz")
+    open_fixture("layout_xla_default_test_cd708819.npz")
 }
 
 fn tile_file() -> NpzGraphFile {
-    NpzGraphFile::open(testdata("tile_xla_test_0a8a2b24.npz")).expect("tile test npz")
-}
-
-/// The entries of a zip archive, in order.
-fn unzip(bytes: &[u8]) -> Vec<(String, Vec<u8>)> {
-    let mut z = zip::ZipArchive::new(std::io::Cursor::new(bytes)).expect("zip");
-    (0..z.len())
-        .map(|i| {
-            let mut f = z.by_index(i).expect("entry");
-            let mut data = Vec::new();
-            f.read_to_end(&mut data).expect("read entry");
-            (f.name().to_string(), data)
-        })
-        .collect()
-}
-
-fn rezip(entries: &[(String, Vec<u8>)]) -> Vec<u8> {
-    let mut out = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
-    for (name, data) in entries {
-        out.start_file(name.as_str(), zip::write::SimpleFileOptions::default())
-            .expect("start");
-        out.write_all(data).expect("write");
-    }
-    out.finish().expect("finish").into_inner()
-}
-
-/// The embedded layout model with `model.json` edited by `edit`.
-fn layout_with_json(edit: impl Fn(&mut serde_json::Value)) -> Vec<u8> {
-    model_with_json(DEFAULT_LAYOUT_MODEL, edit)
-}
-
-/// A `.hlocm` with `model.json` edited by `edit`.
-fn model_with_json(model: &[u8], edit: impl Fn(&mut serde_json::Value)) -> Vec<u8> {
-    let mut entries = unzip(model);
-    for (name, data) in entries.iter_mut() {
-        if name == "model.json" {
-            let mut json: serde_json::Value = serde_json::from_slice(data).expect("json");
-            edit(&mut json);
-            *data = serde_json::to_vec(&json).expect("json");
-        }
-    }
-    rezip(&entries)
+    open_fixture("tile_xla_test_0a8a2b24.npz")
 }
 
 fn model_error(r: costmodel::Result<OnnxModel>) -> String {
@@ -358,7 +296,7 @@ fn sorted_ids(graph: &Graph, configs: &ConfigBatch) -> (Graph, ConfigBatch) {
 #[test]
 fn unsorted_configurable_ids_score_like_the_same_graph_sorted() {
     // The published mask_rcnn slice: ids in file order, not increasing.
-    let f = NpzGraphFile::open(testdata("layout_xla_mask_rcnn_unsorted_ids.npz")).expect("npz");
+    let f = open_fixture("layout_xla_mask_rcnn_unsorted_ids.npz");
     let configs = f.all_configs().expect("configs");
     let (g_sorted, c_sorted) = sorted_ids(f.graph(), &configs);
     assert_ne!(g_sorted.node_config_ids, f.graph().node_config_ids);

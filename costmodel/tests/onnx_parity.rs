@@ -13,19 +13,16 @@
 //! checkout's `hlo_opt` package, set up by `scripts/test`) and the ONNX
 //! Runtime library; prints "skipped: ..." and returns when one is missing.
 
-#[path = "../../tests/support/report.rs"]
-mod report;
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use common::{fixture, model_fixture, ort_available, repo, report};
 use costmodel::npz::NpzGraphFile;
 use costmodel::{load_model, Task};
 
 const TOLERANCE: f32 = 1e-4;
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
-}
 
 fn python() -> Option<String> {
     match std::env::var("HLO_OPT_PYTHON") {
@@ -77,14 +74,12 @@ fn python_scores(py: &str, model: &Path, npz: &Path, first: usize) -> Vec<f32> {
 
 fn check_parity(task: Task, model_file: Option<&str>, npz_name: &str, first: usize) {
     let Some(py) = python() else { return };
-    if let Err(e) = costmodel::onnx::environment() {
-        report::skipped(&format!("ONNX Runtime unavailable: {e}"));
+    if !ort_available() {
         return;
     }
-    report::ran();
-    let npz = repo().join("testdata/costmodel/npz").join(npz_name);
+    let npz = fixture(npz_name);
     let file = NpzGraphFile::open(&npz).expect("open npz");
-    let model_file = model_file.map(|m| repo().join("testdata/costmodel/models").join(m));
+    let model_file = model_file.map(model_fixture);
     let model = load_model(model_file.as_deref(), task, 1).expect("model");
     let prepared = model.prepare(file.graph()).expect("prepare");
     let rust = model

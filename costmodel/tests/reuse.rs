@@ -11,57 +11,18 @@
 //! share cache entries. Every test needs the ONNX Runtime shared library and
 //! records a skip (`report::skipped`) when it cannot be found.
 
-#[path = "../../tests/support/report.rs"]
-mod report;
+mod common;
 
-use std::io::{Read, Write};
-use std::path::PathBuf;
-
+use common::{layout_with_json, open_fixture, ort_available};
 use costmodel::incremental::{score_batch, NodeSumScorer};
-use costmodel::npz::NpzGraphFile;
-use costmodel::onnx::{OnnxModel, DEFAULT_LAYOUT_MODEL};
+use costmodel::onnx::OnnxModel;
 use costmodel::reuse::{MAX_CACHED_MODELS, MAX_CACHED_PREPARED, MAX_CACHED_SCORERS};
 use costmodel::{CostModel, Task};
-
-fn ort_available() -> bool {
-    match costmodel::onnx::environment() {
-        Ok(_) => {
-            report::ran();
-            true
-        }
-        Err(e) => {
-            report::skipped(&format!("ONNX Runtime unavailable: {e}"));
-            false
-        }
-    }
-}
 
 /// The default layout model with `"reuse_test": tag` in its model.json:
 /// other bytes, the same network.
 fn variant(tag: &str) -> Vec<u8> {
-    let mut z = zip::ZipArchive::new(std::io::Cursor::new(DEFAULT_LAYOUT_MODEL)).expect("zip");
-    let mut out = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
-    for i in 0..z.len() {
-        let mut f = z.by_index(i).expect("entry");
-        let mut data = Vec::new();
-        f.read_to_end(&mut data).expect("read entry");
-        if f.name() == "model.json" {
-            let mut j: serde_json::Value = serde_json::from_slice(&data).expect("json");
-            j["reuse_test"] = tag.into();
-            data = serde_json::to_vec(&j).expect("json");
-        }
-        out.start_file(f.name(), zip::write::SimpleFileOptions::default())
-            .expect("start");
-        out.write_all(&data).expect("write");
-    }
-    out.finish().expect("finish").into_inner()
-}
-
-fn graph_file(name: &str) -> NpzGraphFile {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../testdata/costmodel/npz")
-        .join(name);
-    NpzGraphFile::open(path).expect("npz")
+    layout_with_json(|j| j["reuse_test"] = tag.into())
 }
 
 const LAYOUT_GRAPHS: [&str; 2] = [
@@ -79,7 +40,7 @@ fn results(model: &OnnxModel) -> Vec<[Vec<u32>; 3]> {
     LAYOUT_GRAPHS
         .iter()
         .map(|name| {
-            let f = graph_file(name);
+            let f = open_fixture(name);
             let prepared = model.prepare(f.graph()).expect("prepares");
             let configs = f.configs(0..f.num_configs().min(200)).expect("configs");
             let whole = model.score(&prepared, &configs).expect("whole head");
@@ -134,7 +95,7 @@ fn a_graph_or_a_batch_that_differs_gets_its_own_result() {
     }
     let model = OnnxModel::from_bytes(&variant("differs"), "differs.hlocm", Task::Layout, 1)
         .expect("loads");
-    let f = graph_file(LAYOUT_GRAPHS[0]);
+    let f = open_fixture(LAYOUT_GRAPHS[0]);
     let g = f.graph().clone();
     let base = model.prepare(&g).expect("prepares");
     // One feature of one configurable node changed: its embedding changes.
@@ -177,7 +138,7 @@ fn the_caches_stay_within_their_bounds() {
     if !ort_available() {
         return;
     }
-    let f = graph_file(LAYOUT_GRAPHS[0]);
+    let f = open_fixture(LAYOUT_GRAPHS[0]);
     let configs = f.configs(0..f.num_configs().min(50)).expect("configs");
     for k in 0..MAX_CACHED_MODELS + 2 {
         let model = OnnxModel::from_bytes(

@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use criterion::{Criterion, Throughput};
 
 fn inputs() -> Vec<(String, String)> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
@@ -40,12 +40,7 @@ fn bench(c: &mut Criterion) {
 }
 
 #[path = "../../tests/support/criterion_home.rs"]
+#[macro_use]
 mod criterion_home;
-use criterion_home::criterion_config;
 
-criterion_group! {
-    name = benches;
-    config = criterion_config();
-    targets = bench
-}
-criterion_main!(benches);
+bench_main!(bench);

@@ -822,10 +822,7 @@ mod tests {
 
     fn inst(text: &str, name: &str) -> Instruction {
         let m = parse_module(text).expect("test module parses");
-        let id = m
-            .all_instructions()
-            .find(|&i| &*m.inst(i).name == name)
-            .expect("instruction exists");
+        let id = m.find_instruction(name).expect("instruction exists");
         m.inst(id).clone()
     }
 

@@ -855,6 +855,23 @@ impl Module {
             .copied()
             .find(|&c| &*self.comps[c.index()].name == name)
     }
+    /// The instruction named `name`: the first in print order (computations
+    /// in print order, each in schedule order), since a name is unique only
+    /// within its computation. Ids past the arena (a module not verified
+    /// yet) are passed over.
+    pub fn find_instruction(&self, name: &str) -> Option<InstId> {
+        self.computations()
+            .find_map(|c| self.find_instruction_in(c, name))
+    }
+    /// The instruction named `name` in computation `c`'s schedule (the first
+    /// one; ids past the arena are passed over, as in [`Module::find_instruction`]).
+    pub fn find_instruction_in(&self, c: CompId, name: &str) -> Option<InstId> {
+        self.comps[c.index()]
+            .order
+            .iter()
+            .copied()
+            .find(|&i| self.insts.get(i.index()).is_some_and(|x| &*x.name == name))
+    }
 
     // ---- instructions ----
     /// Adds an instruction to the arena (not to any schedule; see [`Module::append_inst`]).

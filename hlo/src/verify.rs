@@ -258,11 +258,8 @@ impl<'m> Verifier<'m> {
         // Names are unique within a computation; this runs once, on failure.
         let offset = self
             .m
-            .comp(c)
-            .order
-            .iter()
-            .find(|&&id| id.index() < self.m.num_insts() && &*self.m.inst(id).name == inst)
-            .and_then(|&id| self.m.source_offset(id));
+            .find_instruction_in(c, inst)
+            .and_then(|id| self.m.source_offset(id));
         Error::Verify {
             computation: self.m.comp(c).name.to_string(),
             instruction: inst.to_string(),

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use costmodel::{CostModel, Task};
-use criterion::{criterion_group, criterion_main, Criterion};
+use criterion::Criterion;
 use passes::layout::LayoutPass;
 use passes::{Pass, PassContext, PassOptions};
 
@@ -80,12 +80,7 @@ fn bench(c: &mut Criterion) {
 }
 
 #[path = "../../tests/support/criterion_home.rs"]
+#[macro_use]
 mod criterion_home;
-use criterion_home::criterion_config;
 
-criterion_group! {
-    name = benches;
-    config = criterion_config();
-    targets = bench
-}
-criterion_main!(benches);
+bench_main!(bench);

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use costmodel::reference::ReferenceModel;
 use costmodel::{CostModel, Task};
-use criterion::{criterion_group, criterion_main, Criterion};
+use criterion::Criterion;
 use passes::tile::TilePass;
 use passes::{Pass, PassContext, PassOptions};
 
@@ -46,12 +46,7 @@ fn bench(c: &mut Criterion) {
 }
 
 #[path = "../../tests/support/criterion_home.rs"]
+#[macro_use]
 mod criterion_home;
-use criterion_home::criterion_config;
 
-criterion_group! {
-    name = benches;
-    config = criterion_config();
-    targets = bench
-}
-criterion_main!(benches);
+bench_main!(bench);

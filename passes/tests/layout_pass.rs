@@ -423,10 +423,7 @@ impl CostModel for Explicit {
 fn node_layouts(m: &hlo::Module, names: &[String]) -> Vec<String> {
     let mut out = Vec::new();
     for name in names {
-        let i = m
-            .all_instructions()
-            .find(|&i| &*m.inst(i).name == name.as_str())
-            .expect("the node is still there");
+        let i = m.find_instruction(name).expect("the node is still there");
         let inst = m.inst(i);
         let mut s = hlo::print_shape(m, inst.shape);
         for &o in &inst.operands {

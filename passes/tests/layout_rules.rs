@@ -13,8 +13,7 @@ fn parse(text: &str) -> Module {
 }
 
 fn find(m: &Module, name: &str) -> InstId {
-    m.all_instructions()
-        .find(|&i| &*m.inst(i).name == name)
+    m.find_instruction(name)
         .unwrap_or_else(|| panic!("no %{name}"))
 }
 

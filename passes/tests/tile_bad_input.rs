@@ -18,7 +18,7 @@ fn run(text: &str) -> (hlo::Module, Vec<String>, String) {
 }
 
 fn decision_of(m: &hlo::Module, name: &str) -> Option<passes::tile::TileConfig> {
-    let id = m.all_instructions().find(|&i| &*m.inst(i).name == name)?;
+    let id = m.find_instruction(name)?;
     backend::read_decision(m.inst(id).raw_attr("backend_config"))
 }
 

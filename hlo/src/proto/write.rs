@@ -600,6 +600,30 @@ fn err(inst: &str, msg: impl std::fmt::Display) -> Error {
     Error::Module(format!("cannot write %{inst} to a proto: {msg}"))
 }
 
+/// The proto ids of an arena of `len` elements, of which `held` lists those
+/// the module holds (arena index, id kept from a proto read): a kept id stays;
+/// the held elements without one get fresh ids in arena order, above every
+/// kept id; the others (not written) get -1.
+fn proto_ids(len: usize, held: impl Iterator<Item = (usize, Option<i64>)>) -> Vec<i64> {
+    let mut ids = vec![None; len];
+    let mut max = -1;
+    for (k, id) in held {
+        ids[k] = Some(id);
+        max = max.max(id.unwrap_or(-1));
+    }
+    let mut next = max;
+    ids.into_iter()
+        .map(|id| match id {
+            Some(Some(id)) => id,
+            Some(None) => {
+                next += 1;
+                next
+            }
+            None => -1,
+        })
+        .collect()
+}
+
 impl<'m> Writer<'m> {
     fn new(m: &'m Module) -> Self {
         // Fresh ids go, in arena order, to the instructions and computations
@@ -607,45 +631,16 @@ impl<'m> Writer<'m> {
         // the arena unscheduled (a wrapped computation the reader folded
         // into the async shorthand) neither take nor bound them, so a module
         // read back from its own proto is written with the same ids.
-        let mut inst_ids = vec![None; m.num_insts()];
-        let mut max_inst = -1;
-        for i in m.all_instructions() {
-            let id = m.inst_proto_id(i);
-            inst_ids[i.index()] = Some(id);
-            max_inst = max_inst.max(id.unwrap_or(-1));
-        }
-        let mut next = max_inst;
-        let inst_ids = inst_ids
-            .into_iter()
-            .map(|id| match id {
-                Some(Some(id)) => id,
-                Some(None) => {
-                    next += 1;
-                    next
-                }
-                None => -1,
-            })
-            .collect();
+        let inst_ids = proto_ids(
+            m.num_insts(),
+            m.all_instructions()
+                .map(|i| (i.index(), m.inst_proto_id(i))),
+        );
         let n_comps = m.computations().map(|c| c.index() + 1).max().unwrap_or(0);
-        let mut comp_ids = vec![None; n_comps];
-        let mut max_comp = -1;
-        for c in m.computations() {
-            let id = m.comp_proto_id(c);
-            comp_ids[c.index()] = Some(id);
-            max_comp = max_comp.max(id.unwrap_or(-1));
-        }
-        let mut next = max_comp;
-        let comp_ids = comp_ids
-            .into_iter()
-            .map(|id| match id {
-                Some(Some(id)) => id,
-                Some(None) => {
-                    next += 1;
-                    next
-                }
-                None => -1,
-            })
-            .collect();
+        let comp_ids = proto_ids(
+            n_comps,
+            m.computations().map(|c| (c.index(), m.comp_proto_id(c))),
+        );
         let mut fused = vec![false; n_comps];
         for i in m.all_instructions() {
             let inst = m.inst(i);

@@ -35,6 +35,9 @@
 //!   default); with a radius every genome it makes is projected back into
 //!   the region (a random `radius` of its changes kept).
 //!
+//! The two genetic searches run one loop and differ only in how a child is
+//! bred: over the whole genome, or over sets of gaining changes.
+//!
 //! Scores may be batch-relative ([`Fitness::batch_relative`]): a model that
 //! attends across the configurations of one call, or whose float rounding
 //! depends on the call (the whole layout head: about 1e-6), gives scores
@@ -616,39 +619,7 @@ fn combinations(
     // The combinations not scored yet: those of 2 or more changes.
     let combos = region_size(&per_node, Some(radius)).saturating_sub(1 + gaining.len() as u128);
     if combos <= st.left() as u128 {
-        fn walk(
-            st: &mut State<'_>,
-            nodes: &[(usize, Vec<u16>)],
-            g: &mut Vec<u16>,
-            from: usize,
-            depth: usize,
-            radius: usize,
-            pending: &mut Vec<Vec<u16>>,
-        ) -> Result<(), PassError> {
-            if depth == radius {
-                return Ok(());
-            }
-            for i in from..nodes.len() {
-                let (j, cs) = &nodes[i];
-                let was = g[*j];
-                for &c in cs {
-                    g[*j] = c;
-                    if depth >= 1 {
-                        pending.push(g.clone());
-                        if pending.len() == st.batch {
-                            st.score(std::mem::take(pending))?;
-                        }
-                    }
-                    walk(st, nodes, g, i + 1, depth + 1, radius, pending)?;
-                }
-                g[*j] = was;
-            }
-            Ok(())
-        }
-        let mut g = default.to_vec();
-        let mut pending = Vec::with_capacity(st.batch);
-        walk(st, &nodes, &mut g, 0, 0, radius, &mut pending)?;
-        st.score(pending)?;
+        score_within(st, default, &nodes, radius, 2)?;
         return Ok(Method::CombinationsExhaustive);
     }
 
@@ -673,69 +644,12 @@ fn combinations(
         }
     }
     st.score(greedy)?;
-    let pop_size = POPULATION.min(st.budget / 4).max(8);
-    let mut pop: Vec<Scored> = Vec::new();
-    refill(&mut pop, st, pop_size);
-    let changes_of = |g: &[u16]| -> Vec<(usize, u16)> {
-        (0..g.len())
-            .filter(|&j| g[j] != default[j])
-            .map(|j| (j, g[j]))
-            .collect()
+    let changes = Changes {
+        default,
+        gaining: &gaining,
+        radius,
     };
-    let mut stale = 0;
-    while st.left() > 0 && stale < 8 {
-        let mut children: Vec<Vec<u16>> = Vec::new();
-        let mut child_keys: HashSet<u128> = HashSet::new();
-        let want = pop_size.min(st.left());
-        let mut tries = 0;
-        while children.len() < want && tries < want * 8 {
-            tries += 1;
-            let a = tournament(&pop, &mut rng);
-            let b = tournament(&pop, &mut rng);
-            // Crossover: each parent's changes, taken with probability 1/2
-            // (a node both change takes one of the two).
-            let mut g = default.to_vec();
-            for (j, c) in changes_of(&pop[a].0)
-                .into_iter()
-                .chain(changes_of(&pop[b].0))
-            {
-                if rng.gen_bool(0.5) {
-                    g[j] = c;
-                }
-            }
-            let mut extra = 0;
-            // Mutation (always once, more while the child is not new): a
-            // random gaining change in, or one of the child's out.
-            let k = loop {
-                let changed = distance(&g, default);
-                if changed > 0 && (changed >= radius || rng.gen_bool(0.25)) {
-                    let out = changes_of(&g);
-                    let (j, _) = out[rng.gen_range(0..out.len())];
-                    g[j] = default[j];
-                } else {
-                    let (j, c, _, _) = gaining[rng.gen_range(0..gaining.len())];
-                    g[j] = c;
-                }
-                project(&mut g, default, Some(radius), &mut rng);
-                let k = st.fingerprint(&g);
-                extra += 1;
-                if !(st.seen.contains(&k) || child_keys.contains(&k)) || extra > 4 {
-                    break k;
-                }
-            };
-            if !st.seen.contains(&k) && child_keys.insert(k) {
-                children.push(g);
-            }
-        }
-        if children.is_empty() {
-            stale += 1;
-            continue;
-        }
-        stale = 0;
-        pop.extend(st.score(children)?);
-        pop.sort_by(|x, y| x.1.total_cmp(&y.1).then(x.2.cmp(&y.2)));
-        pop.truncate(pop_size);
-    }
+    evolve(st, &mut rng, &changes)?;
     Ok(Method::CombinationsGenetic)
 }
 
@@ -927,37 +841,70 @@ fn exhaustive_region(
     default: &[u16],
     radius: usize,
 ) -> Result<(), PassError> {
+    let nodes: Vec<(usize, Vec<u16>)> = (0..sizes.len())
+        .filter(|&j| sizes[j] > 1)
+        .map(|j| {
+            let other = (0..sizes[j] as u16).filter(|&c| c != default[j]).collect();
+            (j, other)
+        })
+        .collect();
+    score_within(st, default, &nodes, radius, 1)
+}
+
+/// Scores the configurations that change at least `least` and at most
+/// `radius` of `nodes` from `default`, each changed node to one of its
+/// candidates (`nodes`: distinct nodes in node order, each with candidates
+/// other than the default's): for each set of nodes (lexicographic), each
+/// combination of their candidates, in calls of `st.batch`.
+fn score_within(
+    st: &mut State<'_>,
+    default: &[u16],
+    nodes: &[(usize, Vec<u16>)],
+    radius: usize,
+    least: usize,
+) -> Result<(), PassError> {
+    /// `left`: how many more nodes may change; `need`: how many more must
+    /// change before a configuration is scored.
     fn walk(
         st: &mut State<'_>,
-        sizes: &[usize],
-        default: &[u16],
+        nodes: &[(usize, Vec<u16>)],
         g: &mut Vec<u16>,
         from: usize,
         left: usize,
+        need: usize,
         pending: &mut Vec<Vec<u16>>,
     ) -> Result<(), PassError> {
         if left == 0 {
             return Ok(());
         }
-        for j in from..sizes.len() {
-            for c in 0..sizes[j] as u16 {
-                if c == default[j] {
-                    continue;
+        for i in from..nodes.len() {
+            let (j, cs) = &nodes[i];
+            let was = g[*j];
+            for &c in cs {
+                g[*j] = c;
+                if need <= 1 {
+                    pending.push(g.clone());
+                    if pending.len() == st.batch {
+                        st.score(std::mem::take(pending))?;
+                    }
                 }
-                g[j] = c;
-                pending.push(g.clone());
-                if pending.len() == st.batch {
-                    st.score(std::mem::take(pending))?;
-                }
-                walk(st, sizes, default, g, j + 1, left - 1, pending)?;
+                walk(
+                    st,
+                    nodes,
+                    g,
+                    i + 1,
+                    left - 1,
+                    need.saturating_sub(1),
+                    pending,
+                )?;
             }
-            g[j] = default[j];
+            g[*j] = was;
         }
         Ok(())
     }
     let mut g = default.to_vec();
     let mut pending = Vec::with_capacity(st.batch);
-    walk(st, sizes, default, &mut g, 0, radius, &mut pending)?;
+    walk(st, nodes, &mut g, 0, radius, least, &mut pending)?;
     st.score(pending)?;
     Ok(())
 }
@@ -1045,10 +992,8 @@ fn genetic(
     }
 
     // 2. Genetic search.
-    let pop_size = POPULATION.min(st.budget / 4).max(8);
-    let mut pop: Vec<Scored> = Vec::new();
     let mut init: Vec<Vec<u16>> = Vec::new();
-    for k in 0..pop_size {
+    for k in 0..population(st) {
         let mut g = default.to_vec();
         if k % 2 == 0 {
             for _ in 0..1 + k % 4 {
@@ -1063,8 +1008,41 @@ fn genetic(
         init.push(g);
     }
     st.score(init)?;
-    refill(&mut pop, st, pop_size);
-    let rate = 1.0 / free.len().max(1) as f64;
+    let genes = Genes {
+        sizes,
+        default,
+        rate: 1.0 / free.len().max(1) as f64,
+        free,
+        radius,
+    };
+    evolve(st, &mut rng, &genes)?;
+    Ok(())
+}
+
+/// How a genetic search makes children: what [`evolve`] leaves to the
+/// search that runs it. Both leave the child inside the trust region.
+trait Breed {
+    /// A child of parents `a` and `b`: crossover, then mutation.
+    fn breed(&self, a: &[u16], b: &[u16], rng: &mut ChaCha8Rng) -> Vec<u16>;
+    /// One more mutation, for a child that was scored already or is
+    /// another child's twin.
+    fn mutate(&self, g: &mut [u16], rng: &mut ChaCha8Rng);
+}
+
+/// The genetic population's size for the search's budget.
+fn population(st: &State<'_>) -> usize {
+    POPULATION.min(st.budget / 4).max(8)
+}
+
+/// The genetic loop of both genetic searches, from the best genomes scored
+/// so far: tournament selection, children bred by `breed` (up to 4 more
+/// mutations while a child is not new; one that stays not new is dropped),
+/// elitist replacement; until the budget is spent or 8 generations in a row
+/// bring nothing new.
+fn evolve(st: &mut State<'_>, rng: &mut ChaCha8Rng, breed: &dyn Breed) -> Result<(), PassError> {
+    let pop_size = population(st);
+    // The best `pop_size` scored so far (`pop_size` <= [`POPULATION`] <= `top_cap`).
+    let mut pop: Vec<Scored> = st.top.iter().take(pop_size).cloned().collect();
     let mut stale = 0;
     while st.left() > 0 && stale < 8 {
         let mut children: Vec<Vec<u16>> = Vec::new();
@@ -1075,28 +1053,13 @@ fn genetic(
         let mut tries = 0;
         while children.len() < want && tries < want * 8 {
             tries += 1;
-            let a = tournament(&pop, &mut rng);
-            let b = tournament(&pop, &mut rng);
-            let mut g: Vec<u16> = (0..sizes.len())
-                .map(|j| {
-                    if rng.gen_bool(0.5) {
-                        pop[a].0[j]
-                    } else {
-                        pop[b].0[j]
-                    }
-                })
-                .collect();
-            for &j in &free {
-                if rng.gen_bool(rate) {
-                    g[j] = rng.gen_range(0..sizes[j] as u16);
-                }
-            }
-            project(&mut g, default, radius, &mut rng);
+            let a = tournament(&pop, rng);
+            let b = tournament(&pop, rng);
+            let mut g = breed.breed(&pop[a].0, &pop[b].0, rng);
             let mut extra = 0;
             let mut k = st.fingerprint(&g);
             while (st.seen.contains(&k) || child_keys.contains(&k)) && extra < 4 {
-                mutate_one(&mut g, sizes, &free, &mut rng);
-                project(&mut g, default, radius, &mut rng);
+                breed.mutate(&mut g, rng);
                 k = st.fingerprint(&g);
                 extra += 1;
             }
@@ -1116,10 +1079,80 @@ fn genetic(
     Ok(())
 }
 
-/// The population: the best `n` scored so far (`n` <= [`POPULATION`] <= `top_cap`).
-fn refill(pop: &mut Vec<Scored>, st: &State<'_>, n: usize) {
-    pop.clear();
-    pop.extend(st.top.iter().take(n).cloned());
+/// Children over the whole genome ([`genetic`]): uniform crossover of the
+/// genes, per-gene mutation at `rate`, then projection into the region.
+struct Genes<'a> {
+    sizes: &'a [usize],
+    default: &'a [u16],
+    /// The configurable nodes (more than one candidate).
+    free: Vec<usize>,
+    rate: f64,
+    radius: Option<usize>,
+}
+
+impl Breed for Genes<'_> {
+    fn breed(&self, a: &[u16], b: &[u16], rng: &mut ChaCha8Rng) -> Vec<u16> {
+        let mut g: Vec<u16> = (0..self.sizes.len())
+            .map(|j| if rng.gen_bool(0.5) { a[j] } else { b[j] })
+            .collect();
+        for &j in &self.free {
+            if rng.gen_bool(self.rate) {
+                g[j] = rng.gen_range(0..self.sizes[j] as u16);
+            }
+        }
+        project(&mut g, self.default, self.radius, rng);
+        g
+    }
+    fn mutate(&self, g: &mut [u16], rng: &mut ChaCha8Rng) {
+        mutate_one(g, self.sizes, &self.free, rng);
+        project(g, self.default, self.radius, rng);
+    }
+}
+
+/// Children as sets of gaining changes ([`combinations`]): each parent's
+/// changes taken with probability 1/2 (a node both change takes one of the
+/// two), then a mutation: a random gaining change in, or one of the child's
+/// out (out always at `radius` changes).
+struct Changes<'a> {
+    default: &'a [u16],
+    /// The gaining single changes.
+    gaining: &'a [Single],
+    radius: usize,
+}
+
+impl Changes<'_> {
+    /// The changes of `g` from the default, in node order.
+    fn of(&self, g: &[u16]) -> Vec<(usize, u16)> {
+        (0..g.len())
+            .filter(|&j| g[j] != self.default[j])
+            .map(|j| (j, g[j]))
+            .collect()
+    }
+}
+
+impl Breed for Changes<'_> {
+    fn breed(&self, a: &[u16], b: &[u16], rng: &mut ChaCha8Rng) -> Vec<u16> {
+        let mut g = self.default.to_vec();
+        for (j, c) in self.of(a).into_iter().chain(self.of(b)) {
+            if rng.gen_bool(0.5) {
+                g[j] = c;
+            }
+        }
+        self.mutate(&mut g, rng);
+        g
+    }
+    fn mutate(&self, g: &mut [u16], rng: &mut ChaCha8Rng) {
+        let changed = distance(g, self.default);
+        if changed > 0 && (changed >= self.radius || rng.gen_bool(0.25)) {
+            let out = self.of(g);
+            let (j, _) = out[rng.gen_range(0..out.len())];
+            g[j] = self.default[j];
+        } else {
+            let (j, c, _, _) = self.gaining[rng.gen_range(0..self.gaining.len())];
+            g[j] = c;
+        }
+        project(g, self.default, Some(self.radius), rng);
+    }
 }
 
 fn tournament(pop: &[Scored], rng: &mut ChaCha8Rng) -> usize {
