@@ -112,6 +112,29 @@ def lopo(fusions, params):
     return held, orders
 
 
+def nested(fusions, names):
+    """Nested leave-one-program-out: for each held-out program, the variant
+    is chosen by an inner leave-one-program-out over the other programs
+    only, then trained on them and scored on the held-out one. An
+    unbiased estimate of the whole procedure (choosing among `names`
+    included), where the outer table's best row is optimistic."""
+    programs = sorted({f["program"] for f in fusions})
+    held, orders, picks = [], [], {}
+    for p in programs:
+        rest = [f for f in fusions if f["program"] != p]
+        inner = {n: evaluate(*lopo(rest, VARIANTS[n]))["mean"] for n in names}
+        best = min(names, key=lambda n: (inner[n], names.index(n)))
+        picks[best] = picks.get(best, 0) + 1
+        score = fit(rest, VARIANTS[best])
+        for f in fusions:
+            if f["program"] == p:
+                s = score(np.array([c["features"] for c in f["candidates"]], dtype=np.float64))
+                held.append(f)
+                orders.append(list(np.argsort(-s, kind="stable")))
+        print(f"  nested: {p}: chose {best}", file=sys.stderr, flush=True)
+    return evaluate(held, orders), picks
+
+
 def row(name, r, top5=True):
     return "| {} | {} | {} | {:.1f}% | {:.1f}% | {:.0f}% | {:.1f}% | {} |".format(
         name, r["fusions"], r["unmeasured"], 100 * r["mean"], 100 * r["geomean"],
@@ -123,6 +146,10 @@ def main(argv=None):
     ap.add_argument("candidates", help="JSON from `hlo-cost gpu-candidates`")
     ap.add_argument("--variants", default=",".join(VARIANTS),
                     help="comma-separated names of VARIANTS to cross-validate")
+    ap.add_argument("--nested", action="store_true",
+                    help="also estimate the whole procedure, the choice among --variants "
+                         "included, by nested leave-one-program-out (slow: variants x "
+                         "programs^2 fits)")
     ap.add_argument("--export", metavar="ONNX",
                     help="train the --export-variant on every fusion and write it as ONNX "
                          "(input `features` [n, 24] f32, output one score per row, higher is "
@@ -152,6 +179,11 @@ def main(argv=None):
     print(row("XLA, autotuning off (first candidate that compiles)", evaluate(fusions, firsts), top5=False))
     oracle = [[int(np.argmin([c["nanos"] or math.inf for c in f["candidates"]]))] for f in fusions]
     print(row("best of the default candidates (oracle)", evaluate(fusions, oracle), top5=False))
+    if args.nested and results:
+        r, picks = nested(fusions, list(results))
+        print(row("ranker, variant chosen inside each fold (nested)", r))
+        print("variants chosen by the inner folds: " + ", ".join(
+            f"{n} x{k}" for n, k in sorted(picks.items())))
     if results:
         best = min(results, key=lambda k: results[k]["mean"])
         print(f"\nchosen by the cross-validation: {best}")
