@@ -63,22 +63,34 @@ def log_slowdowns(f):
     return [math.log(c["nanos"] / best) if c["nanos"] else worst for c in f["candidates"]]
 
 
-def fit(train, params, seed=0):
+def features(fusions):
+    """Every candidate's feature row, fusion by fusion."""
+    return np.array([c["features"] for f in fusions for c in f["candidates"]], dtype=np.float64)
+
+
+def train_ranker(train, params, seed=0):
+    """A LightGBM lambdarank (or xendcg) model on `train`'s candidates,
+    graded by log-slowdown (GRADES steps up to e times slower)."""
     import lightgbm as lgb
 
-    x = np.array([c["features"] for f in train for c in f["candidates"]], dtype=np.float64)
     y = np.array([s for f in train for s in log_slowdowns(f)])
-    params = dict(params)
-    kind = params.pop("kind")
-    common = dict(verbose=-1, random_state=seed, n_jobs=1, deterministic=True)
-    if kind == "regress":
-        model = lgb.LGBMRegressor(**common, **params).fit(x, y)
-        return lambda xs: -model.predict(xs)
     rel = np.clip(np.round(GRADES - np.minimum(y, 1.0) * GRADES), 0, GRADES).astype(int)
-    groups = [len(f["candidates"]) for f in train]
-    model = lgb.LGBMRanker(**common, label_gain=list(range(GRADES + 1)), **params)
-    model.fit(x, rel, group=groups)
-    return model.predict
+    model = lgb.LGBMRanker(verbose=-1, random_state=seed, n_jobs=1, deterministic=True,
+                           label_gain=list(range(GRADES + 1)), **params)
+    return model.fit(features(train), rel, group=[len(f["candidates"]) for f in train])
+
+
+def fit(train, params, seed=0):
+    """A scorer of candidate rows (higher is better) trained on `train`."""
+    params = dict(params)
+    if params.pop("kind") == "regress":
+        import lightgbm as lgb
+
+        y = np.array([s for f in train for s in log_slowdowns(f)])
+        model = lgb.LGBMRegressor(verbose=-1, random_state=seed, n_jobs=1, deterministic=True,
+                                  **params).fit(features(train), y)
+        return lambda xs: -model.predict(xs)
+    return train_ranker(train, params, seed).predict
 
 
 def evaluate(fusions, orders):
@@ -99,16 +111,17 @@ def evaluate(fusions, orders):
 
 
 def lopo(fusions, params):
-    programs = sorted({f["program"] for f in fusions})
+    """Leave-one-program-out: each program's fusions ranked by a model
+    trained on the other programs. `params` is a variant's parameters, or a
+    function of the training fusions that chooses them (nested)."""
     held, orders = [], []
-    for p in programs:
+    for p in sorted({f["program"] for f in fusions}):
         train = [f for f in fusions if f["program"] != p]
-        test = [f for f in fusions if f["program"] == p]
-        score = fit(train, params)
-        for f in test:
-            s = score(np.array([c["features"] for c in f["candidates"]], dtype=np.float64))
-            held.append(f)
-            orders.append(list(np.argsort(-s, kind="stable")))
+        score = fit(train, params(train) if callable(params) else params)
+        for f in fusions:
+            if f["program"] == p:
+                held.append(f)
+                orders.append(list(np.argsort(-score(features([f])), kind="stable")))
     return held, orders
 
 
@@ -118,21 +131,16 @@ def nested(fusions, names):
     only, then trained on them and scored on the held-out one. An
     unbiased estimate of the whole procedure (choosing among `names`
     included), where the outer table's best row is optimistic."""
-    programs = sorted({f["program"] for f in fusions})
-    held, orders, picks = [], [], {}
-    for p in programs:
-        rest = [f for f in fusions if f["program"] != p]
-        inner = {n: evaluate(*lopo(rest, VARIANTS[n]))["mean"] for n in names}
+    picks = {}
+
+    def choose(train):
+        inner = {n: evaluate(*lopo(train, VARIANTS[n]))["mean"] for n in names}
         best = min(names, key=lambda n: (inner[n], names.index(n)))
         picks[best] = picks.get(best, 0) + 1
-        score = fit(rest, VARIANTS[best])
-        for f in fusions:
-            if f["program"] == p:
-                s = score(np.array([c["features"] for c in f["candidates"]], dtype=np.float64))
-                held.append(f)
-                orders.append(list(np.argsort(-s, kind="stable")))
-        print(f"  nested: {p}: chose {best}", file=sys.stderr, flush=True)
-    return evaluate(held, orders), picks
+        print(f"  nested: chose {best}", file=sys.stderr, flush=True)
+        return VARIANTS[best]
+
+    return evaluate(*lopo(fusions, choose)), picks
 
 
 def row(name, r, top5=True):
@@ -192,19 +200,13 @@ def main(argv=None):
 
 
 def export(fusions, variant, path):
-    import lightgbm as lgb
     import onnxmltools
     from onnxmltools.convert.common.data_types import FloatTensorType
 
     params = dict(VARIANTS[variant])
     assert params.pop("kind") == "rank", "only a ranker variant is exported"
-    x = np.array([c["features"] for f in fusions for c in f["candidates"]], dtype=np.float64)
-    y = np.array([s for f in fusions for s in log_slowdowns(f)])
-    rel = np.clip(np.round(GRADES - np.minimum(y, 1.0) * GRADES), 0, GRADES).astype(int)
-    model = lgb.LGBMRanker(verbose=-1, random_state=0, n_jobs=1, deterministic=True,
-                           label_gain=list(range(GRADES + 1)), **params)
-    model.fit(x, rel, group=[len(f["candidates"]) for f in fusions])
-    dim = x.shape[1]
+    model = train_ranker(fusions, params)
+    dim = features(fusions[:1]).shape[1]
     onx = onnxmltools.convert_lightgbm(
         model.booster_, initial_types=[("features", FloatTensorType([None, dim]))],
         target_opset=15)
@@ -220,7 +222,7 @@ def export(fusions, variant, path):
     # fusion's chosen config and its score, by LightGBM on these features.
     choices = []
     for f in fusions:
-        s = model.predict(np.array([c["features"] for c in f["candidates"]], dtype=np.float64))
+        s = model.predict(features([f]))
         i = int(np.argmax(s))
         choices.append(dict(program=f["program"], fusion=f["fusion"],
                             config=f["candidates"][i]["config"], score=round(float(s[i]), 6)))
