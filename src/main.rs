@@ -223,8 +223,8 @@ struct Cli {
     xla_version: Option<String>,
     /// [xla-cpu] The XLA:CPU kernel model: a built-in name
     /// (xla-cpu-jaxlib-0.10.2, xla-cpu-jaxlib-0.12.0.1) or an .onnx file
-    /// with its card (.json) beside it, as `python -m hlo_opt.xla_cpu
-    /// retrain` writes.
+    /// with its card (.json) beside it, as `bash scripts/xla_cpu_retrain`
+    /// writes.
     #[arg(long, value_name = "NAME|PATH")]
     xla_cpu_model: Option<String>,
     /// [xla-cpu] Write the chosen XLA compile options here, as JSON
@@ -391,6 +391,14 @@ impl Cli {
     /// Combinations of flags clap cannot check by itself; each is a bad
     /// command line (status 2).
     fn usage_error(&self) -> Option<String> {
+        if self.compile_options.is_some()
+            && !self
+                .pass
+                .as_deref()
+                .is_some_and(|l| passes::split_pass_list(l).contains(&"xla-cpu"))
+        {
+            return Some("--compile-options writes the xla-cpu pass's choice: add --pass=xla-cpu".into());
+        }
         if self.model.is_some() {
             if let Some(list) = &self.pass {
                 if !matches!(

@@ -6,11 +6,12 @@ cross-validation (every program of the held-out architecture family is
 predicted by a model that saw none of them); exports the model as ONNX
 with its card (JSON) for `hlo-opt --pass=xla-cpu`.
 
-    python costmodel/training/xla_cpu_model.py DATA_DIR \\
-        --features FEATURES.jsonl [--export passes/models/xla_cpu_X.onnx]
+    python costmodel/training/xla_cpu_model.py DATA [--export passes/models/xla_cpu_X.onnx]
 
-FEATURES.jsonl is `hlo-cost cpu-features DATA_DIR -o FEATURES.jsonl`: the
-Rust featurizer the pass uses, so training and the pass read the same rows.
+DATA: folders, or .tar.gz archives of one (testdata/xla_cpu/jaxlib-*.tar.gz).
+The rows come from `hlo-cost cpu-features` (--hlo-cost, default
+target/release/hlo-cost; or --features FILE it wrote): the Rust featurizer
+the pass uses, so training and the pass read the same rows.
 Needs numpy and lightgbm (--export: onnxmltools), pinned in
 costmodel/training/requirements.txt.
 """
@@ -57,6 +58,8 @@ VARIANTS = {
     "gbm-stumps": dict(n_estimators=400, learning_rate=0.05, num_leaves=3, min_child_samples=3),
 }
 MARGINS = (0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0)
+#: Mean slowdowns closer than this (0.5 percentage point) are a tie.
+SAFETY = 0.005
 
 
 def load(data_dirs: list[Path], features_file: Path) -> list[dict]:
@@ -180,7 +183,8 @@ def nested(programs, variant):
         inner_progs = [p for p in programs if p["family"] != fam]
         inner = lofo_predictions(inner_progs, variant)
         errs = candidate_errors(inner_progs, inner)
-        margin = min(MARGINS, key=lambda m: (evaluate(inner_progs, inner, errs, m)["mean"], -m))
+        means = {m: evaluate(inner_progs, inner, errs, m)["mean"] for m in MARGINS}
+        margin = max(m for m in MARGINS if means[m] <= min(means.values()) + SAFETY)
         chosen_margins.append(margin)
         for p in programs:
             if p["family"] == fam:
@@ -225,15 +229,48 @@ def export(programs, variant, margin, errors, cv, path: Path):
     return card
 
 
+def unpack(data: list[Path], scratch: Path) -> list[Path]:
+    """Folders of the data: archives extracted into `scratch`."""
+    import tarfile
+
+    out = []
+    for i, d in enumerate(data):
+        if d.is_dir():
+            out.append(d)
+            continue
+        with tarfile.open(d) as t:
+            t.extractall(scratch / str(i), filter="data")
+        inner = [p for p in (scratch / str(i)).iterdir() if p.is_dir()]
+        out.append(inner[0] if len(inner) == 1 else scratch / str(i))
+    return out
+
+
+def featurize(hlo_cost: Path, dirs: list[Path], out: Path) -> Path:
+    import subprocess
+
+    subprocess.run([str(hlo_cost), "cpu-features", *map(str, dirs), "-o", str(out)], check=True)
+    return out
+
+
 def main(argv=None):
+    import tempfile
+
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("data", nargs="+", type=Path, help="folders of NAME.npz + NAME.hlo (one device)")
-    ap.add_argument("--features", type=Path, required=True, help="hlo-cost cpu-features output")
+    ap.add_argument("data", nargs="+", type=Path, help="folders (or .tar.gz of one) of NAME.npz + NAME.hlo, one device")
+    ap.add_argument("--features", type=Path, help="hlo-cost cpu-features output (else it is run)")
+    ap.add_argument("--hlo-cost", type=Path, default=Path("target/release/hlo-cost"))
     ap.add_argument("--variant", choices=sorted(VARIANTS), help="skip the variant search")
     ap.add_argument("--export", type=Path, help="write the model (.onnx), its card (.json) and checks")
     ap.add_argument("--nested", action="store_true", help="also report nested CV of the margin")
     a = ap.parse_args(argv)
-    programs = load(a.data, a.features)
+    with tempfile.TemporaryDirectory(prefix="xla_cpu_model.") as scratch:
+        dirs = unpack(a.data, Path(scratch))
+        features = a.features or featurize(a.hlo_cost, dirs, Path(scratch) / "features.jsonl")
+        programs = load(dirs, features)
+    run(a, programs)
+
+
+def run(a, programs):
     devices = {json.dumps(p["meta"]["device"], sort_keys=True) for p in programs}
     if len(devices) != 1:
         raise SystemExit(f"the data mixes {len(devices)} devices: train one model per device")
@@ -249,7 +286,13 @@ def main(argv=None):
             print(f"{variant:12} margin {m:4}: mean top-1 slowdown {100 * r['mean']:.2f}% (max {100 * r['max']:.1f}%), "
                   f"speed-up geomean {r['speedup_geomean']:.3f}x (worst {r['worst_speedup']:.3f}x), "
                   f"changed {r['changed']}/{r['programs']}")
-    (variant, margin), (best, errs) = min(results.items(), key=lambda kv: (kv[1][0]["mean"], -kv[0][1]))
+    # The least mean slowdown; among settings within SAFETY of it, the
+    # largest margin (differences under the estimate's noise buy no risk:
+    # nested CV showed small margins losing up to 5x on unseen families).
+    floor = min(r["mean"] for r, _ in results.values())
+    (variant, margin), (best, errs) = max(
+        ((k, v) for k, v in results.items() if v[0]["mean"] <= floor + SAFETY),
+        key=lambda kv: (kv[0][1], -kv[1][0]["mean"]))
     print(f"chosen: {variant}, margin {margin}: {best}")
     cv = dict(best)
     cv.update(baseline(programs))

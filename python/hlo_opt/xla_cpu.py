@@ -327,16 +327,17 @@ def decide(lowered, *, model: str | None = None) -> tuple[dict[str, Any], list[s
     return json.loads(text), list(notes)
 
 
-def compile(f, *args, model: str | None = None, measure: int = 0, check: bool = True,
+def compile(f, *args, model: str | None = None, measure: int | str = 0, check: bool = True,
             jit_options: dict[str, Any] | None = None, **kwargs: Any) -> Compiled:
     """``jax.jit(f, **jit_options).lower(*args, **kwargs)``, the XLA:CPU
     kernels chosen by the model (the default kept unless the predicted
     gain beats the model's error), compiled with jaxlib's own client.
 
     ``measure=K``: compile the default and the K best predicted candidates
-    and time them interleaved on ``args`` (copies: donated buffers are not
-    consumed); keep the fastest only when it beats the default by more
-    than the control's spread. ``check``: a chosen candidate other than the
+    (``measure="all"``: every candidate) and time them interleaved on
+    ``args`` (copies: donated buffers are not consumed); keep the fastest
+    only when it beats the default by more than the control's spread
+    (autotuning: K more compiles and about two seconds of runs). ``check``: a chosen candidate other than the
     default must give the default's results on ``args`` (within the
     dtype's tolerance), else the default is kept with a warning."""
     import warnings
@@ -355,11 +356,14 @@ def compile(f, *args, model: str | None = None, measure: int = 0, check: bool = 
     measured = None
     chosen = decision["chosen"]
     if measure:
-        preds = sorted((p for p in decision["predictions"] if p["candidate"] != "default"),
-                       key=lambda p: p["change_pct"])
-        names = ["default"] + [p["candidate"] for p in preds[:measure]]
-        if not preds:
-            names = CANDIDATE_NAMES[: measure + 1]
+        if measure is True or measure == "all":
+            names = list(CANDIDATE_NAMES)
+        elif isinstance(measure, int) and measure > 0:
+            preds = sorted((p for p in decision["predictions"] if p["candidate"] != "default"),
+                           key=lambda p: p["change_pct"])
+            names = ["default"] + ([p["candidate"] for p in preds] or CANDIDATE_NAMES[1:])[:measure]
+        else:
+            raise ValueError(f"measure={measure!r}: a number of candidates (the best predicted), or \"all\"")
         cands = [(n, options_of(n)) for n in names]
         res = measure_candidates(plain, _copy_args((args, kwargs)), cands)
         chosen, why = res["chosen"], res["why"]
@@ -419,3 +423,33 @@ class _WithKwargs:
 
     def __call__(self, *args):
         return self._exe(*args, **self._kwargs)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m hlo_opt.xla_cpu collect OUT``: measure the generated
+    training corpus (hlo_opt.cpu_corpus) on this machine into OUT,
+    resuming what an earlier run left (scripts/xla_cpu_retrain runs this,
+    then the featurizer and the training)."""
+    import argparse
+
+    from . import cpu_corpus
+
+    ap = argparse.ArgumentParser(prog="python -m hlo_opt.xla_cpu", description=main.__doc__)
+    sub = ap.add_subparsers(dest="command", required=True)
+    c = sub.add_parser("collect", help="measure the generated corpus into OUT")
+    c.add_argument("out")
+    c.add_argument("--count", type=int, default=168, help="programs (default 168: 12 per family)")
+    c.add_argument("--seed", type=int, default=0)
+    c.add_argument("--budget-s", type=float, default=2.0, help="seconds of timing per program")
+    c.add_argument("--allow-mixed-devices", action="store_true")
+    a = ap.parse_args(argv)
+    if a.count < 1 or not (a.budget_s > 0):
+        ap.error("--count must be at least 1 and --budget-s positive")
+    done = collect(cpu_corpus.programs(a.seed, a.count), a.out, budget_s=a.budget_s, seed=a.seed,
+                   allow_mixed_devices=a.allow_mixed_devices)
+    print(f"measured {len(done)} programs now; {a.out} holds {len(list(Path(a.out).glob('*.npz')))}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

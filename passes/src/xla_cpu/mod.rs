@@ -53,7 +53,7 @@ pub fn load_model(opts: &XlaCpuOptions) -> Result<(KernelModel, Vec<String>), St
             let b = KernelModel::builtin_for(v).ok_or_else(|| {
                 format!(
                     "no built-in XLA:CPU model for jaxlib {v} (built in: {}); train one on this machine: \
-                     python -m hlo_opt.xla_cpu retrain (docs/xla-cpu.md)",
+                     bash scripts/xla_cpu_retrain (docs/xla-cpu.md)",
                     model::builtin_names()
                 )
             })?;
@@ -72,7 +72,7 @@ pub fn load_model(opts: &XlaCpuOptions) -> Result<(KernelModel, Vec<String>), St
         if !model.card.xla.ends_with(v.as_str()) {
             return Err(format!(
                 "{} was trained on {}, not jaxlib {v}: its choices may name other kernels there; \
-                 retrain it for this XLA (python -m hlo_opt.xla_cpu retrain)",
+                 retrain it for this XLA (bash scripts/xla_cpu_retrain)",
                 model.origin, model.card.xla
             ));
         }
@@ -82,7 +82,7 @@ pub fn load_model(opts: &XlaCpuOptions) -> Result<(KernelModel, Vec<String>), St
         if cpu != model.card.cpu {
             notes.push(format!(
                 "xla-cpu: warning: {} was trained on `{}`, this CPU is `{cpu}`: its predictions may not hold here; \
-                 retrain it on this machine (python -m hlo_opt.xla_cpu retrain) or check with --measure",
+                 retrain it on this machine (bash scripts/xla_cpu_retrain) or measure the candidates (hlo_opt.jax.compile(..., measure=...))",
                 model.origin, model.card.cpu
             ));
         }
@@ -185,8 +185,11 @@ pub fn report(r: &XlaCpuRecord, all: bool) -> String {
     s += &format!("xla-cpu: chose {} ({opts}): {}\n", r.chosen, r.reason);
     let mut order: Vec<&XlaCpuPrediction> = r.predictions.iter().filter(|p| p.candidate != "default").collect();
     order.sort_by(|a, b| a.change_pct.total_cmp(&b.change_pct));
-    let shown = if all { order.len() } else { order.len().min(3) };
-    for p in &order[..shown] {
+    // The three best predicted (all with `all`), and the chosen one.
+    for (k, p) in order.iter().enumerate() {
+        if !(all || k < 3 || p.candidate == r.chosen) {
+            continue;
+        }
         s += &format!(
             "  {:<24} predicted {:+6.1}%  needs {:>5.1}% gain  {}\n",
             p.candidate,
