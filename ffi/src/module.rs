@@ -299,6 +299,7 @@ pub unsafe extern "C" fn hlo_opt_list_passes(out: *mut *mut c_char) -> hlo_opt_s
 pub extern "C" fn hlo_opt_release_caches() -> hlo_opt_status_t {
     guard(|| {
         costmodel::onnx::clear_caches();
+        passes::xla_cpu::model::clear_cache();
         Ok(())
     })
 }

@@ -350,7 +350,14 @@ def compile(f, *args, model: str | None = None, measure: int | str = 0, check: b
     # (the same kernels; the caller's buffers stay theirs).
     keep = {k: v for k, v in jit_options.items() if not k.startswith("donate")}
     plain = lowered if keep == jit_options else jax.jit(f, **keep).lower(*args, **kwargs)
-    decision, notes = decide(lowered, model=model)
+    # XLA compiles the default while the model decides (both release the
+    # GIL): when the default is kept, the decision costs no wall time.
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1) as pool:
+        speculative = pool.submit(lowered.compile)
+        decision, notes = decide(lowered, model=model)
+        default_exe = speculative.result()
     for n in notes:
         warnings.warn(n, stacklevel=3)
     measured = None
@@ -370,7 +377,7 @@ def compile(f, *args, model: str | None = None, measure: int | str = 0, check: b
         measured = dict(candidates=names, ratio=[float(r) for r in res["ratio"]], chosen=chosen, why=why,
                         control=res["control_ratio"])
     opts = options_of(chosen)
-    exe = lowered.compile(compiler_options=opts) if opts else lowered.compile()
+    exe = lowered.compile(compiler_options=opts) if opts else default_exe
     if check and chosen != "default":
         a = _copy_args((args, kwargs))
         want = plain.compile()(*a[0], **a[1])

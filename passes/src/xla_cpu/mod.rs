@@ -45,7 +45,7 @@ pub fn this_cpu() -> Option<String> {
 /// The model for `opts`, and the notes its use deserves. An XLA version
 /// other than the model's is refused: the candidates may mean other
 /// kernels there.
-pub fn load_model(opts: &XlaCpuOptions) -> Result<(KernelModel, Vec<String>), String> {
+pub fn load_model(opts: &XlaCpuOptions) -> Result<(std::sync::Arc<KernelModel>, Vec<String>), String> {
     let mut notes = Vec::new();
     let model = match (&opts.model, &opts.jaxlib) {
         (Some(name), _) => KernelModel::load(name)?,

@@ -7,7 +7,7 @@
 //! environment.
 
 use std::path::Path;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use ort::session::Session;
 use ort::value::TensorRef;
@@ -76,6 +76,15 @@ pub fn builtin_names() -> String {
     BUILTINS.iter().map(|b| b.name).collect::<Vec<_>>().join(", ")
 }
 
+/// The built-in models loaded so far in this process.
+static LOADED: Mutex<Vec<(&'static str, Arc<KernelModel>)>> = Mutex::new(Vec::new());
+
+/// Drops the loaded built-in models (their ONNX Runtime sessions); a later
+/// use loads them again (`hlo_opt_release_caches`).
+pub fn clear_cache() {
+    LOADED.lock().unwrap_or_else(|e| e.into_inner()).clear();
+}
+
 /// A loaded model and its card.
 pub struct KernelModel {
     session: Mutex<Session>,
@@ -89,11 +98,18 @@ impl KernelModel {
         BUILTINS.iter().find(|b| b.jaxlib == jaxlib)
     }
 
-    /// By built-in name, or an `.onnx` path with its card at `PATH.json`
-    /// (the `.onnx` suffix replaced).
-    pub fn load(name_or_path: &str) -> Result<KernelModel, String> {
+    /// By built-in name (loaded once per process, then shared), or an
+    /// `.onnx` path with its card at `PATH.json` (the `.onnx` suffix
+    /// replaced; read at each call).
+    pub fn load(name_or_path: &str) -> Result<Arc<KernelModel>, String> {
         if let Some(b) = BUILTINS.iter().find(|b| b.name == name_or_path) {
-            return KernelModel::from_parts(b.onnx, b.card, b.name);
+            let mut loaded = LOADED.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some((_, m)) = loaded.iter().find(|(n, _)| *n == b.name) {
+                return Ok(Arc::clone(m));
+            }
+            let m = Arc::new(KernelModel::from_parts(b.onnx, b.card, b.name)?);
+            loaded.push((b.name, Arc::clone(&m)));
+            return Ok(m);
         }
         let path = Path::new(name_or_path);
         if path.extension().and_then(|e| e.to_str()) != Some("onnx") {
@@ -106,7 +122,7 @@ impl KernelModel {
         let card_path = path.with_extension("json");
         let card = std::fs::read_to_string(&card_path)
             .map_err(|e| format!("{}: the model's card: {e}", card_path.display()))?;
-        KernelModel::from_parts(&onnx, &card, name_or_path)
+        KernelModel::from_parts(&onnx, &card, name_or_path).map(Arc::new)
     }
 
     pub fn from_parts(onnx: &[u8], card: &str, origin: &str) -> Result<KernelModel, String> {
