@@ -160,7 +160,7 @@ def compile(
         return _compile_gpu(f, args, passes, options)
     if backend != "cpu" and plugin is None:
         raise ValueError(f"backend {backend!r}: only \"cpu\" is built in; name another PJRT plugin with plugin=")
-    wanted = [passes] if isinstance(passes, str) else list(passes or ["xla-cpu"])
+    wanted = [passes] if isinstance(passes, str) else (["xla-cpu"] if passes is None else list(passes))
     if plugin is None and wanted == ["xla-cpu"]:
         from . import xla_cpu
 

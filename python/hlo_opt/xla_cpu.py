@@ -449,7 +449,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     c.add_argument("--seed", type=int, default=0)
     c.add_argument("--budget-s", type=float, default=2.0, help="seconds of timing per program")
     c.add_argument("--allow-mixed-devices", action="store_true")
+    sub.add_parser("observe", help="what this jaxlib's XLA:CPU does with each candidate (docs/xla-cpu.md)")
     a = ap.parse_args(argv)
+    if a.command == "observe":
+        import jaxlib
+
+        print(f"jaxlib {jaxlib.__version__}")
+        for name, counts in observe().items():
+            print(f"{name:24} {json.dumps(counts)}")
+        return 0
     if a.count < 1 or not (a.budget_s > 0):
         ap.error("--count must be at least 1 and --budget-s positive")
     done = collect(cpu_corpus.programs(a.seed, a.count), a.out, budget_s=a.budget_s, seed=a.seed,
@@ -460,3 +468,43 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+def observe() -> dict[str, dict[str, int]]:
+    """What this jaxlib's XLA:CPU does with each candidate, as evidence
+    (docs/xla-cpu.md): for a probe program with a dot, an elementwise chain
+    and a reduction, the number of YNNPACK fusions (``__ynn_fusion``) in
+    the optimized module and the dots, elementwise ops and reductions
+    inside them. Raises ``RuntimeError`` when XLA refuses an option."""
+    import jax
+    import jax.numpy as jnp
+
+    def probe(w, x, y):
+        return jax.nn.relu(x @ w), jnp.sum(jnp.tanh(y * 2.0 + 1.0), axis=1)
+
+    args = (jnp.ones((256, 256)), jnp.ones((64, 256)), jnp.ones((512, 512)))
+    lowered = jax.jit(probe).lower(*args)
+    out = {}
+    for name, opts in CANDIDATES:
+        try:
+            text = lowered.compile(compiler_options=opts).as_text()
+        except Exception as e:
+            raise RuntimeError(f"XLA:CPU refused candidate {name} ({opts}): {e}") from e
+        out[name] = _ynn_contents(text)
+    return out
+
+
+def _ynn_contents(text: str) -> dict[str, int]:
+    """YNNPACK fusions of an optimized module's text, and the dots,
+    elementwise ops and reductions in the computations they call."""
+    fusions = re.findall(r"calls=(%[\w.\-]+)[^\n]*\"kind\":\"__ynn_fusion\"", text)
+    counts = {"ynn_fusions": len(fusions), "dot": 0, "eltwise": 0, "reduce": 0}
+    for callee in fusions:
+        body = re.search(re.escape(callee) + r" [^{]*\{(.*?)\n\}", text, re.S)
+        if body is None:
+            continue
+        ops = re.findall(r"= [\w\[\]{},:0-9 ]*? (\w[\w-]*)\(", body.group(1))
+        counts["dot"] += sum(o == "dot" for o in ops)
+        counts["reduce"] += sum(o == "reduce" for o in ops)
+        counts["eltwise"] += sum(o in ("add", "multiply", "tanh", "maximum", "subtract", "exponential") for o in ops)
+    return counts

@@ -174,3 +174,22 @@ def test_collect_resumes_and_refuses_another_device(tmp_path):
     np.savez(tmp_path / "tiny.npz", **arrays)
     with pytest.raises(RuntimeError, match="was measured on"):
         xla_cpu.collect([prog], tmp_path, budget_s=0.05)
+
+
+#: What jaxlib 0.10.2 and 0.12.0.1 do with each candidate on the probe of
+#: `xla_cpu.observe` (docs/xla-cpu.md, "What XLA:CPU honours").
+OBSERVED = {
+    "default": {"ynn_fusions": 2, "dot": 1, "eltwise": 3, "reduce": 1},
+    "ynn:none": {"ynn_fusions": 0, "dot": 0, "eltwise": 0, "reduce": 0},
+    "ynn:dot": {"ynn_fusions": 1, "dot": 1, "eltwise": 1, "reduce": 0},
+    "ynn:eltwise": {"ynn_fusions": 2, "dot": 1, "eltwise": 4, "reduce": 1},
+    "ynn:dot+eltwise": {"ynn_fusions": 2, "dot": 1, "eltwise": 4, "reduce": 1},
+    "ynn:reduce": {"ynn_fusions": 1, "dot": 0, "eltwise": 3, "reduce": 1},
+    "ynn:dot+reduce": {"ynn_fusions": 2, "dot": 1, "eltwise": 4, "reduce": 1},
+    "ynn:eltwise+reduce": {"ynn_fusions": 2, "dot": 1, "eltwise": 4, "reduce": 1},
+    "ynn:dot+eltwise+reduce": {"ynn_fusions": 2, "dot": 1, "eltwise": 4, "reduce": 1},
+}
+
+
+def test_xla_cpu_honours_each_candidate_as_documented():
+    assert xla_cpu.observe() == OBSERVED
