@@ -397,7 +397,9 @@ impl Cli {
                 .as_deref()
                 .is_some_and(|l| passes::split_pass_list(l).contains(&"xla-cpu"))
         {
-            return Some("--compile-options writes the xla-cpu pass's choice: add --pass=xla-cpu".into());
+            return Some(
+                "--compile-options writes the xla-cpu pass's choice: add --pass=xla-cpu".into(),
+            );
         }
         if self.model.is_some() {
             if let Some(list) = &self.pass {
@@ -578,7 +580,9 @@ fn write_compile_options(
             passes::explain::Record::XlaCpu(x) => Some(&x.options),
             _ => None,
         })
-        .ok_or_else(|| error("--compile-options: no xla-cpu pass ran (add --pass=xla-cpu)".to_string()))?;
+        .ok_or_else(|| {
+            error("--compile-options: no xla-cpu pass ran (add --pass=xla-cpu)".to_string())
+        })?;
     let map: serde_json::Map<String, serde_json::Value> = options
         .iter()
         .map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone())))

@@ -245,21 +245,12 @@ fn mean_slowdown(table: &str, method: &str) -> f64 {
 
 #[test]
 fn ranker_cross_validation_runs_and_reproduces_the_builtin_ranker() {
-    let Some(py) = std::env::var_os("HLO_OPT_PYTHON").filter(|p| !p.is_empty()) else {
-        report::skipped("HLO_OPT_PYTHON is not set");
+    let Some(py) = report::python_with(
+        "lightgbm, onnxmltools",
+        "costmodel/training/requirements.txt",
+    ) else {
         return;
     };
-    let has_lightgbm = Command::new(&py)
-        .args(["-c", "import lightgbm, onnxmltools"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !has_lightgbm {
-        report::skipped(
-            "the Python lacks lightgbm/onnxmltools (costmodel/training/requirements.txt)",
-        );
-        return;
-    }
-    report::ran();
     let dir = tmp("ranker");
     let cands = dir.join("cands.json");
     let out = Command::new(env!("CARGO_BIN_EXE_hlo-cost"))

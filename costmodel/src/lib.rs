@@ -10,6 +10,7 @@
 //! |---|---|---|
 //! | [`tuning`] | autotuner records (raw TpuGraphs `ModuleTuningData` / `TuningData` protobufs, `.runs.json`) as configuration rows with their measured runtimes | `features`, `graph`, `error`; `hlo` |
 //! | [`features`] | TpuGraphs-exact featurization of an HLO module (`node`: the 140 node features; `opcode`: TpuGraphs' opcode ids; `config`: the 18 layout / 24 tile configuration features) | `graph`, `error`; `hlo` |
+//! | [`rows`] | [`rows::RowModel`]: an ONNX model over feature rows (`features` [n, width] in, n values out), for the passes' rankers and regressors | `onnx` (its environment) |
 //! | [`onnx`] | the learned GNN models run with ONNX Runtime: the model contract (docs/cost-models.md), finding and checking the library, [`load_model`], the embedded defaults; the process's caches of models and encoder outputs | `incremental` (its cache), `reuse`, `prune`, `graph`, the [`CostModel`] trait, `error` |
 //! | [`reference`] | a hand-written, non-learned reference [`CostModel`] for tests and `--model reference` | `graph`, the [`CostModel`] trait, `error` |
 //! | [`incremental`] | scoring configurations as the compiler default's node sums plus the changed nodes' terms, for models of the node-sum form; the process's cache of those scorers | the [`CostModel`] trait, `reuse`, `graph`, `error` |
@@ -39,6 +40,7 @@ pub mod onnx;
 pub mod prune;
 pub mod reference;
 pub mod reuse;
+pub mod rows;
 pub mod tuning;
 
 pub use error::{CostModelError, Result};

@@ -414,8 +414,17 @@ pub unsafe extern "C" fn hlo_opt_module_xla_cpu_decide(
         let m = unsafe { deref(module, "module") }?;
         let jaxlib = unsafe { opt_str(jaxlib, "jaxlib") }?;
         let model = unsafe { opt_str(model, "model") }?;
-        let opts = passes::xla_cpu::XlaCpuOptions { model, jaxlib, cpu: None };
-        let fail = |e: String| Failure::new(hlo_opt_status_t::HLO_OPT_ERROR_MODEL, format!("xla-cpu: {e}"));
+        let opts = passes::xla_cpu::XlaCpuOptions {
+            model,
+            jaxlib,
+            cpu: None,
+        };
+        let fail = |e: String| {
+            Failure::new(
+                hlo_opt_status_t::HLO_OPT_ERROR_MODEL,
+                format!("xla-cpu: {e}"),
+            )
+        };
         let (kernel_model, _notes) = passes::xla_cpu::load_model(&opts).map_err(fail)?;
         let record = passes::xla_cpu::decide(&m.lock(), &kernel_model).map_err(fail)?;
         let json = serde_json::to_string(&record)

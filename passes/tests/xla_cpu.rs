@@ -22,7 +22,7 @@ fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
-fn model(jaxlib: &str) -> Option<KernelModel> {
+fn model(jaxlib: &str) -> Option<std::sync::Arc<KernelModel>> {
     let opts = XlaCpuOptions {
         jaxlib: Some(jaxlib.into()),
         cpu: Some("Intel(R) Xeon(R) Processor".into()),
@@ -64,22 +64,46 @@ fn builtin_models_predict_what_lightgbm_predicted_at_export() {
         let Some(m) = model(b.jaxlib) else { return };
         let modules = archive_modules(b.jaxlib);
         let choices: Vec<serde_json::Value> = serde_json::from_str(
-            &std::fs::read_to_string(root().join(format!("passes/models/xla_cpu_jaxlib-{}.choices.json", b.jaxlib)))
-                .expect("choices file"),
+            &std::fs::read_to_string(root().join(format!(
+                "passes/models/xla_cpu_jaxlib-{}.choices.json",
+                b.jaxlib
+            )))
+            .expect("choices file"),
         )
         .expect("choices JSON");
-        assert_eq!(choices.len(), modules.len(), "{}: one choice per training program", b.name);
+        assert_eq!(
+            choices.len(),
+            modules.len(),
+            "{}: one choice per training program",
+            b.name
+        );
         for c in &choices {
             let name = c["program"].as_str().expect("program");
             let text = &modules[name];
             let module = hlo::parse_module(text).expect("training module parses");
             let record = xla_cpu::decide(&module, &m).expect("decision");
-            assert_eq!(record.chosen, c["chosen"].as_str().expect("chosen"), "{}: {name}", b.name);
-            let want: Vec<f64> = c["pred"].as_array().expect("pred").iter().map(|v| v.as_f64().expect("f64")).collect();
+            assert_eq!(
+                record.chosen,
+                c["chosen"].as_str().expect("chosen"),
+                "{}: {name}",
+                b.name
+            );
+            let want: Vec<f64> = c["pred"]
+                .as_array()
+                .expect("pred")
+                .iter()
+                .map(|v| v.as_f64().expect("f64"))
+                .collect();
             let row = features::program_features(&module);
-            let got = m.predict(&row, &xla_cpu::candidates::all()).expect("predictions");
+            let got = m
+                .predict(&row, &xla_cpu::candidates::all())
+                .expect("predictions");
             for (i, (g, w)) in got.iter().zip(&want).enumerate() {
-                assert!((g - w).abs() < 1e-3, "{}: {name}: candidate {i}: ONNX {g}, LightGBM {w}", b.name);
+                assert!(
+                    (g - w).abs() < 1e-3,
+                    "{}: {name}: candidate {i}: ONNX {g}, LightGBM {w}",
+                    b.name
+                );
             }
         }
     }
@@ -105,7 +129,10 @@ fn features_and_decisions_of_the_test_modules() {
             .collect();
         let record = xla_cpu::decide(&module, &m).expect("decision");
         let text = format!("{}\n\n{}", named.join("\n"), xla_cpu::report(&record, true));
-        insta::assert_snapshot!(f.file_name().expect("name").to_string_lossy().into_owned(), text);
+        insta::assert_snapshot!(
+            f.file_name().expect("name").to_string_lossy().into_owned(),
+            text
+        );
     }
 }
 
@@ -117,11 +144,21 @@ fn a_model_for_another_jaxlib_is_refused_and_another_cpu_is_warned_about() {
         cpu: None,
     };
     let err = xla_cpu::load_model(&opts).err().expect("refused");
-    assert!(err.contains("was trained on jaxlib 0.10.2, not jaxlib 0.12.0.1"), "{err}");
-    let err = xla_cpu::load_model(&XlaCpuOptions { jaxlib: Some("0.4.1".into()), ..XlaCpuOptions::default() })
-        .err()
-        .expect("no model");
-    assert!(err.contains("no built-in XLA:CPU model for jaxlib 0.4.1") && err.contains("xla-cpu-jaxlib-0.10.2"), "{err}");
+    assert!(
+        err.contains("was trained on jaxlib 0.10.2, not jaxlib 0.12.0.1"),
+        "{err}"
+    );
+    let err = xla_cpu::load_model(&XlaCpuOptions {
+        jaxlib: Some("0.4.1".into()),
+        ..XlaCpuOptions::default()
+    })
+    .err()
+    .expect("no model");
+    assert!(
+        err.contains("no built-in XLA:CPU model for jaxlib 0.4.1")
+            && err.contains("xla-cpu-jaxlib-0.10.2"),
+        "{err}"
+    );
     let opts = XlaCpuOptions {
         jaxlib: Some("0.10.2".into()),
         cpu: Some("AMD EPYC 9654".into()),
@@ -130,7 +167,12 @@ fn a_model_for_another_jaxlib_is_refused_and_another_cpu_is_warned_about() {
     match xla_cpu::load_model(&opts) {
         Ok((_, notes)) => {
             report::ran();
-            assert!(notes.iter().any(|n| n.contains("warning") && n.contains("this CPU is `AMD EPYC 9654`")), "{notes:?}");
+            assert!(
+                notes
+                    .iter()
+                    .any(|n| n.contains("warning") && n.contains("this CPU is `AMD EPYC 9654`")),
+                "{notes:?}"
+            );
         }
         Err(e) => report::skipped(&format!("the XLA:CPU model cannot be loaded: {e}")),
     }

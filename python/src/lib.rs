@@ -19,8 +19,8 @@ mod arrays;
 mod collect;
 mod module;
 mod runner;
-mod xla_gpu;
 mod xla_cpu;
+mod xla_gpu;
 
 create_exception!(
     hlo_opt,

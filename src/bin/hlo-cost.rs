@@ -472,7 +472,12 @@ fn cpu_features_cmd(args: &CpuFeaturesArgs) -> Result<ExitCode, Failure> {
         std::fs::write(p, &text).map_err(|e| format!("{}: {e}", p.display()))
     })
     .map_err(CliError)?;
-    eprintln!("cpu-features: {} modules, {} features each; wrote {}", files.len(), FEATURE_NAMES.len(), args.out.display());
+    eprintln!(
+        "cpu-features: {} modules, {} features each; wrote {}",
+        files.len(),
+        FEATURE_NAMES.len(),
+        args.out.display()
+    );
     Ok(ExitCode::SUCCESS)
 }
 

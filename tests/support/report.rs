@@ -85,3 +85,23 @@ pub fn python_has_hlo_opt(py: &std::ffi::OsStr) -> bool {
     }
     ok
 }
+
+/// `HLO_OPT_PYTHON` when it is set and imports `modules` (comma-separated,
+/// e.g. `lightgbm, onnxmltools`); otherwise records a skip saying which
+/// (`requirements` names the file that pins them) and gives `None`.
+pub fn python_with(modules: &str, requirements: &str) -> Option<std::ffi::OsString> {
+    let Some(py) = std::env::var_os("HLO_OPT_PYTHON").filter(|p| !p.is_empty()) else {
+        skipped("HLO_OPT_PYTHON is not set");
+        return None;
+    };
+    let ok = std::process::Command::new(&py)
+        .args(["-c", &format!("import {modules}")])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        skipped(&format!("the Python lacks {modules} ({requirements})"));
+        return None;
+    }
+    ran();
+    Some(py)
+}

@@ -98,7 +98,10 @@ mod tests {
         let none = Candidate::from_name("ynn:none").unwrap();
         assert_eq!(none.options(), vec![(OPTION.to_string(), String::new())]);
         let dr = Candidate::from_name("ynn:dot+reduce").unwrap();
-        assert_eq!(dr.options()[0].1, "LIBRARY_FUSION_TYPE_DOT,LIBRARY_FUSION_TYPE_REDUCE");
+        assert_eq!(
+            dr.options()[0].1,
+            "LIBRARY_FUSION_TYPE_DOT,LIBRARY_FUSION_TYPE_REDUCE"
+        );
         assert_eq!(dr.encoding(), [0.0, 1.0, 0.0, 1.0]);
         assert!(Candidate::DEFAULT.options().is_empty());
     }

@@ -111,8 +111,12 @@ fn dot_size(m: &Module, id: InstId) -> Option<DotSize> {
     };
     Some(DotSize {
         batch: prod(lhs, &|i| dims.lhs_batch.contains(&i)),
-        m: prod(lhs, &|i| !dims.lhs_batch.contains(&i) && !dims.lhs_contracting.contains(&i)),
-        n: prod(rhs, &|i| !dims.rhs_batch.contains(&i) && !dims.rhs_contracting.contains(&i)),
+        m: prod(lhs, &|i| {
+            !dims.lhs_batch.contains(&i) && !dims.lhs_contracting.contains(&i)
+        }),
+        n: prod(rhs, &|i| {
+            !dims.rhs_batch.contains(&i) && !dims.rhs_contracting.contains(&i)
+        }),
         k: prod(lhs, &|i| dims.lhs_contracting.contains(&i)),
     })
 }
@@ -125,14 +129,33 @@ fn conv_size(m: &Module, id: InstId) -> Option<(f64, [f64; 4], bool)> {
     let dn = c.conv_dims().ok().flatten()?;
     let out = array(m, id)?;
     let kernel = array(m, *c.operands.get(1)?)?;
-    let at = |a: &ArrayShape, d: Option<i64>| d.and_then(|d| a.dims.get(d as usize)).map_or(1.0, |&x| x as f64);
-    let pixels = at(out, dn.output_batch) * dn.output_spatial.iter().map(|&d| at(out, Some(d))).product::<f64>();
-    let window: f64 = dn.kernel_spatial.iter().map(|&d| at(kernel, Some(d))).product();
+    let at = |a: &ArrayShape, d: Option<i64>| {
+        d.and_then(|d| a.dims.get(d as usize))
+            .map_or(1.0, |&x| x as f64)
+    };
+    let pixels = at(out, dn.output_batch)
+        * dn.output_spatial
+            .iter()
+            .map(|&d| at(out, Some(d)))
+            .product::<f64>();
+    let window: f64 = dn
+        .kernel_spatial
+        .iter()
+        .map(|&d| at(kernel, Some(d)))
+        .product();
     let in_per_group = at(kernel, dn.kernel_input_feature);
     let out_features = at(out, dn.output_feature);
-    let groups = c.int_attr("feature_group_count").ok().flatten().unwrap_or(1);
+    let groups = c
+        .int_attr("feature_group_count")
+        .ok()
+        .flatten()
+        .unwrap_or(1);
     let flops = 2.0 * pixels * out_features * in_per_group * window;
-    Some((flops, [pixels, in_per_group, out_features, window], groups > 1))
+    Some((
+        flops,
+        [pixels, in_per_group, out_features, window],
+        groups > 1,
+    ))
 }
 
 /// Computations reached from the entry through `while` bodies and
@@ -184,7 +207,11 @@ pub fn program_features(m: &Module) -> [f64; NUM_FEATURES] {
                 Opcode::Dot => {
                     let Some(s) = dot_size(m, id) else { continue };
                     let flops = 2.0 * s.batch * s.m * s.n * s.k;
-                    let ty = inst.operands.first().and_then(|&o| array(m, o)).map(|a| a.elem);
+                    let ty = inst
+                        .operands
+                        .first()
+                        .and_then(|&o| array(m, o))
+                        .map(|a| a.elem);
                     dot_flops[match ty {
                         Some(PrimType::F32) => 0,
                         Some(PrimType::Bf16) => 1,
@@ -197,13 +224,20 @@ pub fn program_features(m: &Module) -> [f64; NUM_FEATURES] {
                     if looped {
                         loop_flops += flops;
                     }
-                    let moved: f64 = inst.operands.iter().map(|&o| bytes(m.inst_shape(o))).sum::<f64>() + bytes(m.inst_shape(id));
+                    let moved: f64 = inst
+                        .operands
+                        .iter()
+                        .map(|&o| bytes(m.inst_shape(o)))
+                        .sum::<f64>()
+                        + bytes(m.inst_shape(id));
                     if big_dot.is_none_or(|(f, _, _)| flops > f) {
                         big_dot = Some((flops, s, flops / moved.max(1.0)));
                     }
                 }
                 Opcode::Convolution => {
-                    let Some((flops, size, grouped)) = conv_size(m, id) else { continue };
+                    let Some((flops, size, grouped)) = conv_size(m, id) else {
+                        continue;
+                    };
                     conv_flops[usize::from(bf16)] += flops;
                     convs += 1.0;
                     if grouped {
@@ -218,10 +252,17 @@ pub fn program_features(m: &Module) -> [f64; NUM_FEATURES] {
                 }
                 Opcode::Reduce | Opcode::ReduceWindow => {
                     reduces += 1.0;
-                    reduce_in += inst.operands.first().and_then(|&o| array(m, o)).map_or(0.0, elems);
+                    reduce_in += inst
+                        .operands
+                        .first()
+                        .and_then(|&o| array(m, o))
+                        .map_or(0.0, elems);
                 }
                 Opcode::Transpose | Opcode::Copy => moves += n,
-                Opcode::Gather | Opcode::Scatter | Opcode::DynamicSlice | Opcode::DynamicUpdateSlice => gathers += n,
+                Opcode::Gather
+                | Opcode::Scatter
+                | Opcode::DynamicSlice
+                | Opcode::DynamicUpdateSlice => gathers += n,
                 Opcode::Broadcast => bcast += n,
                 op if op.is_elementwise() => {
                     eltwise[usize::from(bf16)] += n;

@@ -45,7 +45,9 @@ pub fn this_cpu() -> Option<String> {
 /// The model for `opts`, and the notes its use deserves. An XLA version
 /// other than the model's is refused: the candidates may mean other
 /// kernels there.
-pub fn load_model(opts: &XlaCpuOptions) -> Result<(std::sync::Arc<KernelModel>, Vec<String>), String> {
+pub fn load_model(
+    opts: &XlaCpuOptions,
+) -> Result<(std::sync::Arc<KernelModel>, Vec<String>), String> {
     let mut notes = Vec::new();
     let model = match (&opts.model, &opts.jaxlib) {
         (Some(name), _) => KernelModel::load(name)?,
@@ -104,7 +106,10 @@ pub fn decide(m: &Module, model: &KernelModel) -> Result<XlaCpuRecord, String> {
             let (p, err) = if c.is_default() {
                 (0.0, 0.0)
             } else {
-                (p, card.error.get(&c.name()).copied().unwrap_or(f64::INFINITY))
+                (
+                    p,
+                    card.error.get(&c.name()).copied().unwrap_or(f64::INFINITY),
+                )
             };
             XlaCpuPrediction {
                 candidate: c.name(),
@@ -127,7 +132,9 @@ pub fn decide(m: &Module, model: &KernelModel) -> Result<XlaCpuRecord, String> {
             ),
         ),
         None => {
-            let i = (1..cands.len()).min_by(|&a, &b| pred[a].total_cmp(&pred[b])).unwrap_or(0);
+            let i = (1..cands.len())
+                .min_by(|&a, &b| pred[a].total_cmp(&pred[b]))
+                .unwrap_or(0);
             (
                 Candidate::DEFAULT,
                 format!(
@@ -158,7 +165,10 @@ impl Pass for XlaCpuPass {
     }
 
     fn run(&mut self, m: &mut Module, cx: &mut PassContext) -> Result<Changed, PassError> {
-        let failed = |message: String| PassError::Failed { pass: "xla-cpu", message };
+        let failed = |message: String| PassError::Failed {
+            pass: "xla-cpu",
+            message,
+        };
         let (model, notes) = load_model(&cx.options.xla_cpu).map_err(failed)?;
         let record = decide(m, &model).map_err(failed)?;
         for n in notes {
@@ -166,8 +176,10 @@ impl Pass for XlaCpuPass {
             cx.explain.push('\n');
             cx.notes.push(n);
         }
-        cx.explain.push_str(&report(&record, cx.options.explain_all));
-        cx.reports.push(serde_json::json!({ "pass": "xla-cpu", "decision": &record }));
+        cx.explain
+            .push_str(&report(&record, cx.options.explain_all));
+        cx.reports
+            .push(serde_json::json!({ "pass": "xla-cpu", "decision": &record }));
         cx.records.push(Record::XlaCpu(record));
         Ok(false)
     }
@@ -176,14 +188,25 @@ impl Pass for XlaCpuPass {
 /// The `--explain` text of a decision: the choice and why, then each
 /// candidate's prediction (all of them with `all`, else the three best).
 pub fn report(r: &XlaCpuRecord, all: bool) -> String {
-    let mut s = format!("xla-cpu: model {} ({}, trained on {})\n", r.model, r.xla, r.trained_cpu);
+    let mut s = format!(
+        "xla-cpu: model {} ({}, trained on {})\n",
+        r.model, r.xla, r.trained_cpu
+    );
     let opts = if r.options.is_empty() {
         "no compile option".to_string()
     } else {
-        r.options.iter().map(|(k, v)| format!("{k}=\"{v}\"")).collect::<Vec<_>>().join(" ")
+        r.options
+            .iter()
+            .map(|(k, v)| format!("{k}=\"{v}\""))
+            .collect::<Vec<_>>()
+            .join(" ")
     };
     s += &format!("xla-cpu: chose {} ({opts}): {}\n", r.chosen, r.reason);
-    let mut order: Vec<&XlaCpuPrediction> = r.predictions.iter().filter(|p| p.candidate != "default").collect();
+    let mut order: Vec<&XlaCpuPrediction> = r
+        .predictions
+        .iter()
+        .filter(|p| p.candidate != "default")
+        .collect();
     order.sort_by(|a, b| a.change_pct.total_cmp(&b.change_pct));
     // The three best predicted (all with `all`), and the chosen one.
     for (k, p) in order.iter().enumerate() {
@@ -195,7 +218,11 @@ pub fn report(r: &XlaCpuRecord, all: bool) -> String {
             p.candidate,
             p.change_pct,
             p.required_gain_pct,
-            if p.trusted { "trusted" } else { "within the error" }
+            if p.trusted {
+                "trusted"
+            } else {
+                "within the error"
+            }
         );
     }
     s

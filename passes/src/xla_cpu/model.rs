@@ -9,8 +9,6 @@
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use ort::session::Session;
-use ort::value::TensorRef;
 use serde::{Deserialize, Serialize};
 
 use super::candidates::Candidate;
@@ -73,7 +71,11 @@ pub const BUILTINS: &[Builtin] = &[
 
 /// The built-in model names, comma-separated (for messages).
 pub fn builtin_names() -> String {
-    BUILTINS.iter().map(|b| b.name).collect::<Vec<_>>().join(", ")
+    BUILTINS
+        .iter()
+        .map(|b| b.name)
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The built-in models loaded so far in this process.
@@ -87,7 +89,7 @@ pub fn clear_cache() {
 
 /// A loaded model and its card.
 pub struct KernelModel {
-    session: Mutex<Session>,
+    rows: costmodel::rows::RowModel,
     pub card: Card,
     pub origin: String,
 }
@@ -133,22 +135,9 @@ impl KernelModel {
         {
             return Err(format!("{origin}: the model's card has a margin or error that is not a finite non-negative number"));
         }
-        let env = costmodel::onnx::environment().map_err(|e| e.to_string())?;
-        let err = |e: ort::Error| format!("{origin}: ONNX Runtime refused the model: {e}");
-        let session = Session::builder(env)
-            .map_err(err)?
-            .with_intra_threads(1)
-            .map_err(|e| err(e.into()))?
-            .commit_from_memory(onnx)
-            .map_err(err)?;
-        let inputs: Vec<&str> = session.inputs().iter().map(|i| i.name()).collect();
-        if inputs != ["features"] || session.outputs().len() != 1 {
-            return Err(format!(
-                "{origin}: an XLA:CPU model takes one input `features` [n, {ROW}] and gives one output; this one takes {inputs:?}"
-            ));
-        }
+        let rows = costmodel::rows::RowModel::from_bytes(onnx, ROW, origin)?;
         Ok(KernelModel {
-            session: Mutex::new(session),
+            rows,
             card,
             origin: origin.to_string(),
         })
@@ -156,32 +145,17 @@ impl KernelModel {
 
     /// The predicted log runtime ratio over the default of each candidate
     /// for a program with `features`.
-    pub fn predict(&self, features: &[f64; NUM_FEATURES], cands: &[Candidate]) -> Result<Vec<f64>, String> {
+    pub fn predict(
+        &self,
+        features: &[f64; NUM_FEATURES],
+        cands: &[Candidate],
+    ) -> Result<Vec<f64>, String> {
         let mut data = Vec::with_capacity(cands.len() * ROW);
         for c in cands {
             data.extend(features.iter().map(|&x| x as f32));
             data.extend(c.encoding().iter().map(|&x| x as f32));
         }
-        let input = TensorRef::from_array_view((vec![cands.len(), ROW], &data[..]))
-            .map_err(|e| format!("{}: input tensor: {e}", self.origin))?;
-        let mut session = self.session.lock().map_err(|_| "a previous prediction panicked".to_string())?;
-        let out = session
-            .run(vec![(
-                std::borrow::Cow::Borrowed("features"),
-                ort::session::SessionInputValue::from(input),
-            )])
-            .map_err(|e| format!("{}: inference: {e}", self.origin))?;
-        let (_, values) = out[0]
-            .try_extract_tensor::<f32>()
-            .map_err(|e| format!("{}: output: {e}", self.origin))?;
-        if values.len() != cands.len() || values.iter().any(|v| !v.is_finite()) {
-            return Err(format!(
-                "{}: {} predictions for {} candidates, or one that is not finite",
-                self.origin,
-                values.len(),
-                cands.len()
-            ));
-        }
+        let values = self.rows.run(&data, cands.len())?;
         Ok(values.iter().map(|&v| f64::from(v)).collect())
     }
 }

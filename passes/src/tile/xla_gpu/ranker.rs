@@ -8,11 +8,6 @@
 //! Leave-one-program-out on session 1 (docs/xla-gpu.md, "The ranker"):
 //! 3.7% mean top-1 slowdown, against kNN's 16.3%.
 
-use std::sync::Mutex;
-
-use ort::session::Session;
-use ort::value::TensorRef;
-
 use super::config::TritonConfig;
 use super::dot::DotProblem;
 use super::search_space::{self, Device, FEATURE_NAMES};
@@ -25,7 +20,7 @@ pub const BUILTIN_NAME: &str = "xla-gpu-h200-ranker";
 
 /// A loaded ranker.
 pub struct Ranker {
-    session: Mutex<Session>,
+    rows: costmodel::rows::RowModel,
     pub origin: String,
 }
 
@@ -40,23 +35,9 @@ impl Ranker {
     }
 
     pub fn from_bytes(onnx: &[u8], origin: &str) -> Result<Ranker, String> {
-        let env = costmodel::onnx::environment().map_err(|e| e.to_string())?;
-        let err = |e: ort::Error| format!("{origin}: ONNX Runtime refused the ranker: {e}");
-        let session = Session::builder(env)
-            .map_err(err)?
-            .with_intra_threads(1)
-            .map_err(|e| err(e.into()))?
-            .commit_from_memory(onnx)
-            .map_err(err)?;
-        let inputs: Vec<&str> = session.inputs().iter().map(|i| i.name()).collect();
-        if inputs != ["features"] || session.outputs().len() != 1 {
-            return Err(format!(
-                "{origin}: a ranker takes one input `features` [n, {}] and gives one output; this model takes {inputs:?}",
-                FEATURE_NAMES.len()
-            ));
-        }
+        let rows = costmodel::rows::RowModel::from_bytes(onnx, FEATURE_NAMES.len(), origin)?;
         Ok(Ranker {
-            session: Mutex::new(session),
+            rows,
             origin: origin.to_string(),
         })
     }
@@ -67,30 +48,7 @@ impl Ranker {
             return Ok(Vec::new());
         }
         let data: Vec<f32> = rows.iter().flatten().map(|&x| x as f32).collect();
-        let input = TensorRef::from_array_view((vec![rows.len(), FEATURE_NAMES.len()], &data[..]))
-            .map_err(|e| format!("{}: input tensor: {e}", self.origin))?;
-        let mut session = self
-            .session
-            .lock()
-            .map_err(|_| "a previous ranking panicked".to_string())?;
-        let out = session
-            .run(vec![(
-                std::borrow::Cow::Borrowed("features"),
-                ort::session::SessionInputValue::from(input),
-            )])
-            .map_err(|e| format!("{}: inference: {e}", self.origin))?;
-        let (_, values) = out[0]
-            .try_extract_tensor::<f32>()
-            .map_err(|e| format!("{}: output: {e}", self.origin))?;
-        if values.len() != rows.len() || values.iter().any(|v| !v.is_finite()) {
-            return Err(format!(
-                "{}: {} scores for {} candidates, or a score that is not finite",
-                self.origin,
-                values.len(),
-                rows.len()
-            ));
-        }
-        Ok(values.to_vec())
+        self.rows.run(&data, rows.len())
     }
 
     /// The best scored of `p`'s generated candidates on `d` (the first of
