@@ -1,0 +1,647 @@
+"""A collection spread over machines: ``hlo-cost collect --ray ADDRESS`` and
+``hlo_opt.collect(..., ray_address=...)`` (docs/fleet.md).
+
+The work is split into (program, configuration batch) tasks. Each task runs
+where a measuring device is free: on a Ray cluster, a task asks for one unit
+of the custom resource ``hlo_opt_device`` (:data:`RESOURCE`), which each
+node offers once, so two measurements never share a device; without Ray the
+same task function runs in local processes. A task measures with the XLA of
+the machine it runs on and returns one state record with that machine's
+device fingerprint. The driver (this process) alone writes files: as each
+record arrives it is added to its program's state ``STEM.collect.jsonl``
+(the whole file rewritten to a temporary file and renamed), and the
+program's npz and ``manifest.json`` are refreshed from the states.
+
+Faults: Ray reruns a task whose worker or node died (``max_retries``) on a
+node still alive. A driver that dies loses only the tasks in flight: the
+states hold every record that arrived, and the same command run again
+measures only what they lack. A record is never written twice: the driver
+drops configurations its state already holds.
+
+The kind of collection is a :class:`Collector` (the driver's half: plan a
+program, publish its files) with a picklable :class:`Measure` (the task's
+half: fingerprint the machine, measure a batch). :class:`LayoutCollector`
+is ``hlo-cost collect``'s layout collection; another collector (e.g. XLA:CPU
+kernel choices) plugs in by implementing the two.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import sys
+import tempfile
+import time
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor
+from concurrent.futures import wait as _wait_futures
+from dataclasses import dataclass, field
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Any, Callable, Iterable, Protocol, Sequence
+
+#: The Ray resource that stands for one measuring device; a node offers it
+#: once (``ray start --resources '{"hlo_opt_device": 1}'``).
+RESOURCE = "hlo_opt_device"
+
+#: The fingerprint keys that must agree for two measurements to share a
+#: dataset (the hostname and the plugin's path may differ).
+FINGERPRINT_KEYS = ("device", "platform", "pjrt_api_version", "package", "package_version", "cpu", "cores")
+
+RAY_MISSING = "Ray is not installed: pip install 'hlo-opt[ray]' (or pip install -r python/requirements.txt)"
+
+
+class MixedDevicesError(ValueError):
+    """A measurement came from a device whose fingerprint differs from the
+    dataset's (allow_mixed_devices=True / --allow-mixed-devices accepts it)."""
+
+
+# --- The interface a kind of collection implements --------------------------
+
+
+class Measure(Protocol):
+    """The task's half of a collector: picklable, it runs on the machine
+    that measures (a Ray worker or a local process)."""
+
+    def fingerprint(self) -> dict[str, Any]:
+        """This machine's device: at least the keys of FINGERPRINT_KEYS it
+        knows (``device`` names it in the state header, e.g. ``xla-cpu``)."""
+        ...
+
+    def measure(self, payload: Any, batch: list[int]) -> dict[str, Any]:
+        """Measures configurations ``batch`` of the program ``payload``
+        (:attr:`Planned.payload`) and returns one state record, a JSON
+        object whose ``configs`` is ``batch``. An empty batch measures the
+        program's reference alone. Raises when the program cannot be
+        measured at all."""
+        ...
+
+
+@dataclass
+class Planned:
+    """A program as the driver plans it."""
+
+    stem: str  #: output files are STEM.collect.jsonl, STEM.npz
+    configs: list[int]  #: the configurations to measure, each once
+    payload: Any  #: what a task needs to measure it (picklable, small)
+    header: Callable[[str], dict[str, Any]]  #: the state's first line, for a device name
+    reference_alone: bool = True  #: with nothing else to do, one empty batch measures the reference
+
+
+class Collector(Protocol):
+    """The driver's half of a kind of collection."""
+
+    task: str  #: e.g. "layout"
+    measure: Measure
+
+    def plan(self, path: Path) -> Planned: ...
+
+    def publish(self, stem: str, device: str) -> dict[str, Any]:
+        """Writes the program's derived files from its state (atomically)
+        and returns its manifest entry."""
+        ...
+
+    def settings(self) -> dict[str, Any]: ...
+
+
+# --- The layout collection of hlo-cost collect -------------------------------
+
+
+@dataclass
+class LayoutMeasure:
+    device: str
+    configs: int
+    random_fraction: float
+    seed: int
+    chunk: int
+    measure_budget: float
+    estimator: str
+    _programs: dict = field(default_factory=dict, repr=False, compare=False)
+    _fingerprint: dict | None = field(default=None, repr=False, compare=False)
+
+    def __getstate__(self):
+        d = dict(self.__dict__)
+        d["_programs"], d["_fingerprint"] = {}, None
+        return d
+
+    def _settings(self) -> dict[str, Any]:
+        return dict(
+            configs=self.configs,
+            random_fraction=self.random_fraction,
+            seed=self.seed,
+            chunk=self.chunk,
+            measure_budget=self.measure_budget,
+            estimator=self.estimator,
+        )
+
+    def fingerprint(self) -> dict[str, Any]:
+        if self._fingerprint is None:
+            from . import _native
+
+            fp = json.loads(_native.device_fingerprint(self.device))
+            machine = fp.pop("machine", {}) or {}
+            fp.update(cpu=machine.get("cpu"), cores=machine.get("cores"), hostname=machine.get("hostname"))
+            self._fingerprint = fp
+        return self._fingerprint
+
+    def measure(self, payload: Any, batch: list[int]) -> dict[str, Any]:
+        from . import _native
+
+        name, text = payload
+        key = (name, hash(text))
+        program = self._programs.get(key)
+        if program is None:
+            # The module travels as bytes (the nodes need not share files);
+            # planned here from a private copy, the plan is the driver's.
+            folder = Path(tempfile.mkdtemp(prefix="hlo-opt-fleet-"))
+            path = folder / name
+            path.write_bytes(text)
+            program = _native.CollectProgram(path, folder, **self._settings())
+            self._programs[key] = program
+        return json.loads(program.measure(self.device, list(batch)))
+
+
+class LayoutCollector:
+    """``hlo-cost collect``: sampled layout configurations of each module,
+    measured in chunks against the compiler default (src/collect.rs)."""
+
+    task = "layout"
+
+    def __init__(self, output: Path, *, device: str = "xla-cpu", configs: int = 32, random_fraction: float = 0.5,
+                 seed: int = 0, chunk: int = 8, measure_budget: float = 2.0, estimator: str = "median"):
+        self.output = Path(output)
+        self.measure = LayoutMeasure(device, configs, random_fraction, seed, chunk, measure_budget, estimator)
+        self._programs: dict[str, Any] = {}
+
+    def settings(self) -> dict[str, Any]:
+        return {"device": self.measure.device, **self.measure._settings()}
+
+    def plan(self, path: Path) -> Planned:
+        from . import _native
+
+        program = _native.CollectProgram(path, self.output, **self.measure._settings())
+        self._programs[program.stem] = program
+        return Planned(
+            stem=program.stem,
+            configs=list(range(1, program.planned)),
+            payload=(Path(path).name, Path(path).read_bytes()),
+            header=lambda device, p=program: json.loads(p.header(device)),
+        )
+
+    def publish(self, stem: str, device: str) -> dict[str, Any]:
+        return json.loads(self._programs[stem].publish(device))
+
+
+# --- The driver's files ------------------------------------------------------
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """``path`` holds either its old bytes or ``data``, whatever happens."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def fingerprint_key(fp: dict[str, Any] | None) -> tuple | None:
+    return None if fp is None else tuple((k, fp.get(k)) for k in FINGERPRINT_KEYS)
+
+
+class State:
+    """One program's ``STEM.collect.jsonl``: its header and records, the
+    configurations they hold."""
+
+    def __init__(self, path: Path, planned: Planned):
+        self.path, self.planned = path, planned
+        self.header: dict[str, Any] | None = None
+        self.lines: list[str] = []
+        self.done: set[int] = set()
+        if path.exists():
+            self._read()
+
+    def _read(self) -> None:
+        text = self.path.read_text()
+        lines = text.split("\n")
+        if lines and lines[-1] == "":
+            lines.pop()
+        elif lines:
+            lines.pop()  # torn by an interrupted append (hlo-cost collect): measured again
+        if not lines:
+            return
+        try:
+            self.header = json.loads(lines[0])
+        except json.JSONDecodeError:
+            raise ValueError(f"{self.path}: not a collect state file (remove it, or choose another output)")
+        if self.header.get("format") != "hlo-cost-collect-state":
+            raise ValueError(f"{self.path}: not a collect state file (remove it, or choose another output)")
+        mine = self.planned.header(self.header.get("device", ""))
+        for key in sorted(set(mine) | set(self.header)):
+            if key != "module" and mine.get(key) != self.header.get(key):
+                what = {"module_fnv64": "another module (its text changed)", "plan": "another plan"}.get(
+                    key, f"--{key.replace('_', '-')} {self.header.get(key)} (this run: {mine.get(key)})")
+                raise ValueError(f"{self.path}: this folder holds a collection made with {what}; "
+                                 "run with the same settings to continue it, or choose another output")
+        for n, line in enumerate(lines[1:], start=2):
+            try:
+                record = json.loads(line)
+                configs = [int(c) for c in record["configs"]]
+            except (json.JSONDecodeError, KeyError, TypeError, ValueError):
+                raise ValueError(f"{self.path}: line {n} is not a measured chunk (the file was edited?)")
+            self.lines.append(line)
+            self.done.update(configs)
+
+    @property
+    def measured_any(self) -> bool:
+        return bool(self.lines)
+
+    def records(self) -> Iterable[dict[str, Any]]:
+        return (json.loads(line) for line in self.lines)
+
+    def todo(self) -> list[int]:
+        return [c for c in self.planned.configs if c not in self.done]
+
+    def add(self, record: dict[str, Any], device: str) -> bool:
+        """Appends ``record`` minus what the state holds already; rewrites
+        the file atomically. False when nothing was new."""
+        fresh = [k for k, c in enumerate(record["configs"]) if c not in self.done]
+        if self.measured_any and not fresh:
+            return False
+        if len(fresh) < len(record["configs"]):
+            n = len(record["configs"])
+            record = {k: ([v[i] for i in fresh] if isinstance(v, list) and len(v) == n else v)
+                      for k, v in record.items()}
+        if self.header is None:
+            self.header = self.planned.header(device)
+        self.lines.append(json.dumps(record, separators=(",", ":")))
+        self.done.update(record["configs"])
+        body = "\n".join([json.dumps(self.header, separators=(",", ":")), *self.lines]) + "\n"
+        write_atomic(self.path, body.encode())
+        return True
+
+
+# --- Where tasks run ---------------------------------------------------------
+
+
+def _task(measure: Measure, payload: Any, batch: list[int]) -> dict[str, Any]:
+    """One (program, batch) task, on the machine that measures."""
+    start = time.time()
+    fp = measure.fingerprint()
+    t0 = time.perf_counter()
+    record = measure.measure(payload, batch)
+    seconds = time.perf_counter() - t0
+    return {"record": record, "fingerprint": fp, "node": socket.gethostname(), "pid": os.getpid(),
+            "start": start, "end": time.time(), "measure_seconds": seconds}
+
+
+class LocalExecutor:
+    """Tasks in ``workers`` local processes (one device: one worker)."""
+
+    def __init__(self, workers: int = 1):
+        self.workers = workers
+        self.pool = ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn"))
+
+    def devices(self) -> int:
+        return self.workers
+
+    def put(self, payload: Any) -> Any:
+        return payload
+
+    def submit(self, measure: Measure, payload: Any, batch: list[int]):
+        return self.pool.submit(_task, measure, payload, batch)
+
+    def wait(self, handles: list) -> list[tuple[Any, Any, BaseException | None]]:
+        done, _ = _wait_futures(handles, return_when=FIRST_COMPLETED)
+        out = []
+        for h in done:
+            try:
+                out.append((h, h.result(), None))
+            except Exception as e:  # noqa: BLE001 - reported per task
+                out.append((h, None, e))
+        return out
+
+    def lost(self, e: BaseException) -> bool:
+        """Whether ``e`` is the machine's failure rather than the program's."""
+        from concurrent.futures.process import BrokenProcessPool
+
+        return isinstance(e, BrokenProcessPool)
+
+    def cancel(self, handles: list) -> None:
+        for h in handles:
+            h.cancel()
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=True, cancel_futures=True)
+
+
+class RayExecutor:
+    """Tasks on a Ray cluster: one ``hlo_opt_device`` each, retried on
+    another node when theirs dies."""
+
+    def __init__(self, address: str, max_retries: int = 3):
+        try:
+            import ray
+        except ImportError:
+            raise ImportError(RAY_MISSING) from None
+        self.ray = ray
+        kwargs: dict[str, Any] = {"address": address, "log_to_driver": False}
+        host = address.split("://")[-1].rsplit(":", 1)[0]
+        if host in ("127.0.0.1", "localhost"):
+            kwargs["_node_ip_address"] = "127.0.0.1"
+        if not ray.is_initialized():
+            ray.init(**kwargs)
+        n = int(ray.cluster_resources().get(RESOURCE, 0))
+        if n < 1:
+            raise RuntimeError(
+                f"the Ray cluster at {address} offers no {RESOURCE!r} resource: start each measuring node with "
+                f"`ray start ... --resources '{{\"{RESOURCE}\": 1}}'` (docs/fleet.md)")
+        self.n = n
+        self.remote = ray.remote(_task).options(
+            resources={RESOURCE: 1}, num_cpus=0, max_retries=max_retries, retry_exceptions=False)
+
+    def devices(self) -> int:
+        return self.n
+
+    def put(self, payload: Any) -> Any:
+        return self.ray.put(payload)
+
+    def submit(self, measure: Measure, payload: Any, batch: list[int]):
+        return self.remote.remote(measure, payload, batch)
+
+    def wait(self, handles: list) -> list[tuple[Any, Any, BaseException | None]]:
+        done, _ = self.ray.wait(handles, num_returns=1)
+        out = []
+        for h in done:
+            try:
+                out.append((h, self.ray.get(h), None))
+            except Exception as e:  # noqa: BLE001 - reported per task
+                out.append((h, None, e))
+        return out
+
+    def lost(self, e: BaseException) -> bool:
+        return not isinstance(e, self.ray.exceptions.RayTaskError)
+
+    def cancel(self, handles: list) -> None:
+        for h in handles:
+            try:
+                self.ray.cancel(h, force=True)
+            except Exception:  # noqa: BLE001 - already finished
+                pass
+
+    def close(self) -> None:
+        self.ray.shutdown()
+
+
+def executor_for(ray_address: str | None, *, max_retries: int = 3, workers: int = 1):
+    if ray_address in (None, "", "local"):
+        return LocalExecutor(workers)
+    return RayExecutor(ray_address, max_retries=max_retries)
+
+
+# --- The driver --------------------------------------------------------------
+
+
+@dataclass
+class Task:
+    stem: str
+    batch: list[int]
+    submitted: float = 0.0
+
+
+def run(collector: Collector, modules: Sequence[str | os.PathLike], output: str | os.PathLike, executor, *,
+        allow_mixed_devices: bool = False, budget: float | None = None, window: int | None = None,
+        say: Callable[[str], None] = lambda line: None) -> dict[str, Any]:
+    """Collects ``modules`` into ``output`` with ``executor``'s machines.
+    Returns the manifest entry of each program, the failures, the
+    configurations not measured and the run's timing."""
+    output = Path(output)
+    if output.exists() and not output.is_dir():
+        raise ValueError(f"-o {output}: exists and is not a folder")
+    plans = [collector.plan(Path(m)) for m in modules]
+    stems = [p.stem for p in plans]
+    dup = sorted({s for s in stems if stems.count(s) > 1})
+    if dup:
+        raise ValueError(f"two inputs are named {dup[0]}: their files in {output} would collide; "
+                         "collect them into separate folders")
+    output.mkdir(parents=True, exist_ok=True)
+    states = {p.stem: State(output / f"{p.stem}.collect.jsonl", p) for p in plans}
+
+    # The dataset's device: the first fingerprint its states hold.
+    dataset_fp: dict[str, Any] | None = None
+    devices: dict[tuple, dict[str, Any]] = {}
+    for st in states.values():
+        for r in st.records():
+            if r.get("device"):
+                devices.setdefault(fingerprint_key(r["device"]), r["device"])
+                dataset_fp = dataset_fp or r["device"]
+    if len(devices) > 1 and not allow_mixed_devices:
+        raise MixedDevicesError(f"{output} already holds measurements of {len(devices)} devices; "
+                                "pass allow_mixed_devices / --allow-mixed-devices to continue it")
+
+    queue: list[Task] = []
+    for p in plans:
+        st = states[p.stem]
+        todo = st.todo()
+        size = max(1, int(collector.settings().get("chunk", 8)))
+        batches = [todo[i:i + size] for i in range(0, len(todo), size)]
+        if not st.measured_any and not batches and p.reference_alone:
+            batches = [[]]
+        queue.extend(Task(p.stem, b) for b in batches)
+    payloads = {p.stem: executor.put(p.payload) for p in plans}
+
+    window = window or 2 * executor.devices()
+    in_flight: dict[Any, Task] = {}
+    failures: dict[str, str] = {}
+    lost: list[str] = []
+    timings: list[dict[str, Any]] = []
+    dirty: set[str] = set()
+    summaries: dict[str, dict[str, Any]] = {}
+    device_name = {stem: st.header.get("device") for stem, st in states.items() if st.header}
+    start = time.time()
+    last_publish = 0.0
+
+    def publish(force: bool) -> None:
+        nonlocal last_publish
+        if not force and time.time() - last_publish < 1.0:
+            return
+        for stem in sorted(dirty):
+            summaries[stem] = collector.publish(stem, device_name[stem])
+        dirty.clear()
+        write_manifest(output, collector, plans, states, summaries, devices, timings, start)
+        last_publish = time.time()
+
+    try:
+        while queue or in_flight:
+            while queue and len(in_flight) < window and (budget is None or time.time() - start < budget):
+                t = queue.pop(0)
+                if t.stem in failures:
+                    continue
+                t.submitted = time.time()
+                in_flight[executor.submit(collector.measure, payloads[t.stem], t.batch)] = t
+            if not in_flight:
+                break
+            for handle, result, error in executor.wait(list(in_flight)):
+                t = in_flight.pop(handle)
+                if error is not None:
+                    if executor.lost(error):
+                        lost.append(f"{t.stem}: configurations {t.batch}: {type(error).__name__}: {error}")
+                    else:
+                        failures.setdefault(t.stem, f"{t.stem}: {error}")
+                        say(f"error: {failures[t.stem]}")
+                    continue
+                fp = result["fingerprint"]
+                key = fingerprint_key(fp)
+                if dataset_fp is None:
+                    dataset_fp = fp
+                if key != fingerprint_key(dataset_fp) and not allow_mixed_devices:
+                    raise MixedDevicesError(
+                        f"node {result['node']} measures on {dict(key)}, but {output} holds measurements of "
+                        f"{dict(fingerprint_key(dataset_fp))}; pass allow_mixed_devices / --allow-mixed-devices "
+                        "to mix them, or collect into another folder")
+                devices.setdefault(key, fp)
+                record = dict(result["record"], device=fp, node=result["node"])
+                device_name.setdefault(t.stem, fp.get("device"))
+                if states[t.stem].add(record, device_name[t.stem]):
+                    dirty.add(t.stem)
+                timings.append({"stem": t.stem, "configs": len(t.batch), "submitted": t.submitted,
+                                "arrived": time.time(), "start": result["start"], "end": result["end"],
+                                "measure_seconds": result["measure_seconds"], "node": result["node"],
+                                "pid": result["pid"]})
+                publish(force=False)
+    finally:
+        executor.cancel(list(in_flight))
+        if dirty or not (output / "manifest.json").exists():
+            publish(force=True)
+
+    for stem in sorted(states):
+        if stem in device_name and stem not in summaries:
+            summaries[stem] = collector.publish(stem, device_name[stem])
+    not_measured = sum(len(st.todo()) for st in states.values())
+    for stem, s in sorted(summaries.items()):
+        say(f"{output / (stem + '.npz')}: {s.get('in_npz')} of {s.get('planned', {}).get('total')} "
+            f"configurations in the npz ({s.get('failed')} failed)")
+    return {
+        "manifest": str(output / "manifest.json"),
+        "modules": [summaries[p.stem] for p in plans if p.stem in summaries],
+        "not_measured": not_measured,
+        "failures": [failures[s] for s in sorted(failures)],
+        "lost": lost,
+        "devices": list(devices.values()),
+        "timing": summarize_timing(timings, time.time() - start, executor.devices()),
+    }
+
+
+def summarize_timing(timings: list[dict[str, Any]], wall: float, devices: int) -> dict[str, Any]:
+    """Orchestration against measurement: ``overhead`` is the devices' time
+    not spent in a measurement call (scheduling, transfers, planning on the
+    worker, the tail), over the time spent measuring."""
+    measured = sum(t["measure_seconds"] for t in timings)
+    in_task = sum(t["end"] - t["start"] for t in timings)
+    return {
+        "tasks": len(timings),
+        "devices": devices,
+        "wall_seconds": wall,
+        "measure_seconds": measured,
+        "task_seconds": in_task,
+        "overhead": (devices * wall - measured) / measured if measured else None,
+        "overhead_in_task": (in_task - measured) / measured if measured else None,
+        "nodes": sorted({t["node"] for t in timings}),
+        "worker_pids": len({(t["node"], t["pid"]) for t in timings}),
+    }
+
+
+def write_manifest(output: Path, collector: Collector, plans, states, summaries, devices, timings, start) -> None:
+    doc = {
+        "format": "hlo-cost-collect-manifest",
+        "version": 1,
+        "tool": "hlo_opt.fleet",
+        "task": collector.task,
+        "device": next((st.header.get("device") for st in states.values() if st.header), None),
+        "devices": list(devices.values()),
+        "settings": collector.settings(),
+        "run": {"unix_time": int(start), "tasks_done": len(timings)},
+        "modules": [summaries[p.stem] for p in plans if p.stem in summaries],
+    }
+    write_atomic(output / "manifest.json", (json.dumps(doc, indent=2) + "\n").encode())
+
+
+def parse_budget(text: str) -> float:
+    """Seconds of a duration as ``--budget`` takes it: 90, 90s, 10m, 1.5h, 1h30m."""
+    import re
+
+    parts = re.fullmatch(r"\s*((?:\d+(?:\.\d*)?[smh])*)(\d+(?:\.\d*)?)?\s*", text)
+    if not text.strip() or parts is None:
+        raise ValueError(f"budget {text!r}: expected a duration such as 90s, 10m, 1.5h or 1h30m")
+    units = {"s": 1, "m": 60, "h": 3600}
+    total = sum(float(v) * units[u] for v, u in re.findall(r"(\d+(?:\.\d*)?)([smh])", parts.group(1)))
+    return total + float(parts.group(2) or 0)
+
+
+def collect(modules, output, *, ray_address: str | None = None, device: str = "xla-cpu", configs: int = 32,
+            random_fraction: float = 0.5, seed: int = 0, budget: float | None = None, chunk: int = 8,
+            measure_budget: float = 2.0, estimator: str = "median", allow_mixed_devices: bool = False,
+            max_retries: int = 3, workers: int = 1, say: Callable[[str], None] = lambda line: None) -> dict[str, Any]:
+    """``hlo_opt.collect`` over Ray (``ray_address``) or local processes
+    (``ray_address="local"``); see :func:`run`."""
+    collector = LayoutCollector(Path(output), device=device, configs=configs, random_fraction=random_fraction,
+                                seed=seed, chunk=chunk, measure_budget=measure_budget, estimator=estimator)
+    executor = executor_for(ray_address, max_retries=max_retries, workers=workers)
+    try:
+        return run(collector, modules, output, executor, allow_mixed_devices=allow_mixed_devices, budget=budget,
+                   say=say)
+    finally:
+        executor.close()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m hlo_opt.fleet",
+                                 description="hlo-cost collect over a Ray cluster or local processes (docs/fleet.md)")
+    ap.add_argument("modules", nargs="+")
+    ap.add_argument("-o", "--output", required=True)
+    ap.add_argument("--ray", default="local", help="Ray address (auto, HOST:PORT) or `local`")
+    ap.add_argument("--device", default="xla-cpu")
+    ap.add_argument("--configs", type=int, default=32)
+    ap.add_argument("--random-fraction", type=float, default=0.5)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--chunk", type=int, default=8, help="configurations per task (one chunk)")
+    ap.add_argument("--measure-budget", type=float, default=2.0)
+    ap.add_argument("--estimator", default="median", choices=["median", "min"])
+    ap.add_argument("--budget", type=float, default=None, help="seconds; no task starts after it")
+    ap.add_argument("--allow-mixed-devices", action="store_true")
+    ap.add_argument("--max-retries", type=int, default=3)
+    ap.add_argument("--workers", type=int, default=1, help="local processes (without --ray)")
+    ap.add_argument("--timing", help="write the run's timing (JSON) here")
+    a = ap.parse_args(argv)
+    try:
+        out = collect(a.modules, a.output, ray_address=a.ray, device=a.device, configs=a.configs,
+                      random_fraction=a.random_fraction, seed=a.seed, budget=a.budget, chunk=a.chunk,
+                      measure_budget=a.measure_budget, estimator=a.estimator,
+                      allow_mixed_devices=a.allow_mixed_devices, max_retries=a.max_retries, workers=a.workers,
+                      say=print)
+    except ImportError as e:
+        print(f"hlo-cost: error: {e}", file=sys.stderr)
+        return 1
+    except (ValueError, RuntimeError, OSError) as e:
+        print(f"hlo-cost: error: {e}", file=sys.stderr)
+        return 1
+    if a.timing:
+        Path(a.timing).write_text(json.dumps(out["timing"], indent=2) + "\n")
+    for line in out["failures"]:
+        print(f"hlo-cost: error: {line}", file=sys.stderr)
+    for line in out["lost"]:
+        print(f"hlo-cost: lost (run the same command again to measure it): {line}", file=sys.stderr)
+    if out["not_measured"]:
+        print(f"hlo-cost: {out['not_measured']} configurations not measured yet; run the same command again "
+              "to continue", file=sys.stderr)
+    return 0 if not out["failures"] and not out["lost"] and not out["not_measured"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
