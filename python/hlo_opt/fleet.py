@@ -297,7 +297,13 @@ def _task(measure: Measure, payload: Any, batch: list[int]) -> dict[str, Any]:
     t0 = time.perf_counter()
     record = measure.measure(payload, batch)
     seconds = time.perf_counter() - t0
-    return {"record": record, "fingerprint": fp, "node": socket.gethostname(), "pid": os.getpid(),
+    node = socket.gethostname()
+    if "ray" in sys.modules:  # a Ray worker: the node's id (two nodes may share a host)
+        import ray
+
+        if ray.is_initialized():
+            node = f"{node}/{ray.get_runtime_context().get_node_id()[:12]}"
+    return {"record": record, "fingerprint": fp, "node": node, "pid": os.getpid(),
             "start": start, "end": time.time(), "measure_seconds": seconds}
 
 

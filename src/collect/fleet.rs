@@ -207,8 +207,8 @@ fn python() -> PathBuf {
 }
 
 /// `hlo-cost collect ... --ray ADDRESS`: runs the fleet driver
-/// (`python -m hlo_opt.fleet ARGS`, the same flags) and returns its exit
-/// status. A Python without `hlo_opt` or without Ray is named, with the
+/// (`python -m hlo_opt.fleet ARGS`, the same flags) in this process's
+/// place (exec; elsewhere than Unix, as a child whose status it returns). A Python without `hlo_opt` or without Ray is named, with the
 /// command that installs what is missing.
 pub fn hand_off(args: &[String]) -> Result<i32, String> {
     let py = python();
@@ -235,10 +235,20 @@ pub fn hand_off(args: &[String]) -> Result<i32, String> {
             py.display()
         ));
     }
-    let status = Command::new(&py)
-        .args(["-m", "hlo_opt.fleet"])
-        .args(args)
-        .status()
-        .map_err(|e| format!("{}: {e}", py.display()))?;
-    Ok(status.code().unwrap_or(1))
+    let mut driver = Command::new(&py);
+    driver.args(["-m", "hlo_opt.fleet"]).args(args);
+    // The driver takes this process's place: killing it kills the driver.
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::CommandExt;
+        let e = driver.exec();
+        Err(format!("{}: {e}", py.display()))
+    }
+    #[cfg(not(unix))]
+    {
+        let status = driver
+            .status()
+            .map_err(|e| format!("{}: {e}", py.display()))?;
+        Ok(status.code().unwrap_or(1))
+    }
 }
