@@ -66,6 +66,18 @@ def _pgid(pid: int) -> int | None:
         return None
 
 
+def _children(pid: int) -> list[int]:
+    out = []
+    for p in os.listdir("/proc"):
+        if p.isdigit():
+            try:
+                if int(open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()[1]) == pid:
+                    out.append(int(p))
+            except (OSError, IndexError, ValueError):
+                pass
+    return out
+
+
 class LoopbackCluster:
     def __init__(self, extra_env: dict[str, str] | None = None):
         # Short: Ray's socket paths live under it (107 characters at most).
@@ -109,6 +121,22 @@ class LoopbackCluster:
             raise RuntimeError(f"expected one new raylet in process group {p.pid}, found {new}")
         self.raylets.append(new[0])
         return new[0]
+
+    def running_task(self, raylet: int, name: str = "_task") -> bool:
+        """Whether a worker of the node of `raylet` is running a task
+        `name` (Ray titles such a worker `ray::NAME`)."""
+        return any(_cmdline(str(w))[0].startswith(f"ray::{name}") for w in _children(raylet) if _cmdline(str(w)))
+
+    def kill_node(self, raylet: int) -> None:
+        """Kills a node as a machine dies: its raylet, the daemons started
+        with it, its workers and what they started, all at once."""
+        groups = {_pgid(raylet)} | {_pgid(w) for w in _children(raylet)}
+        for g in groups - {None, os.getpgid(0)}:
+            try:
+                os.killpg(g, signal.SIGKILL)
+            except OSError:
+                pass
+        self.raylets.remove(raylet)
 
     def driver_env(self) -> dict[str, str]:
         """The environment of a driver on this cluster."""

@@ -2,8 +2,9 @@
 a Ray cluster of two nodes on this machine, loopback only
 (fleet_support.py), collecting 22 small programs, two tasks each:
 
-- one node's raylet is killed mid-run: the run completes, every (program,
-  configuration) is in the output exactly once;
+- one node dies mid-run (its raylet and workers killed while it measures):
+  the task is retried on the other node, the run completes, and every
+  (program, configuration) is in the output exactly once;
 - the driver is killed and the command rerun: it resumes (what was written
   stays as it was) and ends with the same set;
 - the cluster's dataset is the single-machine one (`hlo-cost collect`
@@ -151,8 +152,9 @@ def run_to_end(cmd: list[str], env: dict, timeout: float = 600) -> subprocess.Co
 
 @pytest.fixture(scope="module")
 def node_killed(cluster, programs, tmp_path_factory):
-    """A run whose second node's raylet is killed once 6 of its 44 tasks
-    are in; then the node is started again for the next tests."""
+    """A run whose second node dies (its raylet, its workers and what they
+    started are killed) while it measures, once 6 of the 44 tasks are in;
+    then the node is started again for the next tests."""
     out = tmp_path_factory.mktemp("node_killed")
     total = 2 * len(programs)
     victim = cluster.raylets[1]
@@ -160,14 +162,14 @@ def node_killed(cluster, programs, tmp_path_factory):
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         wait_until(lambda: count(out) >= 6 or driver.poll() is not None, 300, "6 records")
+        wait_until(lambda: cluster.running_task(victim) or driver.poll() is not None, 60, "a task on node 2")
         at_kill = count(out)
-        os.kill(victim, signal.SIGKILL)
+        cluster.kill_node(victim)
         stdout, stderr = driver.communicate(timeout=600)
     finally:
         if driver.poll() is None:
             driver.kill()
             driver.wait()
-    cluster.raylets.remove(victim)
     cluster.start_node()
     cluster.wait_for_devices(2)
     return out, at_kill, total, driver.returncode, stderr.decode(errors="replace")
