@@ -36,7 +36,7 @@ import tempfile
 import time
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor
 from concurrent.futures import wait as _wait_futures
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from multiprocessing import get_context
 from pathlib import Path
 from typing import Any, Callable, Iterable, Protocol, Sequence
@@ -108,7 +108,14 @@ class Collector(Protocol):
 # --- The layout collection of hlo-cost collect -------------------------------
 
 
-@dataclass
+# Per worker process, across tasks (each task unpickles its own Measure):
+# the device fingerprint per device, the planned programs per (name, text,
+# settings).
+_FINGERPRINTS: dict[str, dict[str, Any]] = {}
+_PROGRAMS: dict[tuple, Any] = {}
+
+
+@dataclass(frozen=True)
 class LayoutMeasure:
     device: str
     configs: int
@@ -117,13 +124,6 @@ class LayoutMeasure:
     chunk: int
     measure_budget: float
     estimator: str
-    _programs: dict = field(default_factory=dict, repr=False, compare=False)
-    _fingerprint: dict | None = field(default=None, repr=False, compare=False)
-
-    def __getstate__(self):
-        d = dict(self.__dict__)
-        d["_programs"], d["_fingerprint"] = {}, None
-        return d
 
     def _settings(self) -> dict[str, Any]:
         return dict(
@@ -136,29 +136,33 @@ class LayoutMeasure:
         )
 
     def fingerprint(self) -> dict[str, Any]:
-        if self._fingerprint is None:
+        fp = _FINGERPRINTS.get(self.device)
+        if fp is None:
             from . import _native
 
             fp = json.loads(_native.device_fingerprint(self.device))
             machine = fp.pop("machine", {}) or {}
             fp.update(cpu=machine.get("cpu"), cores=machine.get("cores"), hostname=machine.get("hostname"))
-            self._fingerprint = fp
-        return self._fingerprint
+            _FINGERPRINTS[self.device] = fp
+        return fp
 
     def measure(self, payload: Any, batch: list[int]) -> dict[str, Any]:
         from . import _native
 
         name, text = payload
-        key = (name, hash(text))
-        program = self._programs.get(key)
+        key = (name, text, self)
+        program = _PROGRAMS.get(key)
         if program is None:
             # The module travels as bytes (the nodes need not share files);
-            # planned here from a private copy, the plan is the driver's.
-            folder = Path(tempfile.mkdtemp(prefix="hlo-opt-fleet-"))
-            path = folder / name
-            path.write_bytes(text)
-            program = _native.CollectProgram(path, folder, **self._settings())
-            self._programs[key] = program
+            # planned here from a private copy: the same text and settings
+            # give the driver's plan.
+            with tempfile.TemporaryDirectory(prefix="hlo-opt-fleet-") as folder:
+                path = Path(folder) / name
+                path.write_bytes(text)
+                program = _native.CollectProgram(path, folder, **self._settings())
+            if len(_PROGRAMS) > 64:
+                _PROGRAMS.clear()
+            _PROGRAMS[key] = program
         return json.loads(program.measure(self.device, list(batch)))
 
 
@@ -545,21 +549,38 @@ def run(collector: Collector, modules: Sequence[str | os.PathLike], output: str 
 
 
 def summarize_timing(timings: list[dict[str, Any]], wall: float, devices: int) -> dict[str, Any]:
-    """Orchestration against measurement: ``overhead`` is the devices' time
-    not spent in a measurement call (scheduling, transfers, planning on the
-    worker, the tail), over the time spent measuring."""
+    """Orchestration against measurement. Per task, its overhead is the
+    time its device was held outside the measurement call (the task's own
+    start-up: fingerprint, unpickling, planning the program on first use)
+    plus the gap since the previous task on that node ended (scheduling,
+    the result's way back, the driver's turn). ``overhead`` is their sum
+    over the time spent measuring; ``overhead_wall`` charges everything
+    (the driver's start, the last tasks' uneven end) as
+    ``devices * wall / measured - 1``."""
     measured = sum(t["measure_seconds"] for t in timings)
-    in_task = sum(t["end"] - t["start"] for t in timings)
+    in_task = [t["end"] - t["start"] - t["measure_seconds"] for t in timings]
+    gaps = []
+    by_node: dict[str, list[dict[str, Any]]] = {}
+    for t in timings:
+        by_node.setdefault(t["node"], []).append(t)
+    for ts in by_node.values():
+        ts.sort(key=lambda t: t["start"])
+        gaps.extend(max(0.0, b["start"] - a["end"]) for a, b in zip(ts, ts[1:]))
+
+    def median(v: list[float]) -> float | None:
+        return sorted(v)[len(v) // 2] if v else None
+
     return {
         "tasks": len(timings),
         "devices": devices,
+        "nodes": len(by_node),
         "wall_seconds": wall,
         "measure_seconds": measured,
-        "task_seconds": in_task,
-        "overhead": (devices * wall - measured) / measured if measured else None,
-        "overhead_in_task": (in_task - measured) / measured if measured else None,
-        "nodes": sorted({t["node"] for t in timings}),
-        "worker_pids": len({(t["node"], t["pid"]) for t in timings}),
+        "measure_seconds_per_task": measured / len(timings) if timings else None,
+        "in_task_overhead_seconds_median": median(in_task),
+        "gap_seconds_median": median(gaps),
+        "overhead": (sum(in_task) + sum(gaps)) / measured if measured else None,
+        "overhead_wall": devices * wall / measured - 1 if measured else None,
     }
 
 
@@ -650,4 +671,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # Run as hlo_opt.fleet, not __main__: tasks then refer to this module's
+    # functions and per-process caches by name instead of carrying copies.
+    from hlo_opt import fleet as _fleet
+
+    sys.exit(_fleet.main())
