@@ -33,8 +33,47 @@ def load1() -> float:
     return float(open("/proc/loadavg").read().split()[0])
 
 
+def driver_replay(module: Path, configs: int, chunk: int, out: Path) -> int:
+    """The driver's work per result without any device: a program's plan,
+    then made-up chunk records of `chunk` configurations each (ratio 1)
+    added to its state and published, timed as the state grows."""
+    import hlo_opt.fleet as fleet
+
+    folder = out / "replay"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    collector = fleet.LayoutCollector(folder, configs=configs, chunk=chunk)
+    t0 = time.perf_counter()
+    planned = collector.plan(module)
+    plan_seconds = time.perf_counter() - t0
+    state = fleet.State(folder / f"{planned.stem}.collect.jsonl", planned)
+    fp = {"device": "xla-cpu", "platform": "cpu", "pjrt_api_version": "0.0", "package": "xla-cpu-pjrt",
+          "package_version": "0", "cpu": "bench", "cores": 2, "hostname": "bench"}
+    adds, pubs = [], []
+    for i in range(0, len(planned.configs), chunk):
+        batch = planned.configs[i:i + chunk]
+        n = len(batch)
+        rec = {"configs": batch, "ratio": [1.0] * n, "ratio_min": [1.0] * n, "notes": [""] * n,
+               "default_seconds": 1e-3, "default_min_seconds": 1e-3, "spread": 0.01, "control_ratio": 1.0,
+               "control_ratio_min": 1.0, "rounds": 10, "load1": 1.0, "wall_seconds": 2.0, "device": fp,
+               "node": "bench"}
+        t0 = time.perf_counter()
+        state.add(rec, "xla-cpu")
+        adds.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        collector.publish(planned.stem, "xla-cpu")
+        pubs.append(time.perf_counter() - t0)
+    size = (folder / f"{planned.stem}.collect.jsonl").stat().st_size
+    print(f"replay {module.name}: {len(planned.configs) + 1} configurations, {len(adds)} results of {chunk};"
+          f" plan {plan_seconds * 1e3:.0f} ms; state rewrite first/last {adds[0] * 1e3:.1f}/{adds[-1] * 1e3:.1f} ms"
+          f" (final {size / 1e3:.0f} kB); npz publish first/last {pubs[0] * 1e3:.1f}/{pubs[-1] * 1e3:.1f} ms;"
+          f" load {load1():.1f}")
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
+    ap.add_argument("--driver-replay", metavar="MODULE", help="time the driver's work per result on MODULE only")
     ap.add_argument("--programs", type=int, default=8)
     ap.add_argument("--configs", type=int, default=17, help="per program: the default + 2 tasks of 8")
     ap.add_argument("--chunk", type=int, default=8)
@@ -43,6 +82,8 @@ def main() -> int:
     ap.add_argument("--runs", default="cli,local,ray1,ray2")
     a = ap.parse_args()
     out = Path(a.out)
+    if a.driver_replay:
+        return driver_replay(Path(a.driver_replay), a.configs, a.chunk, out)
     shutil.rmtree(out, ignore_errors=True)
     programs = make_programs(out / "programs")[: a.programs]
     settings = ["--configs", str(a.configs), "--chunk", str(a.chunk), "--measure-budget", str(a.measure_budget)]
@@ -90,7 +131,9 @@ def main() -> int:
               f" ({f(row.get('measure_seconds_per_task'))} s/task)  in-task overhead median"
               f" {f(row.get('in_task_overhead_seconds_median'), 3)} s  gap median {f(row.get('gap_seconds_median'), 3)} s"
               f"  overhead {f(row.get('overhead') and 100 * row['overhead'], 1)}%"
-              f"  (wall-charged {f(row.get('overhead_wall') and 100 * row['overhead_wall'], 1)}%)  load {load:.1f}",
+              f"  (wall-charged {f(row.get('overhead_wall') and 100 * row['overhead_wall'], 1)}%)"
+              f"  driver {f(row.get('driver_seconds_per_result_mean') and 1e3 * row['driver_seconds_per_result_mean'], 1)}"
+              f" ms/result  load {load:.1f}",
               flush=True)
     (out / "bench.json").write_text(json.dumps(rows, indent=2) + "\n")
     return 0
