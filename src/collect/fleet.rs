@@ -101,7 +101,8 @@ impl Program {
 pub fn fingerprint(device: &str) -> Result<Value, String> {
     let measurer = pjrt::measurer_for(device, pjrt::MeasureConfig::default())
         .map_err(|e| format!("--device {device}: {e}"))?;
-    let b = pjrt::Backend::start(&measurer.plugin).map_err(|e| format!("--device {device}: {e}"))?;
+    let b =
+        pjrt::Backend::start(&measurer.plugin).map_err(|e| format!("--device {device}: {e}"))?;
     let package = plugin_package(&measurer.plugin);
     Ok(json!({
         "device": pjrt::device_name(&b.platform),
