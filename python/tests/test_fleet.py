@@ -241,13 +241,14 @@ def test_the_cluster_dataset_is_the_single_machine_one_within_noise(node_killed,
     # side. The noise of a ratio: the control's (the default against itself,
     # true ratio 1), median |ln ratio|. Two single-machine runs of these
     # programs (28 Nov, load 7): correlation 0.81, median difference 3.3x
-    # the control's error; the same values with configurations mismatched
-    # (shuffled): correlation 0.2, 8.9x.
+    # the control's error; the cluster against one machine: 0.61, 3.6x; the
+    # same values with configurations mismatched (shuffled): 0.03-0.2,
+    # 7.4-8.9x.
     ours, theirs = np.array(ours), np.array(theirs)
     noise = float(np.median(control))
     diff = float(np.median(np.abs(ours - theirs)))
     corr = float(np.corrcoef(ours, theirs)[0, 1])
-    assert corr >= 0.5 and diff <= 5 * noise, dict(correlation=corr, median_diff=diff, control_error=noise)
+    assert corr >= 0.4 and diff <= 6 * noise, dict(correlation=corr, median_diff=diff, control_error=noise)
 
 
 @needs_plugin
