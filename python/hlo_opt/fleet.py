@@ -47,7 +47,7 @@ RESOURCE = "hlo_opt_device"
 
 #: The fingerprint keys that must agree for two measurements to share a
 #: dataset (the hostname and the plugin's path may differ).
-FINGERPRINT_KEYS = ("device", "platform", "pjrt_api_version", "package", "package_version", "cpu", "cores")
+FINGERPRINT_KEYS = ("device", "platform", "pjrt_api_version", "package", "package_version", "cpu", "cores", "gpu")
 
 RAY_MISSING = "Ray is not installed: pip install 'hlo-opt[ray]' (or pip install -r python/requirements.txt)"
 
@@ -115,6 +115,18 @@ _FINGERPRINTS: dict[str, dict[str, Any]] = {}
 _PROGRAMS: dict[tuple, Any] = {}
 
 
+def _gpu_names() -> str | None:
+    """This machine's GPUs and driver (``nvidia-smi``), when it has one."""
+    import subprocess
+
+    try:
+        r = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
+                           capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return "; ".join(sorted(set(r.stdout.split("\n")) - {""})) if r.returncode == 0 else None
+
+
 @dataclass(frozen=True)
 class LayoutMeasure:
     device: str
@@ -143,6 +155,8 @@ class LayoutMeasure:
             fp = json.loads(_native.device_fingerprint(self.device))
             machine = fp.pop("machine", {}) or {}
             fp.update(cpu=machine.get("cpu"), cores=machine.get("cores"), hostname=machine.get("hostname"))
+            if fp.get("platform") != "cpu":
+                fp["gpu"] = _gpu_names()
             _FINGERPRINTS[self.device] = fp
         return fp
 
