@@ -47,7 +47,7 @@ RESOURCE = "hlo_opt_device"
 
 #: The fingerprint keys that must agree for two measurements to share a
 #: dataset (the hostname and the plugin's path may differ).
-FINGERPRINT_KEYS = ("device", "platform", "pjrt_api_version", "package", "package_version", "cpu", "cores", "gpu")
+FINGERPRINT_KEYS = ("device", "platform", "pjrt_api_version", "package", "package_version", "plugin_sha256", "cpu", "cores", "gpu")
 
 RAY_MISSING = "Ray is not installed: pip install 'hlo-opt[ray]' (or pip install -r python/requirements.txt)"
 
@@ -115,6 +115,16 @@ _FINGERPRINTS: dict[str, dict[str, Any]] = {}
 _PROGRAMS: dict[tuple, Any] = {}
 
 
+def _file_sha256(path: str | None) -> str | None:
+    import hashlib
+
+    try:
+        with open(path or "", "rb") as f:
+            return hashlib.file_digest(f, "sha256").hexdigest()[:16]
+    except OSError:
+        return None
+
+
 def _gpu_names() -> str | None:
     """This machine's GPUs and driver (``nvidia-smi``), when it has one."""
     import subprocess
@@ -155,6 +165,7 @@ class LayoutMeasure:
             fp = json.loads(_native.device_fingerprint(self.device))
             machine = fp.pop("machine", {}) or {}
             fp.update(cpu=machine.get("cpu"), cores=machine.get("cores"), hostname=machine.get("hostname"))
+            fp["plugin_sha256"] = _file_sha256(fp.get("plugin"))  # the XLA build, whatever its version says
             if fp.get("platform") != "cpu":
                 fp["gpu"] = _gpu_names()
             _FINGERPRINTS[self.device] = fp
