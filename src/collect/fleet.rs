@@ -253,3 +253,83 @@ pub fn hand_off(args: &[String]) -> Result<i32, String> {
         Ok(status.code().unwrap_or(1))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::collect::Estimator;
+
+    fn settings(seed: u64) -> Settings {
+        Settings {
+            device: String::new(),
+            estimator: Estimator::Median,
+            configs: 5,
+            random_fraction: 0.5,
+            seed,
+            chunk: 2,
+            measure_budget: 0.0,
+            budget: None,
+        }
+    }
+
+    /// A folder of its own, emptied.
+    fn folder(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!(
+            "hlo-opt-collect-fleet-{}-{name}",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).expect("a test folder");
+        d
+    }
+
+    fn mlp(dir: &Path, seed: u64) -> Program {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/hlo/mlp.pre.hlo");
+        Program::plan(&path, dir, &settings(seed)).expect("mlp.pre.hlo plans")
+    }
+
+    #[test]
+    fn a_chunk_holds_plan_indices_other_than_the_default() {
+        let dir = folder("indices");
+        let p = mlp(&dir, 1);
+        assert_eq!((p.stem(), p.planned()), ("mlp.pre", 5));
+        // Refused before any device is looked for.
+        for bad in [0, 5] {
+            let e = p.measure("pjrt:/nonexistent.so", &[1, bad]).unwrap_err();
+            assert!(
+                e.starts_with(&format!("configuration {bad}: not in the plan")),
+                "{e}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_header_names_the_device_it_is_made_for() {
+        let dir = folder("header");
+        let p = mlp(&dir, 1);
+        let h = p.header("xla-cuda");
+        assert_eq!(h["device"], "xla-cuda");
+        assert_eq!(h["plan"].as_array().map(Vec::len), Some(5));
+        assert_eq!(
+            h["plan"],
+            p.header("xla-cpu")["plan"],
+            "the plan does not depend on the device"
+        );
+    }
+
+    #[test]
+    fn publishing_refuses_a_state_of_other_settings() {
+        let dir = folder("publish");
+        let other = mlp(&dir, 2);
+        let header = other.header("xla-cpu").to_string() + "\n";
+        std::fs::write(dir.join("mlp.pre.collect.jsonl"), header).expect("a state file");
+        let e = mlp(&dir, 1).publish("xla-cpu").unwrap_err();
+        assert!(e.contains("--seed 2 (this run: 1)"), "{e}");
+        // Its own state (a header, nothing measured) publishes an empty entry.
+        let mut same = mlp(&dir, 2);
+        let entry = same.publish("xla-cpu").expect("its own state");
+        assert_eq!(entry["in_npz"], 0);
+        assert!(!dir.join("mlp.pre.npz").exists());
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}
