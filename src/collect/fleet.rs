@@ -301,6 +301,7 @@ mod tests {
                 "{e}"
             );
         }
+        let _ = std::fs::remove_dir_all(dir);
     }
 
     #[test]
@@ -315,6 +316,7 @@ mod tests {
             p.header("xla-cpu")["plan"],
             "the plan does not depend on the device"
         );
+        let _ = std::fs::remove_dir_all(dir);
     }
 
     #[test]
