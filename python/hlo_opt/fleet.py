@@ -86,6 +86,7 @@ class Planned:
     configs: list[int]  #: the configurations to measure, each once
     payload: Any  #: what a task needs to measure it (picklable, small)
     header: Callable[[str], dict[str, Any]]  #: the state's first line, for a device name
+    batch: int = 8  #: configurations per task
     reference_alone: bool = True  #: with nothing else to do, one empty batch measures the reference
 
 
@@ -216,6 +217,7 @@ class LayoutCollector:
             configs=list(range(1, program.planned)),
             payload=(Path(path).name, Path(path).read_bytes()),
             header=lambda device, p=program: json.loads(p.header(device)),
+            batch=max(1, self.measure.chunk),
         )
 
     def publish(self, stem: str, device: str) -> dict[str, Any]:
@@ -390,7 +392,8 @@ class RayExecutor:
         host = address.split("://")[-1].rsplit(":", 1)[0]
         if host in ("127.0.0.1", "localhost"):
             kwargs["_node_ip_address"] = "127.0.0.1"
-        if not ray.is_initialized():
+        self.owned = not ray.is_initialized()
+        if self.owned:
             ray.init(**kwargs)
         n = int(ray.cluster_resources().get(RESOURCE, 0))
         if n < 1:
@@ -410,8 +413,21 @@ class RayExecutor:
     def submit(self, measure: Measure, payload: Any, batch: list[int]):
         return self.remote.remote(measure, payload, batch)
 
-    def wait(self, handles: list) -> list[tuple[Any, Any, BaseException | None]]:
-        done, _ = self.ray.wait(handles, num_returns=1)
+    def wait(self, handles: list, patience: float = 120) -> list[tuple[Any, Any, BaseException | None]]:
+        """The next results; raises when no node has offered a device for
+        ``patience`` seconds (the tasks would wait for ever)."""
+        deviceless_since = None
+        while True:
+            done, _ = self.ray.wait(handles, num_returns=1, timeout=10)
+            if done:
+                break
+            if self.ray.cluster_resources().get(RESOURCE, 0) >= 1:
+                deviceless_since = None
+            elif deviceless_since is None:
+                deviceless_since = time.time()
+            elif time.time() - deviceless_since > patience:
+                raise RuntimeError(f"no node of the cluster has offered {RESOURCE!r} for {patience:.0f} s; "
+                                   "the folder keeps what was measured: run the same command when nodes are back")
         out = []
         for h in done:
             try:
@@ -431,7 +447,8 @@ class RayExecutor:
                 pass
 
     def close(self) -> None:
-        self.ray.shutdown()
+        if self.owned:
+            self.ray.shutdown()
 
 
 def executor_for(ray_address: str | None, *, max_retries: int = 3, workers: int = 1):
@@ -453,129 +470,166 @@ class Task:
 def run(collector: Collector, modules: Sequence[str | os.PathLike], output: str | os.PathLike, executor, *,
         allow_mixed_devices: bool = False, budget: float | None = None, window: int | None = None,
         say: Callable[[str], None] = lambda line: None) -> dict[str, Any]:
-    """Collects ``modules`` into ``output`` with ``executor``'s machines.
-    Returns the manifest entry of each program, the failures, the
-    configurations not measured and the run's timing."""
-    output = Path(output)
-    if output.exists() and not output.is_dir():
-        raise ValueError(f"-o {output}: exists and is not a folder")
-    plans = [collector.plan(Path(m)) for m in modules]
-    stems = [p.stem for p in plans]
-    dup = sorted({s for s in stems if stems.count(s) > 1})
-    if dup:
-        raise ValueError(f"two inputs are named {dup[0]}: their files in {output} would collide; "
-                         "collect them into separate folders")
-    output.mkdir(parents=True, exist_ok=True)
-    states = {p.stem: State(output / f"{p.stem}.collect.jsonl", p) for p in plans}
-
-    # The dataset's device: the first fingerprint its states hold.
-    dataset_fp: dict[str, Any] | None = None
-    devices: dict[tuple, dict[str, Any]] = {}
-    for st in states.values():
-        for r in st.records():
-            if r.get("device"):
-                devices.setdefault(fingerprint_key(r["device"]), r["device"])
-                dataset_fp = dataset_fp or r["device"]
-    if len(devices) > 1 and not allow_mixed_devices:
-        raise MixedDevicesError(f"{output} already holds measurements of {len(devices)} devices; "
-                                "pass allow_mixed_devices / --allow-mixed-devices to continue it")
-
-    queue: list[Task] = []
-    for p in plans:
-        st = states[p.stem]
-        todo = st.todo()
-        size = max(1, int(collector.settings().get("chunk", 8)))
-        batches = [todo[i:i + size] for i in range(0, len(todo), size)]
-        if not st.measured_any and not batches and p.reference_alone:
-            batches = [[]]
-        queue.extend(Task(p.stem, b) for b in batches)
-    payloads = {p.stem: executor.put(p.payload) for p in plans}
-
-    window = window or 2 * executor.devices()
-    in_flight: dict[Any, Task] = {}
-    failures: dict[str, str] = {}
-    lost: list[str] = []
-    timings: list[dict[str, Any]] = []
-    dirty: set[str] = set()
-    summaries: dict[str, dict[str, Any]] = {}
-    device_name = {stem: st.header.get("device") for stem, st in states.items() if st.header}
-    start = time.time()
-    next_publish = 0.0
-
-    def publish(force: bool) -> None:
-        # The npz files and the manifest are derived from the states: they
-        # are refreshed at most once a second, and never take more than a
-        # third of the driver's time (a wait twice as long as the last).
-        nonlocal next_publish
-        if not force and time.time() < next_publish:
-            return
-        t0 = time.time()
-        for stem in sorted(dirty):
-            summaries[stem] = collector.publish(stem, device_name[stem])
-        dirty.clear()
-        write_manifest(output, collector, plans, states, summaries, devices, timings, start)
-        next_publish = time.time() + max(1.0, 2 * (time.time() - t0))
-
+    """Collects ``modules`` into ``output`` with ``executor``'s machines:
+    plan every program, read what the folder holds, cut the rest into
+    tasks, run them (at most ``window`` at a time, none started after
+    ``budget`` seconds) taking each result in as it arrives, publish.
+    Returns each program's manifest entry, the failures, the tasks lost,
+    the configurations not measured, the devices and the run's timing."""
+    d = _Driver(collector, Path(output), executor, allow_mixed_devices, say)
+    d.plan(modules)
+    d.read_states()
+    queue = d.tasks()
     try:
-        while queue or in_flight:
-            while queue and len(in_flight) < window and (budget is None or time.time() - start < budget):
+        d.schedule(queue, window or 2 * executor.devices(), budget)
+    finally:
+        d.finish()
+    return d.outcome()
+
+
+class _Driver:
+    """The stages of :func:`run` and the run's state between them."""
+
+    def __init__(self, collector: Collector, output: Path, executor, allow_mixed: bool, say):
+        self.collector, self.output, self.executor = collector, output, executor
+        self.allow_mixed, self.say = allow_mixed, say
+        self.in_flight: dict[Any, Task] = {}
+        self.failures: dict[str, str] = {}
+        self.lost: list[str] = []
+        self.timings: list[dict[str, Any]] = []
+        self.dirty: set[str] = set()
+        self.summaries: dict[str, dict[str, Any]] = {}
+        self.devices: dict[tuple, dict[str, Any]] = {}
+        self.dataset_fp: dict[str, Any] | None = None
+        self.start = time.time()
+        self.next_publish = 0.0
+
+    def plan(self, modules) -> None:
+        """Every program planned before anything is measured; stems unique."""
+        if self.output.exists() and not self.output.is_dir():
+            raise ValueError(f"-o {self.output}: exists and is not a folder")
+        self.plans = [self.collector.plan(Path(m)) for m in modules]
+        stems = [p.stem for p in self.plans]
+        dup = sorted({s for s in stems if stems.count(s) > 1})
+        if dup:
+            raise ValueError(f"two inputs are named {dup[0]}: their files in {self.output} would collide; "
+                             "collect them into separate folders")
+
+    def read_states(self) -> None:
+        """What the folder holds: each program's state, the dataset's device
+        (the first fingerprint found)."""
+        self.output.mkdir(parents=True, exist_ok=True)
+        self.states = {p.stem: State(self.output / f"{p.stem}.collect.jsonl", p) for p in self.plans}
+        for st in self.states.values():
+            for r in st.records():
+                if r.get("device"):
+                    self.devices.setdefault(fingerprint_key(r["device"]), r["device"])
+                    self.dataset_fp = self.dataset_fp or r["device"]
+        if len(self.devices) > 1 and not self.allow_mixed:
+            raise MixedDevicesError(f"{self.output} already holds measurements of {len(self.devices)} devices; "
+                                    "pass allow_mixed_devices / --allow-mixed-devices to continue it")
+        self.device_name = {stem: st.header.get("device") for stem, st in self.states.items() if st.header}
+
+    def tasks(self) -> list[Task]:
+        """The configurations the states lack, in batches of the plan's size."""
+        queue = []
+        for p in self.plans:
+            st = self.states[p.stem]
+            todo = st.todo()
+            batches = [todo[i:i + p.batch] for i in range(0, len(todo), p.batch)]
+            if not st.measured_any and not batches and p.reference_alone:
+                batches = [[]]
+            queue.extend(Task(p.stem, b) for b in batches)
+        self.payloads = {p.stem: self.executor.put(p.payload) for p in self.plans if p.stem in {t.stem for t in queue}}
+        return queue
+
+    def schedule(self, queue: list[Task], window: int, budget: float | None) -> None:
+        """Keeps ``window`` tasks in flight; takes each result in as it arrives."""
+        queue = list(queue)
+        while queue or self.in_flight:
+            while queue and len(self.in_flight) < window and (budget is None or time.time() - self.start < budget):
                 t = queue.pop(0)
-                if t.stem in failures:
+                if t.stem in self.failures:
                     continue
                 t.submitted = time.time()
-                in_flight[executor.submit(collector.measure, payloads[t.stem], t.batch)] = t
-            if not in_flight:
+                self.in_flight[self.executor.submit(self.collector.measure, self.payloads[t.stem], t.batch)] = t
+            if not self.in_flight:
                 break
-            for handle, result, error in executor.wait(list(in_flight)):
+            for handle, result, error in self.executor.wait(list(self.in_flight)):
                 arrived = time.time()
-                t = in_flight.pop(handle)
+                t = self.in_flight.pop(handle)
                 if error is not None:
-                    if executor.lost(error):
-                        lost.append(f"{t.stem}: configurations {t.batch}: {type(error).__name__}: {error}")
-                    else:
-                        failures.setdefault(t.stem, f"{t.stem}: {error}")
-                        say(f"error: {failures[t.stem]}")
+                    self.failed(t, error)
                     continue
-                fp = result["fingerprint"]
-                key = fingerprint_key(fp)
-                if dataset_fp is None:
-                    dataset_fp = fp
-                if key != fingerprint_key(dataset_fp) and not allow_mixed_devices:
-                    raise MixedDevicesError(
-                        f"node {result['node']} measures on {dict(key)}, but {output} holds measurements of "
-                        f"{dict(fingerprint_key(dataset_fp))}; pass allow_mixed_devices / --allow-mixed-devices "
-                        "to mix them, or collect into another folder")
-                devices.setdefault(key, fp)
-                record = dict(result["record"], device=fp, node=result["node"])
-                device_name.setdefault(t.stem, fp.get("device"))
-                if states[t.stem].add(record, device_name[t.stem]):
-                    dirty.add(t.stem)
-                publish(force=False)
-                timings.append({"stem": t.stem, "configs": len(t.batch), "submitted": t.submitted,
-                                "arrived": arrived, "start": result["start"], "end": result["end"],
-                                "measure_seconds": result["measure_seconds"], "node": result["node"],
-                                "pid": result["pid"], "driver_seconds": time.time() - arrived})
-    finally:
-        executor.cancel(list(in_flight))
-        if dirty or not (output / "manifest.json").exists():
-            publish(force=True)
+                self.accept(t, result)
+                self.publish(force=False)
+                self.timings.append({"stem": t.stem, "configs": len(t.batch), "submitted": t.submitted,
+                                     "arrived": arrived, "start": result["start"], "end": result["end"],
+                                     "measure_seconds": result["measure_seconds"], "node": result["node"],
+                                     "driver_seconds": time.time() - arrived})
 
-    for stem in sorted(states):
-        if stem in device_name and stem not in summaries:
-            summaries[stem] = collector.publish(stem, device_name[stem])
-    not_measured = sum(len(st.todo()) for st in states.values())
-    for stem, s in sorted(summaries.items()):
-        say(f"{output / (stem + '.npz')}: {s.get('in_npz')} of {s.get('planned', {}).get('total')} "
-            f"configurations in the npz ({s.get('failed')} failed)")
-    return {
-        "manifest": str(output / "manifest.json"),
-        "modules": [summaries[p.stem] for p in plans if p.stem in summaries],
-        "not_measured": not_measured,
-        "failures": [failures[s] for s in sorted(failures)],
-        "lost": lost,
-        "devices": list(devices.values()),
-        "timing": summarize_timing(timings, time.time() - start, executor.devices()),
-    }
+    def failed(self, t: Task, error: BaseException) -> None:
+        if self.executor.lost(error):
+            self.lost.append(f"{t.stem}: configurations {t.batch}: {type(error).__name__}: {error}")
+        else:
+            cause = getattr(error, "cause", None) or error  # a Ray task's own exception
+            self.failures.setdefault(t.stem, f"{t.stem}: {cause}")
+            self.say(f"error: {self.failures[t.stem]}")
+
+    def accept(self, t: Task, result: dict[str, Any]) -> None:
+        """One result into its program's state, unless its device is not the dataset's."""
+        fp = result["fingerprint"]
+        key = fingerprint_key(fp)
+        if self.dataset_fp is None:
+            self.dataset_fp = fp
+        if key != fingerprint_key(self.dataset_fp) and not self.allow_mixed:
+            raise MixedDevicesError(
+                f"node {result['node']} measures on {dict(key)}, but {self.output} holds measurements of "
+                f"{dict(fingerprint_key(self.dataset_fp))}; pass allow_mixed_devices / --allow-mixed-devices "
+                "to mix them, or collect into another folder")
+        self.devices.setdefault(key, fp)
+        record = dict(result["record"], device=fp, node=result["node"])
+        self.device_name.setdefault(t.stem, fp.get("device"))
+        if self.states[t.stem].add(record, self.device_name[t.stem]):
+            self.dirty.add(t.stem)
+
+    def publish(self, force: bool) -> None:
+        """The npz files and the manifest, derived from the states: refreshed
+        at most once a second, and never taking more than a third of the
+        driver's time (a wait twice as long as the last)."""
+        if not force and time.time() < self.next_publish:
+            return
+        t0 = time.time()
+        for stem in sorted(self.dirty):
+            self.summaries[stem] = self.collector.publish(stem, self.device_name[stem])
+        self.dirty.clear()
+        write_manifest(self.output, self.collector, self.plans, self.states, self.summaries, self.devices,
+                       self.timings, self.start)
+        self.next_publish = time.time() + max(1.0, 2 * (time.time() - t0))
+
+    def finish(self) -> None:
+        """Tasks still in flight cancelled (their results are not written);
+        every program's files as its state says."""
+        self.executor.cancel(list(self.in_flight))
+        for stem in sorted(self.states):
+            if stem in self.device_name and stem not in self.summaries:
+                self.dirty.add(stem)
+        if self.dirty or not (self.output / "manifest.json").exists():
+            self.publish(force=True)
+
+    def outcome(self) -> dict[str, Any]:
+        for stem, s in sorted(self.summaries.items()):
+            self.say(f"{self.output / (stem + '.npz')}: {s.get('in_npz')} of {s.get('planned', {}).get('total')} "
+                     f"configurations in the npz ({s.get('failed')} failed)")
+        return {
+            "manifest": str(self.output / "manifest.json"),
+            "modules": [self.summaries[p.stem] for p in self.plans if p.stem in self.summaries],
+            "not_measured": sum(len(st.todo()) for st in self.states.values()),
+            "failures": [self.failures[s] for s in sorted(self.failures)],
+            "lost": self.lost,
+            "devices": list(self.devices.values()),
+            "timing": summarize_timing(self.timings, time.time() - self.start, self.executor.devices()),
+        }
 
 
 def summarize_timing(timings: list[dict[str, Any]], wall: float, devices: int) -> dict[str, Any]:
