@@ -66,6 +66,18 @@ def _pgid(pid: int) -> int | None:
         return None
 
 
+def _ip(hex_addr: str) -> str:
+    """An address of /proc/net/tcp{,6} (little-endian 32-bit words) as text."""
+    import ipaddress
+
+    raw = bytes.fromhex(hex_addr)
+    words = b"".join(raw[i:i + 4][::-1] for i in range(0, len(raw), 4))
+    ip = ipaddress.ip_address(words)
+    if ip.version == 6 and ip.ipv4_mapped:
+        ip = ip.ipv4_mapped
+    return str(ip)
+
+
 def _children(pid: int) -> list[int]:
     out = []
     for p in os.listdir("/proc"):
@@ -172,6 +184,32 @@ class LoopbackCluster:
                 continue
             if f"HLO_OPT_FLEET_MARK={self.mark}".encode() in env:
                 out.add(pid)
+        return out
+
+    def addresses(self) -> set[str]:
+        """The IP addresses of every TCP socket of the cluster's processes,
+        both ends (from /proc/net/tcp and tcp6)."""
+        inodes = set()
+        for pid in self.pids():
+            try:
+                for fd in os.listdir(f"/proc/{pid}/fd"):
+                    link = os.readlink(f"/proc/{pid}/fd/{fd}")
+                    if link.startswith("socket:["):
+                        inodes.add(link[8:-1])
+            except OSError:
+                continue
+        out = set()
+        for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+            try:
+                lines = open(table).read().splitlines()[1:]
+            except OSError:
+                continue
+            for line in lines:
+                f = line.split()
+                if f[9] in inodes:
+                    out.add(_ip(f[1].split(":")[0]))
+                    if f[3] != "0A":  # not listening: the peer too
+                        out.add(_ip(f[2].split(":")[0]))
         return out
 
     def stop(self) -> None:

@@ -166,6 +166,7 @@ def node_killed(cluster, programs, tmp_path_factory):
     try:
         wait_until(lambda: count(out) >= 6 or driver.poll() is not None, 300, "6 records")
         wait_until(lambda: cluster.running_task(victim) or driver.poll() is not None, 60, "a task on node 2")
+        addresses = cluster.addresses()  # busy: nodes, workers, the driver's peers
         at_kill = count(out)
         cluster.kill_node(victim)
         stdout, stderr = driver.communicate(timeout=600)
@@ -175,13 +176,14 @@ def node_killed(cluster, programs, tmp_path_factory):
             driver.wait()
     cluster.start_node()
     cluster.wait_for_devices(2)
-    return out, at_kill, total, driver.returncode, stderr.decode(errors="replace")
+    return out, at_kill, total, driver.returncode, stderr.decode(errors="replace"), addresses
 
 
 @needs_ray
 @needs_plugin
 def test_a_killed_node_loses_nothing_and_counts_nothing_twice(node_killed, programs):
-    out, at_kill, total, rc, stderr = node_killed
+    out, at_kill, total, rc, stderr, addresses = node_killed
+    assert addresses and addresses <= {"127.0.0.1"}, f"Ray used other addresses than loopback: {addresses}"
     assert at_kill < total, "the node was killed after the run ended"
     assert rc == 0, stderr[-4000:]
     assert_exactly_once(out, programs)
