@@ -216,6 +216,22 @@ struct Cli {
     /// (docs/xla-gpu.md, "The ranker").
     #[arg(long, value_name = "NAME|PATH")]
     gpu_tile_model: Option<String>,
+    /// [xla-cpu] The jaxlib version that will compile the module (e.g.
+    /// 0.10.2): picks the built-in model trained for it; a model trained for
+    /// another is refused (docs/xla-cpu.md).
+    #[arg(long, value_name = "VERSION")]
+    xla_version: Option<String>,
+    /// [xla-cpu] The XLA:CPU kernel model: a built-in name
+    /// (xla-cpu-jaxlib-0.10.2, xla-cpu-jaxlib-0.12.0.1) or an .onnx file
+    /// with its card (.json) beside it, as `bash scripts/xla_cpu_retrain`
+    /// writes.
+    #[arg(long, value_name = "NAME|PATH")]
+    xla_cpu_model: Option<String>,
+    /// [xla-cpu] Write the chosen XLA compile options here, as JSON
+    /// (`{"option": "value"}`; `{}` keeps XLA's default): what
+    /// `jax.jit(f).lower(...).compile(compiler_options=...)` takes.
+    #[arg(long, value_name = "FILE")]
+    compile_options: Option<PathBuf>,
 }
 
 /// `--tile-target`: which compiler the tile pass decides for.
@@ -359,6 +375,11 @@ impl Cli {
             },
             model: self.gpu_tile_model.clone(),
         };
+        o.xla_cpu = passes::xla_cpu::XlaCpuOptions {
+            model: self.xla_cpu_model.clone(),
+            jaxlib: self.xla_version.clone(),
+            cpu: None,
+        };
         if let Some(spec) = &self.measure {
             let measurer = pjrt::measurer_for_budget(spec, self.measure_budget)
                 .map_err(|e| CliError(format!("error: {e}")))?;
@@ -370,6 +391,14 @@ impl Cli {
     /// Combinations of flags clap cannot check by itself; each is a bad
     /// command line (status 2).
     fn usage_error(&self) -> Option<String> {
+        if self.compile_options.is_some()
+            && !self
+                .pass
+                .as_deref()
+                .is_some_and(|l| passes::split_pass_list(l).contains(&"xla-cpu"))
+        {
+            return Some("--compile-options writes the xla-cpu pass's choice: add --pass=xla-cpu".into());
+        }
         if self.model.is_some() {
             if let Some(list) = &self.pass {
                 if !matches!(
@@ -493,6 +522,9 @@ fn transform(cli: &Cli, src: &mut hlo::Loaded) -> Result<(), CliError> {
         if let (Ok(_), Some(path)) = (&result, &cli.explain_json) {
             write_explain_json(path, cli, &report.reports)?;
         }
+        if let (Ok(_), Some(path)) = (&result, &cli.compile_options) {
+            write_compile_options(path, cli, &report.records)?;
+        }
         result.map_err(|e| CliError(pass_error_text(e, src)))?;
     }
     Ok(())
@@ -526,6 +558,32 @@ fn write_explain_json(
         out.write_all(text.as_bytes())?;
         return Ok(out.flush()?);
     }
+    outfile::check_not_input(path, &[("input", Path::new(cli.input()))]).map_err(error)?;
+    outfile::write_via_temp(path, |temp| {
+        std::fs::write(temp, &text).map_err(|e| format!("{}: {e}", path.display()))
+    })
+    .map_err(error)
+}
+
+/// Writes the xla-cpu pass's chosen compile options (`--compile-options`)
+/// as one JSON object; an error when no xla-cpu pass ran.
+fn write_compile_options(
+    path: &Path,
+    cli: &Cli,
+    records: &[passes::explain::Record],
+) -> Result<(), CliError> {
+    let options = records
+        .iter()
+        .find_map(|r| match r {
+            passes::explain::Record::XlaCpu(x) => Some(&x.options),
+            _ => None,
+        })
+        .ok_or_else(|| error("--compile-options: no xla-cpu pass ran (add --pass=xla-cpu)".to_string()))?;
+    let map: serde_json::Map<String, serde_json::Value> = options
+        .iter()
+        .map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone())))
+        .collect();
+    let text = serde_json::to_string_pretty(&map).map_err(|e| error(e.to_string()))? + "\n";
     outfile::check_not_input(path, &[("input", Path::new(cli.input()))]).map_err(error)?;
     outfile::write_via_temp(path, |temp| {
         std::fs::write(temp, &text).map_err(|e| format!("{}: {e}", path.display()))

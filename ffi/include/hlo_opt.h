@@ -298,6 +298,29 @@ hlo_opt_status_t hlo_opt_module_run_passes(hlo_opt_module_t *module,
                                            char **explain_out);
 
 /**
+ * Sets the jaxlib version whose XLA will compile the module, for the xla-cpu
+ * pass (the CLI's --xla-version): it picks the built-in model trained for that
+ * version; NULL: the newest built-in model's.
+ */
+hlo_opt_status_t hlo_opt_options_set_xla_version(hlo_opt_options_t *options, const char *version);
+
+/**
+ * The xla-cpu pass's decision for `module` (which XLA:CPU kernels to use:
+ * the compile option to hand to XLA), as a JSON object in a new string
+ * (free it with hlo_opt_string_free()): `chosen`, `options` (pairs of
+ * option and value; none keeps XLA's default), `reason`, `predictions`,
+ * `model`, `xla`, `trained_cpu`. `jaxlib` is the version of the jaxlib
+ * that will compile (NULL: the newest built-in model's); `model` a
+ * built-in name or an .onnx file with its card beside it (NULL: the
+ * built-in for `jaxlib`). A model trained for another jaxlib is refused
+ * with HLO_OPT_ERROR_MODEL. The module is not changed.
+ */
+hlo_opt_status_t hlo_opt_module_xla_cpu_decide(const hlo_opt_module_t *module,
+                                               const char *jaxlib,
+                                               const char *model,
+                                               char **json_out);
+
+/**
  * Releases what earlier pass runs keep in this process for reuse: the cost
  * models' ONNX Runtime sessions, the encoders' outputs and the node terms.
  * Models in use by a run on another thread stay alive until it ends; a later

@@ -46,6 +46,8 @@ struct OptionsData {
     min_gain: f64,
     /// The layout pass's `--trust-radius` (`None`: `all`).
     trust_radius: Option<usize>,
+    /// The xla-cpu pass's `--xla-version` (`hlo_opt_options_set_xla_version`).
+    xla_version: Option<String>,
 }
 
 /// The host's callback plus its context pointer.
@@ -109,6 +111,7 @@ impl hlo_opt_options_t {
                 e.to_string(),
             )
         })?;
+        o.xla_cpu.jaxlib = d.xla_version;
         if let Some(m) = d.measure {
             o.measure = Some(Box::new(move |text: &str| m.measure(text)));
         }
@@ -138,6 +141,7 @@ impl Default for OptionsData {
             measure_pjrt: None,
             min_gain: d.min_gain,
             trust_radius: d.trust_radius,
+            xla_version: None,
         }
     }
 }
@@ -422,4 +426,20 @@ pub unsafe extern "C" fn hlo_opt_options_set_measure_pjrt(
 /// The options of a run given no options handle (the same as a fresh handle).
 pub(crate) fn default_pass_options() -> Result<passes::PassOptions, Failure> {
     hlo_opt_options_t::with_defaults().to_pass_options()
+}
+
+/// Sets the jaxlib version whose XLA will compile the module, for the
+/// xla-cpu pass (its `--xla-version`; NULL: the newest built-in model's).
+///
+/// # Safety
+/// `options` must be NULL or a live handle; `version` NULL or NUL-terminated.
+#[no_mangle]
+pub unsafe extern "C" fn hlo_opt_options_set_xla_version(
+    options: *mut hlo_opt_options_t,
+    version: *const c_char,
+) -> hlo_opt_status_t {
+    // SAFETY: `version` is NULL or NUL-terminated (caller's guarantee).
+    let read = || unsafe { crate::module::opt_str(version, "version") };
+    // SAFETY: forwarded from the caller.
+    unsafe { set(options, read, |o| &mut o.xla_version) }
 }

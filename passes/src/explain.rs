@@ -16,6 +16,38 @@ pub enum Record {
     Layout(LayoutRecord),
     /// The tile pass's decision for one kernel.
     Tile(TileRecord),
+    /// The xla-cpu pass's choice of kernels for the module.
+    XlaCpu(XlaCpuRecord),
+}
+
+/// The xla-cpu pass on one module (`passes::xla_cpu`).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct XlaCpuRecord {
+    /// The model (built-in name or path), the XLA and the CPU it was trained on.
+    pub model: String,
+    pub xla: String,
+    pub trained_cpu: String,
+    /// The chosen candidate (`default`, `ynn:none`, `ynn:dot+reduce`, ...)
+    /// and the compile options that select it (none for the default).
+    pub chosen: String,
+    pub options: Vec<(String, String)>,
+    /// Why, in words.
+    pub reason: String,
+    /// Every candidate, the default first.
+    pub predictions: Vec<XlaCpuPrediction>,
+}
+
+/// One candidate of the xla-cpu pass.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct XlaCpuPrediction {
+    pub candidate: String,
+    /// Predicted runtime change against XLA's default, percent (negative = faster).
+    pub change_pct: f64,
+    /// The gain it needs to be chosen: the model's measured error times the
+    /// card's margin, percent.
+    pub required_gain_pct: f64,
+    /// Whether its predicted gain beats that.
+    pub trusted: bool,
 }
 
 /// The layout pass on one module.

@@ -15,6 +15,7 @@
 //! |---|---|---|
 //! | [`manager`] | the registry (one `match` from `--pass` name to pass), the pass-list parser, the pipeline runner with the verifier between passes | `layout`, `tile`, this file; `hlo` |
 //! | [`layout`] | the layout pass: `candidates` (each configurable node's layouts), `search` (the trust-region and genetic search over them; knows no IR, only genomes and a fitness), `assign` (propagation and copy insertion), `dims` and `shapes` (minor-to-major helpers), `attrs`, and the `--explain` report (`mod.rs`) | this file; `costmodel`, `hlo` |
+//! | [`xla_cpu`] | the xla-cpu pass: `features` (a program's row), `candidates` (XLA:CPU's YNNPACK fusion choices), `model` (the ONNX model and its card), the decision and its report (`mod.rs`) | `explain`, this file; `costmodel`, `hlo` |
 //! | [`tile`] | the tile pass: `extract` (kernels of a fused module), `kernel` and `space` (tile candidates), `runs` (measured runs as rows), `backend` (the `hlo_opt_tile` backend config) | this file; `costmodel`, `hlo` |
 //! | this file | [`Pass`], [`PassContext`], [`PassOptions`], [`PassError`] (the crate's one error enum), the defaults the tools share | `costmodel`, `hlo` |
 //!
@@ -38,6 +39,7 @@ pub use manager::{
 };
 
 pub mod tile;
+pub mod xla_cpu;
 
 /// Errors of passes and of the pass manager.
 #[derive(Debug, thiserror::Error)]
@@ -148,6 +150,8 @@ pub struct PassOptions {
     /// The XLA:GPU tile target's outputs (device description, key version,
     /// autotuning cache directory and results file).
     pub xla_gpu: tile::xla_gpu::XlaGpuOptions,
+    /// The xla-cpu pass's model and the XLA and CPU it decides for.
+    pub xla_cpu: xla_cpu::XlaCpuOptions,
 }
 
 /// Which compiler the tile pass decides for.
@@ -191,6 +195,7 @@ impl Default for PassOptions {
             trust_radius: Some(DEFAULT_TRUST_RADIUS),
             tile_target: TileTarget::Auto,
             xla_gpu: tile::xla_gpu::XlaGpuOptions::default(),
+            xla_cpu: xla_cpu::XlaCpuOptions::default(),
         }
     }
 }

@@ -24,6 +24,11 @@ pub fn list_passes() -> &'static [(&'static str, &'static str)] {
             "tile selection: enumerate the tile sizes of each kernel, rank them with the tile cost model, \
              record the best in its backend_config",
         ),
+        (
+            "xla-cpu",
+            "XLA:CPU kernel choice: predict which work to hand to YNNPACK (a compile option) with a model \
+             learned on this CPU; the module is unchanged, the option is reported (--compile-options)",
+        ),
     ]
 }
 
@@ -41,6 +46,7 @@ pub fn create_pass(name: &str) -> Result<Box<dyn Pass>, PassError> {
     match name {
         "layout" => Ok(Box::new(layout::LayoutPass::new())),
         "tile" => Ok(Box::new(crate::tile::TilePass::new())),
+        "xla-cpu" => Ok(Box::new(crate::xla_cpu::XlaCpuPass)),
         _ => Err(PassError::UnknownPass {
             name: name.to_string(),
             known: pass_names(),

@@ -122,7 +122,7 @@ class Compiled:
 def compile(
     f: Callable[..., Any],
     *args: Any,
-    passes: Sequence[str] | str = ("layout",),
+    passes: Sequence[str] | str | None = None,
     backend: str = "cpu",
     plugin: str | None = None,
     check: bool = True,
@@ -130,13 +130,25 @@ def compile(
     atol: float = 1e-5,
     **options: Any,
 ) -> Compiled:
-    """Lowers ``jax.jit(f)`` for ``args``, runs ``passes`` on the module with
-    ``options`` (``Module.run_passes``' keywords), and compiles the result
-    on a PJRT plugin with its layouts kept. ``backend="cpu"``: XLA's CPU
-    plugin (``pip install xla-cpu-pjrt``), unless ``plugin`` names a plugin
-    file. With ``check``, the first call compares its results with
-    ``jax.jit(f)``'s and raises ``BackendError`` when they differ beyond
-    ``rtol``/``atol``.
+    """``jax.jit(f)`` for ``args``, with hlo-opt's choices.
+
+    ``backend="cpu"`` (the default, ``passes`` unset or ``["xla-cpu"]``):
+    the XLA:CPU kernels (YNNPACK or XLA's own) are chosen by the xla-cpu
+    model for this jaxlib and compiled by jaxlib's own CPU client, the XLA
+    ``jax.jit`` uses; XLA's default is kept unless the predicted gain beats
+    the model's error. Returns ``hlo_opt.xla_cpu.Compiled``, called as
+    ``f``. Keywords: ``model`` (a model file), ``measure=K`` (time the K
+    best predicted candidates and the default on ``args``, keep the
+    fastest beyond noise), ``check``, ``jit_options`` (``jax.jit``'s
+    keywords: ``donate_argnums``, ``static_argnums``, ...) and ``kwargs``
+    (keyword arguments of ``f``). docs/xla-cpu.md.
+
+    ``passes=["layout", ...]`` or ``plugin=``: the module after hlo-opt's
+    passes, compiled on a PJRT plugin with its layouts kept (XLA's CPU
+    plugin, ``pip install xla-cpu-pjrt``, unless ``plugin`` names one);
+    ``options`` are ``Module.run_passes``' keywords. With ``check``, the
+    first call compares its results with ``jax.jit(f)``'s and raises
+    ``BackendError`` when they differ beyond ``rtol``/``atol``.
 
     ``backend="gpu"`` (jax with a GPU): ``passes=["tile"]`` only. The Triton
     GEMM tiles of XLA:GPU are chosen by hlo-opt's learned model and handed
@@ -148,6 +160,14 @@ def compile(
         return _compile_gpu(f, args, passes, options)
     if backend != "cpu" and plugin is None:
         raise ValueError(f"backend {backend!r}: only \"cpu\" is built in; name another PJRT plugin with plugin=")
+    wanted = [passes] if isinstance(passes, str) else (["xla-cpu"] if passes is None else list(passes))
+    if plugin is None and wanted == ["xla-cpu"]:
+        from . import xla_cpu
+
+        return xla_cpu.compile(f, *args, check=check, **options)
+    if "xla-cpu" in wanted:
+        raise ValueError('passes: "xla-cpu" runs alone (jaxlib compiles it), not with PJRT-plugin passes')
+    passes = wanted
     lowered = _lower(f, args)
     name = getattr(f, "__name__", "f")
     original = parse(lowered.as_text(dialect="hlo"), name=f"<jax {name}>")

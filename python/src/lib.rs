@@ -21,6 +21,7 @@ mod fleet;
 mod module;
 mod runner;
 mod xla_gpu;
+mod xla_cpu;
 
 create_exception!(
     hlo_opt,
@@ -110,5 +111,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<runner::Runner>()?;
     m.add_function(wrap_pyfunction!(runner::pjrt_worker_main, m)?)?;
     m.add_function(wrap_pyfunction!(xla_gpu::xla_gpu_cache, m)?)?;
+    m.add_function(wrap_pyfunction!(xla_cpu::xla_cpu_decide, m)?)?;
+    m.add_function(wrap_pyfunction!(xla_cpu::xla_cpu_candidates, m)?)?;
     Ok(())
 }

@@ -107,6 +107,20 @@ enum Command {
     /// them), each with its ranker features and XLA's measured time: the
     /// data `costmodel/training/xla_gpu_ranker.py` learns from.
     GpuCandidates(GpuCandidatesArgs),
+    /// Write the XLA:CPU kernel model's program features of HLO modules (one
+    /// JSON object per line: file, features), the rows
+    /// `costmodel/training/xla_cpu_model.py` learns from.
+    CpuFeatures(CpuFeaturesArgs),
+}
+
+#[derive(clap::Args, Debug)]
+struct CpuFeaturesArgs {
+    /// HLO modules (text or HloModuleProto), or folders: their `*.hlo` files.
+    #[arg(required = true)]
+    inputs: Vec<PathBuf>,
+    /// Write the JSON lines here.
+    #[arg(long, short = 'o', required = true)]
+    out: PathBuf,
 }
 
 #[derive(clap::Args, Debug)]
@@ -348,6 +362,7 @@ fn main() -> ExitCode {
         Command::GpuTiles(args) => gpu_tiles_cmd(&args).map_err(Failure::Cli),
         Command::GpuTileModel(args) => gpu_tile_model_cmd(&args).map_err(Failure::Cli),
         Command::GpuCandidates(args) => gpu_candidates_cmd(&args).map_err(Failure::Cli),
+        Command::CpuFeatures(args) => cpu_features_cmd(&args),
     };
     match result {
         Ok(code) => code,
@@ -434,6 +449,39 @@ fn gpu_candidates_cmd(args: &GpuCandidatesArgs) -> Result<ExitCode, CliError> {
         file.fusions.len(),
         args.out.display()
     );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn cpu_features_cmd(args: &CpuFeaturesArgs) -> Result<ExitCode, Failure> {
+    use passes::xla_cpu::features::{program_features, FEATURE_NAMES};
+    let mut files = Vec::new();
+    for p in &args.inputs {
+        if p.is_dir() {
+            let mut found: Vec<PathBuf> = std::fs::read_dir(p)
+                .map_err(|e| CliError(format!("{}: {e}", p.display())))?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|f| f.extension().is_some_and(|x| x == "hlo"))
+                .collect();
+            found.sort();
+            files.extend(found);
+        } else {
+            files.push(p.clone());
+        }
+    }
+    let mut text = String::new();
+    for f in &files {
+        let bytes = std::fs::read(f).map_err(|e| CliError(format!("{}: {e}", f.display())))?;
+        let loaded = hlo::load_bytes(bytes, &f.display().to_string()).map_err(Failure::Hlo)?;
+        let row = program_features(&loaded.module);
+        let line = serde_json::json!({ "file": f.display().to_string(), "features": row.to_vec() });
+        text += &line.to_string();
+        text.push('\n');
+    }
+    hlo_opt_tools::outfile::write_via_temp(&args.out, |p| {
+        std::fs::write(p, &text).map_err(|e| format!("{}: {e}", p.display()))
+    })
+    .map_err(CliError)?;
+    eprintln!("cpu-features: {} modules, {} features each; wrote {}", files.len(), FEATURE_NAMES.len(), args.out.display());
     Ok(ExitCode::SUCCESS)
 }
 

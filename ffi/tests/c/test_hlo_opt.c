@@ -660,6 +660,45 @@ static void test_threads(const char *text_a, const char *text_b, int run_passes)
   hlo_opt_options_free(opts);
 }
 
+/* The xla-cpu decision through the C ABI: the same choice as the pass's
+ * report, a clear refusal for a jaxlib no built-in model was trained for. */
+static void test_xla_cpu_decide(const char *text, size_t len) {
+  hlo_opt_module_t *m = parse_ok(text, len);
+  if (m == NULL) return;
+  char *json = NULL;
+  CHECK_STATUS(hlo_opt_module_xla_cpu_decide(m, "0.10.2", NULL, &json), HLO_OPT_OK);
+  CHECK(json != NULL && strstr(json, "\"chosen\":\"") != NULL, "decision JSON names the choice: %s", json ? json : "(null)");
+  if (json != NULL) {
+    char chosen[64] = {0};
+    const char *at = strstr(json, "\"chosen\":\"");
+    if (at != NULL) sscanf(at + 10, "%63[^\"]", chosen);
+    hlo_opt_options_t *opts = new_options();
+    char *explain = NULL;
+    int changed = -1;
+    hlo_opt_module_t *m2 = parse_ok(text, len);
+    if (m2 != NULL && opts != NULL) {
+      CHECK_STATUS(hlo_opt_options_set_xla_version(opts, "0.10.2"), HLO_OPT_OK);
+      CHECK_STATUS(hlo_opt_module_run_passes(m2, "xla-cpu", opts, &changed, &explain), HLO_OPT_OK);
+      char want[96];
+      snprintf(want, sizeof want, "chose %s (", chosen);
+      CHECK(explain != NULL && strstr(explain, want) != NULL, "the pass's report says \"%s\": %s", want,
+            explain ? explain : "(null)");
+      CHECK(changed == 0, "the xla-cpu pass leaves the module unchanged");
+    }
+    hlo_opt_string_free(explain);
+    hlo_opt_module_free(m2);
+    hlo_opt_options_free(opts);
+  }
+  hlo_opt_string_free(json);
+  json = NULL;
+  CHECK_STATUS(hlo_opt_module_xla_cpu_decide(m, "0.0.1", NULL, &json), HLO_OPT_ERROR_MODEL);
+  CHECK_ERROR_MENTIONS("no built-in XLA:CPU model for jaxlib 0.0.1");
+  CHECK(json == NULL, "a refused decision leaves *json_out NULL");
+  CHECK_STATUS(hlo_opt_module_xla_cpu_decide(m, "0.10.2", NULL, NULL), HLO_OPT_ERROR_NULL_ARGUMENT);
+  CHECK_STATUS(hlo_opt_module_xla_cpu_decide(NULL, "0.10.2", NULL, &json), HLO_OPT_ERROR_NULL_ARGUMENT);
+  hlo_opt_module_free(m);
+}
+
 int main(int argc, char **argv) {
   if (argc != 4) {
     fprintf(stderr, "usage: %s MODULE_A MODULE_B EXPECTED_VERSION\n", argv[0]);
@@ -686,6 +725,7 @@ int main(int argc, char **argv) {
     test_min_gain(text_a, len_a);
     test_trust_radius(text_a, len_a);
     test_measure(text_a);
+    test_xla_cpu_decide(text_a, len_a);
   } else {
     printf("skipped: layout pass, missing model, --min-gain, measure callback (HLO_OPT_TEST_PASSES != 1: no ONNX Runtime)\n");
   }

@@ -1,0 +1,187 @@
+//! The learned XLA:CPU kernel model: an ONNX regressor (LightGBM,
+//! `costmodel/training/xla_cpu_model.py --export`) that predicts, for a
+//! program's features and one candidate, the log of the candidate's runtime
+//! over XLA's default; and its card (JSON beside it): the XLA and CPU it
+//! was trained on, and each candidate's measured prediction error, which
+//! the decision must beat. Run by ONNX Runtime through costmodel's
+//! environment.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use ort::session::Session;
+use ort::value::TensorRef;
+use serde::{Deserialize, Serialize};
+
+use super::candidates::Candidate;
+use super::features::NUM_FEATURES;
+
+/// Columns of a model row: the program features, then the candidate's.
+pub const ROW: usize = NUM_FEATURES + 4;
+
+/// Where and with what a model was trained, and how well it predicts.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+pub struct Card {
+    /// The XLA the labels were measured with (`jaxlib 0.10.2`).
+    pub xla: String,
+    /// The CPU model name (`/proc/cpuinfo`), its relevant ISA extensions and
+    /// core count.
+    pub cpu: String,
+    #[serde(default)]
+    pub isa: Vec<String>,
+    #[serde(default)]
+    pub cores: usize,
+    /// Programs and families in the training data.
+    pub programs: usize,
+    pub families: usize,
+    /// Per candidate name: the model's leave-one-family-out error in log
+    /// space (the root mean square of prediction minus measurement).
+    pub error: std::collections::BTreeMap<String, f64>,
+    /// A candidate is chosen only when its predicted gain exceeds
+    /// `margin` times its error (chosen by cross-validation).
+    pub margin: f64,
+    /// Cross-validated top-1 slowdown against the measured best, for the
+    /// record (`mean`, `geomean`, `max`, and the default's).
+    #[serde(default)]
+    pub cv: std::collections::BTreeMap<String, f64>,
+}
+
+/// A built-in model: its name, the XLA version it is for, ONNX and card.
+pub struct Builtin {
+    pub name: &'static str,
+    pub jaxlib: &'static str,
+    pub onnx: &'static [u8],
+    pub card: &'static str,
+}
+
+/// The shipped models, one per supported jaxlib (trained on the
+/// developers' machine: docs/xla-cpu.md).
+pub const BUILTINS: &[Builtin] = &[
+    Builtin {
+        name: "xla-cpu-jaxlib-0.10.2",
+        jaxlib: "0.10.2",
+        onnx: include_bytes!("../../models/xla_cpu_jaxlib-0.10.2.onnx"),
+        card: include_str!("../../models/xla_cpu_jaxlib-0.10.2.json"),
+    },
+    Builtin {
+        name: "xla-cpu-jaxlib-0.12.0.1",
+        jaxlib: "0.12.0.1",
+        onnx: include_bytes!("../../models/xla_cpu_jaxlib-0.12.0.1.onnx"),
+        card: include_str!("../../models/xla_cpu_jaxlib-0.12.0.1.json"),
+    },
+];
+
+/// The built-in model names, comma-separated (for messages).
+pub fn builtin_names() -> String {
+    BUILTINS.iter().map(|b| b.name).collect::<Vec<_>>().join(", ")
+}
+
+/// The built-in models loaded so far in this process.
+static LOADED: Mutex<Vec<(&'static str, Arc<KernelModel>)>> = Mutex::new(Vec::new());
+
+/// Drops the loaded built-in models (their ONNX Runtime sessions); a later
+/// use loads them again (`hlo_opt_release_caches`).
+pub fn clear_cache() {
+    LOADED.lock().unwrap_or_else(|e| e.into_inner()).clear();
+}
+
+/// A loaded model and its card.
+pub struct KernelModel {
+    session: Mutex<Session>,
+    pub card: Card,
+    pub origin: String,
+}
+
+impl KernelModel {
+    /// The built-in model for `jaxlib` (a version such as `0.10.2`).
+    pub fn builtin_for(jaxlib: &str) -> Option<&'static Builtin> {
+        BUILTINS.iter().find(|b| b.jaxlib == jaxlib)
+    }
+
+    /// By built-in name (loaded once per process, then shared), or an
+    /// `.onnx` path with its card at `PATH.json` (the `.onnx` suffix
+    /// replaced; read at each call).
+    pub fn load(name_or_path: &str) -> Result<Arc<KernelModel>, String> {
+        if let Some(b) = BUILTINS.iter().find(|b| b.name == name_or_path) {
+            let mut loaded = LOADED.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some((_, m)) = loaded.iter().find(|(n, _)| *n == b.name) {
+                return Ok(Arc::clone(m));
+            }
+            let m = Arc::new(KernelModel::from_parts(b.onnx, b.card, b.name)?);
+            loaded.push((b.name, Arc::clone(&m)));
+            return Ok(m);
+        }
+        let path = Path::new(name_or_path);
+        if path.extension().and_then(|e| e.to_str()) != Some("onnx") {
+            return Err(format!(
+                "XLA:CPU model `{name_or_path}`: neither a built-in model ({}) nor an .onnx file",
+                builtin_names()
+            ));
+        }
+        let onnx = std::fs::read(path).map_err(|e| format!("{name_or_path}: {e}"))?;
+        let card_path = path.with_extension("json");
+        let card = std::fs::read_to_string(&card_path)
+            .map_err(|e| format!("{}: the model's card: {e}", card_path.display()))?;
+        KernelModel::from_parts(&onnx, &card, name_or_path).map(Arc::new)
+    }
+
+    pub fn from_parts(onnx: &[u8], card: &str, origin: &str) -> Result<KernelModel, String> {
+        let card: Card =
+            serde_json::from_str(card).map_err(|e| format!("{origin}: the model's card: {e}"))?;
+        if !(card.margin.is_finite() && card.margin >= 0.0)
+            || card.error.values().any(|e| !(e.is_finite() && *e >= 0.0))
+        {
+            return Err(format!("{origin}: the model's card has a margin or error that is not a finite non-negative number"));
+        }
+        let env = costmodel::onnx::environment().map_err(|e| e.to_string())?;
+        let err = |e: ort::Error| format!("{origin}: ONNX Runtime refused the model: {e}");
+        let session = Session::builder(env)
+            .map_err(err)?
+            .with_intra_threads(1)
+            .map_err(|e| err(e.into()))?
+            .commit_from_memory(onnx)
+            .map_err(err)?;
+        let inputs: Vec<&str> = session.inputs().iter().map(|i| i.name()).collect();
+        if inputs != ["features"] || session.outputs().len() != 1 {
+            return Err(format!(
+                "{origin}: an XLA:CPU model takes one input `features` [n, {ROW}] and gives one output; this one takes {inputs:?}"
+            ));
+        }
+        Ok(KernelModel {
+            session: Mutex::new(session),
+            card,
+            origin: origin.to_string(),
+        })
+    }
+
+    /// The predicted log runtime ratio over the default of each candidate
+    /// for a program with `features`.
+    pub fn predict(&self, features: &[f64; NUM_FEATURES], cands: &[Candidate]) -> Result<Vec<f64>, String> {
+        let mut data = Vec::with_capacity(cands.len() * ROW);
+        for c in cands {
+            data.extend(features.iter().map(|&x| x as f32));
+            data.extend(c.encoding().iter().map(|&x| x as f32));
+        }
+        let input = TensorRef::from_array_view((vec![cands.len(), ROW], &data[..]))
+            .map_err(|e| format!("{}: input tensor: {e}", self.origin))?;
+        let mut session = self.session.lock().map_err(|_| "a previous prediction panicked".to_string())?;
+        let out = session
+            .run(vec![(
+                std::borrow::Cow::Borrowed("features"),
+                ort::session::SessionInputValue::from(input),
+            )])
+            .map_err(|e| format!("{}: inference: {e}", self.origin))?;
+        let (_, values) = out[0]
+            .try_extract_tensor::<f32>()
+            .map_err(|e| format!("{}: output: {e}", self.origin))?;
+        if values.len() != cands.len() || values.iter().any(|v| !v.is_finite()) {
+            return Err(format!(
+                "{}: {} predictions for {} candidates, or one that is not finite",
+                self.origin,
+                values.len(),
+                cands.len()
+            ));
+        }
+        Ok(values.iter().map(|&v| f64::from(v)).collect())
+    }
+}

@@ -1,0 +1,510 @@
+"""XLA:CPU kernel choices, measured with jaxlib's own CPU client.
+
+XLA:CPU sends dots, elementwise chains and reductions to YNNPACK fusions
+(``__ynn_fusion``) or to its own kernels according to one compile option,
+``xla_cpu_experimental_ynn_fusion_type`` (a comma-separated list of
+``LIBRARY_FUSION_TYPE_*`` names; empty: XLA's own kernels everywhere). The
+decision space here is every subset of {DOT, ELTWISE, REDUCE}
+(:data:`CANDIDATES`); XLA's default is one of them (docs/xla-cpu.md).
+
+``measure(lowered)`` compiles each candidate from one ``jax.jit(...).lower``
+and times them interleaved, against the default and a second executable of
+the default (the control, whose true ratio is 1). ``collect(programs, out)``
+does that per program into ``out/NAME.npz`` and ``out/NAME.hlo``, written
+atomically, skipping programs already measured on this machine with this
+XLA: an interrupted run loses at most the program it was measuring.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import re
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+from . import _native
+
+#: (name, compile options) of each candidate, the default first (it sets
+#: nothing): the table of passes/src/xla_cpu/candidates.rs.
+CANDIDATES: list[tuple[str, dict[str, Any]]] = [(n, dict(o)) for n, o in _native.xla_cpu_candidates()]
+CANDIDATE_NAMES: list[str] = [n for n, _ in CANDIDATES]
+#: Bump when the measurement protocol or the candidate set changes.
+PROTOCOL = 1
+
+
+def options_of(name: str) -> dict[str, Any]:
+    for n, o in CANDIDATES:
+        if n == name:
+            return dict(o)
+    raise ValueError(f"unknown XLA:CPU candidate {name!r}; known: {', '.join(CANDIDATE_NAMES)}")
+
+
+def fingerprint() -> dict[str, Any]:
+    """The device a measurement describes: CPU model and features, cores,
+    jaxlib version."""
+    import jaxlib
+
+    model, flags = platform.processor() or "unknown", ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name") and model in ("unknown", "", "x86_64"):
+                    model = line.split(":", 1)[1].strip()
+                elif line.startswith("flags") and not flags:
+                    flags = line.split(":", 1)[1]
+    except OSError:
+        pass
+    isa = sorted(f for f in flags.split() if f in ("avx2", "avx512f", "avx512_bf16", "amx_bf16", "avx512_vnni", "fma"))
+    return {"cpu": model, "isa": isa, "cores": os.cpu_count(), "jaxlib": jaxlib.__version__, "machine": platform.machine()}
+
+
+def _hlo_hash(text: str) -> str:
+    # The module name line carries a unique id; the rest is the program.
+    body = re.sub(r"^HloModule[^\n]*\n", "", text)
+    return hashlib.sha256(body.encode()).hexdigest()[:16]
+
+
+def _same(a, b) -> bool:
+    import jax
+
+    la, lb = jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b)
+    if len(la) != len(lb):
+        return False
+    for x, y in zip(la, lb):
+        x, y = np.asarray(x), np.asarray(y)
+        if x.shape != y.shape or x.dtype != y.dtype:
+            return False
+        if x.dtype.kind in "fc" or x.dtype.name == "bfloat16":
+            # Other kernels sum in another order: relative to the result's
+            # scale, 1/16 for bf16 (8 ulps), 1e-2 for f16, 1e-4 wider.
+            tol = {"bfloat16": 1 / 16, "float16": 1e-2}.get(x.dtype.name, 1e-4)
+            x64, y64 = x.astype(np.float64), y.astype(np.float64)
+            scale = max(1.0, float(np.max(np.abs(np.nan_to_num(y64)), initial=0.0)))
+            if not np.allclose(x64, y64, rtol=tol, atol=tol * scale, equal_nan=True):
+                return False
+        elif not np.array_equal(x, y):
+            return False
+    return True
+
+
+def measure(lowered, args: Sequence[Any], *, candidates=None, budget_s: float = 3.0,
+            min_rounds: int = 7, max_rounds: int = 301, seed: int = 0) -> dict[str, Any]:
+    """Compiles each candidate of ``lowered`` and times them interleaved.
+
+    Returns ``{"candidates", "ratio", "runtime_ns", "compile_s", "alias",
+    "ok", "control_ratio", "rounds", "default_ns"}``: ``ratio[i]`` is the
+    median over rounds of candidate i's time over the default's time in the
+    same round (each round runs every executable once, in a shuffled
+    order); a candidate whose optimized module equals an earlier one's is
+    that one's alias and shares its measurement; ``ok`` is False where a
+    candidate failed to compile or computed other results than the default.
+    """
+    import jax
+
+    cands = CANDIDATES if candidates is None else candidates
+    names = [n for n, _ in cands]
+    exes, alias, compile_s, ok, hashes = {}, [], [], [], {}
+    for i, (name, opts) in enumerate(cands):
+        t = time.perf_counter()
+        try:
+            exe = lowered.compile(compiler_options=opts) if opts else lowered.compile()
+        except Exception as e:  # a refused option is a failed candidate
+            compile_s.append(time.perf_counter() - t)
+            alias.append(i)
+            ok.append(False)
+            print(f"  {name}: compile failed: {str(e)[:160]}")
+            continue
+        compile_s.append(time.perf_counter() - t)
+        h = _hlo_hash(exe.as_text())
+        first = hashes.setdefault(h, i)
+        alias.append(first)
+        ok.append(True)
+        if first == i:
+            exes[i] = exe
+    if 0 not in exes:
+        raise RuntimeError("the default compile failed")
+    control = lowered.compile()
+    args = jax.device_put(args)
+    want = exes[0](*args)
+    for i in list(exes):
+        if i and not _same(exes[i](*args), want):
+            ok[i] = False
+            print(f"  {names[i]}: results differ from the default's: not a valid choice")
+            del exes[i]
+    runners = [(i, exes[i]) for i in exes] + [(-1, control)]
+    for _ in range(2):
+        for _, e in runners:
+            jax.block_until_ready(e(*args))
+    t = time.perf_counter()
+    for _, e in runners:
+        jax.block_until_ready(e(*args))
+    per_round = time.perf_counter() - t
+    rounds = int(min(max_rounds, max(min_rounds, budget_s / max(per_round, 1e-9))))
+    rng = np.random.default_rng(seed)
+    times = {i: [] for i, _ in runners}
+    for _ in range(rounds):
+        for k in rng.permutation(len(runners)):
+            i, e = runners[k]
+            t = time.perf_counter()
+            jax.block_until_ready(e(*args))
+            times[i].append(time.perf_counter() - t)
+    base = np.asarray(times[0])
+    ratio = np.full(len(names), np.nan)
+    for i in exes:
+        ratio[i] = float(np.median(np.asarray(times[i]) / base))
+    for i, a in enumerate(alias):
+        if ok[i] and a != i:
+            ratio[i] = ratio[a]
+            ok[i] = ok[a]
+    default_ns = float(np.median(base)) * 1e9
+    return {
+        "candidates": names,
+        "ratio": ratio,
+        "runtime_ns": np.where(np.isnan(ratio), -1, np.round(ratio * default_ns)).astype(np.int64),
+        "compile_s": np.asarray(compile_s),
+        "alias": np.asarray(alias, dtype=np.int64),
+        "ok": np.asarray(ok, dtype=bool),
+        "control_ratio": float(np.median(np.asarray(times[-1]) / base)),
+        "rounds": rounds,
+        "default_ns": default_ns,
+    }
+
+
+def _atomic_write(path: Path, write) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def _meta_of(path: Path) -> dict[str, Any] | None:
+    try:
+        with np.load(path) as z:
+            return json.loads(str(z["meta"]))
+    except Exception:
+        return None
+
+
+def save(path: Path, result: dict[str, Any], meta: dict[str, Any]) -> None:
+    """One program's measurement as an npz (written atomically)."""
+
+    def write(tmp: str) -> None:
+        with open(tmp, "wb") as f:
+            np.savez(
+                f,
+                candidates=np.asarray(result["candidates"]),
+                ratio=result["ratio"],
+                runtime_ns=result["runtime_ns"],
+                compile_s=result["compile_s"],
+                alias=result["alias"],
+                ok=result["ok"],
+                meta=np.asarray(json.dumps(meta, sort_keys=True)),
+            )
+
+    _atomic_write(path, write)
+
+
+def collect(programs: Iterable[Any], out: str | os.PathLike, *, budget_s: float = 3.0, seed: int = 0,
+            allow_mixed_devices: bool = False) -> list[str]:
+    """Measures each program (objects with ``name``, ``fn``, ``args`` and
+    optionally ``family``, ``dtype``, ``batch``) into ``out``; returns the
+    names measured now. A program whose npz records this device, XLA and
+    protocol is skipped; one that records another device is an error
+    unless ``allow_mixed_devices``."""
+    import jax
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    fp = fingerprint()
+    done = []
+    for p in programs:
+        path = out / f"{p.name}.npz"
+        if path.exists():
+            meta = _meta_of(path)
+            if meta is not None and meta.get("protocol") == PROTOCOL and meta.get("device") == fp:
+                continue
+            if meta is not None and meta.get("device") != fp and not allow_mixed_devices:
+                raise RuntimeError(
+                    f"{path} was measured on {meta.get('device')}, this is {fp}: "
+                    "use another folder (or allow_mixed_devices=True)")
+        lowered = jax.jit(p.fn).lower(*p.args)
+        hlo = lowered.as_text(dialect="hlo")
+        _atomic_write(out / f"{p.name}.hlo", lambda tmp: Path(tmp).write_text(hlo))
+        t = time.perf_counter()
+        res = measure(lowered, p.args, budget_s=budget_s, seed=seed)
+        meta = {
+            "program": p.name,
+            "family": getattr(p, "family", ""),
+            "dtype": getattr(p, "dtype", ""),
+            "batch": getattr(p, "batch", 0),
+            "device": fp,
+            "protocol": PROTOCOL,
+            "control_ratio": res["control_ratio"],
+            "rounds": res["rounds"],
+            "default_ns": res["default_ns"],
+        }
+        save(path, res, meta)
+        best = int(np.nanargmin(np.where(res["ok"], res["ratio"], np.nan)))
+        print(f"{p.name}: default {res['default_ns'] / 1e6:.3f} ms, best {res['candidates'][best]} "
+              f"x{res['ratio'][best]:.3f}, control x{res['control_ratio']:.3f}, {res['rounds']} rounds, "
+              f"{time.perf_counter() - t:.1f} s", flush=True)
+        done.append(p.name)
+    return done
+
+
+class Compiled:
+    """``jax.jit(f)`` compiled by jaxlib's own XLA:CPU with the kernels
+    hlo-opt chose. Call it as ``f``: the same pytrees, scalars and donated
+    buffers as ``jax.jit(f)`` (it is jax's own compiled executable)."""
+
+    def __init__(self, executable, lowered, decision: dict[str, Any], notes: list[str],
+                 measured: dict[str, Any] | None):
+        self._exe = executable
+        self.lowered = lowered
+        #: The pass's decision (chosen, options, reason, predictions, model, xla).
+        self.decision = decision
+        #: What the model's use deserves saying (another CPU than its own).
+        self.notes = notes
+        #: With ``measure``: the candidates measured, their ratios to the default.
+        self.measured = measured
+
+    @property
+    def choice(self) -> str:
+        """The candidate that runs (``default``: XLA's own choice)."""
+        return self.measured["chosen"] if self.measured else self.decision["chosen"]
+
+    @property
+    def options(self) -> dict[str, Any]:
+        """The compile options it was compiled with."""
+        return options_of(self.choice)
+
+    def explain(self) -> str:
+        d = self.decision
+        lines = [f"xla-cpu: model {d['model']} ({d['xla']}, trained on {d['trained_cpu']})",
+                 f"xla-cpu: the model chose {d['chosen']}: {d['reason']}"]
+        if self.measured:
+            m = self.measured
+            for name, r in zip(m["candidates"], m["ratio"]):
+                lines.append(f"  measured {name:<24} x{r:.3f} of the default")
+            lines.append(f"xla-cpu: measured and kept {m['chosen']} ({m['why']})")
+        return "\n".join(lines + self.notes)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._exe(*args, **kwargs)
+
+
+def _copy_args(args):
+    import jax
+
+    return jax.tree_util.tree_map(lambda x: x.copy() if hasattr(x, "copy") else x, args)
+
+
+def decide(lowered, *, model: str | None = None) -> tuple[dict[str, Any], list[str]]:
+    """The xla-cpu pass's decision for a lowered ``jax.jit`` function."""
+    import jaxlib
+
+    from . import PassError, parse
+
+    module = parse(lowered.as_text(dialect="hlo"), name="<jax>")
+    try:
+        text, notes = _native.xla_cpu_decide(module, jaxlib=jaxlib.__version__, model=model)
+    except PassError as e:
+        # A model for another XLA: keep XLA's default, and say why.
+        return ({"chosen": "default", "options": [], "reason": f"kept XLA's default: {e}",
+                 "predictions": [], "model": model or "built-in", "xla": f"jaxlib {jaxlib.__version__}",
+                 "trained_cpu": "?"}, [str(e)])
+    return json.loads(text), list(notes)
+
+
+def compile(f, *args, model: str | None = None, measure: int | str = 0, check: bool = True,
+            jit_options: dict[str, Any] | None = None, **kwargs: Any) -> Compiled:
+    """``jax.jit(f, **jit_options).lower(*args, **kwargs)``, the XLA:CPU
+    kernels chosen by the model (the default kept unless the predicted
+    gain beats the model's error), compiled with jaxlib's own client.
+
+    ``measure=K``: compile the default and the K best predicted candidates
+    (``measure="all"``: every candidate) and time them interleaved on
+    ``args`` (copies: donated buffers are not consumed); keep the fastest
+    only when it beats the default by more than the control's spread
+    (autotuning: K more compiles and about two seconds of runs). ``check``: a chosen candidate other than the
+    default must give the default's results on ``args`` (within the
+    dtype's tolerance), else the default is kept with a warning."""
+    import warnings
+
+    import jax
+
+    jit_options = dict(jit_options or {})
+    lowered = jax.jit(f, **jit_options).lower(*args, **kwargs)
+    # Measuring and checking run the program many times: without donation
+    # (the same kernels; the caller's buffers stay theirs).
+    keep = {k: v for k, v in jit_options.items() if not k.startswith("donate")}
+    plain = lowered if keep == jit_options else jax.jit(f, **keep).lower(*args, **kwargs)
+    # XLA compiles the default while the model decides (both release the
+    # GIL): when the default is kept, the decision costs no wall time.
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1) as pool:
+        speculative = pool.submit(lowered.compile)
+        decision, notes = decide(lowered, model=model)
+        default_exe = speculative.result()
+    for n in notes:
+        warnings.warn(n, stacklevel=3)
+    measured = None
+    chosen = decision["chosen"]
+    if measure:
+        if measure is True or measure == "all":
+            names = list(CANDIDATE_NAMES)
+        elif isinstance(measure, int) and measure > 0:
+            preds = sorted((p for p in decision["predictions"] if p["candidate"] != "default"),
+                           key=lambda p: p["change_pct"])
+            names = ["default"] + ([p["candidate"] for p in preds] or CANDIDATE_NAMES[1:])[:measure]
+        else:
+            raise ValueError(f"measure={measure!r}: a number of candidates (the best predicted), or \"all\"")
+        cands = [(n, options_of(n)) for n in names]
+        res = measure_candidates(plain, _copy_args((args, kwargs)), cands)
+        chosen, why = res["chosen"], res["why"]
+        measured = dict(candidates=names, ratio=[float(r) for r in res["ratio"]], chosen=chosen, why=why,
+                        control=res["control_ratio"])
+    opts = options_of(chosen)
+    exe = lowered.compile(compiler_options=opts) if opts else default_exe
+    if check and chosen != "default":
+        a = _copy_args((args, kwargs))
+        want = plain.compile()(*a[0], **a[1])
+        got = (plain.compile(compiler_options=opts))(*a[0], **a[1])
+        if not _same(got, want):
+            warnings.warn(f"xla-cpu: {chosen} gave other results than XLA's default on these arguments; "
+                          "kept the default", stacklevel=2)
+            exe, chosen = lowered.compile(), "default"
+            if measured:
+                measured["chosen"], measured["why"] = "default", "the faster candidate's results differed"
+            else:
+                decision = dict(decision, chosen="default", reason="its results differed from the default's")
+    return Compiled(exe, lowered, decision, notes, measured)
+
+
+def measure_candidates(lowered, args_kwargs, cands, budget_s: float = 2.0) -> dict[str, Any]:
+    """``measure`` over ``cands`` with keyword arguments, and the keep rule:
+    the fastest valid candidate when its ratio is below 1 by more than the
+    control's distance from 1 (and at least 2%)."""
+    args, kwargs = args_kwargs
+    res = measure(_Bound(lowered, kwargs), args, candidates=cands, budget_s=budget_s)
+    ratio = np.where(res["ok"], res["ratio"], np.inf)
+    best = int(np.argmin(ratio))
+    noise = max(0.02, abs(res["control_ratio"] - 1.0))
+    if best and ratio[best] < 1.0 - noise:
+        chosen, why = cands[best][0], f"x{ratio[best]:.3f} of the default, beyond the control's spread {noise:.3f}"
+    else:
+        chosen, why = "default", f"no candidate beat the default by more than the control's spread {noise:.3f}"
+    return dict(res, chosen=chosen, why=why)
+
+
+class _Bound:
+    """A lowered function whose executables take ``kwargs`` too."""
+
+    def __init__(self, lowered, kwargs):
+        self._lowered, self._kwargs = lowered, kwargs
+
+    def compile(self, compiler_options=None):
+        exe = self._lowered.compile(compiler_options=compiler_options) if compiler_options else self._lowered.compile()
+        kw = self._kwargs
+        return _WithKwargs(exe, kw)
+
+
+class _WithKwargs:
+    def __init__(self, exe, kwargs):
+        self._exe, self._kwargs = exe, kwargs
+
+    def as_text(self):
+        return self._exe.as_text()
+
+    def __call__(self, *args):
+        return self._exe(*args, **self._kwargs)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m hlo_opt.xla_cpu collect OUT``: measure the generated
+    training corpus (hlo_opt.cpu_corpus) on this machine into OUT,
+    resuming what an earlier run left (scripts/xla_cpu_retrain runs this,
+    then the featurizer and the training)."""
+    import argparse
+
+    from . import cpu_corpus
+
+    ap = argparse.ArgumentParser(prog="python -m hlo_opt.xla_cpu", description=main.__doc__)
+    sub = ap.add_subparsers(dest="command", required=True)
+    c = sub.add_parser("collect", help="measure the generated corpus into OUT")
+    c.add_argument("out")
+    c.add_argument("--count", type=int, default=168, help="programs (default 168: 12 per family)")
+    c.add_argument("--seed", type=int, default=0)
+    c.add_argument("--budget-s", type=float, default=2.0, help="seconds of timing per program")
+    c.add_argument("--allow-mixed-devices", action="store_true")
+    sub.add_parser("observe", help="what this jaxlib's XLA:CPU does with each candidate (docs/xla-cpu.md)")
+    a = ap.parse_args(argv)
+    if a.command == "observe":
+        import jaxlib
+
+        print(f"jaxlib {jaxlib.__version__}")
+        for name, counts in observe().items():
+            print(f"{name:24} {json.dumps(counts)}")
+        return 0
+    if a.count < 1 or not (a.budget_s > 0):
+        ap.error("--count must be at least 1 and --budget-s positive")
+    done = collect(cpu_corpus.programs(a.seed, a.count), a.out, budget_s=a.budget_s, seed=a.seed,
+                   allow_mixed_devices=a.allow_mixed_devices)
+    print(f"measured {len(done)} programs now; {a.out} holds {len(list(Path(a.out).glob('*.npz')))}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
+
+
+def observe() -> dict[str, dict[str, int]]:
+    """What this jaxlib's XLA:CPU does with each candidate, as evidence
+    (docs/xla-cpu.md): for a probe program with a dot, an elementwise chain
+    and a reduction, the number of YNNPACK fusions (``__ynn_fusion``) in
+    the optimized module and the dots, elementwise ops and reductions
+    inside them. Raises ``RuntimeError`` when XLA refuses an option."""
+    import jax
+    import jax.numpy as jnp
+
+    def probe(w, x, y):
+        return jax.nn.relu(x @ w), jnp.sum(jnp.tanh(y * 2.0 + 1.0), axis=1)
+
+    args = (jnp.ones((256, 256)), jnp.ones((64, 256)), jnp.ones((512, 512)))
+    lowered = jax.jit(probe).lower(*args)
+    out = {}
+    for name, opts in CANDIDATES:
+        try:
+            text = lowered.compile(compiler_options=opts).as_text()
+        except Exception as e:
+            raise RuntimeError(f"XLA:CPU refused candidate {name} ({opts}): {e}") from e
+        out[name] = _ynn_contents(text)
+    return out
+
+
+def _ynn_contents(text: str) -> dict[str, int]:
+    """YNNPACK fusions of an optimized module's text, and the dots,
+    elementwise ops and reductions in the computations they call."""
+    fusions = re.findall(r"calls=(%[\w.\-]+)[^\n]*\"kind\":\"__ynn_fusion\"", text)
+    counts = {"ynn_fusions": len(fusions), "dot": 0, "eltwise": 0, "reduce": 0}
+    for callee in fusions:
+        body = re.search(re.escape(callee) + r" [^{]*\{(.*?)\n\}", text, re.S)
+        if body is None:
+            continue
+        ops = re.findall(r"= [\w\[\]{},:0-9 ]*? (\w[\w-]*)\(", body.group(1))
+        counts["dot"] += sum(o == "dot" for o in ops)
+        counts["reduce"] += sum(o == "reduce" for o in ops)
+        counts["eltwise"] += sum(o in ("add", "multiply", "tanh", "maximum", "subtract", "exponential") for o in ops)
+    return counts

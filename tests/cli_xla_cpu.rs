@@ -1,0 +1,141 @@
+//! The xla-cpu pass from the command line and its training: `hlo-opt
+//! --pass=xla-cpu --compile-options FILE` writes the chosen compile options
+//! (the record's, as `--explain-json` has them), and refuses without the
+//! pass; `hlo-cost cpu-features` writes one row per module; the training
+//! script, run as CI runs it on the committed data
+//! (`testdata/xla_cpu/jaxlib-*.tar.gz`), reproduces the built-in models
+//! byte for byte with their cards (skipped, visibly, without the Python of
+//! costmodel/training/requirements.txt).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+#[path = "support/report.rs"]
+mod report;
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli_xla_cpu").join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("tmp dir");
+    dir
+}
+
+const MODULE: &str = "testdata/xla_cpu/modules/072_conv_stack_c64_hw56_k3_d1_bf16_b8.hlo";
+
+#[test]
+fn compile_options_are_the_decision_of_the_explain_json() {
+    let dir = tmp("options");
+    let (opts, json) = (dir.join("options.json"), dir.join("explain.json"));
+    let out = Command::new(env!("CARGO_BIN_EXE_hlo-opt"))
+        .args([MODULE, "--pass=xla-cpu", "--xla-version", "0.10.2", "-o", "/dev/null", "--compile-options"])
+        .arg(&opts)
+        .arg("--explain-json")
+        .arg(&json)
+        .current_dir(repo())
+        .output()
+        .expect("hlo-opt");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if stderr.contains("ONNX Runtime") && !out.status.success() {
+        report::skipped(&format!("ONNX Runtime is missing: {stderr}"));
+        return;
+    }
+    report::ran();
+    assert!(out.status.success(), "{stderr}");
+    let written: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&opts).expect("options")).expect("JSON");
+    let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).expect("explain")).expect("JSON");
+    let decision = &report["passes"][0]["decision"];
+    let pairs = decision["options"].as_array().expect("options");
+    let want: serde_json::Map<String, serde_json::Value> = pairs
+        .iter()
+        .map(|p| (p[0].as_str().expect("key").to_string(), p[1].clone()))
+        .collect();
+    assert_eq!(written, serde_json::Value::Object(want));
+    assert_eq!(decision["xla"], "jaxlib 0.10.2");
+
+    let out = Command::new(env!("CARGO_BIN_EXE_hlo-opt"))
+        .args([MODULE, "--pass=layout", "-o", "/dev/null", "--compile-options"])
+        .arg(&opts)
+        .current_dir(repo())
+        .output()
+        .expect("hlo-opt");
+    assert_eq!(out.status.code(), Some(2), "a usage error");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("add --pass=xla-cpu"));
+
+    let out = Command::new(env!("CARGO_BIN_EXE_hlo-opt"))
+        .args([MODULE, "--pass=xla-cpu", "--xla-version", "0.3.0", "-o", "/dev/null"])
+        .current_dir(repo())
+        .output()
+        .expect("hlo-opt");
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("no built-in XLA:CPU model for jaxlib 0.3.0") && stderr.contains("xla_cpu_retrain"), "{stderr}");
+}
+
+#[test]
+fn cpu_features_writes_a_row_per_module() {
+    let dir = tmp("features");
+    let rows = dir.join("rows.jsonl");
+    let out = Command::new(env!("CARGO_BIN_EXE_hlo-cost"))
+        .args(["cpu-features", "testdata/xla_cpu/modules", "-o"])
+        .arg(&rows)
+        .current_dir(repo())
+        .output()
+        .expect("hlo-cost");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = std::fs::read_to_string(&rows).expect("rows");
+    let lines: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).expect("JSON line")).collect();
+    assert_eq!(lines.len(), 3);
+    for l in &lines {
+        assert_eq!(l["features"].as_array().expect("features").len(), passes::xla_cpu::features::NUM_FEATURES);
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_hlo-cost"))
+        .args(["cpu-features", "testdata/invalid", "-o"])
+        .arg(dir.join("bad.jsonl"))
+        .current_dir(repo())
+        .output()
+        .expect("hlo-cost");
+    assert!(!out.status.success(), "a module that does not parse is an error, not a row");
+}
+
+#[test]
+fn training_reproduces_the_builtin_models() {
+    let Some(py) = std::env::var_os("HLO_OPT_PYTHON").filter(|p| !p.is_empty()) else {
+        report::skipped("HLO_OPT_PYTHON is not set");
+        return;
+    };
+    let ok = Command::new(&py)
+        .args(["-c", "import lightgbm, onnxmltools"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        report::skipped("the Python lacks lightgbm/onnxmltools (costmodel/training/requirements.txt)");
+        return;
+    }
+    report::ran();
+    for v in ["0.10.2", "0.12.0.1"] {
+        let dir = tmp(v);
+        let onnx = dir.join("model.onnx");
+        let out = Command::new(&py)
+            .arg("costmodel/training/xla_cpu_model.py")
+            .arg(format!("testdata/xla_cpu/jaxlib-{v}.tar.gz"))
+            .arg("--hlo-cost")
+            .arg(env!("CARGO_BIN_EXE_hlo-cost"))
+            .args(["--nested", "--export"])
+            .arg(&onnx)
+            .current_dir(repo())
+            .output()
+            .expect("python");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+        assert!(stdout.contains("168 programs, 14 families"), "{stdout}");
+        for ext in ["onnx", "json", "choices.json"] {
+            let got = std::fs::read(dir.join(format!("model.{ext}"))).expect("exported");
+            let want = std::fs::read(repo().join(format!("passes/models/xla_cpu_jaxlib-{v}.{ext}"))).expect("shipped");
+            assert!(got == want, "jaxlib {v}: the retrained model.{ext} differs from the shipped one");
+        }
+    }
+}
