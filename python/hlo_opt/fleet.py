@@ -96,7 +96,10 @@ class Collector(Protocol):
     task: str  #: e.g. "layout"
     measure: Measure
 
-    def plan(self, path: Path) -> Planned: ...
+    def plan(self, program: Any) -> Planned:
+        """A program as this collector knows it (a module's path for
+        layouts; e.g. an object with ``fn`` and ``args`` for XLA:CPU)."""
+        ...
 
     def publish(self, stem: str, device: str) -> dict[str, Any]:
         """Writes the program's derived files from its state (atomically)
@@ -207,9 +210,10 @@ class LayoutCollector:
     def settings(self) -> dict[str, Any]:
         return {"device": self.measure.device, **self.measure._settings()}
 
-    def plan(self, path: Path) -> Planned:
+    def plan(self, path: Any) -> Planned:
         from . import _native
 
+        path = Path(path)
         program = _native.CollectProgram(path, self.output, **self.measure._settings())
         self._programs[program.stem] = program
         return Planned(
@@ -508,7 +512,7 @@ class _Driver:
         """Every program planned before anything is measured; stems unique."""
         if self.output.exists() and not self.output.is_dir():
             raise ValueError(f"-o {self.output}: exists and is not a folder")
-        self.plans = [self.collector.plan(Path(m)) for m in modules]
+        self.plans = [self.collector.plan(m) for m in modules]
         stems = [p.stem for p in self.plans]
         dup = sorted({s for s in stems if stems.count(s) > 1})
         if dup:
