@@ -45,9 +45,9 @@ from typing import Any, Callable, Iterable, Protocol, Sequence
 #: once (``ray start --resources '{"hlo_opt_device": 1}'``).
 RESOURCE = "hlo_opt_device"
 
-#: The fingerprint keys that must agree for two measurements to share a
-#: dataset (the hostname and the plugin's path may differ).
-FINGERPRINT_KEYS = ("device", "platform", "pjrt_api_version", "package", "package_version", "plugin_sha256", "cpu", "cores", "gpu")
+#: The fingerprint keys that may differ between measurements of one
+#: dataset; every other key of a fingerprint must agree.
+FINGERPRINT_IGNORED = ("hostname", "plugin")
 
 RAY_MISSING = "Ray is not installed: pip install 'hlo-opt[ray]' (or pip install -r python/requirements.txt)"
 
@@ -65,8 +65,10 @@ class Measure(Protocol):
     that measures (a Ray worker or a local process)."""
 
     def fingerprint(self) -> dict[str, Any]:
-        """This machine's device: at least the keys of FINGERPRINT_KEYS it
-        knows (``device`` names it in the state header, e.g. ``xla-cpu``)."""
+        """This machine's device, JSON values: what must agree for two
+        measurements to be comparable (CPU or GPU model, XLA version...),
+        besides FINGERPRINT_IGNORED (``device``, when there, names it in
+        the state header, e.g. ``xla-cpu``)."""
         ...
 
     def measure(self, payload: Any, batch: list[int]) -> dict[str, Any]:
@@ -246,8 +248,15 @@ def write_atomic(path: Path, data: bytes) -> None:
         os.close(fd)
 
 
+def _shown(fp: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in fp.items() if k not in FINGERPRINT_IGNORED)
+
+
 def fingerprint_key(fp: dict[str, Any] | None) -> tuple | None:
-    return None if fp is None else tuple((k, fp.get(k)) for k in FINGERPRINT_KEYS)
+    """What of a fingerprint must agree, hashable."""
+    if fp is None:
+        return None
+    return tuple(sorted((k, json.dumps(v, sort_keys=True)) for k, v in fp.items() if k not in FINGERPRINT_IGNORED))
 
 
 class State:
@@ -588,8 +597,8 @@ class _Driver:
             self.dataset_fp = fp
         if key != fingerprint_key(self.dataset_fp) and not self.allow_mixed:
             raise MixedDevicesError(
-                f"node {result['node']} measures on {dict(key)}, but {self.output} holds measurements of "
-                f"{dict(fingerprint_key(self.dataset_fp))}; pass allow_mixed_devices / --allow-mixed-devices "
+                f"node {result['node']} measures on {_shown(fp)}, but {self.output} holds measurements of "
+                f"{_shown(self.dataset_fp)}; pass allow_mixed_devices / --allow-mixed-devices "
                 "to mix them, or collect into another folder")
         self.devices.setdefault(key, fp)
         record = dict(result["record"], device=fp, node=result["node"])
