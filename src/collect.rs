@@ -54,6 +54,8 @@ use serde_json::{json, Value};
 
 use crate::outfile;
 
+pub mod fleet;
+
 /// The first line of a state file.
 const STATE_FORMAT: &str = "hlo-cost-collect-state";
 const STATE_VERSION: u64 = 1;

@@ -132,12 +132,40 @@ def collect(
     chunk: int = 8,
     measure_budget: float = 2.0,
     estimator: str = "median",
+    ray_address: str | None = None,
+    allow_mixed_devices: bool = False,
+    max_retries: int = 3,
 ) -> dict[str, Any]:
     if isinstance(modules, (str, bytes, _os.PathLike)):
         modules = [modules]
     paths = [_os.fspath(p) for p in modules]
     for p in paths:  # a bad module raises HloError with its position, as read() does
         read(p)
+    if ray_address is not None:
+        from . import fleet
+
+        if isinstance(budget, str):
+            budget = fleet.parse_budget(budget)
+        out = fleet.collect(
+            paths,
+            output,
+            ray_address=ray_address,
+            device=device,
+            configs=configs,
+            random_fraction=random_fraction,
+            seed=seed,
+            budget=budget,
+            chunk=chunk,
+            measure_budget=measure_budget,
+            estimator=estimator,
+            allow_mixed_devices=allow_mixed_devices,
+            max_retries=max_retries,
+        )
+        if out["failures"]:
+            raise BackendError("\n".join(out["failures"]))
+        return out
+    if allow_mixed_devices:
+        raise ValueError("allow_mixed_devices needs ray_address (one process measures on one device)")
     out = _native.collect(
         paths,
         _os.fspath(output),

@@ -169,6 +169,9 @@ def collect(
     chunk: int = 8,
     measure_budget: float = 2.0,
     estimator: Literal["median", "min"] = "median",
+    ray_address: str | None = None,
+    allow_mixed_devices: bool = False,
+    max_retries: int = 3,
 ) -> dict[str, Any]:
     """What ``hlo-cost collect MODULE... -o OUTPUT`` does, with the same
     settings (the flags of the same names) and the same code: samples
@@ -186,7 +189,21 @@ def collect(
     with other settings, :class:`BackendError` when the device does not
     start or a module could not be measured (the others are collected),
     ``OSError`` when the folder cannot be written. The GIL is released
-    while it measures."""
+    while it measures.
+
+    ``ray_address`` (``hlo-cost collect --ray``): the fleet driver
+    (:mod:`hlo_opt.fleet`, docs/fleet.md) measures one chunk per task on
+    the Ray cluster at that address (``"auto"``, ``"HOST:PORT"``), each
+    task on a node offering the ``hlo_opt_device`` resource with that
+    node's XLA, retried on another node (``max_retries``) when its node
+    dies; ``"local"``: the same driver with a local process. The same
+    files, each chunk line also naming the node and its device
+    fingerprint; a folder refuses measurements of another fingerprint
+    unless ``allow_mixed_devices``. Returns also ``"failures"``, ``"lost"``
+    (tasks whose every try failed) and ``"timing"``. Needs Ray
+    (``pip install 'hlo-opt[ray]'``): ``ImportError`` saying so without it.
+    Raises :class:`hlo_opt.fleet.MixedDevicesError` (a ``ValueError``)
+    for a second fingerprint."""
 
 class CostModel:
     """A learned cost model: ``"layout"`` / ``"tile"`` (the embedded

@@ -17,6 +17,7 @@ use pyo3::prelude::*;
 
 mod arrays;
 mod collect;
+mod fleet;
 mod module;
 mod runner;
 mod xla_cpu;
@@ -105,6 +106,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(arrays::kaggle_tile_score, m)?)?;
     m.add_class::<arrays::CostModel>()?;
     m.add_function(wrap_pyfunction!(collect::collect, m)?)?;
+    m.add_class::<fleet::CollectProgram>()?;
+    m.add_function(wrap_pyfunction!(fleet::device_fingerprint, m)?)?;
     m.add_class::<runner::Runner>()?;
     m.add_function(wrap_pyfunction!(runner::pjrt_worker_main, m)?)?;
     m.add_function(wrap_pyfunction!(xla_gpu::xla_gpu_cache, m)?)?;

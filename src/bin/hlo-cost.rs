@@ -291,6 +291,15 @@ struct CollectArgs {
     /// (docs/cost-models.md: 219 chunks at load 8-18).
     #[arg(long, default_value = "median", value_parser = ["min", "median"])]
     estimator: String,
+    /// Collect over the Ray cluster at ADDRESS (`auto`, `HOST:PORT`), one
+    /// task per chunk, by the fleet driver `python -m hlo_opt.fleet`
+    /// (docs/fleet.md); `local`: the same driver with local processes.
+    #[arg(long, value_name = "ADDRESS")]
+    ray: Option<String>,
+    /// With --ray: let one folder hold measurements from machines whose
+    /// device fingerprints differ (CPU model, plugin or XLA version).
+    #[arg(long, requires = "ray")]
+    allow_mixed_devices: bool,
 }
 
 /// A `--device`: `xla-cpu` or `pjrt:PLUGIN_PATH` (whether the plugin is
@@ -510,6 +519,9 @@ fn gpu_tiles_cmd(args: &GpuTilesArgs) -> Result<ExitCode, CliError> {
 }
 
 fn collect_cmd(args: &CollectArgs) -> Result<ExitCode, CliError> {
+    if let Some(address) = &args.ray {
+        return collect_fleet(args, address);
+    }
     let budget = args.budget;
     let settings = collect::Settings {
         device: args.device.clone(),
@@ -527,6 +539,33 @@ fn collect_cmd(args: &CollectArgs) -> Result<ExitCode, CliError> {
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// `collect --ray`: the same flags, handed to the fleet driver (Python).
+fn collect_fleet(args: &CollectArgs, address: &str) -> Result<ExitCode, CliError> {
+    let mut argv: Vec<String> = args
+        .modules
+        .iter()
+        .map(|m| m.display().to_string())
+        .collect();
+    let flag = |name: &str, value: String| [format!("--{name}"), value];
+    argv.extend(flag("output", args.output.display().to_string()));
+    argv.extend(flag("ray", address.to_string()));
+    argv.extend(flag("device", args.device.clone()));
+    argv.extend(flag("configs", args.configs.to_string()));
+    argv.extend(flag("random-fraction", args.random_fraction.to_string()));
+    argv.extend(flag("seed", args.seed.to_string()));
+    argv.extend(flag("chunk", args.chunk.to_string()));
+    argv.extend(flag("measure-budget", args.measure_budget.to_string()));
+    argv.extend(flag("estimator", args.estimator.clone()));
+    if let Some(b) = args.budget {
+        argv.extend(flag("budget", b.as_secs_f64().to_string()));
+    }
+    if args.allow_mixed_devices {
+        argv.push("--allow-mixed-devices".into());
+    }
+    let code = collect::fleet::hand_off(&argv).map_err(CliError)?;
+    Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
 }
 
 // ---------------------------------------------------------------------------

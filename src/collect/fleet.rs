@@ -1,0 +1,337 @@
+//! `hlo-cost collect` taken apart for a fleet: the driver
+//! (`python/hlo_opt/fleet.py`, over Ray or local processes) plans a program
+//! and publishes its files ([`Program::plan`], [`Program::publish`]); a
+//! machine of the fleet measures one chunk of it with its own XLA
+//! ([`Program::measure`]) and says what it is ([`fingerprint`]).
+//!
+//! The files are the ones [`super::run_with`] writes, so a folder collected
+//! by a fleet and one collected by `hlo-cost collect` are read, continued
+//! and trained on alike: the state `STEM.collect.jsonl` (its chunk lines
+//! carry two more keys, `device` and `node`, which [`super::read_state`]
+//! ignores) and `STEM.npz`. The driver owns the state file and
+//! `manifest.json`; [`hand_off`] runs that driver for `hlo-cost collect --ray`.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use super::{
+    load1, machine, plan_job, plugin_package, read_state, state_header, ChunkRecord, Job, Settings,
+};
+
+/// One program of a collection, planned.
+pub struct Program {
+    job: Job,
+    settings: Settings,
+}
+
+impl Program {
+    /// Reads, verifies, featurizes and samples the module at `path` as
+    /// `hlo-cost collect` does (the same plan for the same text and
+    /// settings); its files would go to `dir`.
+    pub fn plan(path: &Path, dir: &Path, s: &Settings) -> Result<Program, String> {
+        Ok(Program {
+            job: plan_job(path, dir, s)?,
+            settings: s.clone(),
+        })
+    }
+
+    /// The file name's stem: `STEM.collect.jsonl`, `STEM.npz`.
+    pub fn stem(&self) -> &str {
+        &self.job.stem
+    }
+
+    /// Configurations in the plan, the compiler default (index 0) included.
+    pub fn planned(&self) -> usize {
+        self.job.plan.len()
+    }
+
+    /// The state file's first line for a collection on `device` (a device
+    /// name such as `xla-cpu`, as [`fingerprint`] reports it).
+    pub fn header(&self, device: &str) -> Value {
+        let s = Settings {
+            device: device.to_string(),
+            ..self.settings.clone()
+        };
+        state_header(&self.job, &s)
+    }
+
+    /// Measures configurations `configs` (plan indices, not 0) in one chunk
+    /// with the compiler default and its control, on `device` (`xla-cpu` or
+    /// `pjrt:PATH`, found on this machine), as `hlo-cost collect` measures a
+    /// chunk. Returns the chunk's state line. `Err` when the default could
+    /// not be measured (the run treats the program as failed).
+    pub fn measure(&self, device: &str, configs: &[usize]) -> Result<Value, String> {
+        if let Some(&bad) = configs.iter().find(|&&c| c == 0 || c >= self.planned()) {
+            return Err(format!(
+                "configuration {bad}: not in the plan (1 to {})",
+                self.planned() - 1
+            ));
+        }
+        let config = pjrt::MeasureConfig {
+            budget: Duration::from_secs_f64(self.settings.measure_budget),
+            max_rounds: 1000,
+            ..Default::default()
+        };
+        let measurer =
+            pjrt::measurer_for(device, config).map_err(|e| format!("--device {device}: {e}"))?;
+        measure_chunk(&self.job, &measurer, device, configs).map(|c| c.to_json())
+    }
+
+    /// Writes `STEM.npz` (temporary file, rename) from the state file in
+    /// the folder given to [`Program::plan`], whose header must be this
+    /// plan's on `device`. Returns the program's `manifest.json` entry.
+    pub fn publish(&mut self, device: &str) -> Result<Value, String> {
+        let header = self.header(device);
+        self.job.chunks = read_state(&self.job.state_path, &header, self.planned())?;
+        if !self.job.chunks.is_empty() {
+            self.job.write_npz(self.settings.estimator)?;
+        }
+        Ok(self.job.summary(self.settings.estimator))
+    }
+}
+
+/// What measures on this machine for `device` (`xla-cpu`, `pjrt:PATH`):
+/// the device name the state records (`xla-cpu`, `xla-cuda`), the PJRT
+/// platform and API version, the plugin's path and Python package and
+/// version, and the machine (CPU model, cores, hostname). Starts the plugin
+/// once.
+pub fn fingerprint(device: &str) -> Result<Value, String> {
+    let measurer = pjrt::measurer_for(device, pjrt::MeasureConfig::default())
+        .map_err(|e| format!("--device {device}: {e}"))?;
+    let b =
+        pjrt::Backend::start(&measurer.plugin).map_err(|e| format!("--device {device}: {e}"))?;
+    let package = plugin_package(&measurer.plugin);
+    Ok(json!({
+        "device": pjrt::device_name(&b.platform),
+        "platform": b.platform,
+        "pjrt_api_version": b.api_version,
+        "plugin": measurer.plugin.display().to_string(),
+        "package": package.as_ref().map(|(n, _)| n),
+        "package_version": package.as_ref().map(|(_, v)| v),
+        "machine": machine(),
+    }))
+}
+
+/// One chunk: the default, its control and `group`, measured interleaved
+/// (the body of [`super::run_with`]'s loop over chunks).
+fn measure_chunk(
+    j: &Job,
+    measurer: &pjrt::PjrtMeasurer,
+    device: &str,
+    group: &[usize],
+) -> Result<ChunkRecord, String> {
+    let t0 = Instant::now();
+    let mut trials = vec![j
+        .trial(0)
+        .map_err(|e| format!("{}: the compiler default: {e}", j.path.display()))?];
+    let mut slot: Vec<Option<usize>> = Vec::new();
+    let mut notes = vec![String::new(); group.len()];
+    for (k, &i) in group.iter().enumerate() {
+        match j.trial(i) {
+            Ok(t) => {
+                slot.push(Some(trials.len()));
+                trials.push(t);
+            }
+            Err(e) => {
+                slot.push(None);
+                notes[k] = format!("layouts not applied: {e}");
+            }
+        }
+    }
+    let m = measurer.measure(&trials, 0).map_err(|e| {
+        format!(
+            "{}: measuring the compiler default on {device}: {e}",
+            j.path.display()
+        )
+    })?;
+    let report_lines: Vec<&str> = m.report.lines().collect();
+    let mut ratio = Vec::with_capacity(group.len());
+    let mut ratio_min = Vec::with_capacity(group.len());
+    for (k, sl) in slot.iter().enumerate() {
+        let r = sl.and_then(|t| m.ratio.get(t).copied().flatten());
+        ratio_min.push(r.and(sl.and_then(|t| m.min_ratio.get(t).copied().flatten())));
+        if r.is_none() && notes[k].is_empty() {
+            let label = format!("candidate {}:", sl.map_or(0, |t| t + 1));
+            notes[k] = report_lines
+                .iter()
+                .find(|l| l.trim_start().starts_with(&label))
+                .map_or("not measured".to_string(), |l| {
+                    l.trim_start().trim_start_matches(&label).trim().to_string()
+                });
+        }
+        ratio.push(r);
+    }
+    let (Some(default_seconds), Some(default_min_seconds)) = (
+        m.seconds.first().copied().flatten(),
+        m.min_seconds.first().copied().flatten(),
+    ) else {
+        return Err(format!(
+            "{}: the compiler default was not timed",
+            j.path.display()
+        ));
+    };
+    Ok(ChunkRecord {
+        configs: group.to_vec(),
+        ratio,
+        ratio_min: Some(ratio_min),
+        notes,
+        default_seconds,
+        default_min_seconds: Some(default_min_seconds),
+        spread: m.spread,
+        control_ratio: m.control_ratio,
+        control_ratio_min: Some(m.control_min_ratio),
+        rounds: m.rounds,
+        load1: load1(),
+        wall_seconds: t0.elapsed().as_secs_f64(),
+    })
+}
+
+/// The Python that runs the fleet driver: `$HLO_OPT_PYTHON`, else the
+/// `.venv` of the current folder or an ancestor, else of the checkout this
+/// binary was built from, else `python3` on the `PATH`.
+fn python() -> PathBuf {
+    if let Some(p) = std::env::var_os("HLO_OPT_PYTHON").filter(|p| !p.is_empty()) {
+        return PathBuf::from(p);
+    }
+    let mut roots: Vec<PathBuf> = std::env::current_dir()
+        .map(|d| d.ancestors().map(Path::to_path_buf).collect())
+        .unwrap_or_default();
+    roots.push(PathBuf::from(env!("CARGO_MANIFEST_DIR")));
+    roots
+        .into_iter()
+        .map(|r| r.join(".venv").join("bin").join("python"))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| PathBuf::from("python3"))
+}
+
+/// `hlo-cost collect ... --ray ADDRESS`: runs the fleet driver
+/// (`python -m hlo_opt.fleet ARGS`, the same flags) in this process's
+/// place (exec; elsewhere than Unix, as a child whose status it returns). A Python without `hlo_opt` or without Ray is named, with the
+/// command that installs what is missing.
+pub fn hand_off(args: &[String]) -> Result<i32, String> {
+    let py = python();
+    let probe = Command::new(&py)
+        .args(["-c", "import hlo_opt, ray"])
+        .output()
+        .map_err(|e| {
+            format!(
+                "--ray needs Python with the hlo_opt package and Ray: {}: {e} (set HLO_OPT_PYTHON to its python)",
+                py.display()
+            )
+        })?;
+    if !probe.status.success() {
+        let err = String::from_utf8_lossy(&probe.stderr);
+        let missing = if err.contains("No module named 'hlo_opt'") {
+            "the hlo_opt package is not installed there (docs/python.md: pip install --no-build-isolation '.[ray]')"
+        } else if err.contains("No module named 'ray'") {
+            "Ray is not installed there: pip install 'hlo-opt[ray]' (or -r python/requirements.txt)"
+        } else {
+            err.lines().last().unwrap_or("it does not start")
+        };
+        return Err(format!(
+            "--ray runs the fleet driver in {}: {missing}; set HLO_OPT_PYTHON to another python",
+            py.display()
+        ));
+    }
+    let mut driver = Command::new(&py);
+    driver.args(["-m", "hlo_opt.fleet"]).args(args);
+    // The driver takes this process's place: killing it kills the driver.
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::CommandExt;
+        let e = driver.exec();
+        Err(format!("{}: {e}", py.display()))
+    }
+    #[cfg(not(unix))]
+    {
+        let status = driver
+            .status()
+            .map_err(|e| format!("{}: {e}", py.display()))?;
+        Ok(status.code().unwrap_or(1))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::collect::Estimator;
+
+    fn settings(seed: u64) -> Settings {
+        Settings {
+            device: String::new(),
+            estimator: Estimator::Median,
+            configs: 5,
+            random_fraction: 0.5,
+            seed,
+            chunk: 2,
+            measure_budget: 0.0,
+            budget: None,
+        }
+    }
+
+    /// A folder of its own, emptied.
+    fn folder(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!(
+            "hlo-opt-collect-fleet-{}-{name}",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).expect("a test folder");
+        d
+    }
+
+    fn mlp(dir: &Path, seed: u64) -> Program {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/hlo/mlp.pre.hlo");
+        Program::plan(&path, dir, &settings(seed)).expect("mlp.pre.hlo plans")
+    }
+
+    #[test]
+    fn a_chunk_holds_plan_indices_other_than_the_default() {
+        let dir = folder("indices");
+        let p = mlp(&dir, 1);
+        assert_eq!((p.stem(), p.planned()), ("mlp.pre", 5));
+        // Refused before any device is looked for.
+        for bad in [0, 5] {
+            let e = p.measure("pjrt:/nonexistent.so", &[1, bad]).unwrap_err();
+            assert!(
+                e.starts_with(&format!("configuration {bad}: not in the plan")),
+                "{e}"
+            );
+        }
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn the_header_names_the_device_it_is_made_for() {
+        let dir = folder("header");
+        let p = mlp(&dir, 1);
+        let h = p.header("xla-cuda");
+        assert_eq!(h["device"], "xla-cuda");
+        assert_eq!(h["plan"].as_array().map(Vec::len), Some(5));
+        assert_eq!(
+            h["plan"],
+            p.header("xla-cpu")["plan"],
+            "the plan does not depend on the device"
+        );
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn publishing_refuses_a_state_of_other_settings() {
+        let dir = folder("publish");
+        let other = mlp(&dir, 2);
+        let header = other.header("xla-cpu").to_string() + "\n";
+        std::fs::write(dir.join("mlp.pre.collect.jsonl"), header).expect("a state file");
+        let e = mlp(&dir, 1).publish("xla-cpu").unwrap_err();
+        assert!(e.contains("--seed 2 (this run: 1)"), "{e}");
+        // Its own state (a header, nothing measured) publishes an empty entry.
+        let mut same = mlp(&dir, 2);
+        let entry = same.publish("xla-cpu").expect("its own state");
+        assert_eq!(entry["in_npz"], 0);
+        assert!(!dir.join("mlp.pre.npz").exists());
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}
