@@ -7,7 +7,6 @@ use indexmap::IndexMap;
 
 use super::assign::{self, Decision};
 use super::candidates::NodeSpace;
-use super::decide::Decided;
 use super::{dims, shapes};
 use crate::PassError;
 
@@ -69,18 +68,18 @@ pub(super) struct Applied {
     pub changed_nodes: Vec<bool>,
 }
 
-/// Rewrites `m` with the decided configuration (already assigned on a
-/// copy); with none, gives missing layouts the ones propagation gives.
+/// Rewrites `m` with the decided configuration (the module it gives,
+/// assigned on a copy by [`super::decide`]); with none, gives missing layouts the ones propagation gives.
 pub(super) fn apply(
     m: &mut Module,
     spaces: &[NodeSpace],
-    decided: Decided,
+    decided: Option<(Module, assign::Assignment)>,
 ) -> Result<Applied, PassError> {
     let before: Vec<NodeLayouts> = spaces.iter().map(|s| node_layouts(m, s)).collect();
     let all_laid_out = m
         .all_instructions()
         .all(|i| m.has_all_layouts(m.inst(i).shape));
-    let assignment = match decided.applied {
+    let assignment = match decided {
         Some((trial, a)) => {
             *m = trial;
             Some(a)

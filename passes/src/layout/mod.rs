@@ -101,7 +101,7 @@ impl Pass for LayoutPass {
         let measured = measure::measure(m, &spaces, &mut searched, cx)?;
         let decided = decide::decide(m, &spaces, &searched, model, &measured)?;
         let verdict = decided.verdict;
-        let applied = apply::apply(m, &spaces, decided)?;
+        let applied = apply::apply(m, &spaces, decided.applied)?;
         let stages = report::Stages {
             spaces: &spaces,
             searched: &searched,

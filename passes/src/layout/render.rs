@@ -6,7 +6,6 @@
 use std::fmt::Write as _;
 
 use super::record::{Considered, LayoutReport};
-use super::report::{change, error_text};
 
 /// Appends the report's lines to `out`.
 pub(super) fn explain(r: &LayoutReport, explain: bool, all: bool, out: &mut String) {
@@ -35,6 +34,22 @@ pub(super) fn explain(r: &LayoutReport, explain: bool, all: bool, out: &mut Stri
             let _ = writeln!(out, "{l}");
         }
     }
+}
+
+/// The error beside a prediction (` ±27.73%`), or nothing.
+pub(super) fn error_text(error_pct: Option<f64>) -> String {
+    match error_pct {
+        Some(e) => format!(" ±{e:.2}%"),
+        None => String::new(),
+    }
+}
+
+/// A predicted change in percent, negative = faster (`-3.88%`).
+pub(super) fn change(predicted_change_pct: f64) -> String {
+    if predicted_change_pct.is_infinite() {
+        return "faster by an unbounded amount (a score that is not finite)".into();
+    }
+    format!("{predicted_change_pct:+.2}%")
 }
 
 /// `n` with thousands separators (`39,840,000`).

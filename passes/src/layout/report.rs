@@ -13,7 +13,8 @@ use super::fitness::ModelFitness;
 use super::measure::{self, Measured};
 use super::record::{self, Considered, LayoutReport, OtherNode, Ranked};
 use super::search::Fitness;
-use super::{dims, fail, render};
+use super::render::{self, change, error_text};
+use super::{dims, fail};
 use crate::explain;
 use crate::{PassContext, PassError};
 
@@ -307,22 +308,6 @@ fn measurement(mm: &measure::Measurement) -> record::Measurement {
             ..Default::default()
         },
     }
-}
-
-/// The error beside a prediction (` ±27.73%`), or nothing.
-pub(super) fn error_text(error_pct: Option<f64>) -> String {
-    match error_pct {
-        Some(e) => format!(" ±{e:.2}%"),
-        None => String::new(),
-    }
-}
-
-/// A predicted change in percent, negative = faster (`-3.88%`).
-pub(super) fn change(predicted_change_pct: f64) -> String {
-    if predicted_change_pct.is_infinite() {
-        return "faster by an unbounded amount (a score that is not finite)".into();
-    }
-    format!("{predicted_change_pct:+.2}%")
 }
 
 /// The decision, who made it, and its words.
