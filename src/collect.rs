@@ -1113,9 +1113,8 @@ fn start_device(s: &Settings) -> Result<(pjrt::measure::PjrtMeasurer, DeviceInfo
         max_rounds: 1000,
         ..Default::default()
     };
-    let device_error = |e: pjrt::PjrtError| {
-        Error::new(ErrorKind::Device, format!("--device {}: {e}", s.device))
-    };
+    let device_error =
+        |e: pjrt::PjrtError| Error::new(ErrorKind::Device, format!("--device {}: {e}", s.device));
     let measurer = pjrt::measurer_for(&s.device, config).map_err(device_error)?;
     let b = pjrt::Backend::start(&measurer.plugin).map_err(device_error)?;
     let dev = DeviceInfo {

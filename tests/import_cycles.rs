@@ -368,14 +368,20 @@ fn no_crate_has_an_import_cycle_between_its_files() {
             problems.push(format!("{krate}: {c}"));
         }
     }
-    assert!(problems.is_empty(), "import cycles:\n{}", problems.join("\n"));
+    assert!(
+        problems.is_empty(),
+        "import cycles:\n{}",
+        problems.join("\n")
+    );
 }
 
 #[test]
 fn a_cycle_planted_in_the_sources_is_reported() {
     let mut files = sources(&repo().join("passes"));
     let config = PathBuf::from("tile/xla_gpu/config.rs");
-    let text = files.get_mut(&config).expect("passes/src/tile/xla_gpu/config.rs");
+    let text = files
+        .get_mut(&config)
+        .expect("passes/src/tile/xla_gpu/config.rs");
     // proto.rs imports config.rs; config.rs now imports proto.rs.
     text.push_str("\nfn planted() -> super::proto::AutotuneResult { todo!() }\n");
     let found = cycles(&graph(&files));

@@ -467,10 +467,12 @@ impl Assigner<'_> {
         if let Some(c) = cond {
             self.enter_callee(c, &[s0], None)?;
         }
-        Ok(match body.and_then(|b| self.m.comp(b).params.first().copied()) {
-            Some(p) => self.shape_of(p),
-            None => s0,
-        })
+        Ok(
+            match body.and_then(|b| self.m.comp(b).params.first().copied()) {
+                Some(p) => self.shape_of(p),
+                None => s0,
+            },
+        )
     }
 
     /// A call or fusion: the callee takes the operands' layouts; the result

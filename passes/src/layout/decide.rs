@@ -10,6 +10,7 @@ use super::apply::decisions;
 use super::assign;
 use super::candidates::NodeSpace;
 use super::explore::Searched;
+use super::gain::{gain_pct, Floor};
 use super::measure::Measured;
 use crate::PassError;
 
@@ -28,70 +29,6 @@ pub(super) enum Verdict {
         copies: usize,
         floor: Floor,
     },
-}
-
-/// The smallest predicted gain, in percent, the pass acts on (a change
-/// alone, or a whole configuration before its copies' price): `--min-gain`,
-/// or the model's resolution when it says how far its predicted runtime
-/// ratios can be trusted and that is more
-/// ([`CostModel::log_runtime_resolution`]: a gain under one standard error
-/// of the predicted ratio is not one the model can resolve). Part of the
-/// trust region: `--trust-radius all` leaves `--min-gain` alone.
-#[derive(Clone, Copy, Debug)]
-pub(super) struct Floor {
-    pub pct: f64,
-    pub min_gain: f64,
-    /// `1 - exp(-resolution)` in percent, for a calibrated model that records
-    /// its resolution.
-    pub resolution_pct: Option<f64>,
-}
-
-impl Floor {
-    pub(super) fn of(min_gain: f64, model: &dyn CostModel, region: bool) -> Floor {
-        let resolution_pct = match (
-            model.log_runtime_per_score(),
-            model.log_runtime_resolution(),
-        ) {
-            (Some(_), Some(r)) if region => Some((1.0 - (-r).exp()) * 100.0),
-            _ => None,
-        };
-        Floor {
-            pct: resolution_pct.map_or(min_gain, |r| r.max(min_gain)),
-            min_gain,
-            resolution_pct,
-        }
-    }
-
-    /// What set the floor, for the reports.
-    pub(super) fn source(&self) -> String {
-        match self.resolution_pct {
-            Some(r) if r > self.min_gain => {
-                format!("the model's error, above --min-gain {}%", self.min_gain)
-            }
-            _ => format!("--min-gain {}%", self.min_gain),
-        }
-    }
-}
-
-/// Predicted gain of `best` over `default` in percent (positive = predicted
-/// faster; scores are lower-is-better): the predicted runtime saving when the
-/// model says how scores map to runtime
-/// ([`CostModel::log_runtime_per_score`], the shipped default does), else
-/// the score difference in percent of the default's score.
-pub(super) fn gain_pct(best: f32, default: f32, log_runtime_per_score: Option<f64>) -> f64 {
-    let (b, d) = (f64::from(best), f64::from(default));
-    if !(b.is_finite() && d.is_finite()) {
-        return if b < d { f64::INFINITY } else { 0.0 };
-    }
-    if let Some(k) = log_runtime_per_score {
-        // The model says how scores map to runtime: predicted runtime ratio
-        // best / default = exp((b - d) * k).
-        return (1.0 - ((b - d) * k).exp()) * 100.0;
-    }
-    if d == 0.0 {
-        return if b < d { f64::INFINITY } else { 0.0 };
-    }
-    (d - b) / d.abs() * 100.0
 }
 
 /// The price of the copies a configuration needs, in percent: the bytes the

@@ -6,8 +6,8 @@
 use costmodel::CostModel;
 
 use super::candidates::NodeSpace;
-use super::decide::{gain_pct, Floor};
 use super::fitness::ModelFitness;
+use super::gain::{gain_pct, Floor};
 use super::progress::SearchBar;
 use super::search::{self, Outcome};
 use crate::{PassContext, PassError};

@@ -127,4 +127,3 @@ impl Fitness for ModelFitness<'_> {
         self.score_rows(genomes.len(), feat)
     }
 }
-

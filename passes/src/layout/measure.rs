@@ -41,10 +41,7 @@ pub(super) struct Measured {
 
 impl Measured {
     pub(super) fn nothing_to_measure(&self) -> bool {
-        matches!(
-            self.measurement,
-            Some(Measurement::NothingToMeasure { .. })
-        )
+        matches!(self.measurement, Some(Measurement::NothingToMeasure { .. }))
     }
 }
 
@@ -208,8 +205,7 @@ fn with_callback(
     }
     let mut best: Option<(f64, usize)> = None;
     // A module measured once, whichever configurations give it.
-    let mut seen: std::collections::HashMap<String, Option<f64>> =
-        std::collections::HashMap::new();
+    let mut seen: std::collections::HashMap<String, Option<f64>> = std::collections::HashMap::new();
     // The measured modules in order: (model rank, time).
     let mut times: Vec<(usize, Option<f64>)> = Vec::new();
     for (r, trial) in trials(m, spaces, &cands)?.iter().enumerate() {

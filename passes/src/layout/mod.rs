@@ -23,6 +23,7 @@ pub mod dims;
 pub mod explore;
 pub mod featurize;
 pub mod fitness;
+pub mod gain;
 pub mod measure;
 mod progress;
 pub mod record;

@@ -20,7 +20,10 @@ pub(super) fn explain(r: &LayoutReport, explain: bool, all: bool, out: &mut Stri
         "model" => "the model",
         other => other,
     };
-    lines.push(format!("layout: decision: {}; decided by {by}", r.decision.text));
+    lines.push(format!(
+        "layout: decision: {}; decided by {by}",
+        r.decision.text
+    ));
     if all {
         lines.push(format!(
             "layout: scores (lower is predicted faster): the search's best {:.4}, the compiler default {:.4}",

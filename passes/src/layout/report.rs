@@ -7,13 +7,14 @@ use hlo::Module;
 
 use super::apply::Applied;
 use super::candidates::{NodeConfig, NodeSpace};
-use super::decide::{gain_pct, Verdict};
+use super::decide::Verdict;
 use super::explore::Searched;
 use super::fitness::ModelFitness;
+use super::gain::gain_pct;
 use super::measure::{self, Measured};
 use super::record::{self, Considered, LayoutReport, OtherNode, Ranked};
-use super::search::Fitness;
 use super::render::{self, change, error_text};
+use super::search::Fitness;
 use super::{dims, fail};
 use crate::explain;
 use crate::{PassContext, PassError};
@@ -59,14 +60,20 @@ pub(super) fn report(
 ) -> Result<(), PassError> {
     let alone = alone_scores(&st, cx.options.explain, fitness)?;
     let rec = build(m, cx, &st, &alone);
-    cx.records
-        .push(explain::Record::Layout(python_record(m, cx, &st, &alone, &rec)));
+    cx.records.push(explain::Record::Layout(python_record(
+        m, cx, &st, &alone, &rec,
+    )));
     for w in &rec.warnings {
         cx.notes.push(w.clone());
     }
-    render::explain(&rec, cx.options.explain, cx.options.explain_all, &mut cx.explain);
-    let json = serde_json::to_value(&rec)
-        .map_err(|e| fail(format!("the --explain-json report: {e}")))?;
+    render::explain(
+        &rec,
+        cx.options.explain,
+        cx.options.explain_all,
+        &mut cx.explain,
+    );
+    let json =
+        serde_json::to_value(&rec).map_err(|e| fail(format!("the --explain-json report: {e}")))?;
     cx.reports.push(json);
     Ok(())
 }
@@ -255,8 +262,7 @@ fn considered(m: &Module, st: &Stages<'_>, alone: &[Option<(f32, f32)>]) -> Vec<
                 node: name_of(m, st, j),
                 choice: (!is_reverted).then(|| show_config(&s.candidates[o.best[j] as usize])),
                 default: show_config(&s.candidates[s.default]),
-                predicted_change_pct: alone[j]
-                    .map(|(a, b)| -gain_pct(a, b, st.model.calibration)),
+                predicted_change_pct: alone[j].map(|(a, b)| -gain_pct(a, b, st.model.calibration)),
                 score_alone: alone[j].map(|(a, _)| a),
                 default_score: alone[j].map(|(_, b)| b),
                 outcome: if is_reverted {
