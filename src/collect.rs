@@ -951,124 +951,17 @@ pub fn run_with(
     progress: bool,
     say: &mut dyn FnMut(Message<'_>),
 ) -> Result<Outcome, Error> {
-    if !(1..=100_000).contains(&s.configs) {
-        return Err(Error::new(
-            ErrorKind::Settings,
-            format!("--configs {}: expected 1 to 100000", s.configs),
-        ));
-    }
-    if !(1..=256).contains(&s.chunk) {
-        return Err(Error::new(
-            ErrorKind::Settings,
-            format!("--chunk {}: expected 1 to 256", s.chunk),
-        ));
-    }
-    if !(s.device == "xla-cpu" || s.device.len() > "pjrt:".len() && s.device.starts_with("pjrt:")) {
-        return Err(Error::new(
-            ErrorKind::Settings,
-            format!(
-                "--device `{}`: expected `xla-cpu` or `pjrt:PLUGIN_PATH`",
-                s.device
-            ),
-        ));
-    }
-    if !(0.0..=1.0).contains(&s.random_fraction) {
-        return Err(Error::new(
-            ErrorKind::Settings,
-            format!(
-                "--random-fraction {}: expected a number from 0 to 1",
-                s.random_fraction
-            ),
-        ));
-    }
-    if !(s.measure_budget.is_finite() && s.measure_budget >= 0.0 && s.measure_budget <= 3600.0) {
-        return Err(Error::new(
-            ErrorKind::Settings,
-            format!(
-                "--measure-budget {}: expected seconds from 0 to 3600",
-                s.measure_budget
-            ),
-        ));
-    }
-    if dir.exists() && !dir.is_dir() {
-        return Err(Error::new(
-            ErrorKind::Settings,
-            format!("-o {}: exists and is not a folder", dir.display()),
-        ));
-    }
-    // Every input is read and planned before anything is measured.
-    let mut jobs = Vec::new();
-    let mut errors = Vec::new();
-    for p in modules {
-        match plan_job(p, dir, s) {
-            Ok(j) => jobs.push(j),
-            Err(e) => errors.push(e),
-        }
-    }
-    let mut stems = HashSet::new();
-    for j in &jobs {
-        if !stems.insert(j.stem.clone()) {
-            errors.push(format!(
-                "two inputs are named {}: their files in {} would collide; collect them into separate folders",
-                j.stem,
-                dir.display()
-            ));
-        }
-    }
-    if !errors.is_empty() {
-        return Err(Error::new(ErrorKind::Input, errors.join("\n")));
-    }
-    let inputs: Vec<(&str, &Path)> = modules.iter().map(|p| ("input", p.as_path())).collect();
-    for j in &jobs {
-        for out in [&j.state_path, &j.npz_path, &dir.join("manifest.json")] {
-            outfile::check_not_input(out, &inputs).map_err(|e| Error::new(ErrorKind::Input, e))?;
-        }
-    }
+    check_settings(s, dir)?;
+    let mut jobs = plan_jobs(modules, dir, s)?;
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-
-    // The device: the plugin, checked by starting it once.
-    // The budget decides how long a chunk is timed, not a round count.
-    let config = pjrt::MeasureConfig {
-        budget: Duration::from_secs_f64(s.measure_budget),
-        max_rounds: 1000,
-        ..Default::default()
-    };
-    let mut measurer = pjrt::measurer_for(&s.device, config)
-        .map_err(|e| Error::new(ErrorKind::Device, format!("--device {}: {e}", s.device)))?;
-    let dev = {
-        let b = pjrt::Backend::start(&measurer.plugin)
-            .map_err(|e| Error::new(ErrorKind::Device, format!("--device {}: {e}", s.device)))?;
-        DeviceInfo {
-            name: pjrt::device_name(&b.platform),
-            plugin: measurer.plugin.clone(),
-            platform: b.platform.clone(),
-            api_version: b.api_version.clone(),
-            package: plugin_package(&measurer.plugin),
-        }
-    };
+    let (mut measurer, dev) = start_device(s)?;
     let settings = Settings {
         device: dev.name.clone(),
         ..s.clone()
     };
     let s = &settings;
-
     for j in &mut jobs {
-        let header = state_header(j, s);
-        // A header torn by an interruption is a prefix of the one this run writes.
-        let torn_header = std::fs::read(&j.state_path)
-            .map(|b| !b.contains(&b'\n') && header.to_string().as_bytes().starts_with(&b))
-            .unwrap_or(false);
-        if j.state_path.exists() && !torn_header {
-            j.chunks = read_state(&j.state_path, &header, j.plan.len())
-                .map_err(|e| Error::new(ErrorKind::State, e))?;
-            // A folder whose chunks predate the estimator: refused before measuring.
-            j.runtimes(s.estimator)
-                .map_err(|e| Error::new(ErrorKind::State, e))?;
-        } else {
-            // New, or interrupted while its header was written.
-            let _ = std::fs::remove_file(&j.state_path);
-            append_line(&j.state_path, &header)?;
-        }
+        resume_state(j, s)?;
     }
     let started = json!({ "unix_time": std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0), "loadavg_at_start": loadavg() });
     write_manifest(dir, &jobs, s, &dev, &started)?;
@@ -1077,17 +970,7 @@ pub fn run_with(
         .iter()
         .map(|j| j.todo().len() + usize::from(j.chunks.is_empty()))
         .sum();
-    let bar = if progress {
-        let b = indicatif::ProgressBar::new(todo_total as u64);
-        let style = indicatif::ProgressStyle::with_template(
-            "{bar:30} {pos}/{len} configs {elapsed} (eta {eta}) {wide_msg}",
-        )
-        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar());
-        b.set_style(style);
-        b
-    } else {
-        indicatif::ProgressBar::hidden()
-    };
+    let bar = progress_bar(progress, todo_total);
     let start = Instant::now();
     let mut failures = Vec::new();
     let mut out_of_budget = false;
@@ -1117,81 +1000,14 @@ pub fn run_with(
                 group.len()
             ));
             let t0 = Instant::now();
-            let mut trials = vec![match j.trial(0) {
-                Ok(t) => t,
+            let rec = match measure_chunk(j, &group, &measurer, s, t0) {
+                Ok(rec) => rec,
                 Err(e) => {
-                    module_failed =
-                        Some(format!("{}: the compiler default: {e}", j.path.display()));
-                    break;
-                }
-            }];
-            let mut slot: Vec<Option<usize>> = Vec::new();
-            let mut notes = vec![String::new(); group.len()];
-            for (k, &i) in group.iter().enumerate() {
-                match j.trial(i) {
-                    Ok(t) => {
-                        slot.push(Some(trials.len()));
-                        trials.push(t);
-                    }
-                    Err(e) => {
-                        slot.push(None);
-                        notes[k] = format!("layouts not applied: {e}");
-                    }
-                }
-            }
-            let m = match measurer.measure(&trials, 0) {
-                Ok(m) => m,
-                Err(e) => {
-                    module_failed = Some(format!(
-                        "{}: measuring the compiler default on {}: {e}",
-                        j.path.display(),
-                        s.device
-                    ));
+                    module_failed = Some(e);
                     break;
                 }
             };
-            let report_lines: Vec<&str> = m.report.lines().collect();
-            let mut ratio = Vec::with_capacity(group.len());
-            let mut ratio_min = Vec::with_capacity(group.len());
-            for (k, sl) in slot.iter().enumerate() {
-                let r = sl.and_then(|t| m.ratio.get(t).copied().flatten());
-                ratio_min.push(r.and(sl.and_then(|t| m.min_ratio.get(t).copied().flatten())));
-                if r.is_none() && notes[k].is_empty() {
-                    let label = format!("candidate {}:", sl.map_or(0, |t| t + 1));
-                    notes[k] = report_lines
-                        .iter()
-                        .find(|l| l.trim_start().starts_with(&label))
-                        .map_or("not measured".to_string(), |l| {
-                            l.trim_start().trim_start_matches(&label).trim().to_string()
-                        });
-                }
-                ratio.push(r);
-            }
-            let (Some(default_seconds), Some(default_min_seconds)) = (
-                m.seconds.first().copied().flatten(),
-                m.min_seconds.first().copied().flatten(),
-            ) else {
-                module_failed = Some(format!(
-                    "{}: the compiler default was not timed",
-                    j.path.display()
-                ));
-                break;
-            };
-            last_chunk = t0.elapsed();
-            let rec = ChunkRecord {
-                configs: group.clone(),
-                ratio,
-                ratio_min: Some(ratio_min),
-                notes,
-                default_seconds,
-                default_min_seconds: Some(default_min_seconds),
-                spread: m.spread,
-                control_ratio: m.control_ratio,
-                control_ratio_min: Some(m.control_min_ratio),
-                rounds: m.rounds,
-                load1: load1(),
-                wall_seconds: last_chunk.as_secs_f64(),
-            };
+            last_chunk = Duration::from_secs_f64(rec.wall_seconds);
             append_line(&j.state_path, &rec.to_json())?;
             jobs[ji].chunks.push(rec);
             jobs[ji].write_npz(s.estimator)?;
@@ -1204,19 +1020,7 @@ pub fn run_with(
             failures.push(e);
         }
         if !j.chunks.is_empty() {
-            let n = j.write_npz(s.estimator)?;
-            let sum = j.summary(s.estimator);
-            let line = format!(
-                    "{}: {} of {} configurations in the npz ({} failed), default {:.3} ms, control spread median ±{:.1}%, control error median {:.1}% (min estimator) / {:.1}% (median estimator)",
-                    j.npz_path.display(),
-                    n,
-                    j.plan.len(),
-                    sum["failed"],
-                    j.default_seconds(s.estimator).unwrap_or(0.0) * 1e3,
-                    sum["control_spread_median"].as_f64().unwrap_or(0.0) * 100.0,
-                    sum["control_error_min_estimator"].as_f64().map_or(f64::NAN, f64::exp_m1) * 100.0,
-                    sum["control_error_median_estimator"].as_f64().map_or(f64::NAN, f64::exp_m1) * 100.0,
-                );
+            let line = module_summary(j, s)?;
             bar.suspend(|| say(Message::Summary(&line)));
         }
         if out_of_budget {
@@ -1235,6 +1039,220 @@ pub fn run_with(
         not_measured,
         manifest: dir.join("manifest.json"),
     })
+}
+
+/// The settings' ranges and the output folder, checked before any work.
+fn check_settings(s: &Settings, dir: &Path) -> Result<(), Error> {
+    let refuse = |message: String| Err(Error::new(ErrorKind::Settings, message));
+    if !(1..=100_000).contains(&s.configs) {
+        return refuse(format!("--configs {}: expected 1 to 100000", s.configs));
+    }
+    if !(1..=256).contains(&s.chunk) {
+        return refuse(format!("--chunk {}: expected 1 to 256", s.chunk));
+    }
+    if !(s.device == "xla-cpu" || s.device.len() > "pjrt:".len() && s.device.starts_with("pjrt:")) {
+        return refuse(format!(
+            "--device `{}`: expected `xla-cpu` or `pjrt:PLUGIN_PATH`",
+            s.device
+        ));
+    }
+    if !(0.0..=1.0).contains(&s.random_fraction) {
+        return refuse(format!(
+            "--random-fraction {}: expected a number from 0 to 1",
+            s.random_fraction
+        ));
+    }
+    if !(s.measure_budget.is_finite() && s.measure_budget >= 0.0 && s.measure_budget <= 3600.0) {
+        return refuse(format!(
+            "--measure-budget {}: expected seconds from 0 to 3600",
+            s.measure_budget
+        ));
+    }
+    if dir.exists() && !dir.is_dir() {
+        return refuse(format!("-o {}: exists and is not a folder", dir.display()));
+    }
+    Ok(())
+}
+
+/// Every input read and planned before anything is measured; inputs whose
+/// files would collide, or that would be overwritten, are refused.
+fn plan_jobs(modules: &[PathBuf], dir: &Path, s: &Settings) -> Result<Vec<Job>, Error> {
+    let mut jobs = Vec::new();
+    let mut errors = Vec::new();
+    for p in modules {
+        match plan_job(p, dir, s) {
+            Ok(j) => jobs.push(j),
+            Err(e) => errors.push(e),
+        }
+    }
+    let mut stems = HashSet::new();
+    for j in &jobs {
+        if !stems.insert(j.stem.clone()) {
+            errors.push(format!(
+                "two inputs are named {}: their files in {} would collide; collect them into separate folders",
+                j.stem,
+                dir.display()
+            ));
+        }
+    }
+    if !errors.is_empty() {
+        return Err(Error::new(ErrorKind::Input, errors.join("\n")));
+    }
+    let inputs: Vec<(&str, &Path)> = modules.iter().map(|p| ("input", p.as_path())).collect();
+    for j in &jobs {
+        for out in [&j.state_path, &j.npz_path, &dir.join("manifest.json")] {
+            outfile::check_not_input(out, &inputs).map_err(|e| Error::new(ErrorKind::Input, e))?;
+        }
+    }
+    Ok(jobs)
+}
+
+/// The device: the plugin, checked by starting it once. The budget decides
+/// how long a chunk is timed, not a round count.
+fn start_device(s: &Settings) -> Result<(pjrt::measure::PjrtMeasurer, DeviceInfo), Error> {
+    let config = pjrt::MeasureConfig {
+        budget: Duration::from_secs_f64(s.measure_budget),
+        max_rounds: 1000,
+        ..Default::default()
+    };
+    let device_error =
+        |e: pjrt::PjrtError| Error::new(ErrorKind::Device, format!("--device {}: {e}", s.device));
+    let measurer = pjrt::measurer_for(&s.device, config).map_err(device_error)?;
+    let b = pjrt::Backend::start(&measurer.plugin).map_err(device_error)?;
+    let dev = DeviceInfo {
+        name: pjrt::device_name(&b.platform),
+        plugin: measurer.plugin.clone(),
+        platform: b.platform.clone(),
+        api_version: b.api_version.clone(),
+        package: plugin_package(&measurer.plugin),
+    };
+    Ok((measurer, dev))
+}
+
+/// Reads a job's state file (the chunks measured before), or starts it.
+fn resume_state(j: &mut Job, s: &Settings) -> Result<(), Error> {
+    let header = state_header(j, s);
+    // A header torn by an interruption is a prefix of the one this run writes.
+    let torn_header = std::fs::read(&j.state_path)
+        .map(|b| !b.contains(&b'\n') && header.to_string().as_bytes().starts_with(&b))
+        .unwrap_or(false);
+    if j.state_path.exists() && !torn_header {
+        j.chunks = read_state(&j.state_path, &header, j.plan.len())
+            .map_err(|e| Error::new(ErrorKind::State, e))?;
+        // A folder whose chunks predate the estimator: refused before measuring.
+        j.runtimes(s.estimator)
+            .map_err(|e| Error::new(ErrorKind::State, e))?;
+    } else {
+        // New, or interrupted while its header was written.
+        let _ = std::fs::remove_file(&j.state_path);
+        append_line(&j.state_path, &header)?;
+    }
+    Ok(())
+}
+
+fn progress_bar(progress: bool, total: usize) -> indicatif::ProgressBar {
+    if !progress {
+        return indicatif::ProgressBar::hidden();
+    }
+    let b = indicatif::ProgressBar::new(total as u64);
+    let style = indicatif::ProgressStyle::with_template(
+        "{bar:30} {pos}/{len} configs {elapsed} (eta {eta}) {wide_msg}",
+    )
+    .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar());
+    b.set_style(style);
+    b
+}
+
+/// Measures one chunk of a job's configurations with the compiler default
+/// (started at `t0`); `Err` says why the module failed.
+fn measure_chunk(
+    j: &Job,
+    group: &[usize],
+    measurer: &pjrt::measure::PjrtMeasurer,
+    s: &Settings,
+    t0: Instant,
+) -> Result<ChunkRecord, String> {
+    let mut trials = vec![j
+        .trial(0)
+        .map_err(|e| format!("{}: the compiler default: {e}", j.path.display()))?];
+    let mut slot: Vec<Option<usize>> = Vec::new();
+    let mut notes = vec![String::new(); group.len()];
+    for (k, &i) in group.iter().enumerate() {
+        match j.trial(i) {
+            Ok(t) => {
+                slot.push(Some(trials.len()));
+                trials.push(t);
+            }
+            Err(e) => {
+                slot.push(None);
+                notes[k] = format!("layouts not applied: {e}");
+            }
+        }
+    }
+    let m = measurer.measure(&trials, 0).map_err(|e| {
+        format!(
+            "{}: measuring the compiler default on {}: {e}",
+            j.path.display(),
+            s.device
+        )
+    })?;
+    let report_lines: Vec<&str> = m.report.lines().collect();
+    let mut ratio = Vec::with_capacity(group.len());
+    let mut ratio_min = Vec::with_capacity(group.len());
+    for (k, sl) in slot.iter().enumerate() {
+        let r = sl.and_then(|t| m.ratio.get(t).copied().flatten());
+        ratio_min.push(r.and(sl.and_then(|t| m.min_ratio.get(t).copied().flatten())));
+        if r.is_none() && notes[k].is_empty() {
+            let label = format!("candidate {}:", sl.map_or(0, |t| t + 1));
+            notes[k] = report_lines
+                .iter()
+                .find(|l| l.trim_start().starts_with(&label))
+                .map_or("not measured".to_string(), |l| {
+                    l.trim_start().trim_start_matches(&label).trim().to_string()
+                });
+        }
+        ratio.push(r);
+    }
+    let (Some(default_seconds), Some(default_min_seconds)) = (
+        m.seconds.first().copied().flatten(),
+        m.min_seconds.first().copied().flatten(),
+    ) else {
+        return Err(format!(
+            "{}: the compiler default was not timed",
+            j.path.display()
+        ));
+    };
+    Ok(ChunkRecord {
+        configs: group.to_vec(),
+        ratio,
+        ratio_min: Some(ratio_min),
+        notes,
+        default_seconds,
+        default_min_seconds: Some(default_min_seconds),
+        spread: m.spread,
+        control_ratio: m.control_ratio,
+        control_ratio_min: Some(m.control_min_ratio),
+        rounds: m.rounds,
+        load1: load1(),
+        wall_seconds: t0.elapsed().as_secs_f64(),
+    })
+}
+
+/// A job's summary line, after its npz is written.
+fn module_summary(j: &Job, s: &Settings) -> Result<String, Error> {
+    let n = j.write_npz(s.estimator)?;
+    let sum = j.summary(s.estimator);
+    Ok(format!(
+        "{}: {} of {} configurations in the npz ({} failed), default {:.3} ms, control spread median ±{:.1}%, control error median {:.1}% (min estimator) / {:.1}% (median estimator)",
+        j.npz_path.display(),
+        n,
+        j.plan.len(),
+        sum["failed"],
+        j.default_seconds(s.estimator).unwrap_or(0.0) * 1e3,
+        sum["control_spread_median"].as_f64().unwrap_or(0.0) * 100.0,
+        sum["control_error_min_estimator"].as_f64().map_or(f64::NAN, f64::exp_m1) * 100.0,
+        sum["control_error_median_estimator"].as_f64().map_or(f64::NAN, f64::exp_m1) * 100.0,
+    ))
 }
 
 #[cfg(test)]

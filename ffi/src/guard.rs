@@ -11,6 +11,7 @@
 //! thread.
 
 use std::cell::{Cell, RefCell};
+use std::ffi::{c_char, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Once;
 
@@ -144,6 +145,24 @@ pub(crate) fn check_out<T>(out: *mut T, argument: &str) -> Result<(), Failure> {
     } else {
         Ok(())
     }
+}
+
+/// An optional NUL-terminated UTF-8 argument (NULL: `None`).
+///
+/// # Safety
+/// `s` must be NULL or NUL-terminated.
+pub(crate) unsafe fn opt_str(s: *const c_char, argument: &str) -> Result<Option<String>, Failure> {
+    if s.is_null() {
+        return Ok(None);
+    }
+    // SAFETY: non-NULL and NUL-terminated, as the caller guarantees.
+    let s = unsafe { CStr::from_ptr(s) }.to_str().map_err(|_| {
+        Failure::new(
+            hlo_opt_status_t::HLO_OPT_ERROR_INVALID_ARGUMENT,
+            format!("argument `{argument}` is not UTF-8"),
+        )
+    })?;
+    Ok(Some(s.to_string()))
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@ use std::ffi::{c_char, c_int, CStr};
 use std::sync::{Mutex, MutexGuard};
 
 use crate::backend;
-use crate::guard::{check_out, deref, guard, Failure};
+use crate::guard::{check_out, deref, guard, opt_str, Failure};
 use crate::options::hlo_opt_options_t;
 use crate::status::hlo_opt_status_t;
 use crate::strings::into_c_string;
@@ -374,24 +374,6 @@ mod tests {
             assert_eq!(status as i32, value, "{status:?}");
         }
     }
-}
-
-/// An optional NUL-terminated UTF-8 argument (NULL: `None`).
-///
-/// # Safety
-/// `s` must be NULL or NUL-terminated.
-pub(crate) unsafe fn opt_str(s: *const c_char, argument: &str) -> Result<Option<String>, Failure> {
-    if s.is_null() {
-        return Ok(None);
-    }
-    // SAFETY: non-NULL and NUL-terminated, as the caller guarantees.
-    let s = unsafe { CStr::from_ptr(s) }.to_str().map_err(|_| {
-        Failure::new(
-            hlo_opt_status_t::HLO_OPT_ERROR_INVALID_ARGUMENT,
-            format!("argument `{argument}` is not UTF-8"),
-        )
-    })?;
-    Ok(Some(s.to_string()))
 }
 
 /// The xla-cpu pass's decision for a module, as JSON (the record of

@@ -439,7 +439,7 @@ pub unsafe extern "C" fn hlo_opt_options_set_xla_version(
     version: *const c_char,
 ) -> hlo_opt_status_t {
     // SAFETY: `version` is NULL or NUL-terminated (caller's guarantee).
-    let read = || unsafe { crate::module::opt_str(version, "version") };
+    let read = || unsafe { crate::guard::opt_str(version, "version") };
     // SAFETY: forwarded from the caller.
     unsafe { set(options, read, |o| &mut o.xla_version) }
 }

@@ -14,7 +14,7 @@
 //! | module | owns | may import |
 //! |---|---|---|
 //! | [`manager`] | the registry (one `match` from `--pass` name to pass), the pass-list parser, the pipeline runner with the verifier between passes | `layout`, `tile`, this file; `hlo` |
-//! | [`layout`] | the layout pass: `candidates` (each configurable node's layouts), `search` (the trust-region and genetic search over them; knows no IR, only genomes and a fitness), `assign` (propagation and copy insertion), `dims` and `shapes` (minor-to-major helpers), `attrs`, and the `--explain` report (`mod.rs`) | this file; `costmodel`, `hlo` |
+//! | [`layout`] | the layout pass as stages, one file each: `featurize`, `candidates` (enumerate each configurable node's layouts), `explore` (search, with `search`: the trust-region and genetic search; knows no IR, only genomes and a `fitness`), `measure`, `decide`, `apply` (with `assign`: propagation and copy insertion), `report` (the decision record `record`, its `--explain` text `render`); `dims` and `shapes` (minor-to-major helpers), `attrs` | `explain`, this file; `costmodel`, `hlo` |
 //! | [`xla_cpu`] | the xla-cpu pass: `features` (a program's row), `candidates` (XLA:CPU's YNNPACK fusion choices), `model` (the ONNX model and its card), the decision and its report (`mod.rs`) | `explain`, this file; `costmodel`, `hlo` |
 //! | [`tile`] | the tile pass: `extract` (kernels of a fused module), `kernel` and `space` (tile candidates), `runs` (measured runs as rows), `backend` (the `hlo_opt_tile` backend config) | this file; `costmodel`, `hlo` |
 //! | this file | [`Pass`], [`PassContext`], [`PassOptions`], [`PassError`] (the crate's one error enum), the defaults the tools share | `costmodel`, `hlo` |

@@ -142,6 +142,24 @@ struct Assigner<'a> {
     copies: Vec<CopyRecord>,
 }
 
+/// Whether an instruction may produce any layout, so that a pinned root
+/// takes the pinned one (structural ones get a copy at the end instead).
+fn takes_any_layout(op: Opcode) -> bool {
+    !matches!(
+        op,
+        Opcode::GetTupleElement
+            | Opcode::Parameter
+            | Opcode::While
+            | Opcode::Call
+            | Opcode::Conditional
+            | Opcode::Fusion
+            | Opcode::CustomCall
+            | Opcode::Bitcast
+            | Opcode::AsyncStart
+            | Opcode::AsyncDone
+    )
+}
+
 /// Ops whose operands of the output's rank must have the output's layout
 /// (XLA: instructions that cannot change layout).
 fn preserves_layout(op: Opcode) -> bool {
@@ -386,6 +404,10 @@ impl Assigner<'_> {
             self.fix(i, s);
             return Ok(());
         }
+        if let (Opcode::Tuple, Some(p)) = (inst.opcode, pin) {
+            self.fix(i, p);
+            return Ok(());
+        }
         let op0 = inst.operands.first().copied();
         let out = match inst.opcode {
             Opcode::Parameter => cur,
@@ -397,125 +419,17 @@ impl Assigner<'_> {
                 }
             }
             Opcode::Tuple => {
-                if let Some(p) = pin {
-                    self.fix(i, p);
-                    return Ok(());
-                }
                 let elems: SmallVec<[ShapeId; 4]> =
                     inst.operands.iter().map(|&o| self.shape_of(o)).collect();
                 self.m.intern_shape(Shape::Tuple(elems))
             }
-            Opcode::While => {
-                let body = comp_attr(&inst, "body");
-                let cond = comp_attr(&inst, "condition");
-                let s0 = match op0 {
-                    Some(o) => self.shape_of(o),
-                    None => cur,
-                };
-                if let Some(b) = body {
-                    self.enter_callee(b, &[s0], Some(s0))?;
-                }
-                if let Some(c) = cond {
-                    self.enter_callee(c, &[s0], None)?;
-                }
-                match body.and_then(|b| self.m.comp(b).params.first().copied()) {
-                    Some(p) => self.shape_of(p),
-                    None => s0,
-                }
-            }
-            Opcode::Call | Opcode::Fusion | Opcode::AsyncStart => {
-                let key = if inst.opcode == Opcode::Fusion {
-                    "calls"
-                } else {
-                    "to_apply"
-                };
-                match comp_attr(&inst, key).or_else(|| comp_attr(&inst, "calls")) {
-                    Some(callee) if inst.opcode != Opcode::AsyncStart => {
-                        let ops: Vec<ShapeId> =
-                            inst.operands.iter().map(|&o| self.shape_of(o)).collect();
-                        self.enter_callee(callee, &ops, None)?;
-                        let root = self.m.comp(callee).root;
-                        let r = self.shape_of(root);
-                        if same_dims(self.m, r, cur) {
-                            r
-                        } else {
-                            cur
-                        }
-                    }
-                    _ => {
-                        self.process_called(&inst)?;
-                        cur
-                    }
-                }
-            }
-            Opcode::Conditional => {
-                let branches = branch_comps(&inst);
-                let mut first_root: Option<ShapeId> = None;
-                for (k, &b) in branches.iter().enumerate() {
-                    let arg = match inst.operands.get(k + 1) {
-                        Some(&o) => vec![self.shape_of(o)],
-                        None => vec![],
-                    };
-                    self.enter_callee(b, &arg, first_root)?;
-                    if k == 0 {
-                        let root = self.m.comp(b).root;
-                        first_root = Some(self.shape_of(root));
-                    }
-                }
-                match first_root {
-                    Some(r) if same_dims(self.m, r, cur) => r,
-                    _ => cur,
-                }
-            }
-            Opcode::Transpose => {
-                let perm = attrs::ints(&inst, "dimensions");
-                let om = op0
-                    .map(|o| self.shape_of(o))
-                    .and_then(|s| self.m.minor_to_major(s));
-                match (om, perm) {
-                    (Some(om), Some(perm)) => match dims::transpose_output(&om, &perm) {
-                        Some(l) => self.m.with_minor_to_major(cur, &l),
-                        None => cur,
-                    },
-                    _ => cur,
-                }
-            }
-            Opcode::Reduce => {
-                let rd = attrs::ints(&inst, "dimensions").unwrap_or_default();
-                let om = op0
-                    .map(|o| self.shape_of(o))
-                    .and_then(|s| self.m.minor_to_major(s));
-                self.process_called(&inst)?;
-                match om {
-                    Some(om) => {
-                        let l = dims::remove_dims(&om, &rd);
-                        self.relayout_all(cur, &l)
-                    }
-                    None => cur,
-                }
-            }
-            Opcode::Reshape => {
-                let os = op0.map(|o| self.shape_of(o));
-                match os {
-                    Some(os) => {
-                        let (fd, om) = (shapes::dims(self.m, os), self.m.minor_to_major(os));
-                        let td = shapes::dims(self.m, cur);
-                        match om.and_then(|om| dims::reshape_bitcast_layout(&fd, &om, &td)) {
-                            Some(l) => self.m.with_minor_to_major(cur, &l),
-                            None => self.m.with_default_layout(cur),
-                        }
-                    }
-                    None => cur,
-                }
+            Opcode::While => self.forward_while(&inst, cur)?,
+            Opcode::Call | Opcode::Fusion | Opcode::AsyncStart => self.forward_call(&inst, cur)?,
+            Opcode::Conditional => self.forward_conditional(&inst, cur)?,
+            Opcode::Transpose | Opcode::Reduce | Opcode::Reshape | Opcode::Copy => {
+                self.forward_from_operand(&inst, cur)?
             }
             Opcode::Broadcast => self.m.with_default_layout(cur),
-            Opcode::Copy => match op0
-                .map(|o| self.shape_of(o))
-                .and_then(|s| self.m.minor_to_major(s))
-            {
-                Some(l) => self.m.with_minor_to_major(cur, &l),
-                None => cur,
-            },
             op if preserves_layout(op) => {
                 self.process_called(&inst)?;
                 let rank = shapes::rank(self.m, cur).or_else(|| first_array_rank(self.m, cur));
@@ -529,29 +443,131 @@ impl Assigner<'_> {
                 cur
             }
         };
-        if let Some(p) = pin {
+        match pin {
             // A root that must have a given layout: ops that may produce any
             // layout take it; structural ones get a copy at the end.
-            if !matches!(
-                inst.opcode,
-                Opcode::GetTupleElement
-                    | Opcode::Parameter
-                    | Opcode::While
-                    | Opcode::Call
-                    | Opcode::Conditional
-                    | Opcode::Fusion
-                    | Opcode::CustomCall
-                    | Opcode::Bitcast
-                    | Opcode::AsyncStart
-                    | Opcode::AsyncDone
-            ) && same_dims(self.m, p, out)
-            {
-                self.fix(i, p);
-                return Ok(());
+            Some(p) if takes_any_layout(inst.opcode) && same_dims(self.m, p, out) => self.fix(i, p),
+            _ => self.set(i, out),
+        }
+        Ok(())
+    }
+
+    /// A while loop: its body and condition take the operand's layout; its
+    /// result is the body parameter's.
+    fn forward_while(&mut self, inst: &Instruction, cur: ShapeId) -> Result<ShapeId, PassError> {
+        let body = comp_attr(inst, "body");
+        let cond = comp_attr(inst, "condition");
+        let s0 = match inst.operands.first() {
+            Some(&o) => self.shape_of(o),
+            None => cur,
+        };
+        if let Some(b) = body {
+            self.enter_callee(b, &[s0], Some(s0))?;
+        }
+        if let Some(c) = cond {
+            self.enter_callee(c, &[s0], None)?;
+        }
+        Ok(
+            match body.and_then(|b| self.m.comp(b).params.first().copied()) {
+                Some(p) => self.shape_of(p),
+                None => s0,
+            },
+        )
+    }
+
+    /// A call or fusion: the callee takes the operands' layouts; the result
+    /// is its root's when the dimensions agree.
+    fn forward_call(&mut self, inst: &Instruction, cur: ShapeId) -> Result<ShapeId, PassError> {
+        let key = if inst.opcode == Opcode::Fusion {
+            "calls"
+        } else {
+            "to_apply"
+        };
+        match comp_attr(inst, key).or_else(|| comp_attr(inst, "calls")) {
+            Some(callee) if inst.opcode != Opcode::AsyncStart => {
+                let ops: Vec<ShapeId> = inst.operands.iter().map(|&o| self.shape_of(o)).collect();
+                self.enter_callee(callee, &ops, None)?;
+                let root = self.m.comp(callee).root;
+                let r = self.shape_of(root);
+                Ok(if same_dims(self.m, r, cur) { r } else { cur })
+            }
+            _ => {
+                self.process_called(inst)?;
+                Ok(cur)
             }
         }
-        self.set(i, out);
-        Ok(())
+    }
+
+    /// A conditional: each branch takes its operand's layout and returns the
+    /// first branch's root layout.
+    fn forward_conditional(
+        &mut self,
+        inst: &Instruction,
+        cur: ShapeId,
+    ) -> Result<ShapeId, PassError> {
+        let branches = branch_comps(inst);
+        let mut first_root: Option<ShapeId> = None;
+        for (k, &b) in branches.iter().enumerate() {
+            let arg = match inst.operands.get(k + 1) {
+                Some(&o) => vec![self.shape_of(o)],
+                None => vec![],
+            };
+            self.enter_callee(b, &arg, first_root)?;
+            if k == 0 {
+                let root = self.m.comp(b).root;
+                first_root = Some(self.shape_of(root));
+            }
+        }
+        Ok(match first_root {
+            Some(r) if same_dims(self.m, r, cur) => r,
+            _ => cur,
+        })
+    }
+
+    /// Transpose, reduce, reshape and copy: the output layout follows from
+    /// the first operand's.
+    fn forward_from_operand(
+        &mut self,
+        inst: &Instruction,
+        cur: ShapeId,
+    ) -> Result<ShapeId, PassError> {
+        let os = inst.operands.first().map(|&o| self.shape_of(o));
+        let om = os.and_then(|s| self.m.minor_to_major(s));
+        Ok(match inst.opcode {
+            Opcode::Transpose => match (om, attrs::ints(inst, "dimensions")) {
+                (Some(om), Some(perm)) => match dims::transpose_output(&om, &perm) {
+                    Some(l) => self.m.with_minor_to_major(cur, &l),
+                    None => cur,
+                },
+                _ => cur,
+            },
+            Opcode::Reduce => {
+                let rd = attrs::ints(inst, "dimensions").unwrap_or_default();
+                self.process_called(inst)?;
+                match om {
+                    Some(om) => {
+                        let l = dims::remove_dims(&om, &rd);
+                        self.relayout_all(cur, &l)
+                    }
+                    None => cur,
+                }
+            }
+            Opcode::Reshape => match os {
+                Some(os) => {
+                    let fd = shapes::dims(self.m, os);
+                    let td = shapes::dims(self.m, cur);
+                    match om.and_then(|om| dims::reshape_bitcast_layout(&fd, &om, &td)) {
+                        Some(l) => self.m.with_minor_to_major(cur, &l),
+                        None => self.m.with_default_layout(cur),
+                    }
+                }
+                None => cur,
+            },
+            _ => match om {
+                Some(l) => self.m.with_minor_to_major(cur, &l),
+                None => cur,
+            },
+        })
     }
 
     /// Processes the computations an instruction calls that take no layout

@@ -300,20 +300,7 @@ impl Pass for TilePass {
 
     fn run(&mut self, m: &mut Module, cx: &mut PassContext) -> Result<Changed, PassError> {
         self.warnings.clear();
-        let gpu = match cx.options.tile_target {
-            crate::TileTarget::XlaGpu => true,
-            crate::TileTarget::Tpu => false,
-            crate::TileTarget::Auto => {
-                !xla_gpu::triton_gemm_fusions(m).is_empty()
-                    || m.computations().any(|c| {
-                        m.comp(c)
-                            .order
-                            .iter()
-                            .any(|&i| xla_gpu::autotuner::is_gemm_fusion(m, i))
-                    })
-            }
-        };
-        if gpu {
+        if targets_xla_gpu(m, cx) {
             return self.run_xla_gpu(m, cx);
         }
         let kernels = kernel::find_kernels(m);
@@ -347,127 +334,190 @@ impl Pass for TilePass {
             seed: cx.options.seed,
             max_candidates: cx.options.budget,
         };
-        let top_k = cx.options.top_k.max(1);
-        let mut changed = false;
         let mut cache = ScoreCache::default();
         let (mut tiled, mut off_default, mut skipped) = (0usize, 0usize, 0usize);
         for id in kernels.iter().copied() {
-            let name = m.inst(id).name.to_string();
-            let raw = m.inst(id).raw_attr("backend_config").map(str::to_string);
-            if let Err(e) = backend::parse_backend_config(raw.as_deref()) {
-                warn(&mut self.warnings, cx, &name, &e);
-                skipped += 1;
-                continue;
-            }
-            let sel = match select_kernel_cached(m, id, model, &opts, &mut cache) {
-                Ok(s) => s,
-                Err(KernelError::Skip(reason)) => {
+            match tile_kernel(m, id, model, &opts, &mut cache, cx)? {
+                KernelOutcome::Tiled { off_default: off } => {
+                    tiled += 1;
+                    off_default += usize::from(off);
+                }
+                KernelOutcome::Skipped(reason) => {
+                    let name = m.inst(id).name.to_string();
                     warn(&mut self.warnings, cx, &name, &reason);
                     skipped += 1;
-                    continue;
                 }
-                Err(KernelError::Model(e)) => {
-                    return Err(PassError::Failed {
-                        pass: "tile",
-                        message: format!("kernel %{name}: {e}"),
-                    })
-                }
-            };
-            let Some((best, best_score)) = sel.ranked.first().cloned() else {
-                continue;
-            };
-            let mut chosen = (best, best_score);
-            let mut measured_time = None;
-            if let Some(measure) = cx.options.measure.as_mut() {
-                for (cfg, score) in sel.ranked.iter().take(top_k) {
-                    let mut km = extract::extract_kernel(m, id);
-                    let root = km.entry_computation().root;
-                    let text =
-                        backend::merge(raw.as_deref(), backend::config_json(cfg, Some(*score)));
-                    if let Ok(t) = text {
-                        km.inst_mut(root)
-                            .set_attr("backend_config", AttrValue::Raw(t.into()));
-                    }
-                    if let Some(t) = measure(&hlo::print_module(&km)).filter(|t| t.is_finite()) {
-                        if measured_time.is_none_or(|best: f64| t < best) {
-                            measured_time = Some(t);
-                            chosen = (cfg.clone(), *score);
-                        }
-                    }
-                }
+                KernelOutcome::Empty => {}
             }
-            let mut decision = backend::config_json(&chosen.0, Some(chosen.1));
-            decision.insert(
-                "candidates".into(),
-                serde_json::Value::from(sel.ranked.len()),
-            );
-            if let Some(t) = measured_time.and_then(serde_json::Number::from_f64) {
-                decision.insert("measured".into(), serde_json::Value::Number(t));
-            }
-            if top_k > 1 {
-                let list = sel
-                    .ranked
-                    .iter()
-                    .take(top_k)
-                    .map(|(c, s)| serde_json::Value::Object(backend::config_json(c, Some(*s))))
-                    .collect();
-                decision.insert("top_k".into(), serde_json::Value::Array(list));
-            }
-            match backend::merge(raw.as_deref(), decision) {
-                Ok(text) => {
-                    m.inst_mut(id)
-                        .set_attr("backend_config", AttrValue::Raw(text.into()));
-                    changed = true;
-                    tiled += 1;
-                    if chosen.0 != sel.default.0 {
-                        off_default += 1;
-                    }
-                }
-                Err(e) => {
-                    warn(&mut self.warnings, cx, &name, &e);
-                    skipped += 1;
-                    continue;
-                }
-            }
-            cx.records
-                .push(crate::explain::Record::Tile(crate::explain::TileRecord {
-                    kernel: name.clone(),
-                    chosen: chosen.0.to_string(),
-                    score: chosen.1,
-                    default: sel.default.0.to_string(),
-                    default_score: sel.default.1,
-                    candidates: sel
-                        .ranked
-                        .iter()
-                        .take(top_k)
-                        .map(|(c, s)| (c.to_string(), *s))
-                        .collect(),
-                    ranked: sel.ranked.len(),
-                    within_budget: sel.within_budget,
-                    raw: u64::try_from(sel.raw).unwrap_or(u64::MAX),
-                    measured: measured_time,
-                }));
-            let measured = measured_time
-                .map(|t| format!(", measured {t}"))
-                .unwrap_or_default();
-            cx.explain.push_str(&format!(
-                "tile %{name}: {} predicted {}{measured}; default {} predicted {}; candidates: {} ranked, {} within the memory budget, {} raw\n",
-                chosen.0,
-                fmt_score(chosen.1),
-                sel.default.0,
-                fmt_score(sel.default.1),
-                sel.ranked.len(),
-                sel.within_budget,
-                sel.raw,
-            ));
         }
         cx.explain.push_str(&format!(
             "tile: {} kernel{}: {tiled} tiled ({off_default} with a tile other than the compiler default's), {skipped} skipped; scores are model scores, lower is predicted faster\n",
             kernels.len(),
             if kernels.len() == 1 { "" } else { "s" }
         ));
-        Ok(changed)
+        Ok(tiled > 0)
     }
+}
+
+/// Whether the module is for the XLA:GPU target: asked, or (`auto`) it
+/// holds Triton GEMM fusions.
+fn targets_xla_gpu(m: &Module, cx: &PassContext) -> bool {
+    match cx.options.tile_target {
+        crate::TileTarget::XlaGpu => true,
+        crate::TileTarget::Tpu => false,
+        crate::TileTarget::Auto => {
+            !xla_gpu::triton_gemm_fusions(m).is_empty()
+                || m.computations().any(|c| {
+                    m.comp(c)
+                        .order
+                        .iter()
+                        .any(|&i| xla_gpu::autotuner::is_gemm_fusion(m, i))
+                })
+        }
+    }
+}
+
+/// What became of one kernel.
+enum KernelOutcome {
+    /// Its decision was recorded; whether the tile is not the default's.
+    Tiled { off_default: bool },
+    /// Left unchanged, with a warning giving the reason.
+    Skipped(String),
+    /// No candidate to choose from.
+    Empty,
+}
+
+/// Ranks one kernel's tiles, measures the best `--top-k` when a measure
+/// callback is given, and records the choice in its `backend_config`.
+fn tile_kernel(
+    m: &mut Module,
+    id: InstId,
+    model: &dyn CostModel,
+    opts: &SelectOptions,
+    cache: &mut ScoreCache,
+    cx: &mut PassContext,
+) -> Result<KernelOutcome, PassError> {
+    let name = m.inst(id).name.to_string();
+    let raw = m.inst(id).raw_attr("backend_config").map(str::to_string);
+    if let Err(e) = backend::parse_backend_config(raw.as_deref()) {
+        return Ok(KernelOutcome::Skipped(e));
+    }
+    let sel = match select_kernel_cached(m, id, model, opts, cache) {
+        Ok(s) => s,
+        Err(KernelError::Skip(reason)) => return Ok(KernelOutcome::Skipped(reason)),
+        Err(KernelError::Model(e)) => {
+            return Err(PassError::Failed {
+                pass: "tile",
+                message: format!("kernel %{name}: {e}"),
+            })
+        }
+    };
+    let Some(best) = sel.ranked.first().cloned() else {
+        return Ok(KernelOutcome::Empty);
+    };
+    let top_k = cx.options.top_k.max(1);
+    let (chosen, measured_time) = match cx.options.measure.as_mut() {
+        Some(measure) => measure_top_k(m, id, raw.as_deref(), &sel, top_k, best, measure),
+        None => (best, None),
+    };
+    let decision = decision_json(&sel, &chosen, measured_time, top_k);
+    match backend::merge(raw.as_deref(), decision) {
+        Ok(text) => m
+            .inst_mut(id)
+            .set_attr("backend_config", AttrValue::Raw(text.into())),
+        Err(e) => return Ok(KernelOutcome::Skipped(e)),
+    }
+    cx.records
+        .push(crate::explain::Record::Tile(crate::explain::TileRecord {
+            kernel: name.clone(),
+            chosen: chosen.0.to_string(),
+            score: chosen.1,
+            default: sel.default.0.to_string(),
+            default_score: sel.default.1,
+            candidates: sel
+                .ranked
+                .iter()
+                .take(top_k)
+                .map(|(c, s)| (c.to_string(), *s))
+                .collect(),
+            ranked: sel.ranked.len(),
+            within_budget: sel.within_budget,
+            raw: u64::try_from(sel.raw).unwrap_or(u64::MAX),
+            measured: measured_time,
+        }));
+    let measured = measured_time
+        .map(|t| format!(", measured {t}"))
+        .unwrap_or_default();
+    cx.explain.push_str(&format!(
+        "tile %{name}: {} predicted {}{measured}; default {} predicted {}; candidates: {} ranked, {} within the memory budget, {} raw\n",
+        chosen.0,
+        fmt_score(chosen.1),
+        sel.default.0,
+        fmt_score(sel.default.1),
+        sel.ranked.len(),
+        sel.within_budget,
+        sel.raw,
+    ));
+    Ok(KernelOutcome::Tiled {
+        off_default: chosen.0 != sel.default.0,
+    })
+}
+
+/// Measures the kernel with each of its `top_k` best tiles; the fastest
+/// measured (with its score) and its time, else the model's best.
+fn measure_top_k(
+    m: &Module,
+    id: InstId,
+    raw: Option<&str>,
+    sel: &Selection,
+    top_k: usize,
+    best: (TileConfig, f32),
+    measure: &mut crate::MeasureFn,
+) -> ((TileConfig, f32), Option<f64>) {
+    let mut chosen = best;
+    let mut measured_time = None;
+    for (cfg, score) in sel.ranked.iter().take(top_k) {
+        let mut km = extract::extract_kernel(m, id);
+        let root = km.entry_computation().root;
+        if let Ok(t) = backend::merge(raw, backend::config_json(cfg, Some(*score))) {
+            km.inst_mut(root)
+                .set_attr("backend_config", AttrValue::Raw(t.into()));
+        }
+        if let Some(t) = measure(&hlo::print_module(&km)).filter(|t| t.is_finite()) {
+            if measured_time.is_none_or(|best: f64| t < best) {
+                measured_time = Some(t);
+                chosen = (cfg.clone(), *score);
+            }
+        }
+    }
+    (chosen, measured_time)
+}
+
+/// The decision written into the kernel's `backend_config`.
+fn decision_json(
+    sel: &Selection,
+    chosen: &(TileConfig, f32),
+    measured_time: Option<f64>,
+    top_k: usize,
+) -> serde_json::Map<String, serde_json::Value> {
+    let mut decision = backend::config_json(&chosen.0, Some(chosen.1));
+    decision.insert(
+        "candidates".into(),
+        serde_json::Value::from(sel.ranked.len()),
+    );
+    if let Some(t) = measured_time.and_then(serde_json::Number::from_f64) {
+        decision.insert("measured".into(), serde_json::Value::Number(t));
+    }
+    if top_k > 1 {
+        let list = sel
+            .ranked
+            .iter()
+            .take(top_k)
+            .map(|(c, s)| serde_json::Value::Object(backend::config_json(c, Some(*s))))
+            .collect();
+        decision.insert("top_k".into(), serde_json::Value::Array(list));
+    }
+    decision
 }
 
 impl TilePass {

@@ -4,7 +4,7 @@
 //! fields 10 `waves_per_eu`, AMD only, and 11 `group_size`), one type for
 //! every place hlo-opt reads or writes one, with its forms as methods:
 //! - protobuf: the prost message itself, in the legacy `AutotuneResult`
-//!   ([`super::proto`]; [`TritonConfig::autotune_result`]) and in the new
+//!   (`TritonConfig::autotune_result`, in `proto.rs`) and in the new
 //!   autotuner's cache entries ([`super::autotuner`]); its text form is
 //!   read and written by [`super::textproto`];
 //! - a fusion's `backend_config` JSON (`triton_gemm_config`):
@@ -21,8 +21,6 @@
 //! ([`TritonConfig::for_new_autotuner`], [`TritonConfig::as_logged`]).
 
 use serde_json::{Map, Value};
-
-use super::proto;
 
 /// XLA's `AutotuneResult.TritonGemmKey` (field numbers as XLA's). Fields at
 /// their default are not encoded, so a config of either convention encodes
@@ -178,14 +176,6 @@ impl TritonConfig {
             waves_per_eu: int("waves_per_eu")?,
             group_size: 0,
         })
-    }
-
-    /// The legacy `AutotuneResult` XLA reads for this config.
-    pub fn autotune_result(&self) -> proto::AutotuneResult {
-        proto::AutotuneResult {
-            key: Some(proto::ResultKey::Triton(*self)),
-            ..Default::default()
-        }
     }
 
     /// The columns of the GPU tile data (`config_feat`) for a config of the

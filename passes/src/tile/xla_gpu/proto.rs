@@ -10,6 +10,16 @@
 
 use super::config::TritonConfig;
 
+impl TritonConfig {
+    /// The legacy `AutotuneResult` XLA reads for this config.
+    pub fn autotune_result(&self) -> AutotuneResult {
+        AutotuneResult {
+            key: Some(ResultKey::Triton(*self)),
+            ..Default::default()
+        }
+    }
+}
+
 /// `xla.AutotuneResults`: XLA's persisted autotuning results
 /// (`--xla_gpu_dump_autotune_results_to`, `--xla_gpu_load_autotune_results_from`).
 #[derive(Clone, PartialEq, prost::Message)]
