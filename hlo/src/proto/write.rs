@@ -1,33 +1,12 @@
-//! Module -> `HloModuleProto`.
+//! Module -> `HloModuleProto`: [`module_to_proto`] builds the message,
+//! [`module_to_bytes`] encodes it while it builds. A module the reader would
+//! refuse is not written, so a written proto always reads back.
 //!
-//! Typed attributes are read as the parser stored them (dimension lists,
-//! windows, slices, padding, enumerations, op metadata, shardings, replica
-//! groups, frontend attributes, aliasing, convolution dimension numbers,
-//! domains, statistics, result accuracy, strings, floats, boolean lists,
-//! shapes, the module header's attributes (the original value recovery
-//! table's recovery modules written as modules), the stack frame index, a
-//! custom call's `literal=`); literals (a constant's, a custom call's) are
-//! converted from their typed values ([`literal_proto`]); an elided literal `{...}` gets the
-//! values XLA's text parser makes up for it, counted in text order
-//! ([`crate::attrs::literal::ElidedFill`]; [`module_to_bytes`] generates an
-//! elided array's values straight into its output, so writing one takes no
-//! memory beyond the proto's own). An attribute with no `HloInstructionProto`
-//! field is an error naming it: nothing is dropped. [`module_to_bytes`]
-//! encodes while it builds (see there); a proto that would reach protobuf's
-//! limit ([`MAX_PROTO_BYTES`], 2 GiB) is an error naming the instruction
-//! that reaches it.
-//!
-//! XLA's async shorthand (`custom-call-start(...)`) is written as the
-//! async-start / update / done chain calling a wrapped computation that XLA's
-//! parser builds for it ([`async_shorthand::expand`], on a copy; the module
-//! itself keeps the shorthand).
-//!
-//! Ids: an element read from a proto keeps its proto id; others get fresh
-//! ids above every kept one, in arena order (so a module read back from its
-//! own proto, its wrapped computations folded, is written with the same
-//! ids). Computations are written callees first and
-//! instructions operands first (XLA's `CreateFromProto` requires both),
-//! otherwise in the module's print and schedule order.
+//! [`Writer::module`] writes each computation (callees first, instructions
+//! operands first, as XLA's `CreateFromProto` requires), then the header.
+//! [`Writer::instruction`] writes typed attributes as the parser stored them,
+//! one family of fields at a time; an attribute with no `HloInstructionProto`
+//! field is an error naming it: nothing is dropped.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -96,7 +75,10 @@ fn writable(m: &Module) -> Result<()> {
 }
 
 /// Converts a module to XLA's `HloModuleProto` (an error for a module the
-/// reader would refuse: its proto always reads back).
+/// reader would refuse: its proto always reads back). XLA's async shorthand
+/// (`custom-call-start(...)`) is written as the async-start / update / done
+/// chain calling the wrapped computation XLA's parser builds for it
+/// ([`async_shorthand::expand`], on a copy; the module keeps the shorthand).
 pub fn module_to_proto(m: &Module) -> Result<xla::HloModuleProto> {
     let expanded = async_shorthand::expand(m)?;
     let m = expanded.as_ref().unwrap_or(m);
@@ -116,7 +98,8 @@ pub fn module_to_proto(m: &Module) -> Result<xla::HloModuleProto> {
 /// the whole message (prost writes fields in tag order, and a default field
 /// writes nothing, so a message's fields before a field, the field and the
 /// fields after it can be encoded apart and concatenated). Fails, naming
-/// the instruction, where the proto would exceed [`MAX_PROTO_BYTES`].
+/// the instruction, where the proto would exceed [`MAX_PROTO_BYTES`]
+/// (protobuf's limit, 2 GiB).
 pub fn module_to_bytes(m: &Module) -> Result<Vec<u8>> {
     let expanded = async_shorthand::expand(m)?;
     let m = expanded.as_ref().unwrap_or(m);
@@ -395,7 +378,8 @@ fn layout_proto(m: &Module, l: &Layout) -> xla::LayoutProto {
 /// a constant's literal to have it; the literal's layout is that order
 /// only, tiles and the rest of the layout are the instruction's). An
 /// elided literal (`{...}`) gets the values XLA's parser gives it, from
-/// `fill` (see [`literal::ElidedFill`]).
+/// `fill` (see [`literal::ElidedFill`]: XLA's parser makes them up counted
+/// in text order).
 pub fn literal_proto(
     m: &Module,
     s: ShapeId,
@@ -605,7 +589,8 @@ fn err(inst: &str, msg: impl std::fmt::Display) -> Error {
 /// The proto ids of an arena of `len` elements, of which `held` lists those
 /// the module holds (arena index, id kept from a proto read): a kept id stays;
 /// the held elements without one get fresh ids in arena order, above every
-/// kept id; the others (not written) get -1.
+/// kept id; the others (not written) get -1. So a module read back from its
+/// own proto, its wrapped computations folded, is written with the same ids.
 fn proto_ids(len: usize, held: impl Iterator<Item = (usize, Option<i64>)>) -> Vec<i64> {
     let mut ids = vec![None; len];
     let mut max = -1;
