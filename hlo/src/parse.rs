@@ -11,20 +11,13 @@
 //!   parameters numbered `0..n` without gaps;
 //! - exactly one entry computation (`ENTRY`, or the last computation).
 //!
-//! Called computations and control predecessors become ids; every
-//! attribute kind [`crate::attrs`] types (integers, floats, lists, windows,
-//! padding, slices, enumerations, precisions, source-target pairs, op
-//! metadata, shardings, replica groups, frontend attributes, aliasing,
-//! `dim_labels`, domains, statistics, result accuracy, strings, the module
-//! header's attributes) is decoded into a typed [`AttrValue`], shapes in
-//! attribute values (`operand_layout_constraints`, `outfeed_shape`,
-//! `entry_computation_layout`) are interned like other shapes, and the stack
-//! frame sections become [`Module::stack_frames`]; the other attribute values
-//! are kept as their source text ([`AttrValue::Raw`]). Parameter numbers and
-//! constant literals are decoded into [`Payload`] (literals by
-//! [`crate::attrs::literal::decode`], against the constant's shape). Nesting of
-//! brackets is bounded by [`MAX_DEPTH`] before pest runs, so no input can
-//! overflow the stack.
+//! Called computations and control predecessors become ids. Attribute
+//! values are decoded once: into a typed [`AttrValue`] where
+//! [`crate::attrs`] types their kind (shapes in them interned like other
+//! shapes), else kept as source text ([`AttrValue::Raw`]). Parameter numbers
+//! and constant literals become [`Payload`]; the stack frame sections
+//! [`Module::stack_frames`]. Bracket nesting is bounded by [`MAX_DEPTH`]
+//! before pest runs, so no input can overflow the stack.
 //!
 //! The grammar runs in pieces: the text before the computations, then per
 //! computation its head, each instruction and its closing attributes. An

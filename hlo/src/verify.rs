@@ -11,20 +11,11 @@
 //! 3. per instruction: operands and control predecessors live in the same
 //!    computation and operands come earlier in the schedule; every array
 //!    shape (also inside tuples) has a layout whose `minor_to_major` is a
-//!    permutation of its dimensions; then the operand count, operand shapes
-//!    and output shape of the ops this module knows (elementwise ops incl.
-//!    compare/select/clamp/convert/bitcast-convert, broadcast, reshape,
-//!    transpose, reverse, iota, dot, convolution, reduce, reduce-window,
-//!    select-and-scatter, slice, dynamic-slice, dynamic-update-slice, gather,
-//!    concatenate, pad, tuple, get-tuple-element, sort, map, all-reduce,
-//!    infeed, async-start/-update/-done, custom-call
-//!    `operand_layout_constraints`), and the signatures of called
-//!    computations (`to_apply`, `calls`, `body`/`condition`,
-//!    `branch_computations`, `select`/`scatter`); the asynchronous pairs
-//!    (`*-start` / `*-done`, `send` / `send-done`, `recv` / `recv-done`,
-//!    `async-start` / `-update` / `-done`): each start continued by exactly
-//!    one op, each done taking its start, with the shape it promises
-//!    (`verify/pairs.rs`);
+//!    permutation of its dimensions; then the rule of its opcode family
+//!    ([`Verifier::check_instruction`], a table from opcode to check):
+//!    operand count and shapes, the output shape, the signatures of called
+//!    computations; the asynchronous pairs, each start continued by exactly
+//!    one op and each done taking its start (`verify/pairs.rs`);
 //! 4. the call graph has no cycles.
 //!
 //! Shapes are compared the way XLA's layout-insensitive verifier compares
@@ -893,6 +884,8 @@ impl<'m> Verifier<'m> {
 
     // ---- per opcode ----
 
+    /// The rule of `inst`'s opcode family (operand count, operand shapes,
+    /// output shape, called computations); an opcode without a rule passes.
     fn check_instruction(&self, inst: &Instruction) -> Check {
         use Opcode::*;
         match inst.opcode {
