@@ -1505,7 +1505,14 @@ impl<'p> Reader<'p> {
         let (operands, payload) = operands_and_payload(path, opcode, i, &id_of)?;
         let mut attrs: Vec<Attr> = Vec::new();
         self.calls(path, opcode, i, c, ids, &mut attrs)?;
-        self.field_attrs(path, opcode, i, &mut attrs)?;
+        self.field_attrs(
+            At {
+                path,
+                op: opcode,
+                i,
+            },
+            &mut attrs,
+        )?;
         if !i.control_predecessor_ids.is_empty() {
             let preds: SmallVec<[InstId; 2]> = i
                 .control_predecessor_ids
@@ -1610,16 +1617,13 @@ impl<'p> Reader<'p> {
 
     /// Every other field ([`Reader::fields`]) as attributes, decoded or
     /// checked as the text's are.
-    fn field_attrs(
-        &mut self,
-        path: &InstPath,
-        opcode: Opcode,
-        i: &'p xla::HloInstructionProto,
-        attrs: &mut Vec<Attr>,
-    ) -> Result<()> {
+    fn field_attrs(&mut self, at: At<'_, 'p>, attrs: &mut Vec<Attr>) -> Result<()> {
+        let At {
+            path, op: opcode, ..
+        } = at;
         let mut fields = std::mem::take(&mut self.fields);
         fields.clear();
-        self.fields(path, opcode, i, &mut fields)?;
+        self.fields(at, &mut fields)?;
         attrs.reserve(fields.len());
         for f in fields.drain(..) {
             attrs.push(match f {
@@ -1646,19 +1650,11 @@ impl<'p> Reader<'p> {
     /// text of the value, decoded as the parser decodes it
     /// ([`crate::attrs::decode`]). [`Reader::field_attrs`] checks the typed
     /// ones against the opcode's kind table ([`crate::attrs::check_kind`]).
-    fn fields(
-        &mut self,
-        path: &InstPath,
-        op: Opcode,
-        i: &'p xla::HloInstructionProto,
-        a: &mut Vec<Field>,
-    ) -> Result<()> {
-        let at = At { path, op, i };
+    fn fields(&mut self, at: At<'_, 'p>, a: &mut Vec<Field>) -> Result<()> {
         self.dimension_fields(at, a)?;
         self.window_fields(at, a)?;
         self.dot_fields(at, a)?;
-        self.compare_fusion_fields(at, a)?;
-        self.custom_call_fields(at, a)?;
+        self.op_kind_fields(at, a)?;
         self.collective_fields(at, a)?;
         self.numeric_fields(at, a)?;
         self.gather_scatter_fields(at, a)?;
@@ -1861,8 +1857,10 @@ impl<'p> Reader<'p> {
         Ok(())
     }
 
-    /// A comparison's direction and type, a fusion's kind.
-    fn compare_fusion_fields(&mut self, at: At<'_, 'p>, a: &mut Vec<Field>) -> Result<()> {
+    /// A comparison's direction and type, a fusion's kind, a custom call's
+    /// target, side effect, layout constraints, schedule, API version and
+    /// literal; `constrain_layout` on other opcodes.
+    fn op_kind_fields(&mut self, at: At<'_, 'p>, a: &mut Vec<Field>) -> Result<()> {
         let At { path, op, i } = at;
         let ebad = |m: String| bad(format!("{path}: {m}"));
         if op == Opcode::Compare {
@@ -1876,14 +1874,6 @@ impl<'p> Reader<'p> {
         if op == Opcode::Fusion {
             a.push(Field::Text("kind", i.fusion_kind.clone()));
         }
-        Ok(())
-    }
-
-    /// A custom call's target, side effect, layout constraints, schedule, API
-    /// version and literal; `constrain_layout` on other opcodes.
-    fn custom_call_fields(&mut self, at: At<'_, 'p>, a: &mut Vec<Field>) -> Result<()> {
-        let At { path, op, i } = at;
-        let ebad = |m: String| bad(format!("{path}: {m}"));
         if op == Opcode::CustomCall {
             a.push(Field::Typed(
                 "custom_call_target",
