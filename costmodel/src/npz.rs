@@ -519,189 +519,33 @@ impl NpzGraphFile {
     /// of the configuration array.
     pub fn open(path: impl AsRef<Path>) -> Result<NpzGraphFile> {
         let path = path.as_ref().to_path_buf();
-        let err = |message: String| CostModelError::Npz {
+        Self::read(&path).map_err(|message| CostModelError::Npz {
             path: path.display().to_string(),
             message,
-        };
-        let listed = list_entries(&path).map_err(err)?;
-        for e in &listed {
-            let streamed = e.name == "node_config_feat" || e.name == "config_feat";
-            if !streamed && e.size > MAX_WHOLE_ARRAY_BYTES {
-                return Err(err(too_big(&e.name, e.size)));
-            }
-        }
-        let mut entries = Vec::with_capacity(listed.len());
-        for Located {
-            name,
-            method,
-            data_start,
-            compressed_size,
-            size,
-            crc32,
-        } in listed
-        {
-            let mut r = open_reader(&path, method, data_start, compressed_size)
-                .map_err(|e| err(format!("{name}: cannot read: {e}")))?;
-            let (header_len, dtype, shape, fortran) =
-                read_header(&mut r, size).map_err(|m| err(format!("{name}: {m}")))?;
-            let entry = Entry {
-                name,
-                method,
-                data_start,
-                compressed_size,
-                crc32,
-                header_len,
-                dtype,
-                shape,
-                fortran,
-            };
-            let data_bytes = (entry.len() as u64).saturating_mul(entry.dtype.size as u64);
-            if header_len + data_bytes != size {
-                return Err(err(format!(
-                    "{}: the header says {} {} ({} bytes of data) but the entry holds {} bytes of data{}",
-                    entry.name,
-                    entry.dtype.descr,
-                    entry.shape_text(),
-                    data_bytes,
-                    size - header_len,
-                    if header_len + data_bytes > size { " (truncated)" } else { "" }
-                )));
-            }
-            entries.push(entry);
-        }
-        let find = |key: &str| entries.iter().find(|e| e.name == key);
-        let require = |key: &str, task: &str| {
-            find(key).ok_or_else(|| {
-                let have: Vec<&str> = entries.iter().map(|e| e.name.as_str()).collect();
-                err(format!(
-                    "missing array `{key}` (required for a {task} file); the file has: {}",
-                    have.join(", ")
-                ))
-            })
-        };
-        let task = match (find("node_config_feat"), find("config_feat")) {
-            (Some(_), None) => Task::Layout,
-            (None, Some(_)) => Task::Tile,
-            (Some(_), Some(_)) => {
-                return Err(err(
-                    "has both `node_config_feat` (layout) and `config_feat` (tile)".into(),
-                ))
-            }
-            (None, None) => {
-                let have: Vec<&str> = entries.iter().map(|e| e.name.as_str()).collect();
-                return Err(err(format!(
-                    "neither `node_config_feat` (layout) nor `config_feat` (tile) present; the file has: {}",
-                    if have.is_empty() { "no arrays".to_string() } else { have.join(", ") }
-                )));
-            }
-        };
-        let tname = task.name();
+        })
+    }
 
-        // node_feat, node_opcode
-        let e = require("node_feat", tname)?;
-        check_rank(e, &[None, Some(NODE_FEAT_DIM)]).map_err(&err)?;
-        let n = e.shape[0];
-        let node_feat: Vec<f32> = read_all(&path, e).map_err(&err)?;
-        let e = require("node_opcode", tname)?;
-        check_rank(e, &[Some(n)]).map_err(|m| err(format!("{m} (node_feat has {n} nodes)")))?;
-        let node_opcode = read_all::<i64>(&path, e)
-            .map_err(&err)?
-            .into_iter()
-            .enumerate()
-            .map(|(i, v)| {
-                u8::try_from(v).map_err(|_| {
-                    err(format!(
-                        "node_opcode[{i}] = {v} is not an opcode id (0..=255)"
-                    ))
-                })
-            })
-            .collect::<Result<Vec<u8>>>()?;
-
-        // edge_index
-        let e = require("edge_index", tname)?;
-        let edges = if e.len() == 0 && e.shape.len() == 1 {
-            // `np.array([])`-style empty edge list.
-            Vec::new()
-        } else {
-            check_rank(e, &[None, Some(2)]).map_err(&err)?;
-            read_all::<i64>(&path, e).map_err(&err)?
+    /// [`NpzGraphFile::open`], its errors as messages without the path.
+    fn read(path: &Path) -> std::result::Result<NpzGraphFile, String> {
+        let entries = read_entries(path)?;
+        let task = task_of(&entries)?;
+        let arrays = Arrays {
+            path,
+            entries: &entries,
+            task: task.name(),
         };
-        let mut edge_index = Vec::with_capacity(edges.len() / 2);
-        for (i, pair) in edges.chunks_exact(2).enumerate() {
-            for &v in pair {
-                if v < 0 || v as u64 >= n as u64 {
-                    return Err(err(format!(
-                        "edge_index[{i}] = {pair:?} refers to a node outside 0..{n}"
-                    )));
-                }
-            }
-            edge_index.push([pair[0], pair[1]]);
-        }
-
-        // node_config_ids, node_splits (layout only)
+        let (node_feat, node_opcode) = arrays.nodes()?;
+        let n = node_opcode.len();
+        let edge_index = arrays.edges(n)?;
         let (node_config_ids, node_splits) = match task {
             Task::Tile => (Vec::new(), Vec::new()),
-            Task::Layout => {
-                let e = require("node_config_ids", tname)?;
-                check_rank(e, &[None]).map_err(&err)?;
-                let ids: Vec<i64> = read_all(&path, e).map_err(&err)?;
-                // Any order (the published mask_rcnn graph is not sorted), no repeats.
-                let mut first_at = vec![usize::MAX; n];
-                for (i, &v) in ids.iter().enumerate() {
-                    if v < 0 || v as u64 >= n as u64 {
-                        return Err(err(format!(
-                            "node_config_ids[{i}] = {v} is not a node (0..{n})"
-                        )));
-                    }
-                    let seen = &mut first_at[v as usize];
-                    if *seen != usize::MAX {
-                        return Err(err(format!(
-                            "node_config_ids[{i}] = {v} repeats node_config_ids[{}]",
-                            *seen
-                        )));
-                    }
-                    *seen = i;
-                }
-                let e = require("node_splits", tname)?;
-                if e.shape.len() > 2 || (e.shape.len() == 2 && e.shape[0] != 1) {
-                    return Err(err(format!(
-                        "node_splits: shape {}, expected (1, k)",
-                        e.shape_text()
-                    )));
-                }
-                let splits: Vec<i64> = read_all(&path, e).map_err(&err)?;
-                (ids, splits)
-            }
+            Task::Layout => arrays.configurable_nodes(n)?,
         };
-
-        // configurations (header only) and runtimes
-        let (configs, nodes_per_config) = match task {
-            Task::Layout => {
-                let e = require("node_config_feat", tname)?;
-                let nc = node_config_ids.len();
-                check_rank(e, &[None, Some(nc), Some(LAYOUT_CONFIG_DIM)])
-                    .map_err(|m| err(format!("{m} (node_config_ids has {nc} nodes)")))?;
-                (e.clone(), nc)
-            }
-            Task::Tile => {
-                let e = require("config_feat", tname)?;
-                check_rank(e, &[None, Some(TILE_CONFIG_DIM)]).map_err(&err)?;
-                (e.clone(), 1)
-            }
-        };
-        f32::check(&configs.dtype).map_err(|m| err(format!("{}: {m}", configs.name)))?;
+        let (configs, nodes_per_config) = arrays.config_header(task, node_config_ids.len())?;
         let c = configs.shape[0];
-        let e = require("config_runtime", tname)?;
-        check_rank(e, &[Some(c)])
-            .map_err(|m| err(format!("{m} ({} has {c} configs)", configs.name)))?;
-        let runtimes: Vec<i64> = read_all(&path, e).map_err(&err)?;
+        let runtimes: Vec<i64> = arrays.per_config("config_runtime", &configs)?;
         let normalizers = match task {
-            Task::Tile => {
-                let e = require("config_runtime_normalizers", tname)?;
-                check_rank(e, &[Some(c)])
-                    .map_err(|m| err(format!("{m} ({} has {c} configs)", configs.name)))?;
-                Some(read_all::<i64>(&path, e).map_err(&err)?)
-            }
+            Task::Tile => Some(arrays.per_config("config_runtime_normalizers", &configs)?),
             Task::Layout => None,
         };
 
@@ -713,7 +557,7 @@ impl NpzGraphFile {
             node_splits,
         };
         Ok(NpzGraphFile {
-            path,
+            path: path.to_path_buf(),
             task,
             graph,
             runtimes,
@@ -900,6 +744,200 @@ impl Iterator for ConfigBatches {
                 Some(Err(self.file.err(m)))
             }
         }
+    }
+}
+/// The arrays of an npz file with their headers, each checked for size: an
+/// array's byte size must equal its header's shape times item size.
+fn read_entries(path: &Path) -> std::result::Result<Vec<Entry>, String> {
+    let listed = list_entries(path)?;
+    for e in &listed {
+        let streamed = e.name == "node_config_feat" || e.name == "config_feat";
+        if !streamed && e.size > MAX_WHOLE_ARRAY_BYTES {
+            return Err(too_big(&e.name, e.size));
+        }
+    }
+    let mut entries = Vec::with_capacity(listed.len());
+    for Located {
+        name,
+        method,
+        data_start,
+        compressed_size,
+        size,
+        crc32,
+    } in listed
+    {
+        let mut r = open_reader(path, method, data_start, compressed_size)
+            .map_err(|e| format!("{name}: cannot read: {e}"))?;
+        let (header_len, dtype, shape, fortran) =
+            read_header(&mut r, size).map_err(|m| format!("{name}: {m}"))?;
+        let entry = Entry {
+            name,
+            method,
+            data_start,
+            compressed_size,
+            crc32,
+            header_len,
+            dtype,
+            shape,
+            fortran,
+        };
+        let data_bytes = (entry.len() as u64).saturating_mul(entry.dtype.size as u64);
+        if header_len + data_bytes != size {
+            return Err(format!(
+                "{}: the header says {} {} ({} bytes of data) but the entry holds {} bytes of data{}",
+                entry.name,
+                entry.dtype.descr,
+                entry.shape_text(),
+                data_bytes,
+                size - header_len,
+                if header_len + data_bytes > size { " (truncated)" } else { "" }
+            ));
+        }
+        entries.push(entry);
+    }
+    Ok(entries)
+}
+
+/// The task, told by the keys: `node_config_feat` means layout,
+/// `config_feat` tile.
+fn task_of(entries: &[Entry]) -> std::result::Result<Task, String> {
+    let find = |key: &str| entries.iter().find(|e| e.name == key);
+    match (find("node_config_feat"), find("config_feat")) {
+        (Some(_), None) => Ok(Task::Layout),
+        (None, Some(_)) => Ok(Task::Tile),
+        (Some(_), Some(_)) => {
+            Err("has both `node_config_feat` (layout) and `config_feat` (tile)".into())
+        }
+        (None, None) => {
+            let have: Vec<&str> = entries.iter().map(|e| e.name.as_str()).collect();
+            Err(format!(
+                "neither `node_config_feat` (layout) nor `config_feat` (tile) present; the file has: {}",
+                if have.is_empty() { "no arrays".to_string() } else { have.join(", ") }
+            ))
+        }
+    }
+}
+
+/// The arrays of a file of `task`, read and checked one key at a time.
+struct Arrays<'a> {
+    path: &'a Path,
+    entries: &'a [Entry],
+    task: &'static str,
+}
+
+impl Arrays<'_> {
+    fn require(&self, key: &str) -> std::result::Result<&Entry, String> {
+        self.entries.iter().find(|e| e.name == key).ok_or_else(|| {
+            let have: Vec<&str> = self.entries.iter().map(|e| e.name.as_str()).collect();
+            format!(
+                "missing array `{key}` (required for a {} file); the file has: {}",
+                self.task,
+                have.join(", ")
+            )
+        })
+    }
+
+    /// `node_feat` and `node_opcode` (ids in 0..=255).
+    fn nodes(&self) -> std::result::Result<(Vec<f32>, Vec<u8>), String> {
+        let e = self.require("node_feat")?;
+        check_rank(e, &[None, Some(NODE_FEAT_DIM)])?;
+        let n = e.shape[0];
+        let node_feat: Vec<f32> = read_all(self.path, e)?;
+        let e = self.require("node_opcode")?;
+        check_rank(e, &[Some(n)]).map_err(|m| format!("{m} (node_feat has {n} nodes)"))?;
+        let node_opcode = read_all::<i64>(self.path, e)?
+            .into_iter()
+            .enumerate()
+            .map(|(i, v)| {
+                u8::try_from(v)
+                    .map_err(|_| format!("node_opcode[{i}] = {v} is not an opcode id (0..=255)"))
+            })
+            .collect::<std::result::Result<Vec<u8>, String>>()?;
+        Ok((node_feat, node_opcode))
+    }
+
+    /// `edge_index`, every endpoint in `0..n`.
+    fn edges(&self, n: usize) -> std::result::Result<Vec<[i64; 2]>, String> {
+        let e = self.require("edge_index")?;
+        let edges = if e.len() == 0 && e.shape.len() == 1 {
+            // `np.array([])`-style empty edge list.
+            Vec::new()
+        } else {
+            check_rank(e, &[None, Some(2)])?;
+            read_all::<i64>(self.path, e)?
+        };
+        let mut edge_index = Vec::with_capacity(edges.len() / 2);
+        for (i, pair) in edges.chunks_exact(2).enumerate() {
+            for &v in pair {
+                if v < 0 || v as u64 >= n as u64 {
+                    return Err(format!(
+                        "edge_index[{i}] = {pair:?} refers to a node outside 0..{n}"
+                    ));
+                }
+            }
+            edge_index.push([pair[0], pair[1]]);
+        }
+        Ok(edge_index)
+    }
+
+    /// A layout file's `node_config_ids` (nodes in `0..n`, no repeats) and
+    /// `node_splits`.
+    fn configurable_nodes(&self, n: usize) -> std::result::Result<(Vec<i64>, Vec<i64>), String> {
+        let e = self.require("node_config_ids")?;
+        check_rank(e, &[None])?;
+        let ids: Vec<i64> = read_all(self.path, e)?;
+        // Any order (the published mask_rcnn graph is not sorted), no repeats.
+        let mut first_at = vec![usize::MAX; n];
+        for (i, &v) in ids.iter().enumerate() {
+            if v < 0 || v as u64 >= n as u64 {
+                return Err(format!("node_config_ids[{i}] = {v} is not a node (0..{n})"));
+            }
+            let seen = &mut first_at[v as usize];
+            if *seen != usize::MAX {
+                return Err(format!(
+                    "node_config_ids[{i}] = {v} repeats node_config_ids[{}]",
+                    *seen
+                ));
+            }
+            *seen = i;
+        }
+        let e = self.require("node_splits")?;
+        if e.shape.len() > 2 || (e.shape.len() == 2 && e.shape[0] != 1) {
+            return Err(format!(
+                "node_splits: shape {}, expected (1, k)",
+                e.shape_text()
+            ));
+        }
+        let splits: Vec<i64> = read_all(self.path, e)?;
+        Ok((ids, splits))
+    }
+
+    /// The configuration array's header (`nc` configurable nodes for a
+    /// layout file) and the nodes per configuration.
+    fn config_header(&self, task: Task, nc: usize) -> std::result::Result<(Entry, usize), String> {
+        let (configs, nodes_per_config) = match task {
+            Task::Layout => {
+                let e = self.require("node_config_feat")?;
+                check_rank(e, &[None, Some(nc), Some(LAYOUT_CONFIG_DIM)])
+                    .map_err(|m| format!("{m} (node_config_ids has {nc} nodes)"))?;
+                (e.clone(), nc)
+            }
+            Task::Tile => {
+                let e = self.require("config_feat")?;
+                check_rank(e, &[None, Some(TILE_CONFIG_DIM)])?;
+                (e.clone(), 1)
+            }
+        };
+        f32::check(&configs.dtype).map_err(|m| format!("{}: {m}", configs.name))?;
+        Ok((configs, nodes_per_config))
+    }
+
+    /// An integer array with one value per configuration of `configs`.
+    fn per_config(&self, key: &str, configs: &Entry) -> std::result::Result<Vec<i64>, String> {
+        let c = configs.shape[0];
+        let e = self.require(key)?;
+        check_rank(e, &[Some(c)]).map_err(|m| format!("{m} ({} has {c} configs)", configs.name))?;
+        read_all(self.path, e)
     }
 }
 

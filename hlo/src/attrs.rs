@@ -3,18 +3,10 @@
 //! [`AttrValue`] variants ([`decode`]), and the accessors consumers read them
 //! through.
 //!
-//! The parser decodes integers, floats, booleans and boolean lists, integer
-//! lists and lists of them, windows, padding, slices, enumerations (fusion
-//! kind, comparison direction and type, custom-call API version and
-//! schedule, dot algorithm, ...), operand precisions, source-target pairs,
-//! op metadata, shardings, replica groups, frontend attributes,
-//! output-operand aliasing, convolution dimension labels, sharding domains,
-//! statistics, result accuracy, the strings XLA defines and the module
-//! header's attributes ([`decode_header`]) once (a malformed value is a parse
-//! error with `file:line:col`); shapes in values (`operand_layout_constraints`,
-//! `outfeed_shape`, `entry_computation_layout`) are interned by the parser
-//! itself. The accessors (of instructions and of the module header) return
-//! the stored values and never parse text. What the IR keeps as text
+//! The parser decodes each typed kind once ([`decode`]; the module header's
+//! through [`decode_header`]); a malformed value is a parse error with
+//! `file:line:col`. The accessors (of instructions and of the module header)
+//! return the stored values and never parse text. What the IR keeps as text
 //! (`backend_config`, a newer XLA's attributes) is checked at parse time by
 //! [`crate::semantic`] where XLA checks it.
 //!

@@ -11,20 +11,13 @@
 //!   parameters numbered `0..n` without gaps;
 //! - exactly one entry computation (`ENTRY`, or the last computation).
 //!
-//! Called computations and control predecessors become ids; every
-//! attribute kind [`crate::attrs`] types (integers, floats, lists, windows,
-//! padding, slices, enumerations, precisions, source-target pairs, op
-//! metadata, shardings, replica groups, frontend attributes, aliasing,
-//! `dim_labels`, domains, statistics, result accuracy, strings, the module
-//! header's attributes) is decoded into a typed [`AttrValue`], shapes in
-//! attribute values (`operand_layout_constraints`, `outfeed_shape`,
-//! `entry_computation_layout`) are interned like other shapes, and the stack
-//! frame sections become [`Module::stack_frames`]; the other attribute values
-//! are kept as their source text ([`AttrValue::Raw`]). Parameter numbers and
-//! constant literals are decoded into [`Payload`] (literals by
-//! [`crate::attrs::literal::decode`], against the constant's shape). Nesting of
-//! brackets is bounded by [`MAX_DEPTH`] before pest runs, so no input can
-//! overflow the stack.
+//! Called computations and control predecessors become ids. Attribute
+//! values are decoded once: into a typed [`AttrValue`] where
+//! [`crate::attrs`] types their kind (shapes in them interned like other
+//! shapes), else kept as source text ([`AttrValue::Raw`]). Parameter numbers
+//! and constant literals become [`Payload`]; the stack frame sections
+//! [`Module::stack_frames`]. Bracket nesting is bounded by [`MAX_DEPTH`]
+//! before pest runs, so no input can overflow the stack.
 //!
 //! The grammar runs in pieces: the text before the computations, then per
 //! computation its head, each instruction and its closing attributes. An
@@ -1517,7 +1510,6 @@ impl<'a> Lowerer<'a> {
         // A constant's literal text, decoded once the shape is known.
         let mut lit_text: Option<&'a str> = None;
         let mut pend: Vec<PendingRef<'a>> = Vec::new();
-        let placeholder = InstId::from_index(0);
         let mut wrapped_op: Option<&'a str> = None;
         let opcode = match call {
             CallParts::Constant { literal, .. } => {
@@ -1532,189 +1524,24 @@ impl<'a> Lowerer<'a> {
                 let (opcode, wrapped) = self.opcode(op, call_off)?;
                 wrapped_op = wrapped;
                 if matches!(opcode, Opcode::Parameter | Opcode::Constant) {
-                    // `parameter(3)` / `constant(1.5)` parsed in the generic
-                    // form: the parenthesised text is the payload.
-                    let text = call_text;
-                    let open = text.find('(').map_or(text.len(), |p| p + 1);
-                    let close = text.rfind(')').unwrap_or(text.len()).max(open);
-                    let inner_text = text[open..close].trim();
-                    if opcode == Opcode::Parameter {
-                        if inner_text.is_empty() || !inner_text.bytes().all(|b| b.is_ascii_digit())
-                        {
-                            return Err(self.err(
-                                call_off + open,
-                                format!("`parameter` expects its number, e.g. `parameter(0)`, found `{inner_text}`"),
-                            ));
-                        }
-                        let n = inner_text
-                            .parse::<i64>()
-                            .map_err(|_| self.err(call_off, "parameter number out of range"))?;
-                        payload = Some(Payload::Parameter(n));
-                    } else {
-                        lit_text = Some(inner_text);
-                    }
+                    (payload, lit_text) = self.generic_payload(opcode, call_text, call_off)?;
                 }
                 for operand in inner {
                     if payload.is_some() || lit_text.is_some() {
                         break;
                     }
-                    let otext = operand;
-                    // `%x` (white space before the `,` aside): resolved here;
-                    // anything else is re-parsed below.
-                    let trimmed = otext.trim_end();
-                    if is_name(trimmed) {
-                        let otext = trimmed;
-                        let n = strip_pct(otext);
-                        match self.names.get(n) {
-                            Some(&target) => operands.push(target),
-                            None => {
-                                let offset = self.off(operand);
-                                pend.push(PendingRef {
-                                    user: placeholder,
-                                    slot: operands.len(),
-                                    name: n,
-                                    offset,
-                                    written: None,
-                                });
-                                operands.push(placeholder);
-                            }
-                        }
-                        continue;
-                    }
-                    let ooff = self.off(operand);
-                    let full = HloParser::parse(Rule::operand_full, otext).map_err(|e| {
-                        // The operand ends where the sub-parse expects its end.
-                        let mut err = pest_error(e, self.text, self.file, ooff);
-                        if let Error::Parse { message, .. } = &mut err {
-                            *message = message.replace(
-                                "expected end of input",
-                                "expected `,` or `)` after the operand",
-                            );
-                        }
-                        err
-                    })?;
-                    let mut oi = full
-                        .flatten()
-                        .filter(|p| p.as_rule() == Rule::operand_full)
-                        .take(1)
-                        .flat_map(|p| p.into_inner())
-                        .filter(|p| p.as_rule() != Rule::EOI);
-                    let Some(first) = oi.next() else { continue };
-                    let (r, typed) = if first.as_rule() == Rule::shape {
-                        match oi.next() {
-                            Some(r) => (r, Some(first)),
-                            None => continue,
-                        }
-                    } else {
-                        (first, None)
-                    };
-                    if r.as_rule() == Rule::nested_inst {
-                        let nshape = match typed {
-                            Some(t) => Some(self.shape(t)?),
-                            None => None,
-                        };
-                        let nested_id = self.nested(r, nshape, cid, params)?;
-                        operands.push(nested_id);
-                        continue;
-                    }
-                    let roff = self.pos(&r);
-                    let rtext = strip_pct(r.as_str());
-                    let mut ri = r.into_inner();
-                    let n = strip_pct(ri.next().map_or("", |p| p.as_str()));
-                    // `f32[2] %x`: the written shape must agree with %x's.
-                    let written = match typed {
-                        Some(t) => {
-                            let toff = self.pos(&t);
-                            Some((self.shape(t)?, toff))
-                        }
-                        None => None,
-                    };
-                    let resolved = if ri.next().is_some() {
-                        // `%t#i#j`: XLA's compact get-tuple-element (compact_gte.rs).
-                        self.compact_operand(rtext, roff, written)?
-                    } else if let Some(&target) = self.names.get(n) {
-                        if let Some((w, woff)) = written {
-                            self.check_written_shape(n, w, woff, target)?;
-                        }
-                        Some(target)
-                    } else {
-                        None
-                    };
-                    match resolved {
-                        Some(target) => operands.push(target),
-                        None => {
-                            pend.push(PendingRef {
-                                user: placeholder,
-                                slot: operands.len(),
-                                name: rtext,
-                                offset: roff,
-                                written,
-                            });
-                            operands.push(placeholder);
-                        }
-                    }
+                    self.operand(operand, &mut operands, &mut pend, cid, params)?;
                 }
                 opcode
             }
         };
-        let mut attrs = Vec::with_capacity(attr_texts.len() + usize::from(wrapped_op.is_some()));
-        if let Some(w) = wrapped_op {
-            attrs.push(Attr {
-                key: ASYNC_WRAPPED_OPCODE.into(),
-                value: AttrValue::Raw(w.into()),
-            });
-        }
-        // Inline computations in the attributes add instructions; the id is
-        // known only once they are lowered (pending references get it below).
-        let placeholder_user = InstId::from_index(0);
-        // The shorthand's async-start carries the wrapped op's attributes
-        // (`custom-call-start(...), custom_call_target=...`): they are
-        // decoded as that op's (its update and done carry only their own).
-        let attr_op = match wrapped_op.and_then(Opcode::from_name) {
-            Some(w) if opcode == Opcode::AsyncStart => w,
-            _ => opcode,
-        };
-        for &a in attr_texts {
-            let at = self.off(a);
-            let attr = self.inst_attr(a, attr_op, placeholder_user, &mut pend)?;
-            // XLA: "attribute ... already exists".
-            if attrs.iter().any(|x| x.key == attr.key) {
-                return Err(self.err(at, format!("attribute `{}` appears twice", attr.key)));
-            }
-            attrs.push(attr);
-        }
+        let attrs = self.inst_attrs(attr_texts, opcode, wrapped_op, &mut pend)?;
         let shape = match shape {
             Some(s) => s,
-            None => {
-                if let Some(p) = pend.iter().find(|p| p.slot != usize::MAX) {
-                    return Err(self.err(
-                        p.offset,
-                        format!(
-                            "cannot infer the shape of %{name}: operand %{} is defined later; write the shape",
-                            p.name
-                        ),
-                    ));
-                }
-                let s = self.infer_shape(opcode, &operands, &attrs).map_err(|msg| {
-                    self.err(
-                        call_off,
-                        format!("cannot infer the shape of %{name}: {msg}; write the shape"),
-                    )
-                })?;
-                self.m.intern_shape(s)
-            }
+            None => self.inferred_shape(name, opcode, &operands, &attrs, &pend, call_off)?,
         };
         if let Some(lit) = lit_text {
-            let decoded =
-                crate::attrs::literal::decode(&self.m, shape, lit).map_err(|(o, msg)| {
-                    let lit_off = self
-                        .text
-                        .get(call_off..)
-                        .and_then(|t| t.find(lit))
-                        .map_or(call_off, |p| call_off + p);
-                    self.err(lit_off + o, msg)
-                })?;
-            payload = Some(Payload::Literal(Box::new(decoded)));
+            payload = Some(self.constant_literal(shape, lit, call_off)?);
         }
         // Slot 0 is the placeholder of an operand defined later.
         let first = operands.first().copied().filter(|op| op.index() != 0);
@@ -1746,6 +1573,242 @@ impl<'a> Lowerer<'a> {
             self.pending.push(p);
         }
         Ok(id)
+    }
+
+    /// A constant's literal decoded against its shape; errors point into the
+    /// literal's text.
+    fn constant_literal(&self, shape: ShapeId, lit: &str, call_off: usize) -> Result<Payload> {
+        let decoded = crate::attrs::literal::decode(&self.m, shape, lit).map_err(|(o, msg)| {
+            let lit_off = self
+                .text
+                .get(call_off..)
+                .and_then(|t| t.find(lit))
+                .map_or(call_off, |p| call_off + p);
+            self.err(lit_off + o, msg)
+        })?;
+        Ok(Payload::Literal(Box::new(decoded)))
+    }
+
+    /// The payload of `parameter(3)` / `constant(1.5)` written in the generic
+    /// form (the parenthesised text): a parameter's number, or a constant's
+    /// literal text, decoded once the shape is known.
+    fn generic_payload(
+        &self,
+        opcode: Opcode,
+        call_text: &'a str,
+        call_off: usize,
+    ) -> Result<(Option<Payload>, Option<&'a str>)> {
+        let text = call_text;
+        let open = text.find('(').map_or(text.len(), |p| p + 1);
+        let close = text.rfind(')').unwrap_or(text.len()).max(open);
+        let inner_text = text[open..close].trim();
+        if opcode != Opcode::Parameter {
+            return Ok((None, Some(inner_text)));
+        }
+        if inner_text.is_empty() || !inner_text.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(self.err(
+                call_off + open,
+                format!(
+                    "`parameter` expects its number, e.g. `parameter(0)`, found `{inner_text}`"
+                ),
+            ));
+        }
+        let n = inner_text
+            .parse::<i64>()
+            .map_err(|_| self.err(call_off, "parameter number out of range"))?;
+        Ok((Some(Payload::Parameter(n)), None))
+    }
+
+    /// One operand of an instruction: a name resolved (or left pending,
+    /// `pend`, until its definition), a nested instruction lowered, or a
+    /// compact get-tuple-element (`%t#i#j`); written shapes are checked.
+    fn operand(
+        &mut self,
+        operand: &'a str,
+        operands: &mut SmallVec<[InstId; 3]>,
+        pend: &mut Vec<PendingRef<'a>>,
+        cid: CompId,
+        params: &mut Vec<(i64, InstId, usize)>,
+    ) -> Result<()> {
+        let placeholder = InstId::from_index(0);
+        let otext = operand;
+        // `%x` (white space before the `,` aside): resolved here;
+        // anything else is re-parsed below.
+        let trimmed = otext.trim_end();
+        if is_name(trimmed) {
+            let otext = trimmed;
+            let n = strip_pct(otext);
+            match self.names.get(n) {
+                Some(&target) => operands.push(target),
+                None => {
+                    let offset = self.off(operand);
+                    pend.push(PendingRef {
+                        user: placeholder,
+                        slot: operands.len(),
+                        name: n,
+                        offset,
+                        written: None,
+                    });
+                    operands.push(placeholder);
+                }
+            }
+            return Ok(());
+        }
+        let Some((r, typed)) = self.operand_pairs(operand)? else {
+            return Ok(());
+        };
+        if r.as_rule() == Rule::nested_inst {
+            let nshape = match typed {
+                Some(t) => Some(self.shape(t)?),
+                None => None,
+            };
+            let nested_id = self.nested(r, nshape, cid, params)?;
+            operands.push(nested_id);
+            return Ok(());
+        }
+        let roff = self.pos(&r);
+        let rtext = strip_pct(r.as_str());
+        let mut ri = r.into_inner();
+        let n = strip_pct(ri.next().map_or("", |p| p.as_str()));
+        // `f32[2] %x`: the written shape must agree with %x's.
+        let written = match typed {
+            Some(t) => {
+                let toff = self.pos(&t);
+                Some((self.shape(t)?, toff))
+            }
+            None => None,
+        };
+        let resolved = if ri.next().is_some() {
+            // `%t#i#j`: XLA's compact get-tuple-element (compact_gte.rs).
+            self.compact_operand(rtext, roff, written)?
+        } else if let Some(&target) = self.names.get(n) {
+            if let Some((w, woff)) = written {
+                self.check_written_shape(n, w, woff, target)?;
+            }
+            Some(target)
+        } else {
+            None
+        };
+        match resolved {
+            Some(target) => operands.push(target),
+            None => {
+                pend.push(PendingRef {
+                    user: placeholder,
+                    slot: operands.len(),
+                    name: rtext,
+                    offset: roff,
+                    written,
+                });
+                operands.push(placeholder);
+            }
+        }
+        Ok(())
+    }
+
+    /// An operand that is not a plain name, parsed: the reference (or nested
+    /// instruction) and the shape written before it; `None` for none.
+    #[allow(clippy::type_complexity)]
+    fn operand_pairs(
+        &self,
+        operand: &'a str,
+    ) -> Result<Option<(Pair<'a, Rule>, Option<Pair<'a, Rule>>)>> {
+        let otext = operand;
+        let ooff = self.off(operand);
+        let full = HloParser::parse(Rule::operand_full, otext).map_err(|e| {
+            // The operand ends where the sub-parse expects its end.
+            let mut err = pest_error(e, self.text, self.file, ooff);
+            if let Error::Parse { message, .. } = &mut err {
+                *message = message.replace(
+                    "expected end of input",
+                    "expected `,` or `)` after the operand",
+                );
+            }
+            err
+        })?;
+        let mut oi = full
+            .flatten()
+            .filter(|p| p.as_rule() == Rule::operand_full)
+            .take(1)
+            .flat_map(|p| p.into_inner())
+            .filter(|p| p.as_rule() != Rule::EOI);
+        let Some(first) = oi.next() else {
+            return Ok(None);
+        };
+        Ok(Some(if first.as_rule() == Rule::shape {
+            match oi.next() {
+                Some(r) => (r, Some(first)),
+                None => return Ok(None),
+            }
+        } else {
+            (first, None)
+        }))
+    }
+
+    /// The attributes of an instruction (the wrapped opcode of the async
+    /// shorthand first), decoded for `opcode`; a key twice is an error.
+    fn inst_attrs(
+        &mut self,
+        attr_texts: &[&'a str],
+        opcode: Opcode,
+        wrapped_op: Option<&'a str>,
+        pend: &mut Vec<PendingRef<'a>>,
+    ) -> Result<Vec<Attr>> {
+        let mut attrs = Vec::with_capacity(attr_texts.len() + usize::from(wrapped_op.is_some()));
+        if let Some(w) = wrapped_op {
+            attrs.push(Attr {
+                key: ASYNC_WRAPPED_OPCODE.into(),
+                value: AttrValue::Raw(w.into()),
+            });
+        }
+        // Inline computations in the attributes add instructions; the id is
+        // known only once they are lowered (pending references get it below).
+        let placeholder_user = InstId::from_index(0);
+        // The shorthand's async-start carries the wrapped op's attributes
+        // (`custom-call-start(...), custom_call_target=...`): they are
+        // decoded as that op's (its update and done carry only their own).
+        let attr_op = match wrapped_op.and_then(Opcode::from_name) {
+            Some(w) if opcode == Opcode::AsyncStart => w,
+            _ => opcode,
+        };
+        for &a in attr_texts {
+            let at = self.off(a);
+            let attr = self.inst_attr(a, attr_op, placeholder_user, pend)?;
+            // XLA: "attribute ... already exists".
+            if attrs.iter().any(|x| x.key == attr.key) {
+                return Err(self.err(at, format!("attribute `{}` appears twice", attr.key)));
+            }
+            attrs.push(attr);
+        }
+        Ok(attrs)
+    }
+
+    /// The shape of an instruction written without one, inferred from its
+    /// operands (all defined before it) and attributes.
+    fn inferred_shape(
+        &mut self,
+        name: &str,
+        opcode: Opcode,
+        operands: &[InstId],
+        attrs: &[Attr],
+        pend: &[PendingRef<'a>],
+        call_off: usize,
+    ) -> Result<ShapeId> {
+        if let Some(p) = pend.iter().find(|p| p.slot != usize::MAX) {
+            return Err(self.err(
+                p.offset,
+                format!(
+                    "cannot infer the shape of %{name}: operand %{} is defined later; write the shape",
+                    p.name
+                ),
+            ));
+        }
+        let s = self.infer_shape(opcode, operands, attrs).map_err(|msg| {
+            self.err(
+                call_off,
+                format!("cannot infer the shape of %{name}: {msg}; write the shape"),
+            )
+        })?;
+        Ok(self.m.intern_shape(s))
     }
 
     /// A nested instruction operand (`f32[] multiply(%a, %b)`); named like
@@ -1873,59 +1936,13 @@ impl<'a> Lowerer<'a> {
             Abs => Ok(Shape::Array(to_real(array_of(0)?))),
             Select | Clamp => Ok(shape_of(1)?.clone()),
             While | OptBarrier | AddDependency => Ok(shape_of(0)?.clone()),
-            // As XLA's parser infers it: the root shape of the first branch
-            // (`true_computation`, or the first of `branch_computations`),
-            // which must be defined before the conditional.
-            Conditional => {
-                let first = attrs
-                    .iter()
-                    .find_map(|a| match (&*a.key, &a.value) {
-                        ("true_computation", AttrValue::Comp(c)) => Some(*c),
-                        ("branch_computations", AttrValue::Comps(cs)) => cs.first().copied(),
-                        _ => None,
-                    })
-                    .ok_or_else(|| missing("true_computation` or `branch_computations"))?;
-                let c = m.comp(first);
-                if c.order.is_empty() {
-                    return Err(format!(
-                        "its first branch %{} is not defined before it",
-                        c.name
-                    ));
-                }
-                Ok(m.inst_shape(c.root).clone())
-            }
+            Conditional => conditional_shape(m, attrs),
             Transpose => {
                 let perm = crate::attrs::int_list_in(attrs, "dimensions")
                     .map_err(ae)?
                     .ok_or_else(|| missing("dimensions"))?;
                 let operand = array_of(0)?;
-                let mut out = si::infer_transpose_shape(operand, &perm).map_err(|e| e.0)?;
-                // Like XLA, the result is a bitcast of the operand: its layout is
-                // the operand's (default if none) with dimensions renumbered.
-                let mut inverse = vec![0i64; perm.len()];
-                for (i, &p) in perm.iter().enumerate() {
-                    if let Some(slot) = usize::try_from(p).ok().and_then(|p| inverse.get_mut(p)) {
-                        *slot = i as i64;
-                    }
-                }
-                let src = operand
-                    .layout
-                    .clone()
-                    .unwrap_or_else(|| Layout::default_for_rank(operand.rank()));
-                let mut l = src;
-                l.minor_to_major = l
-                    .minor_to_major
-                    .iter()
-                    .map(|&d| {
-                        usize::try_from(d)
-                            .ok()
-                            .and_then(|d| inverse.get(d))
-                            .copied()
-                            .unwrap_or(d)
-                    })
-                    .collect();
-                out.layout = Some(l);
-                Ok(Shape::Array(out))
+                transposed_shape(operand, &perm)
             }
             Dot => {
                 let d = crate::attrs::dot_dims_in(attrs)
@@ -1949,23 +1966,7 @@ impl<'a> Lowerer<'a> {
                 let w = crate::attrs::window_in(attrs)
                     .map_err(ae)?
                     .ok_or_else(|| missing("window"))?;
-                let n = ops.len() / 2;
-                if n == 0 {
-                    return Err("reduce-window needs operands and init values".into());
-                }
-                let mut outs = Vec::with_capacity(n);
-                for i in 0..n {
-                    let mut a = si::infer_reduce_window_shape(array_of(i)?, w).map_err(|e| e.0)?;
-                    if let Ok(init) = array_of(n + i) {
-                        a.elem = init.elem;
-                    }
-                    outs.push(a);
-                }
-                if n == 1 {
-                    Ok(Shape::Array(outs.remove(0)))
-                } else {
-                    Err("variadic reduce-window shapes are not inferred".into())
-                }
+                reduce_window_shape(ops.len(), w, &array_of)
             }
             op if op.is_elementwise()
                 && !matches!(op, Convert | BitcastConvert | StochasticConvert) =>
@@ -2359,4 +2360,84 @@ fn shapes_equal_ignoring(m: &Module, a: ShapeId, b: ShapeId, ignore_dynamic: boo
 #[doc(hidden)]
 pub fn grammar_only(text: &str) -> usize {
     HloParser::parse(Rule::module, text).map_or(0, |p| p.flatten().count())
+}
+
+/// A conditional's shape, as XLA's parser infers it: the root shape of the
+/// first branch (`true_computation`, or the first of `branch_computations`),
+/// which must be defined before the conditional.
+fn conditional_shape(m: &Module, attrs: &[Attr]) -> Result<Shape, String> {
+    let first = attrs
+        .iter()
+        .find_map(|a| match (&*a.key, &a.value) {
+            ("true_computation", AttrValue::Comp(c)) => Some(*c),
+            ("branch_computations", AttrValue::Comps(cs)) => cs.first().copied(),
+            _ => None,
+        })
+        .ok_or("attribute `true_computation` or `branch_computations` is missing")?;
+    let c = m.comp(first);
+    if c.order.is_empty() {
+        return Err(format!(
+            "its first branch %{} is not defined before it",
+            c.name
+        ));
+    }
+    Ok(m.inst_shape(c.root).clone())
+}
+
+/// A transpose's shape: the operand's dimensions permuted by `perm`.
+fn transposed_shape(operand: &ArrayShape, perm: &[i64]) -> Result<Shape, String> {
+    let mut out = crate::shape_infer::infer_transpose_shape(operand, perm).map_err(|e| e.0)?;
+    // Like XLA, the result is a bitcast of the operand: its layout is
+    // the operand's (default if none) with dimensions renumbered.
+    let mut inverse = vec![0i64; perm.len()];
+    for (i, &p) in perm.iter().enumerate() {
+        if let Some(slot) = usize::try_from(p).ok().and_then(|p| inverse.get_mut(p)) {
+            *slot = i as i64;
+        }
+    }
+    let src = operand
+        .layout
+        .clone()
+        .unwrap_or_else(|| Layout::default_for_rank(operand.rank()));
+    let mut l = src;
+    l.minor_to_major = l
+        .minor_to_major
+        .iter()
+        .map(|&d| {
+            usize::try_from(d)
+                .ok()
+                .and_then(|d| inverse.get(d))
+                .copied()
+                .unwrap_or(d)
+        })
+        .collect();
+    out.layout = Some(l);
+    Ok(Shape::Array(out))
+}
+
+/// A reduce-window's shape (one input): its input's windowed, of its init
+/// value's type. `array_of` gives operand `i`'s array shape.
+fn reduce_window_shape<'s>(
+    operands: usize,
+    w: &[WindowDim],
+    array_of: &dyn Fn(usize) -> Result<&'s ArrayShape, String>,
+) -> Result<Shape, String> {
+    let n = operands / 2;
+    if n == 0 {
+        return Err("reduce-window needs operands and init values".into());
+    }
+    let mut outs = Vec::with_capacity(n);
+    for i in 0..n {
+        let mut a =
+            crate::shape_infer::infer_reduce_window_shape(array_of(i)?, w).map_err(|e| e.0)?;
+        if let Ok(init) = array_of(n + i) {
+            a.elem = init.elem;
+        }
+        outs.push(a);
+    }
+    if n == 1 {
+        Ok(Shape::Array(outs.remove(0)))
+    } else {
+        Err("variadic reduce-window shapes are not inferred".into())
+    }
 }

@@ -11,20 +11,11 @@
 //! 3. per instruction: operands and control predecessors live in the same
 //!    computation and operands come earlier in the schedule; every array
 //!    shape (also inside tuples) has a layout whose `minor_to_major` is a
-//!    permutation of its dimensions; then the operand count, operand shapes
-//!    and output shape of the ops this module knows (elementwise ops incl.
-//!    compare/select/clamp/convert/bitcast-convert, broadcast, reshape,
-//!    transpose, reverse, iota, dot, convolution, reduce, reduce-window,
-//!    select-and-scatter, slice, dynamic-slice, dynamic-update-slice, gather,
-//!    concatenate, pad, tuple, get-tuple-element, sort, map, all-reduce,
-//!    infeed, async-start/-update/-done, custom-call
-//!    `operand_layout_constraints`), and the signatures of called
-//!    computations (`to_apply`, `calls`, `body`/`condition`,
-//!    `branch_computations`, `select`/`scatter`); the asynchronous pairs
-//!    (`*-start` / `*-done`, `send` / `send-done`, `recv` / `recv-done`,
-//!    `async-start` / `-update` / `-done`): each start continued by exactly
-//!    one op, each done taking its start, with the shape it promises
-//!    (`verify/pairs.rs`);
+//!    permutation of its dimensions; then the rule of its opcode family
+//!    ([`Verifier::check_instruction`], a table from opcode to check):
+//!    operand count and shapes, the output shape, the signatures of called
+//!    computations; the asynchronous pairs, each start continued by exactly
+//!    one op and each done taking its start (`verify/pairs.rs`);
 //! 4. the call graph has no cycles.
 //!
 //! Shapes are compared the way XLA's layout-insensitive verifier compares
@@ -893,45 +884,16 @@ impl<'m> Verifier<'m> {
 
     // ---- per opcode ----
 
+    /// The rule of `inst`'s opcode family (operand count, operand shapes,
+    /// output shape, called computations); an opcode without a rule passes.
     fn check_instruction(&self, inst: &Instruction) -> Check {
         use Opcode::*;
-        let m = self.m;
         match inst.opcode {
-            Parameter | Constant | Iota | ReplicaId | PartitionId => {
-                self.operand_count(inst, 0)?;
-                if inst.opcode == Constant {
-                    let lit = inst.literal().ok_or("a constant without a literal")?;
-                    crate::attrs::literal::fits(m, inst.shape, lit)?;
-                }
-                if inst.opcode == Iota {
-                    let out = self.out_array(inst)?;
-                    let d = self.int_attr(inst, "iota_dimension")?.unwrap_or(0);
-                    if d < 0 || d as u64 >= out.rank() as u64 {
-                        return Err(format!(
-                            "iota_dimension={d} is out of range for {}",
-                            si::fmt_array(out)
-                        ));
-                    }
-                }
-                Ok(())
-            }
+            Parameter | Constant | Iota | ReplicaId | PartitionId => self.check_leaf(inst),
             Abs | Cbrt | Ceil | Clz | Cosine | Erf | Exponential | ExponentialMinusOne | Floor
             | Imag | IsFinite | Log | LogPlusOne | Logistic | Negate | Not | Popcnt | Real
             | ReducePrecision | RoundNearestAfz | RoundNearestEven | Rsqrt | Sign | Sine | Sqrt
-            | Tan | Tanh => {
-                self.operand_count(inst, 1)?;
-                let op = self.array_of(inst, 0)?;
-                let elem = match inst.opcode {
-                    IsFinite => PrimType::Pred,
-                    Abs | Real | Imag => complex_component(op.elem).unwrap_or(op.elem),
-                    _ => op.elem,
-                };
-                self.expect_out(
-                    inst,
-                    &ArrayShape { elem, ..op.clone() },
-                    "elementwise result",
-                )
-            }
+            | Tan | Tanh => self.check_unary(inst),
             Convert => {
                 self.operand_count(inst, 1)?;
                 let op = self.array_of(inst, 0)?;
@@ -951,81 +913,9 @@ impl<'m> Verifier<'m> {
             }
             Add | Subtract | Multiply | Divide | Remainder | Maximum | Minimum | Power | Atan2
             | And | Or | Xor | ShiftLeft | ShiftRightArithmetic | ShiftRightLogical | Compare
-            | Complex => {
-                self.operand_count(inst, 2)?;
-                let (a, b) = (self.array_of(inst, 0)?, self.array_of(inst, 1)?);
-                if !si::arrays_compatible_ignoring_fp_precision(a, b) {
-                    return Err(format!(
-                        "operands of {} must have the same element type and dimensions, but are {} and {}",
-                        inst.opcode,
-                        si::fmt_array(a),
-                        si::fmt_array(b)
-                    ));
-                }
-                let elem = match inst.opcode {
-                    Compare => PrimType::Pred,
-                    Complex => match a.elem {
-                        PrimType::F32 => PrimType::C64,
-                        PrimType::F64 => PrimType::C128,
-                        t => return Err(format!("complex takes f32 or f64 operands, not {t}")),
-                    },
-                    _ => a.elem,
-                };
-                self.expect_out(
-                    inst,
-                    &ArrayShape { elem, ..a.clone() },
-                    "elementwise result",
-                )
-            }
-            Select => {
-                self.operand_count(inst, 3)?;
-                let pred = self.array_of(inst, 0)?;
-                let (t, f) = (inst.operands[1], inst.operands[2]);
-                if pred.elem != PrimType::Pred {
-                    return Err(format!(
-                        "the predicate (operand 0) must be pred, but is {}",
-                        si::fmt_array(pred)
-                    ));
-                }
-                for (k, x) in [(1, t), (2, f)] {
-                    if !self.compatible(m.inst(x).shape, inst.shape) {
-                        return Err(format!(
-                            "operand {k} has shape {}, but select produces {}",
-                            self.shape_str(m.inst(x).shape),
-                            self.shape_str(inst.shape)
-                        ));
-                    }
-                }
-                let out = self.out_array(inst)?;
-                if pred.rank() != 0 && !si::dims_match(&pred.dims, &out.dims) {
-                    return Err(format!(
-                        "the predicate {} must be a scalar or have the dimensions of the result {}",
-                        si::fmt_array(pred),
-                        si::fmt_array(out)
-                    ));
-                }
-                Ok(())
-            }
-            Clamp => {
-                self.operand_count(inst, 3)?;
-                let (lo, x, hi) = (
-                    self.array_of(inst, 0)?,
-                    self.array_of(inst, 1)?,
-                    self.array_of(inst, 2)?,
-                );
-                for (k, bound) in [(0, lo), (2, hi)] {
-                    let ok = si::same_type_ignoring_fp_precision(bound.elem, x.elem)
-                        && (bound.rank() == 0 || si::dims_match(&bound.dims, &x.dims));
-                    if !ok {
-                        return Err(format!(
-                            "clamp bound (operand {k}) {} must be a scalar or the shape of the operand {}, with the same element type",
-                            si::fmt_array(bound),
-                            si::fmt_array(x)
-                        ));
-                    }
-                }
-                self.expect_out(inst, x, "clamp result")
-            }
+            | Complex => self.check_binary(inst),
+            Select => self.check_select(inst),
+            Clamp => self.check_clamp(inst),
             Copy | OptBarrier | Domain => {
                 self.operand_count(inst, 1)?;
                 self.expect_same_as_operand(inst, 0)
@@ -1047,32 +937,8 @@ impl<'m> Verifier<'m> {
                 self.same_elem(inst, 0)?;
                 si::check_reshape(self.array_of(inst, 0)?, self.out_array(inst)?).map_err(|e| e.0)
             }
-            Transpose => {
-                self.operand_count(inst, 1)?;
-                let perm = self.int_list(inst, "dimensions")?.unwrap_or_default();
-                let expected =
-                    si::infer_transpose_shape(self.array_of(inst, 0)?, &perm).map_err(|e| e.0)?;
-                self.expect_out(
-                    inst,
-                    &expected,
-                    &format!("transpose with dimensions={}", si::fmt_list(&perm)),
-                )
-            }
-            Reverse => {
-                self.operand_count(inst, 1)?;
-                let op = self.array_of(inst, 0)?;
-                let dims = self.int_list(inst, "dimensions")?.unwrap_or_default();
-                if let Some(&d) = dims
-                    .iter()
-                    .find(|&&d| d < 0 || d as u64 >= op.rank() as u64)
-                {
-                    return Err(format!(
-                        "dimensions= names dimension {d}, out of range for {}",
-                        si::fmt_array(op)
-                    ));
-                }
-                self.expect_out(inst, op, "reverse result")
-            }
+            Transpose => self.check_transpose(inst),
+            Reverse => self.check_reverse(inst),
             Dot => self.check_dot(inst),
             Convolution => self.check_convolution(inst),
             Reduce => {
@@ -1088,176 +954,19 @@ impl<'m> Verifier<'m> {
                 self.expect_reduction_out(inst, &out, &inits)
             }
             SelectAndScatter => self.check_select_and_scatter(inst),
-            Slice => {
-                self.operand_count(inst, 1)?;
-                let slice = inst
-                    .slice()
-                    .map_err(|e| e.to_string())?
-                    .ok_or_else(|| format!("{} needs the attribute slice=", inst.opcode))?;
-                let expected =
-                    si::infer_slice_shape(self.array_of(inst, 0)?, &slice).map_err(|e| e.0)?;
-                self.expect_out(inst, &expected, "slice result")
-            }
+            Slice => self.check_slice(inst),
             DynamicSlice => self.check_dynamic_slice(inst),
-            Gather => {
-                self.operand_count(inst, 2)?;
-                let (op, idx) = (self.array_of(inst, 0)?, self.array_of(inst, 1)?);
-                let list = |k| self.int_list(inst, k).map(Option::unwrap_or_default);
-                let g = si::GatherDims {
-                    offset_dims: list("offset_dims")?,
-                    collapsed_slice_dims: list("collapsed_slice_dims")?,
-                    start_index_map: list("start_index_map")?,
-                    operand_batching_dims: list("operand_batching_dims")?,
-                    start_indices_batching_dims: list("start_indices_batching_dims")?,
-                    index_vector_dim: self
-                        .int_attr(inst, "index_vector_dim")?
-                        .unwrap_or(idx.rank() as i64),
-                    slice_sizes: list("slice_sizes")?,
-                };
-                let expected = si::infer_gather_shape(op, idx, &g).map_err(|e| e.0)?;
-                self.expect_out(inst, &expected, "gather result")
-            }
+            Gather => self.check_gather(inst),
             DynamicUpdateSlice => self.check_dynamic_update_slice(inst),
-            Concatenate => {
-                self.operand_count_at_least(inst, 1)?;
-                let ops: Vec<&ArrayShape> = (0..inst.operands.len())
-                    .map(|k| self.array_of(inst, k))
-                    .collect::<Check<_>>()?;
-                let dims = self.int_list(inst, "dimensions")?.unwrap_or_default();
-                let [d] = dims[..] else {
-                    return Err(format!(
-                        "concatenate needs one dimension, but dimensions={}",
-                        si::fmt_list(&dims)
-                    ));
-                };
-                let expected = si::infer_concat_shape(&ops, d).map_err(|e| e.0)?;
-                self.expect_out(inst, &expected, "concatenate result")
-            }
-            Pad => {
-                self.operand_count(inst, 2)?;
-                let value = self.array_of(inst, 1)?;
-                let op = self.array_of(inst, 0)?;
-                if value.rank() != 0 || !si::same_type_ignoring_fp_precision(value.elem, op.elem) {
-                    return Err(format!(
-                        "the padding value (operand 1) must be a scalar of type {}, but is {}",
-                        op.elem,
-                        si::fmt_array(value)
-                    ));
-                }
-                let padding = inst
-                    .padding()
-                    .map_err(|e| e.to_string())?
-                    .unwrap_or_default();
-                let expected = si::infer_pad_shape(op, &padding).map_err(|e| e.0)?;
-                self.expect_out(inst, &expected, "pad result")
-            }
-            Tuple => {
-                let Shape::Tuple(elems) = m.shape(inst.shape) else {
-                    return Err(format!(
-                        "tuple must produce a tuple, but its shape is {}",
-                        self.shape_str(inst.shape)
-                    ));
-                };
-                if elems.len() != inst.operands.len() {
-                    return Err(format!(
-                        "tuple has {} operands, but its shape {} has {} elements",
-                        inst.operands.len(),
-                        self.shape_str(inst.shape),
-                        elems.len()
-                    ));
-                }
-                for (k, (&e, &op)) in elems.iter().zip(&inst.operands).enumerate() {
-                    if !self.compatible(e, m.inst(op).shape) {
-                        return Err(format!(
-                            "element {k} of the tuple's shape is {}, but operand {k} is {}",
-                            self.shape_str(e),
-                            self.shape_str(m.inst(op).shape)
-                        ));
-                    }
-                }
-                Ok(())
-            }
-            GetTupleElement => {
-                self.operand_count(inst, 1)?;
-                let op = inst.operands[0];
-                let Shape::Tuple(elems) = self.shape(op) else {
-                    return Err(format!(
-                        "the operand must be a tuple, but is {}",
-                        self.shape_str(m.inst(op).shape)
-                    ));
-                };
-                let index = self
-                    .int_attr(inst, "index")?
-                    .ok_or("get-tuple-element needs the attribute index=")?;
-                let Some(&e) = usize::try_from(index).ok().and_then(|i| elems.get(i)) else {
-                    return Err(format!(
-                        "index={index} is out of range for the operand's shape {}",
-                        self.shape_str(m.inst(op).shape)
-                    ));
-                };
-                if !self.compatible(e, inst.shape) {
-                    return Err(format!(
-                        "element {index} of the operand is {}, but the instruction's shape is {}",
-                        self.shape_str(e),
-                        self.shape_str(inst.shape)
-                    ));
-                }
-                Ok(())
-            }
-            Call => {
-                let callee = self.required_callee(inst, "to_apply")?;
-                self.check_signature(
-                    "to_apply",
-                    callee,
-                    &self.operand_shapes(inst),
-                    Some(inst.shape),
-                )
-            }
-            Fusion => {
-                let callee = self.required_callee(inst, "calls")?;
-                self.check_signature(
-                    "calls",
-                    callee,
-                    &self.operand_shapes(inst),
-                    Some(inst.shape),
-                )
-            }
-            While => {
-                self.operand_count(inst, 1)?;
-                self.expect_same_as_operand(inst, 0)?;
-                let body = self.required_callee(inst, "body")?;
-                self.check_signature("body", body, &[inst.shape], Some(inst.shape))?;
-                let cond = self.required_callee(inst, "condition")?;
-                self.check_signature("condition", cond, &[inst.shape], None)?;
-                self.expect_pred_root("condition", cond)
-            }
+            Concatenate => self.check_concatenate(inst),
+            Pad => self.check_pad(inst),
+            Tuple => self.check_tuple(inst),
+            GetTupleElement => self.check_get_tuple_element(inst),
+            Call => self.check_call(inst),
+            Fusion => self.check_fusion(inst),
+            While => self.check_while(inst),
             Conditional => self.check_conditional(inst),
-            Map => {
-                self.operand_count_at_least(inst, 1)?;
-                let out = self.out_array(inst)?;
-                for k in 0..inst.operands.len() {
-                    let op = self.array_of(inst, k)?;
-                    if !si::dims_match(&op.dims, &out.dims) {
-                        return Err(format!(
-                            "operand {k} {} must have the dimensions of the result {}",
-                            si::fmt_array(op),
-                            si::fmt_array(out)
-                        ));
-                    }
-                }
-                let f = self.required_callee(inst, "to_apply")?;
-                self.check_scalar_computation("to_apply", f, inst.operands.len())?;
-                let roots = self.scalar_root_types("to_apply", f)?;
-                if roots.len() != 1 || !si::same_type_ignoring_fp_precision(roots[0], out.elem) {
-                    return Err(format!(
-                        "to_apply=%{} must return a scalar of type {} for a map producing {}",
-                        m.comp(f).name,
-                        out.elem,
-                        si::fmt_array(out)
-                    ));
-                }
-                Ok(())
-            }
+            Map => self.check_map(inst),
             Sort => self.check_sort(inst),
             AllReduce => {
                 self.operand_count_at_least(inst, 1)?;
@@ -1279,20 +988,372 @@ impl<'m> Verifier<'m> {
             | RecvDone => self.check_done(inst),
             CopyStart => self.check_copy_start(inst),
             DynamicReshape => self.operand_count_at_least(inst, 1),
-            Infeed => {
-                let ok = matches!(m.shape(inst.shape), Shape::Tuple(es)
-                    if es.len() == 2 && matches!(m.shape(es[1]), Shape::Token));
-                if !ok {
-                    return Err(format!(
-                        "infeed must produce a tuple (data, token[]), but its shape is {}",
-                        self.shape_str(inst.shape)
-                    ));
-                }
-                Ok(())
-            }
+            Infeed => self.check_infeed(inst),
             CustomCall => self.check_operand_layout_constraints(inst),
             _ => Ok(()),
         }
+    }
+
+    /// A leaf: no operands; a constant's literal fits its shape, an iota's
+    /// dimension is in range.
+    fn check_leaf(&self, inst: &Instruction) -> Check {
+        use Opcode::*;
+        let m = self.m;
+        self.operand_count(inst, 0)?;
+        if inst.opcode == Constant {
+            let lit = inst.literal().ok_or("a constant without a literal")?;
+            crate::attrs::literal::fits(m, inst.shape, lit)?;
+        }
+        if inst.opcode == Iota {
+            let out = self.out_array(inst)?;
+            let d = self.int_attr(inst, "iota_dimension")?.unwrap_or(0);
+            if d < 0 || d as u64 >= out.rank() as u64 {
+                return Err(format!(
+                    "iota_dimension={d} is out of range for {}",
+                    si::fmt_array(out)
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// A unary elementwise op: one operand, its shape (a predicate for
+    /// `is-finite`, the component type for `abs`/`real`/`imag` of complex).
+    fn check_unary(&self, inst: &Instruction) -> Check {
+        use Opcode::*;
+        self.operand_count(inst, 1)?;
+        let op = self.array_of(inst, 0)?;
+        let elem = match inst.opcode {
+            IsFinite => PrimType::Pred,
+            Abs | Real | Imag => complex_component(op.elem).unwrap_or(op.elem),
+            _ => op.elem,
+        };
+        self.expect_out(
+            inst,
+            &ArrayShape { elem, ..op.clone() },
+            "elementwise result",
+        )
+    }
+
+    /// A binary elementwise op: two operands of one type and shape, its shape
+    /// (a predicate for `compare`, complex for `complex`).
+    fn check_binary(&self, inst: &Instruction) -> Check {
+        use Opcode::*;
+        self.operand_count(inst, 2)?;
+        let (a, b) = (self.array_of(inst, 0)?, self.array_of(inst, 1)?);
+        if !si::arrays_compatible_ignoring_fp_precision(a, b) {
+            return Err(format!(
+                "operands of {} must have the same element type and dimensions, but are {} and {}",
+                inst.opcode,
+                si::fmt_array(a),
+                si::fmt_array(b)
+            ));
+        }
+        let elem = match inst.opcode {
+            Compare => PrimType::Pred,
+            Complex => match a.elem {
+                PrimType::F32 => PrimType::C64,
+                PrimType::F64 => PrimType::C128,
+                t => return Err(format!("complex takes f32 or f64 operands, not {t}")),
+            },
+            _ => a.elem,
+        };
+        self.expect_out(
+            inst,
+            &ArrayShape { elem, ..a.clone() },
+            "elementwise result",
+        )
+    }
+
+    /// Select: a predicate (scalar or of the output's dimensions) and two
+    /// operands of the output's shape.
+    fn check_select(&self, inst: &Instruction) -> Check {
+        let m = self.m;
+        self.operand_count(inst, 3)?;
+        let pred = self.array_of(inst, 0)?;
+        let (t, f) = (inst.operands[1], inst.operands[2]);
+        if pred.elem != PrimType::Pred {
+            return Err(format!(
+                "the predicate (operand 0) must be pred, but is {}",
+                si::fmt_array(pred)
+            ));
+        }
+        for (k, x) in [(1, t), (2, f)] {
+            if !self.compatible(m.inst(x).shape, inst.shape) {
+                return Err(format!(
+                    "operand {k} has shape {}, but select produces {}",
+                    self.shape_str(m.inst(x).shape),
+                    self.shape_str(inst.shape)
+                ));
+            }
+        }
+        let out = self.out_array(inst)?;
+        if pred.rank() != 0 && !si::dims_match(&pred.dims, &out.dims) {
+            return Err(format!(
+                "the predicate {} must be a scalar or have the dimensions of the result {}",
+                si::fmt_array(pred),
+                si::fmt_array(out)
+            ));
+        }
+        Ok(())
+    }
+
+    /// Clamp: bounds of the operand's shape or scalars.
+    fn check_clamp(&self, inst: &Instruction) -> Check {
+        self.operand_count(inst, 3)?;
+        let (lo, x, hi) = (
+            self.array_of(inst, 0)?,
+            self.array_of(inst, 1)?,
+            self.array_of(inst, 2)?,
+        );
+        for (k, bound) in [(0, lo), (2, hi)] {
+            let ok = si::same_type_ignoring_fp_precision(bound.elem, x.elem)
+                && (bound.rank() == 0 || si::dims_match(&bound.dims, &x.dims));
+            if !ok {
+                return Err(format!(
+                    "clamp bound (operand {k}) {} must be a scalar or the shape of the operand {}, with the same element type",
+                    si::fmt_array(bound),
+                    si::fmt_array(x)
+                ));
+            }
+        }
+        self.expect_out(inst, x, "clamp result")
+    }
+
+    /// Transpose: the output is the operand permuted by `dimensions`.
+    fn check_transpose(&self, inst: &Instruction) -> Check {
+        self.operand_count(inst, 1)?;
+        let perm = self.int_list(inst, "dimensions")?.unwrap_or_default();
+        let expected =
+            si::infer_transpose_shape(self.array_of(inst, 0)?, &perm).map_err(|e| e.0)?;
+        self.expect_out(
+            inst,
+            &expected,
+            &format!("transpose with dimensions={}", si::fmt_list(&perm)),
+        )
+    }
+
+    /// Reverse: `dimensions` in range, the operand's shape kept.
+    fn check_reverse(&self, inst: &Instruction) -> Check {
+        self.operand_count(inst, 1)?;
+        let op = self.array_of(inst, 0)?;
+        let dims = self.int_list(inst, "dimensions")?.unwrap_or_default();
+        if let Some(&d) = dims
+            .iter()
+            .find(|&&d| d < 0 || d as u64 >= op.rank() as u64)
+        {
+            return Err(format!(
+                "dimensions= names dimension {d}, out of range for {}",
+                si::fmt_array(op)
+            ));
+        }
+        self.expect_out(inst, op, "reverse result")
+    }
+
+    /// Slice: the output as `slice=` cuts the operand.
+    fn check_slice(&self, inst: &Instruction) -> Check {
+        self.operand_count(inst, 1)?;
+        let slice = inst
+            .slice()
+            .map_err(|e| e.to_string())?
+            .ok_or_else(|| format!("{} needs the attribute slice=", inst.opcode))?;
+        let expected = si::infer_slice_shape(self.array_of(inst, 0)?, &slice).map_err(|e| e.0)?;
+        self.expect_out(inst, &expected, "slice result")
+    }
+
+    /// Gather: the output as its dimension numbers and slice sizes infer.
+    fn check_gather(&self, inst: &Instruction) -> Check {
+        self.operand_count(inst, 2)?;
+        let (op, idx) = (self.array_of(inst, 0)?, self.array_of(inst, 1)?);
+        let list = |k| self.int_list(inst, k).map(Option::unwrap_or_default);
+        let g = si::GatherDims {
+            offset_dims: list("offset_dims")?,
+            collapsed_slice_dims: list("collapsed_slice_dims")?,
+            start_index_map: list("start_index_map")?,
+            operand_batching_dims: list("operand_batching_dims")?,
+            start_indices_batching_dims: list("start_indices_batching_dims")?,
+            index_vector_dim: self
+                .int_attr(inst, "index_vector_dim")?
+                .unwrap_or(idx.rank() as i64),
+            slice_sizes: list("slice_sizes")?,
+        };
+        let expected = si::infer_gather_shape(op, idx, &g).map_err(|e| e.0)?;
+        self.expect_out(inst, &expected, "gather result")
+    }
+
+    /// Concatenate: one dimension, the output the operands' concatenation
+    /// along it.
+    fn check_concatenate(&self, inst: &Instruction) -> Check {
+        self.operand_count_at_least(inst, 1)?;
+        let ops: Vec<&ArrayShape> = (0..inst.operands.len())
+            .map(|k| self.array_of(inst, k))
+            .collect::<Check<_>>()?;
+        let dims = self.int_list(inst, "dimensions")?.unwrap_or_default();
+        let [d] = dims[..] else {
+            return Err(format!(
+                "concatenate needs one dimension, but dimensions={}",
+                si::fmt_list(&dims)
+            ));
+        };
+        let expected = si::infer_concat_shape(&ops, d).map_err(|e| e.0)?;
+        self.expect_out(inst, &expected, "concatenate result")
+    }
+
+    /// Pad: a scalar padding value, the output as `padding=` pads the operand.
+    fn check_pad(&self, inst: &Instruction) -> Check {
+        self.operand_count(inst, 2)?;
+        let value = self.array_of(inst, 1)?;
+        let op = self.array_of(inst, 0)?;
+        if value.rank() != 0 || !si::same_type_ignoring_fp_precision(value.elem, op.elem) {
+            return Err(format!(
+                "the padding value (operand 1) must be a scalar of type {}, but is {}",
+                op.elem,
+                si::fmt_array(value)
+            ));
+        }
+        let padding = inst
+            .padding()
+            .map_err(|e| e.to_string())?
+            .unwrap_or_default();
+        let expected = si::infer_pad_shape(op, &padding).map_err(|e| e.0)?;
+        self.expect_out(inst, &expected, "pad result")
+    }
+
+    /// Tuple: the output is the tuple of the operands' shapes.
+    fn check_tuple(&self, inst: &Instruction) -> Check {
+        let m = self.m;
+        let Shape::Tuple(elems) = m.shape(inst.shape) else {
+            return Err(format!(
+                "tuple must produce a tuple, but its shape is {}",
+                self.shape_str(inst.shape)
+            ));
+        };
+        if elems.len() != inst.operands.len() {
+            return Err(format!(
+                "tuple has {} operands, but its shape {} has {} elements",
+                inst.operands.len(),
+                self.shape_str(inst.shape),
+                elems.len()
+            ));
+        }
+        for (k, (&e, &op)) in elems.iter().zip(&inst.operands).enumerate() {
+            if !self.compatible(e, m.inst(op).shape) {
+                return Err(format!(
+                    "element {k} of the tuple's shape is {}, but operand {k} is {}",
+                    self.shape_str(e),
+                    self.shape_str(m.inst(op).shape)
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Get-tuple-element: the index in range, the output that element's shape.
+    fn check_get_tuple_element(&self, inst: &Instruction) -> Check {
+        let m = self.m;
+        self.operand_count(inst, 1)?;
+        let op = inst.operands[0];
+        let Shape::Tuple(elems) = self.shape(op) else {
+            return Err(format!(
+                "the operand must be a tuple, but is {}",
+                self.shape_str(m.inst(op).shape)
+            ));
+        };
+        let index = self
+            .int_attr(inst, "index")?
+            .ok_or("get-tuple-element needs the attribute index=")?;
+        let Some(&e) = usize::try_from(index).ok().and_then(|i| elems.get(i)) else {
+            return Err(format!(
+                "index={index} is out of range for the operand's shape {}",
+                self.shape_str(m.inst(op).shape)
+            ));
+        };
+        if !self.compatible(e, inst.shape) {
+            return Err(format!(
+                "element {index} of the operand is {}, but the instruction's shape is {}",
+                self.shape_str(e),
+                self.shape_str(inst.shape)
+            ));
+        }
+        Ok(())
+    }
+
+    /// Call: `to_apply` takes the operands and returns the output.
+    fn check_call(&self, inst: &Instruction) -> Check {
+        let callee = self.required_callee(inst, "to_apply")?;
+        self.check_signature(
+            "to_apply",
+            callee,
+            &self.operand_shapes(inst),
+            Some(inst.shape),
+        )
+    }
+
+    /// Fusion: `calls` takes the operands and returns the output.
+    fn check_fusion(&self, inst: &Instruction) -> Check {
+        let callee = self.required_callee(inst, "calls")?;
+        self.check_signature(
+            "calls",
+            callee,
+            &self.operand_shapes(inst),
+            Some(inst.shape),
+        )
+    }
+
+    /// While: the operand's shape kept; the body and condition take the loop
+    /// state, the body returns it, the condition a predicate.
+    fn check_while(&self, inst: &Instruction) -> Check {
+        self.operand_count(inst, 1)?;
+        self.expect_same_as_operand(inst, 0)?;
+        let body = self.required_callee(inst, "body")?;
+        self.check_signature("body", body, &[inst.shape], Some(inst.shape))?;
+        let cond = self.required_callee(inst, "condition")?;
+        self.check_signature("condition", cond, &[inst.shape], None)?;
+        self.expect_pred_root("condition", cond)
+    }
+
+    /// Map: operands of the output's dimensions, `to_apply` a scalar
+    /// computation returning the output's element type.
+    fn check_map(&self, inst: &Instruction) -> Check {
+        let m = self.m;
+        self.operand_count_at_least(inst, 1)?;
+        let out = self.out_array(inst)?;
+        for k in 0..inst.operands.len() {
+            let op = self.array_of(inst, k)?;
+            if !si::dims_match(&op.dims, &out.dims) {
+                return Err(format!(
+                    "operand {k} {} must have the dimensions of the result {}",
+                    si::fmt_array(op),
+                    si::fmt_array(out)
+                ));
+            }
+        }
+        let f = self.required_callee(inst, "to_apply")?;
+        self.check_scalar_computation("to_apply", f, inst.operands.len())?;
+        let roots = self.scalar_root_types("to_apply", f)?;
+        if roots.len() != 1 || !si::same_type_ignoring_fp_precision(roots[0], out.elem) {
+            return Err(format!(
+                "to_apply=%{} must return a scalar of type {} for a map producing {}",
+                m.comp(f).name,
+                out.elem,
+                si::fmt_array(out)
+            ));
+        }
+        Ok(())
+    }
+
+    /// Infeed: the output is a tuple of the data and a token.
+    fn check_infeed(&self, inst: &Instruction) -> Check {
+        let m = self.m;
+        let ok = matches!(m.shape(inst.shape), Shape::Tuple(es)
+            if es.len() == 2 && matches!(m.shape(es[1]), Shape::Token));
+        if !ok {
+            return Err(format!(
+                "infeed must produce a tuple (data, token[]), but its shape is {}",
+                self.shape_str(inst.shape)
+            ));
+        }
+        Ok(())
     }
 
     fn operand_shapes(&self, inst: &Instruction) -> SmallVec<[ShapeId; 4]> {

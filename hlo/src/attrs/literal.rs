@@ -3,18 +3,10 @@
 //! `LiteralProto` values.
 //!
 //! A literal is decoded once, at parse time, against its constant's shape by
-//! [`decode`], which applies XLA's parser rules: nesting depth equal to the
-//! rank, element counts equal to the dimensions (a dynamic dimension holds
-//! at most its bound), each value in range of the element type, NaN payloads
-//! that fit the type, complex values written `(re, im)`, tuple literals
-//! `( {1, 2}, 3 )`, a single value written for an array (XLA sets the first
-//! element to it and leaves the others zero), `{...}` for an array's values
-//! XLA did not print (the whole array's: a scalar's, a tuple's or a
-//! sub-array's `{...}` is an error, as in XLA's parser; kept as [`Literal::Elided`]; [`ElidedFill`] makes the
-//! values XLA's parser makes up for them, for the proto writer: as a literal,
-//! or a chunk at a time straight into the writer's output). Errors
-//! carry the byte offset of the problem in the
-//! literal text (the parser turns it into `file:line:col`).
+//! [`decode`], with XLA's parser rules. `{...}` (values XLA did not print) is
+//! kept as [`Literal::Elided`]; [`ElidedFill`] makes the values XLA's parser
+//! makes up for it, for the proto writer. Errors carry the byte offset of the
+//! problem in the literal text (the parser turns it into `file:line:col`).
 //!
 //! Invariants of an [`ArrayLiteral`]: its bytes hold exactly one element
 //! ([`ArrayLiteral::is_single`]) or the product of its dimensions in
@@ -76,8 +68,16 @@ pub fn fits(m: &Module, shape: ShapeId, lit: &Literal) -> Result<(), String> {
 // ---------------------------------------------------------------------------
 // decoding text
 
-/// Decodes the literal text of a constant of shape `shape` (see the module
-/// docs for the rules).
+/// Decodes the literal text of a constant of shape `shape` with XLA's
+/// parser rules: nesting depth equal to the rank, element counts equal to
+/// the dimensions (a dynamic dimension holds at most its bound), each value
+/// in range of the element type, NaN payloads that fit the type, complex
+/// values written `(re, im)`, tuple literals `( {1, 2}, 3 )`, a single value
+/// written for an array (XLA sets the first element to it and leaves the
+/// others zero), `{...}` for a whole array's values XLA did not print (a
+/// scalar's, a tuple's or a sub-array's `{...}` is an error, as in XLA's
+/// parser). [`ElidedFill`] makes the elided values for the proto writer, as
+/// a literal or a chunk at a time straight into the writer's output.
 pub fn decode(m: &Module, shape: ShapeId, text: &str) -> Result<Literal, DecodeError> {
     let mut c = Cursor {
         s: text.as_bytes(),

@@ -1,17 +1,9 @@
-//! Decoders of the attribute kinds whose typed form is one of XLA's proto
-//! messages ([`crate::ir::xla`]): shardings, op metadata, frontend
-//! attributes, replica groups, source-target pairs, aliasing, literals,
-//! precision, result accuracy, original values, statistics. The parser
-//! decodes op metadata, shardings (named mesh shardings included), replica
-//! groups (mesh-axes groups included), frontend attributes, aliasing,
-//! domains, statistics, result accuracy, original values (`origin=`),
-//! sparsity configs, strings and the header's original value recovery table
-//! (`origin_recovery_table=`, its recovery modules read by the module
-//! parser) with them at parse time, and the `write_*` functions here print
-//! them in XLA's spelling; the proto reader checks a message (`*_from_proto`) instead of
-//! going through text; the proto writer decodes only what is still kept as
-//! text (module header attributes, the stack frame sections). They are the
-//! one decoding path for these kinds.
+//! The attribute kinds whose typed form is one of XLA's proto messages
+//! ([`crate::ir::xla`]: shardings, op metadata, frontend attributes, replica
+//! groups, aliasing, domains, statistics, result accuracy, original values,
+//! ...): their one decoding path. The parser decodes them from text at parse
+//! time; the `write_*` functions print them in XLA's spelling; the proto
+//! reader checks a message (`*_from_proto`) instead of going through text.
 //!
 //! Every decoder takes the attribute's verbatim text and returns the message
 //! or a message saying what is wrong; nothing here panics on any text.

@@ -1,46 +1,11 @@
-//! `HloModuleProto` -> Module.
+//! `HloModuleProto` -> [`Module`]: the proto is checked and lowered straight
+//! into the IR, so that a module read from a proto meets exactly the rules a
+//! module read from text does ([`check_readable`]).
 //!
-//! The proto is checked (ids unique and resolvable, operands in their own
-//! computation, a root and an entry that exist, names XLA's text can carry)
-//! and lowered straight into the IR: ids become arena ids, called
-//! computations and control predecessors become [`AttrValue`] ids, shapes go
-//! through the parser's shape lowering once per distinct shape, attribute
-//! values typed straight from their messages where the IR holds one
-//! (shardings, replica groups, frontend attributes, aliasing, convolution
-//! dimension numbers, domains, statistics, result accuracy, strings, op
-//! metadata, operand layout constraints and other shapes, `epsilon`,
-//! parameter replication, windows, paddings, slices, comparison
-//! directions, a gather's slice sizes, operand precisions; the header's
-//! entry layout, input-output aliasing, buffer donors, frontend attributes
-//! and original value recovery table, its recovery modules read as modules;
-//! the stack frame index), each checked against the opcode's kind table
-//! the text decoding applies ([`crate::attrs::check_kind`]: a field an
-//! opcode does not carry in that form is an error naming it), the others
-//! (enumerations and lists the proto holds as strings or numbers) through
-//! the parser's decoders
-//! ([`crate::attrs::decode`]: the kinds XLA types are stored typed, the
-//! rest verbatim in XLA's spelling) and
-//! constants straight from their `LiteralProto` into the typed literal
-//! (tuples included; a literal whose shape is not its constant's is an
-//! error). The lowered module then
-//! passes the checks the parser applies after lowering
-//! ([`crate::semantic::check`]: attribute formats, per-opcode attributes,
-//! async wrapping) and the verifier (shapes, call-graph cycles), so a module
-//! read from a proto meets exactly the rules a module read from text does.
-//! The proto's ids are recorded on the module ([`Module::inst_proto_id`]).
-//! Computations, and the instructions of an unscheduled computation, take
-//! the order of their ids, as XLA's `CreateFromProto` sorts them (the
-//! proto's lists are in XLA's post-order; the ids keep the order of the
-//! text XLA read), so that the printed text reads back into XLA as the
-//! module XLA reads from the proto; where that order would call a
-//! computation or use an instruction before its definition (ids a compiler
-//! gave), they keep the proto's order.
-//! The wrapped computations XLA's parser builds for the async shorthand are
-//! folded back into the shorthand ([`super::async_shorthand::fold`]), as
-//! the text parser holds it.
-//!
-//! Fields the IR does not carry are listed in [`ReadReport::ignored`] by
-//! path; nothing is dropped silently.
+//! [`Reader::build`] reads the header, then each computation and its
+//! instructions ([`Reader::instruction`]), their fields as typed attributes
+//! ([`Reader::fields`]). Fields the IR does not carry are listed in
+//! [`ReadReport::ignored`] by path; nothing is dropped silently.
 
 use crate::parse::{FxMap as HashMap, FxSet as HashSet};
 use std::fmt::Write as _;
@@ -165,9 +130,10 @@ fn check_name(name: &str, what: &str) -> Result<()> {
     }
 }
 
-/// Converts a decoded proto into a module (see the module docs):
-/// computations and instructions in the order of their ids, as XLA orders
-/// them.
+/// Converts a decoded proto into a module: ids become arena ids (the
+/// proto's are recorded, [`Module::inst_proto_id`]); computations and
+/// instructions in the order of their ids, as XLA's `CreateFromProto` sorts
+/// them ([`Reader::computation_order`]).
 pub fn module_from_proto(p: &xla::HloModuleProto) -> Result<(Module, ReadReport)> {
     module_from_proto_ordered(p, true)
 }
@@ -196,6 +162,8 @@ fn module_from_proto_ordered(
         fields: Vec::new(),
     };
     r.build()?;
+    // The lowered module passes the checks the parser applies after
+    // lowering and the verifier's structure checks.
     let m = std::mem::replace(&mut r.m, Module::new(""));
     check_readable(&m).map_err(|e| bad(format!("the module it describes is not valid: {e}")))?;
     // The stack frame tables as XLA numbers them after reading a proto
@@ -226,6 +194,26 @@ pub(crate) fn check_readable(m: &Module) -> std::result::Result<(), String> {
         return Err(format!("{at}{}", f.message));
     }
     crate::verify::verify_structure(m).map_err(|e| e.to_string())
+}
+
+/// Each instruction's computation, by proto id: instruction ids are unique
+/// over the module, and names as well.
+fn inst_comps(p: &xla::HloModuleProto) -> Result<HashMap<i64, i64>> {
+    let total = p.computations.iter().map(|c| c.instructions.len()).sum();
+    let mut inst_comps: HashMap<i64, i64> =
+        HashMap::with_capacity_and_hasher(total, Default::default());
+    let mut seen_names = HashSet::with_capacity_and_hasher(total, Default::default());
+    for c in &p.computations {
+        for i in &c.instructions {
+            if inst_comps.insert(i.id, c.id).is_some() {
+                return Err(bad(format!("instruction id {} appears twice", i.id)));
+            }
+            if !seen_names.insert(&i.name) {
+                return Err(bad(format!("instruction name `{}` appears twice", i.name)));
+            }
+        }
+    }
+    Ok(inst_comps)
 }
 
 struct Reader<'p> {
@@ -260,6 +248,15 @@ impl std::fmt::Display for InstPath {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "computations[{}].instructions[{}]", self.ci, self.ii)
     }
+}
+
+/// The instruction [`Reader::fields`] reads: where it is, its opcode, its
+/// message.
+#[derive(Clone, Copy)]
+struct At<'a, 'p> {
+    path: &'a InstPath,
+    op: Opcode,
+    i: &'p xla::HloInstructionProto,
 }
 
 /// Whether XLA prints `s`'s layout not at all: a scalar whose layout holds
@@ -836,6 +833,166 @@ fn check_stack_frames(sf: &xla::StackFrameIndexProto) -> Result<()> {
     Ok(())
 }
 
+/// The places of a scheduled computation's instructions: the schedule's
+/// order (as indices into its list) and each instruction's place in it; the
+/// schedule must list each instruction once.
+fn scheduled_order(
+    c: &xla::HloComputationProto,
+    pos: &HashMap<i64, usize>,
+    ids: &[i64],
+) -> Result<(Vec<usize>, Option<Vec<usize>>)> {
+    let mut order = Vec::with_capacity(ids.len());
+    let mut rank = vec![usize::MAX; c.instructions.len()];
+    let mut twice = false;
+    for id in ids {
+        let k = *pos.get(id).ok_or_else(|| {
+            bad(format!(
+                "the schedule of `{}` names instruction id {id}, not in it",
+                c.name
+            ))
+        })?;
+        twice |= rank[k] != usize::MAX;
+        rank[k] = order.len();
+        order.push(k);
+    }
+    if order.len() != c.instructions.len() {
+        return Err(bad(format!(
+            "the schedule of `{}` lists {} of its {} instructions",
+            c.name,
+            order.len(),
+            c.instructions.len()
+        )));
+    }
+    if twice {
+        return Err(bad(format!(
+            "the schedule of `{}` names an instruction twice",
+            c.name
+        )));
+    }
+    Ok((order, Some(rank)))
+}
+
+/// The places of an unscheduled computation's instructions (see
+/// [`scheduled_order`]): by id, or as listed where `by_ids` is false or ids
+/// would put a use before its definition; no ranks where that is the list's
+/// own order.
+fn unscheduled_order(
+    c: &xla::HloComputationProto,
+    pos: &HashMap<i64, usize>,
+    by_ids: bool,
+) -> (Vec<usize>, Option<Vec<usize>>) {
+    let n = c.instructions.len();
+    let mut order: Vec<usize> = (0..n).collect();
+    if by_ids {
+        order.sort_by_key(|&k| c.instructions[k].id);
+        let mut at_of = vec![0; n];
+        for (at, &k) in order.iter().enumerate() {
+            at_of[k] = at;
+        }
+        let defs_first = order.iter().enumerate().all(|(at, &k)| {
+            let i = &c.instructions[k];
+            i.operand_ids
+                .iter()
+                .chain(&i.control_predecessor_ids)
+                .all(|d| pos.get(d).is_none_or(|&j| at_of[j] < at))
+        });
+        if !defs_first {
+            order = (0..n).collect();
+        }
+    }
+    let mut rank = None;
+    if order.iter().enumerate().any(|(at, &k)| at != k) {
+        let mut r = vec![0; order.len()];
+        for (at, &k) in order.iter().enumerate() {
+            r[k] = at;
+        }
+        rank = Some(r);
+    }
+    (order, rank)
+}
+
+/// The parameters' ids in parameter-number order; the numbers must be
+/// 0..n.
+fn numbered_params(
+    c: &xla::HloComputationProto,
+    mut params: Vec<(i64, InstId)>,
+) -> Result<Vec<InstId>> {
+    params.sort_by_key(|&(n, _)| n);
+    let mut param_ids = Vec::with_capacity(params.len());
+    for (k, &(n, pid)) in params.iter().enumerate() {
+        if n != k as i64 {
+            return Err(bad(if n < k as i64 {
+                format!(
+                    "parameter number {n} is used twice in computation `{}`",
+                    c.name
+                )
+            } else {
+                format!(
+                    "parameter numbers of computation `{}` must be 0..{}; {k} is missing",
+                    c.name,
+                    params.len()
+                )
+            }));
+        }
+        param_ids.push(pid);
+    }
+    Ok(param_ids)
+}
+/// An instruction's operands (none for a parameter or a constant) and its
+/// payload (a parameter's number, a constant's literal, read straight from
+/// its `LiteralProto`).
+fn operands_and_payload(
+    path: &InstPath,
+    opcode: Opcode,
+    i: &xla::HloInstructionProto,
+    id_of: &impl Fn(i64) -> Result<InstId>,
+) -> Result<(SmallVec<[InstId; 3]>, Option<Payload>)> {
+    let mut operands: SmallVec<[InstId; 3]> = SmallVec::new();
+    let mut payload: Option<Payload> = None;
+    match opcode {
+        Opcode::Parameter => {
+            if i.parameter_number < 0 {
+                return Err(bad(format!(
+                    "{path}: parameter number {} is negative",
+                    i.parameter_number
+                )));
+            }
+            payload = Some(Payload::Parameter(i.parameter_number));
+        }
+        Opcode::Constant => {
+            let lit = i
+                .literal
+                .as_ref()
+                .ok_or_else(|| bad(format!("{path}: a constant without a literal")))?;
+            // The values are read from the literal's own shape; XLA's
+            // constant is that shape, so it must be the instruction's
+            // (element type and dimensions; layouts may differ).
+            if let (Some(ls), Some(is)) = (&lit.shape, &i.shape) {
+                if !same_literal_shape(ls, is) {
+                    return Err(bad(format!(
+                        "{path}: the literal's shape {} is not the instruction's {}",
+                        shape_text(ls, 0).map_err(|e| within(&path, e))?,
+                        shape_text(is, 0).map_err(|e| within(&path, e))?
+                    )));
+                }
+            }
+            let lit = literal_of(lit, 0).map_err(|e| within(&path, e))?;
+            payload = Some(Payload::Literal(Box::new(lit)));
+        }
+        _ => {
+            for &op in &i.operand_ids {
+                operands.push(id_of(op)?);
+            }
+        }
+    }
+    Ok((operands, payload))
+}
+
+/// An integer-list attribute, typed.
+fn int_list(key: &'static str, v: &[i64]) -> Field {
+    Field::Typed(key, AttrValue::Ints(v.into()))
+}
+
 fn int_lists(v: &[Vec<i64>]) -> String {
     let parts: Vec<String> = v.iter().map(|g| format!("{{{}}}", join(g))).collect();
     format!("{{{}}}", parts.join(","))
@@ -986,6 +1143,36 @@ impl<'p> Reader<'p> {
             return Err(bad("no computations"));
         }
         check_name(&p.name, "module name")?;
+        let entry_id = self.entry_id()?;
+        let inst_comps = inst_comps(p)?;
+        let sched: HashMap<i64, &Vec<i64>> = p
+            .schedule
+            .iter()
+            .flat_map(|s| s.sequences.iter().map(|(k, v)| (*k, &v.instruction_ids)))
+            .collect();
+        self.header()?;
+        self.module_extras()?;
+        let by_id = self.computation_order()?;
+        // Every computation has its id before any body refers to it.
+        for (_, c) in &by_id {
+            check_name(&c.name, "computation name")?;
+            let id = self.m.reserve_computation(c.name.as_str());
+            self.comp_ids.insert(c.id, id);
+            self.m.set_comp_proto_id(id, c.id);
+        }
+        for (ci, c) in by_id {
+            self.computation(ci, c, entry_id, &inst_comps, sched.get(&c.id).copied())?;
+        }
+        self.m.entry = self.comp_ids[&entry_id];
+        self.m.set_module_proto_id(p.id);
+        Ok(())
+    }
+
+    /// The entry computation's proto id, once computation ids and names are
+    /// known unique (recorded in `comp_names`) and no instruction calls the
+    /// entry.
+    fn entry_id(&mut self) -> Result<i64> {
+        let p = self.p;
         // Computation ids: unique; names: unique.
         let mut names = HashSet::default();
         for c in &p.computations {
@@ -1028,27 +1215,12 @@ impl<'p> Reader<'p> {
                 )));
             }
         }
-        // Instruction ids: unique over the module; names as well.
-        let total = p.computations.iter().map(|c| c.instructions.len()).sum();
-        let mut inst_comps: HashMap<i64, i64> =
-            HashMap::with_capacity_and_hasher(total, Default::default());
-        let mut seen_names = HashSet::with_capacity_and_hasher(total, Default::default());
-        for c in &p.computations {
-            for i in &c.instructions {
-                if inst_comps.insert(i.id, c.id).is_some() {
-                    return Err(bad(format!("instruction id {} appears twice", i.id)));
-                }
-                if !seen_names.insert(&i.name) {
-                    return Err(bad(format!("instruction name `{}` appears twice", i.name)));
-                }
-            }
-        }
-        let sched: HashMap<i64, &Vec<i64>> = p
-            .schedule
-            .iter()
-            .flat_map(|s| s.sequences.iter().map(|(k, v)| (*k, &v.instruction_ids)))
-            .collect();
-        // Header attributes, in the order XLA prints them.
+        Ok(entry_id)
+    }
+
+    /// The module's header attributes, in the order XLA prints them.
+    fn header(&mut self) -> Result<()> {
+        let p = self.p;
         let mut header: Vec<(&str, AttrValue)> = Vec::new();
         if p.schedule.is_some() {
             header.push(("is_scheduled", AttrValue::Bool(true)));
@@ -1114,6 +1286,13 @@ impl<'p> Reader<'p> {
                 value,
             });
         }
+        Ok(())
+    }
+
+    /// The stack frame index, the module's config, and the module fields the
+    /// IR does not hold (reported).
+    fn module_extras(&mut self) -> Result<()> {
+        let p = self.p;
         if let Some(sf) = &p.stack_frame_index {
             check_stack_frames(sf)?;
             let empty = sf.file_names.is_empty()
@@ -1145,6 +1324,16 @@ impl<'p> Reader<'p> {
                 self.ignore(name.into());
             }
         }
+        Ok(())
+    }
+
+    /// The computations with their indices in the proto, in the order they
+    /// are added: by id where callees come first so, else as listed. Ordered
+    /// by id, the printed text reads back into XLA as the module XLA reads
+    /// from the proto (the proto's lists are in XLA's post-order; the ids
+    /// keep the order of the text XLA read).
+    fn computation_order(&self) -> Result<Vec<(usize, &'p xla::HloComputationProto)>> {
+        let p = self.p;
         // Computations in the order of their ids, as XLA's `CreateFromProto`
         // sorts them: XLA's text of a module lists callees by its call-graph
         // post-order, which starts from this order (a module XLA read from
@@ -1174,19 +1363,7 @@ impl<'p> Reader<'p> {
         if !callees_first || !self.by_ids {
             by_id.sort_by_key(|&(k, _)| k);
         }
-        // Every computation has its id before any body refers to it.
-        for (_, c) in &by_id {
-            check_name(&c.name, "computation name")?;
-            let id = self.m.reserve_computation(c.name.as_str());
-            self.comp_ids.insert(c.id, id);
-            self.m.set_comp_proto_id(id, c.id);
-        }
-        for (ci, c) in by_id {
-            self.computation(ci, c, entry_id, &inst_comps, sched.get(&c.id).copied())?;
-        }
-        self.m.entry = self.comp_ids[&entry_id];
-        self.m.set_module_proto_id(p.id);
-        Ok(())
+        Ok(by_id)
     }
 
     /// `original_value_recovery_table` as the header's table: entries in
@@ -1256,72 +1433,13 @@ impl<'p> Reader<'p> {
         // Instructions get their arena ids in schedule order (else id order),
         // so operands defined later in the computation resolve like forward
         // references in text: `rank[k]` is the place of instruction `k` in it.
-        let (order, rank): (Vec<usize>, Option<Vec<usize>>) = match schedule {
-            Some(ids) => {
-                let mut order = Vec::with_capacity(ids.len());
-                let mut rank = vec![usize::MAX; c.instructions.len()];
-                let mut twice = false;
-                for id in ids {
-                    let k = *pos.get(id).ok_or_else(|| {
-                        bad(format!(
-                            "the schedule of `{}` names instruction id {id}, not in it",
-                            c.name
-                        ))
-                    })?;
-                    twice |= rank[k] != usize::MAX;
-                    rank[k] = order.len();
-                    order.push(k);
-                }
-                if order.len() != c.instructions.len() {
-                    return Err(bad(format!(
-                        "the schedule of `{}` lists {} of its {} instructions",
-                        c.name,
-                        order.len(),
-                        c.instructions.len()
-                    )));
-                }
-                if twice {
-                    return Err(bad(format!(
-                        "the schedule of `{}` names an instruction twice",
-                        c.name
-                    )));
-                }
-                (order, Some(rank))
-            }
+        let (order, rank) = match schedule {
+            Some(ids) => scheduled_order(c, &pos, ids)?,
             // Unscheduled: in the order of their ids, as XLA's
             // `CreateFromProto` sorts them (see the computations above),
             // unless the ids put a use before its definition (a compiler's
             // ids): then in the proto's order (XLA's post-order).
-            None => {
-                let n = c.instructions.len();
-                let mut order: Vec<usize> = (0..n).collect();
-                if self.by_ids {
-                    order.sort_by_key(|&k| c.instructions[k].id);
-                    let mut at_of = vec![0; n];
-                    for (at, &k) in order.iter().enumerate() {
-                        at_of[k] = at;
-                    }
-                    let defs_first = order.iter().enumerate().all(|(at, &k)| {
-                        let i = &c.instructions[k];
-                        i.operand_ids
-                            .iter()
-                            .chain(&i.control_predecessor_ids)
-                            .all(|d| pos.get(d).is_none_or(|&j| at_of[j] < at))
-                    });
-                    if !defs_first {
-                        order = (0..n).collect();
-                    }
-                }
-                let mut rank = None;
-                if order.iter().enumerate().any(|(at, &k)| at != k) {
-                    let mut r = vec![0; order.len()];
-                    for (at, &k) in order.iter().enumerate() {
-                        r[k] = at;
-                    }
-                    rank = Some(r);
-                }
-                (order, rank)
-            }
+            None => unscheduled_order(c, &pos, self.by_ids),
         };
         let ids = LocalIds {
             pos: &pos,
@@ -1339,26 +1457,7 @@ impl<'p> Reader<'p> {
                 params.push((inst.parameter_number, id));
             }
         }
-        // Parameters must be numbered 0..n.
-        params.sort_by_key(|&(n, _)| n);
-        let mut param_ids = Vec::with_capacity(params.len());
-        for (k, &(n, pid)) in params.iter().enumerate() {
-            if n != k as i64 {
-                return Err(bad(if n < k as i64 {
-                    format!(
-                        "parameter number {n} is used twice in computation `{}`",
-                        c.name
-                    )
-                } else {
-                    format!(
-                        "parameter numbers of computation `{}` must be 0..{}; {k} is missing",
-                        c.name,
-                        params.len()
-                    )
-                }));
-            }
-            param_ids.push(pid);
-        }
+        let param_ids = numbered_params(c, params)?;
         let mut attrs = Vec::new();
         if !c.execution_thread.is_empty() && c.execution_thread != "main" {
             attrs.push(Attr {
@@ -1403,45 +1502,56 @@ impl<'p> Reader<'p> {
                 },
             }
         };
-        let mut operands: SmallVec<[InstId; 3]> = SmallVec::new();
-        let mut payload: Option<Payload> = None;
-        match opcode {
-            Opcode::Parameter => {
-                if i.parameter_number < 0 {
-                    return Err(bad(format!(
-                        "{path}: parameter number {} is negative",
-                        i.parameter_number
-                    )));
-                }
-                payload = Some(Payload::Parameter(i.parameter_number));
-            }
-            Opcode::Constant => {
-                let lit = i
-                    .literal
-                    .as_ref()
-                    .ok_or_else(|| bad(format!("{path}: a constant without a literal")))?;
-                // The values are read from the literal's own shape; XLA's
-                // constant is that shape, so it must be the instruction's
-                // (element type and dimensions; layouts may differ).
-                if let (Some(ls), Some(is)) = (&lit.shape, &i.shape) {
-                    if !same_literal_shape(ls, is) {
-                        return Err(bad(format!(
-                            "{path}: the literal's shape {} is not the instruction's {}",
-                            shape_text(ls, 0).map_err(|e| within(&path, e))?,
-                            shape_text(is, 0).map_err(|e| within(&path, e))?
-                        )));
-                    }
-                }
-                let lit = literal_of(lit, 0).map_err(|e| within(&path, e))?;
-                payload = Some(Payload::Literal(Box::new(lit)));
-            }
-            _ => {
-                for &op in &i.operand_ids {
-                    operands.push(id_of(op)?);
-                }
-            }
-        }
+        let (operands, payload) = operands_and_payload(path, opcode, i, &id_of)?;
         let mut attrs: Vec<Attr> = Vec::new();
+        self.calls(path, opcode, i, c, ids, &mut attrs)?;
+        self.field_attrs(
+            At {
+                path,
+                op: opcode,
+                i,
+            },
+            &mut attrs,
+        )?;
+        if !i.control_predecessor_ids.is_empty() {
+            let preds: SmallVec<[InstId; 2]> = i
+                .control_predecessor_ids
+                .iter()
+                .map(|&id| id_of(id))
+                .collect::<Result<_>>()?;
+            attrs.push(Attr {
+                key: "control-predecessors".into(),
+                value: AttrValue::Insts(preds),
+            });
+        }
+        let id = InstId::from_index(self.m.num_insts());
+        // As the parser: a send or recv-done after its operand takes the
+        // data shape from it.
+        let first = operands.first().copied().filter(|&op| op < id);
+        let inst = Instruction {
+            parent: cid,
+            name: i.name.as_str().into(),
+            opcode,
+            operands,
+            shape,
+            attrs,
+            payload,
+        };
+        let got = crate::parse::append_lowered(&mut self.m, inst, first);
+        self.m.set_inst_proto_id(got, i.id);
+        Ok(got)
+    }
+
+    /// The computations `i` calls, as the attributes the text names them by.
+    fn calls(
+        &self,
+        path: &InstPath,
+        opcode: Opcode,
+        i: &xla::HloInstructionProto,
+        c: &xla::HloComputationProto,
+        ids: &LocalIds<'_>,
+        attrs: &mut Vec<Attr>,
+    ) -> Result<()> {
         // Called computations.
         let called: SmallVec<[CompId; 2]> = i
             .called_computation_ids
@@ -1502,9 +1612,18 @@ impl<'p> Reader<'p> {
                 _ => call("called_computations", AttrValue::Comps(called.clone())),
             },
         }
+        Ok(())
+    }
+
+    /// Every other field ([`Reader::fields`]) as attributes, decoded or
+    /// checked as the text's are.
+    fn field_attrs(&mut self, at: At<'_, 'p>, attrs: &mut Vec<Attr>) -> Result<()> {
+        let At {
+            path, op: opcode, ..
+        } = at;
         let mut fields = std::mem::take(&mut self.fields);
         fields.clear();
-        self.fields(path, opcode, i, &mut fields)?;
+        self.fields(at, &mut fields)?;
         attrs.reserve(fields.len());
         for f in fields.drain(..) {
             attrs.push(match f {
@@ -1521,48 +1640,35 @@ impl<'p> Reader<'p> {
             });
         }
         self.fields = fields;
-        if !i.control_predecessor_ids.is_empty() {
-            let preds: SmallVec<[InstId; 2]> = i
-                .control_predecessor_ids
-                .iter()
-                .map(|&id| id_of(id))
-                .collect::<Result<_>>()?;
-            attrs.push(Attr {
-                key: "control-predecessors".into(),
-                value: AttrValue::Insts(preds),
-            });
-        }
-        let id = InstId::from_index(self.m.num_insts());
-        // As the parser: a send or recv-done after its operand takes the
-        // data shape from it.
-        let first = operands.first().copied().filter(|&op| op < id);
-        let inst = Instruction {
-            parent: cid,
-            name: i.name.as_str().into(),
-            opcode,
-            operands,
-            shape,
-            attrs,
-            payload,
-        };
-        let got = crate::parse::append_lowered(&mut self.m, inst, first);
-        self.m.set_inst_proto_id(got, i.id);
-        Ok(got)
+        Ok(())
     }
 
     /// Every other field of an instruction as an attribute: typed where the
     /// IR's type for the key is a plain value (integers, booleans, integer
-    /// lists: [`crate::attrs::value_kind`]), or typed from its message, else
-    /// as XLA's text of the value, decoded as the parser decodes it.
-    fn fields(
-        &mut self,
-        path: &InstPath,
-        op: Opcode,
-        i: &'p xla::HloInstructionProto,
-        a: &mut Vec<Field>,
-    ) -> Result<()> {
-        let int_list = |key, v: &[i64]| Field::Typed(key, AttrValue::Ints(v.into()));
-        let ebad = |m: String| bad(format!("{path}: {m}"));
+    /// lists: [`crate::attrs::value_kind`]), or typed from its message
+    /// (shardings, replica groups, windows, metadata, ...), else as XLA's
+    /// text of the value, decoded as the parser decodes it
+    /// ([`crate::attrs::decode`]). [`Reader::field_attrs`] checks the typed
+    /// ones against the opcode's kind table ([`crate::attrs::check_kind`]).
+    fn fields(&mut self, at: At<'_, 'p>, a: &mut Vec<Field>) -> Result<()> {
+        self.dimension_fields(at, a)?;
+        self.window_fields(at, a)?;
+        self.dot_fields(at, a)?;
+        self.op_kind_fields(at, a)?;
+        self.collective_fields(at, a)?;
+        self.numeric_fields(at, a)?;
+        self.gather_scatter_fields(at, a)?;
+        self.solver_fields(at, a)?;
+        self.transfer_fields(at, a)?;
+        self.annotation_fields(at, a)?;
+        self.sharding_config_fields(at, a)?;
+        self.ignored_fields(at);
+        Ok(())
+    }
+
+    /// Dimension lists, a tuple index, slices and dynamic slice sizes.
+    fn dimension_fields(&mut self, at: At<'_, 'p>, a: &mut Vec<Field>) -> Result<()> {
+        let At { op, i, .. } = at;
         if !i.dimensions.is_empty() {
             match op {
                 Opcode::Iota => a.push(Field::Typed(
@@ -1624,6 +1730,13 @@ impl<'p> Reader<'p> {
             // out, the dynamic-slice was refused as one that needs it).
             a.push(int_list("dynamic_slice_sizes", &[]));
         }
+        Ok(())
+    }
+
+    /// A window, convolution dimension numbers and group counts, a padding.
+    fn window_fields(&mut self, at: At<'_, 'p>, a: &mut Vec<Field>) -> Result<()> {
+        let At { path, op, i } = at;
+        let ebad = |m: String| bad(format!("{path}: {m}"));
         if let Some(w) = i.window.as_ref().filter(|w| !w.dimensions.is_empty()) {
             let dims = w
                 .dimensions
@@ -1674,6 +1787,14 @@ impl<'p> Reader<'p> {
                 .collect();
             a.push(Field::Typed("padding", AttrValue::Padding(dims)));
         }
+        Ok(())
+    }
+
+    /// Dot and ragged-dot dimension numbers, operand precisions and the dot
+    /// algorithm.
+    fn dot_fields(&mut self, at: At<'_, 'p>, a: &mut Vec<Field>) -> Result<()> {
+        let At { path, i, .. } = at;
+        let ebad = |m: String| bad(format!("{path}: {m}"));
         let dot = i.dot_dimension_numbers.as_deref().or(i
             .ragged_dot_dimension_numbers
             .as_ref()
@@ -1733,6 +1854,15 @@ impl<'p> Reader<'p> {
                 a.push(Field::Text("algorithm", n.to_string()));
             }
         }
+        Ok(())
+    }
+
+    /// A comparison's direction and type, a fusion's kind, a custom call's
+    /// target, side effect, layout constraints, schedule, API version and
+    /// literal; `constrain_layout` on other opcodes.
+    fn op_kind_fields(&mut self, at: At<'_, 'p>, a: &mut Vec<Field>) -> Result<()> {
+        let At { path, op, i } = at;
+        let ebad = |m: String| bad(format!("{path}: {m}"));
         if op == Opcode::Compare {
             let d = crate::attrs::validate::direction(&i.comparison_direction)
                 .map_err(|m| ebad(format!("`direction`: {m}")))?;
@@ -1811,6 +1941,14 @@ impl<'p> Reader<'p> {
         } else if i.constrain_layout {
             a.push(Field::Typed("constrain_layout", AttrValue::Bool(true)));
         }
+        Ok(())
+    }
+
+    /// Output-operand aliasing, channels, replica groups and the collectives'
+    /// flags and source-target pairs.
+    fn collective_fields(&mut self, at: At<'_, 'p>, a: &mut Vec<Field>) -> Result<()> {
+        let At { path, op, i } = at;
+        let ebad = |m: String| bad(format!("{path}: {m}"));
         if !i.output_operand_aliasing.is_empty() {
             a.push(Field::Typed(
                 "output_to_operand_aliasing",
@@ -1887,6 +2025,14 @@ impl<'p> Reader<'p> {
         if i.is_stable {
             a.push(Field::Typed("is_stable", AttrValue::Bool(true)));
         }
+        Ok(())
+    }
+
+    /// Batch-norm epsilon and feature index, reduce-precision bits, an FFT's
+    /// type and lengths, random distributions and algorithms.
+    fn numeric_fields(&mut self, at: At<'_, 'p>, a: &mut Vec<Field>) -> Result<()> {
+        let At { path, op, i } = at;
+        let ebad = |m: String| bad(format!("{path}: {m}"));
         if matches!(
             op,
             Opcode::BatchNormGrad | Opcode::BatchNormInference | Opcode::BatchNormTraining
@@ -1944,6 +2090,12 @@ impl<'p> Reader<'p> {
                 .to_string(),
             ));
         }
+        Ok(())
+    }
+
+    /// Gather and scatter dimension numbers and index flags.
+    fn gather_scatter_fields(&mut self, at: At<'_, 'p>, a: &mut Vec<Field>) -> Result<()> {
+        let At { i, .. } = at;
         if let Some(g) = &i.gather_dimension_numbers {
             a.push(int_list("offset_dims", &g.offset_dims));
             a.push(int_list("collapsed_slice_dims", &g.collapsed_slice_dims));
@@ -1995,6 +2147,13 @@ impl<'p> Reader<'p> {
         if i.unique_indices {
             a.push(Field::Typed("unique_indices", AttrValue::Bool(true)));
         }
+        Ok(())
+    }
+
+    /// Top-k, the rng state's delta, triangular-solve and Cholesky options.
+    fn solver_fields(&mut self, at: At<'_, 'p>, a: &mut Vec<Field>) -> Result<()> {
+        let At { path, op, i } = at;
+        let ebad = |m: String| bad(format!("{path}: {m}"));
         if op == Opcode::Topk {
             a.push(Field::Typed("k", AttrValue::Int(i.k)));
             if i.largest {
@@ -2025,6 +2184,14 @@ impl<'p> Reader<'p> {
         if let Some(ch) = &i.cholesky_options {
             a.push(Field::Typed("lower", AttrValue::Bool(ch.lower)));
         }
+        Ok(())
+    }
+
+    /// Infeed and outfeed, parameter replication, domains, the async
+    /// execution thread, the cross-program prefetch index.
+    fn transfer_fields(&mut self, at: At<'_, 'p>, a: &mut Vec<Field>) -> Result<()> {
+        let At { path, op, i } = at;
+        let ebad = |m: String| bad(format!("{path}: {m}"));
         if let Some(s) = &i.outfeed_shape {
             if op == Opcode::Outfeed {
                 let s = self.shape(s, path)?;
@@ -2072,6 +2239,14 @@ impl<'p> Reader<'p> {
                 AttrValue::Int(i64::from(x)),
             ));
         }
+        Ok(())
+    }
+
+    /// Result accuracy, statistics, sparsity, the original value, a scan's
+    /// carries and flags.
+    fn annotation_fields(&mut self, at: At<'_, 'p>, a: &mut Vec<Field>) -> Result<()> {
+        let At { path, op, i } = at;
+        let ebad = |m: String| bad(format!("{path}: {m}"));
         if let Some(r) = &i.result_accuracy {
             if !crate::semantic::takes_result_accuracy(op) {
                 // XLA's proto reader sets it only on the ops its text parser
@@ -2131,6 +2306,14 @@ impl<'p> Reader<'p> {
         if i.is_composite {
             a.push(Field::Typed("is_composite", AttrValue::Bool(true)));
         }
+        Ok(())
+    }
+
+    /// Sharding, frontend attributes, op metadata, the backend config and the
+    /// padding type.
+    fn sharding_config_fields(&mut self, at: At<'_, 'p>, a: &mut Vec<Field>) -> Result<()> {
+        let At { path, i, .. } = at;
+        let ebad = |m: String| bad(format!("{path}: {m}"));
         if let Some(s) = &i.sharding {
             let s = ax::sharding_from_proto(s).map_err(|e| ebad(format!("sharding: {e}")))?;
             a.push(Field::Typed("sharding", AttrValue::Sharding(Box::new(s))));
@@ -2199,6 +2382,12 @@ impl<'p> Reader<'p> {
             2 => a.push(Field::Text("padding_type", "PADDING_SAME".into())),
             v => return Err(ebad(format!("unknown padding type {v}"))),
         }
+        Ok(())
+    }
+
+    /// Fields the IR does not carry, reported in [`ReadReport::ignored`].
+    fn ignored_fields(&mut self, at: At<'_, 'p>) {
+        let At { path, i, .. } = at;
         // Fields the IR does not carry.
         for (set, name) in [
             (i.backend_config_payload.is_some(), "backend_config_payload"),
@@ -2219,7 +2408,6 @@ impl<'p> Reader<'p> {
                 self.ignore(format!("{path}.{name}"));
             }
         }
-        Ok(())
     }
 }
 

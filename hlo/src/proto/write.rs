@@ -1,33 +1,12 @@
-//! Module -> `HloModuleProto`.
+//! Module -> `HloModuleProto`: [`module_to_proto`] builds the message,
+//! [`module_to_bytes`] encodes it while it builds. A module the reader would
+//! refuse is not written, so a written proto always reads back.
 //!
-//! Typed attributes are read as the parser stored them (dimension lists,
-//! windows, slices, padding, enumerations, op metadata, shardings, replica
-//! groups, frontend attributes, aliasing, convolution dimension numbers,
-//! domains, statistics, result accuracy, strings, floats, boolean lists,
-//! shapes, the module header's attributes (the original value recovery
-//! table's recovery modules written as modules), the stack frame index, a
-//! custom call's `literal=`); literals (a constant's, a custom call's) are
-//! converted from their typed values ([`literal_proto`]); an elided literal `{...}` gets the
-//! values XLA's text parser makes up for it, counted in text order
-//! ([`crate::attrs::literal::ElidedFill`]; [`module_to_bytes`] generates an
-//! elided array's values straight into its output, so writing one takes no
-//! memory beyond the proto's own). An attribute with no `HloInstructionProto`
-//! field is an error naming it: nothing is dropped. [`module_to_bytes`]
-//! encodes while it builds (see there); a proto that would reach protobuf's
-//! limit ([`MAX_PROTO_BYTES`], 2 GiB) is an error naming the instruction
-//! that reaches it.
-//!
-//! XLA's async shorthand (`custom-call-start(...)`) is written as the
-//! async-start / update / done chain calling a wrapped computation that XLA's
-//! parser builds for it ([`async_shorthand::expand`], on a copy; the module
-//! itself keeps the shorthand).
-//!
-//! Ids: an element read from a proto keeps its proto id; others get fresh
-//! ids above every kept one, in arena order (so a module read back from its
-//! own proto, its wrapped computations folded, is written with the same
-//! ids). Computations are written callees first and
-//! instructions operands first (XLA's `CreateFromProto` requires both),
-//! otherwise in the module's print and schedule order.
+//! [`Writer::module`] writes each computation (callees first, instructions
+//! operands first, as XLA's `CreateFromProto` requires), then the header.
+//! [`Writer::instruction`] writes typed attributes as the parser stored them,
+//! one family of fields at a time; an attribute with no `HloInstructionProto`
+//! field is an error naming it: nothing is dropped.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -42,6 +21,8 @@ use crate::attrs::xla as ax;
 use crate::error::{Error, Result};
 use crate::ir::*;
 use crate::opcode::Opcode;
+
+use xla::HloInstructionProto as InstProto;
 
 /// Module header attributes that belong to XLA's module *config*, not to
 /// `HloModuleProto` (XLA's own `ToProto` does not write them either).
@@ -94,7 +75,10 @@ fn writable(m: &Module) -> Result<()> {
 }
 
 /// Converts a module to XLA's `HloModuleProto` (an error for a module the
-/// reader would refuse: its proto always reads back).
+/// reader would refuse: its proto always reads back). XLA's async shorthand
+/// (`custom-call-start(...)`) is written as the async-start / update / done
+/// chain calling the wrapped computation XLA's parser builds for it
+/// ([`async_shorthand::expand`], on a copy; the module keeps the shorthand).
 pub fn module_to_proto(m: &Module) -> Result<xla::HloModuleProto> {
     let expanded = async_shorthand::expand(m)?;
     let m = expanded.as_ref().unwrap_or(m);
@@ -114,7 +98,8 @@ pub fn module_to_proto(m: &Module) -> Result<xla::HloModuleProto> {
 /// the whole message (prost writes fields in tag order, and a default field
 /// writes nothing, so a message's fields before a field, the field and the
 /// fields after it can be encoded apart and concatenated). Fails, naming
-/// the instruction, where the proto would exceed [`MAX_PROTO_BYTES`].
+/// the instruction, where the proto would exceed [`MAX_PROTO_BYTES`]
+/// (protobuf's limit, 2 GiB).
 pub fn module_to_bytes(m: &Module) -> Result<Vec<u8>> {
     let expanded = async_shorthand::expand(m)?;
     let m = expanded.as_ref().unwrap_or(m);
@@ -393,7 +378,8 @@ fn layout_proto(m: &Module, l: &Layout) -> xla::LayoutProto {
 /// a constant's literal to have it; the literal's layout is that order
 /// only, tiles and the rest of the layout are the instruction's). An
 /// elided literal (`{...}`) gets the values XLA's parser gives it, from
-/// `fill` (see [`literal::ElidedFill`]).
+/// `fill` (see [`literal::ElidedFill`]: XLA's parser makes them up counted
+/// in text order).
 pub fn literal_proto(
     m: &Module,
     s: ShapeId,
@@ -603,7 +589,8 @@ fn err(inst: &str, msg: impl std::fmt::Display) -> Error {
 /// The proto ids of an arena of `len` elements, of which `held` lists those
 /// the module holds (arena index, id kept from a proto read): a kept id stays;
 /// the held elements without one get fresh ids in arena order, above every
-/// kept id; the others (not written) get -1.
+/// kept id; the others (not written) get -1. So a module read back from its
+/// own proto, its wrapped computations folded, is written with the same ids.
 fn proto_ids(len: usize, held: impl Iterator<Item = (usize, Option<i64>)>) -> Vec<i64> {
     let mut ids = vec![None; len];
     let mut max = -1;
@@ -960,75 +947,104 @@ impl<'m> Writer<'m> {
         let order = self.computation_order();
         p.computations.reserve_exact(order.len());
         for &c in &order {
-            let comp = m.comp(c);
-            // The name and program shape are set below (the byte sink
-            // encodes them from the writer's own copies).
-            let mut cp = xla::HloComputationProto {
-                id: self.cid(c),
-                root_id: self.iid(comp.root),
-                is_fusion_computation: self.fused[c.index()],
-                ..Default::default()
-            };
-            for a in &comp.attrs {
-                match (&*a.key, &a.value) {
-                    ("execution_thread", AttrValue::Str(t)) => {
-                        cp.execution_thread = String::from_utf8_lossy(t).into_owned()
-                    }
-                    (k, _) => {
-                        return Err(Error::Module(format!(
-                            "computation %{} attribute `{k}` has no HloComputationProto field",
-                            comp.name
-                        )))
-                    }
+            self.computation(c, sink, &mut p)?;
+        }
+        let scheduled = self.header(&mut p)?;
+        if let Some(index) = self.frames.take() {
+            p.stack_frame_index = Some(index);
+        }
+        if let Some(c) = &m.config {
+            config(c, &mut p)?;
+        }
+        if scheduled {
+            p.schedule = Some(self.schedule(&order));
+        }
+        Ok(p)
+    }
+
+    /// Computation `c` into `p`'s computations (or the byte sink's).
+    fn computation(
+        &mut self,
+        c: CompId,
+        sink: &mut Sink,
+        p: &mut xla::HloModuleProto,
+    ) -> Result<()> {
+        let m = self.m;
+        let comp = m.comp(c);
+        // The name and program shape are set below (the byte sink
+        // encodes them from the writer's own copies).
+        let mut cp = xla::HloComputationProto {
+            id: self.cid(c),
+            root_id: self.iid(comp.root),
+            is_fusion_computation: self.fused[c.index()],
+            ..Default::default()
+        };
+        for a in &comp.attrs {
+            match (&*a.key, &a.value) {
+                ("execution_thread", AttrValue::Str(t)) => {
+                    cp.execution_thread = String::from_utf8_lossy(t).into_owned()
                 }
-            }
-            let insts = self.instruction_order(c);
-            match sink {
-                Sink::Tree => {
-                    cp.name = self.comp_names[c.index()].to_string();
-                    cp.program_shape = Some(self.program_shape(c));
-                    cp.instructions.reserve_exact(insts.len());
-                    for i in insts {
-                        let mut ip = xla::HloInstructionProto::default();
-                        self.instruction(i, &mut ip)?;
-                        ip.name = self.inst_names[i.index()].to_string();
-                        ip.opcode = m.inst(i).opcode.name().to_string();
-                        ip.shape = Some(shape_proto(m, m.inst(i).shape));
-                        cp.instructions.push(ip);
-                    }
-                    p.computations.push(cp);
-                }
-                Sink::Bytes {
-                    computations: out,
-                    program_shape,
-                    ip,
-                    tail,
-                } => {
-                    // The computation's key and length come first, its
-                    // length known at the end: room for the longest is left
-                    // here and the body moved back over what is not used.
-                    let start = out.len();
-                    let room = prost::encoding::key_len(3) + 10;
-                    out.resize(start + room, 0);
-                    // Field 1 (name) comes before `instructions` (2), the
-                    // program shape (4) after, then the others.
-                    put_string(1, self.comp_names[c.index()].as_bytes(), out);
-                    for i in insts {
-                        self.instruction(i, ip)?;
-                        self.encode_instruction(i, ip, tail, out)?;
-                    }
-                    self.program_shape_bytes(c, program_shape);
-                    put_field(4, program_shape, out);
-                    cp.encode_raw(out);
-                    let body = out.len() - start - room;
-                    let mut head = Vec::with_capacity(room);
-                    put_header(3, body, &mut head);
-                    out.copy_within(start + room.., start + head.len());
-                    out[start..start + head.len()].copy_from_slice(&head);
-                    out.truncate(start + head.len() + body);
+                (k, _) => {
+                    return Err(Error::Module(format!(
+                        "computation %{} attribute `{k}` has no HloComputationProto field",
+                        comp.name
+                    )))
                 }
             }
         }
+        let insts = self.instruction_order(c);
+        match sink {
+            Sink::Tree => {
+                cp.name = self.comp_names[c.index()].to_string();
+                cp.program_shape = Some(self.program_shape(c));
+                cp.instructions.reserve_exact(insts.len());
+                for i in insts {
+                    let mut ip = xla::HloInstructionProto::default();
+                    self.instruction(i, &mut ip)?;
+                    ip.name = self.inst_names[i.index()].to_string();
+                    ip.opcode = m.inst(i).opcode.name().to_string();
+                    ip.shape = Some(shape_proto(m, m.inst(i).shape));
+                    cp.instructions.push(ip);
+                }
+                p.computations.push(cp);
+            }
+            Sink::Bytes {
+                computations: out,
+                program_shape,
+                ip,
+                tail,
+            } => {
+                // The computation's key and length come first, its
+                // length known at the end: room for the longest is left
+                // here and the body moved back over what is not used.
+                let start = out.len();
+                let room = prost::encoding::key_len(3) + 10;
+                out.resize(start + room, 0);
+                // Field 1 (name) comes before `instructions` (2), the
+                // program shape (4) after, then the others.
+                put_string(1, self.comp_names[c.index()].as_bytes(), out);
+                for i in insts {
+                    self.instruction(i, ip)?;
+                    self.encode_instruction(i, ip, tail, out)?;
+                }
+                self.program_shape_bytes(c, program_shape);
+                put_field(4, program_shape, out);
+                cp.encode_raw(out);
+                let body = out.len() - start - room;
+                let mut head = Vec::with_capacity(room);
+                put_header(3, body, &mut head);
+                out.copy_within(start + room.., start + head.len());
+                out[start..start + head.len()].copy_from_slice(&head);
+                out.truncate(start + head.len() + body);
+            }
+        }
+        Ok(())
+    }
+
+    /// The module's header attributes into `p` (the entry layout as the host
+    /// program shape); whether the module is scheduled.
+    fn header(&self, p: &mut xla::HloModuleProto) -> Result<bool> {
+        let m = self.m;
         let mut host_shape = None;
         let mut scheduled = false;
         for a in &m.attrs {
@@ -1093,46 +1109,25 @@ impl<'m> Writer<'m> {
             .map(|k| format!("p{k}"))
             .collect();
         p.host_program_shape = Some(host);
-        if let Some(index) = self.frames.take() {
-            p.stack_frame_index = Some(index);
-        }
-        if let Some(c) = &m.config {
-            // What the reader would refuse is not written.
-            if let Some(d) = &c.device_assignment {
-                super::read::check_device_assignment(d).map_err(Error::Module)?;
+        Ok(scheduled)
+    }
+
+    /// The schedule: each unfused computation's instruction ids in order.
+    fn schedule(&self, order: &[CompId]) -> xla::HloScheduleProto {
+        let m = self.m;
+        let mut sched = xla::HloScheduleProto::default();
+        for &c in order {
+            if self.fused[c.index()] {
+                continue;
             }
-            let shardings = c
-                .spmd_output_sharding
-                .iter()
-                .map(|s| ("spmd_output_sharding", s));
-            for (what, s) in shardings.chain(
-                c.spmd_parameters_shardings
-                    .iter()
-                    .map(|s| ("spmd_parameters_shardings", s)),
-            ) {
-                ax::sharding_from_proto(s)
-                    .map_err(|e| Error::Module(format!("module {what}: {e}")))?;
-            }
-            p.device_assignment = c.device_assignment.clone();
-            p.spmd_output_sharding = c.spmd_output_sharding.clone();
-            p.spmd_parameters_shardings = c.spmd_parameters_shardings.clone();
+            sched.sequences.insert(
+                self.cid(c),
+                xla::InstructionSequence {
+                    instruction_ids: m.comp(c).order.iter().map(|&i| self.iid(i)).collect(),
+                },
+            );
         }
-        if scheduled {
-            let mut sched = xla::HloScheduleProto::default();
-            for &c in &order {
-                if self.fused[c.index()] {
-                    continue;
-                }
-                sched.sequences.insert(
-                    self.cid(c),
-                    xla::InstructionSequence {
-                        instruction_ids: m.comp(c).order.iter().map(|&i| self.iid(i)).collect(),
-                    },
-                );
-            }
-            p.schedule = Some(sched);
-        }
-        Ok(p)
+        sched
     }
 
     /// The `literal` field of instruction `id` (a constant's, a custom
@@ -1187,7 +1182,6 @@ impl<'m> Writer<'m> {
         p.frontend_attributes = Some(Box::default());
         p.statistics_viz = Some(Box::default());
         let e = |msg: String| err(name, msg);
-        let ae = |r: crate::attrs::AttrError| err(name, r);
         match inst.opcode {
             Opcode::Parameter => {
                 p.parameter_number = inst
@@ -1203,7 +1197,53 @@ impl<'m> Writer<'m> {
             }
             _ => {}
         }
-        // Called computations, in the order XLA stores them.
+        p.called_computation_ids = self.called_ids(inst);
+        xla_defaults(inst, p);
+        // A dot without dimension attributes (`dot(a, b)` of vectors) still
+        // has dimension numbers (XLA requires the field).
+        let mut n = Nested::new(inst.opcode);
+        for a in &inst.attrs {
+            let key = &*a.key;
+            let t: &str = match &a.value {
+                AttrValue::Raw(t) => t,
+                // Calls and control predecessors are ids (above).
+                AttrValue::Comp(_) | AttrValue::Comps(_) | AttrValue::Insts(_) => continue,
+                // Enumerations in XLA's spelling (matched by name below).
+                AttrValue::Enum(name) => name,
+                // Other typed values: read through `ints`, `int`, `boolean`
+                // and the instruction's accessors below.
+                _ => "",
+            };
+            let v = AttrIn {
+                m,
+                id,
+                inst,
+                key,
+                value: &a.value,
+                t,
+            };
+            let known = self.annotation_attr(&v, p)?
+                || array_attr(&v, p)?
+                || conv_dot_attr(&v, p, &mut n)?
+                || self.custom_call_attr(&v, p)?
+                || collective_attr(&v, p)?
+                || numeric_attr(&v, p)?
+                || gather_scatter_attr(&v, p, &mut n)?
+                || solver_attr(&v, p, &mut n)?
+                || transfer_attr(&v, p)?
+                || result_attr(&v, p)?;
+            if !known {
+                return Err(e(format!(
+                    "attribute `{key}` of {} has no HloInstructionProto field the writer knows",
+                    inst.opcode.name()
+                )));
+            }
+        }
+        n.finish(m, inst, p)
+    }
+
+    /// The ids of the computations `inst` calls, in the order XLA stores them.
+    fn called_ids(&self, inst: &Instruction) -> Vec<i64> {
         let comp_attr = |k: &str| -> Vec<CompId> {
             match inst.attr(k) {
                 Some(AttrValue::Comp(c)) => vec![*c],
@@ -1221,502 +1261,171 @@ impl<'m> Writer<'m> {
             Opcode::SelectAndScatter => [comp_attr("select"), comp_attr("scatter")].concat(),
             _ => inst.called_computations().collect(),
         };
-        p.called_computation_ids = called.iter().map(|&c| self.cid(c)).collect();
+        called.iter().map(|&c| self.cid(c)).collect()
+    }
 
-        // Defaults XLA writes (and needs: a custom call without an api
-        // version is API_VERSION_ORIGINAL in text, UNSPECIFIED in a proto).
-        match inst.opcode {
-            Opcode::CustomCall => {
-                p.custom_call_api_version = 1;
-                p.feature_group_count = 1;
-                p.batch_group_count = 1;
-                p.precision_config = Some(Box::default());
+    /// Op metadata, sharding, frontend attributes, the backend config.
+    fn annotation_attr(&mut self, v: &AttrIn, p: &mut InstProto) -> Result<bool> {
+        let AttrIn {
+            inst,
+            key,
+            value,
+            t,
+            ..
+        } = *v;
+        let e = |msg: String| err(&inst.name, msg);
+        let ae = |r: crate::attrs::AttrError| err(&inst.name, r);
+        match key {
+            "metadata" => {
+                let AttrValue::Metadata(md) = value else {
+                    return Err(e(format!("`{key}` is not op metadata")));
+                };
+                let mut md = xla::OpMetadata::clone(md);
+                if md.stack_frame_id != 0 {
+                    md.stack_frame_id =
+                        *self.frame_map.get(&md.stack_frame_id).ok_or_else(|| {
+                            e(format!(
+                                "stack_frame_id {} is not in the module's stack frames",
+                                md.stack_frame_id
+                            ))
+                        })?;
+                }
+                p.metadata = Some(md);
             }
-            Opcode::Dot | Opcode::Convolution | Opcode::RaggedDot => {
-                p.precision_config = Some(Box::new(xla::PrecisionConfig {
-                    operand_precision: vec![0; inst.operands.len().min(2)],
-                    algorithm: 0,
-                }));
-                if inst.opcode == Opcode::Convolution {
-                    p.feature_group_count = 1;
-                    p.batch_group_count = 1;
-                    // A convolution without `window=` has a window of no
-                    // dimensions, which XLA requires to be present.
-                    p.window = Some(Box::default());
-                }
-            }
-            _ => {}
-        }
-        // A dot without dimension attributes (`dot(a, b)` of vectors) still
-        // has dimension numbers (XLA requires the field).
-        let mut dot = inst.opcode == Opcode::Dot;
-        let mut gather = xla::GatherDimensionNumbers::default();
-        let mut scatter = xla::ScatterDimensionNumbers::default();
-        let mut has_gather = false;
-        let mut has_scatter = false;
-        let mut ragged = xla::RaggedDotDimensionNumbers::default();
-        let mut has_ragged = false;
-        let mut tri = xla::TriangularSolveOptions::default();
-        let mut has_tri = false;
-        let is_gather = inst.opcode == Opcode::Gather;
-        for a in &inst.attrs {
-            let key = &*a.key;
-            let t: &str = match &a.value {
-                AttrValue::Raw(t) => t,
-                // Calls and control predecessors are ids (above).
-                AttrValue::Comp(_) | AttrValue::Comps(_) | AttrValue::Insts(_) => continue,
-                // Enumerations in XLA's spelling (matched by name below).
-                AttrValue::Enum(name) => name,
-                // Other typed values: read through `ints`, `int`, `boolean`
-                // and the instruction's accessors below.
-                _ => "",
-            };
-            let ints = || match &a.value {
-                AttrValue::Ints(v) => Ok(v.to_vec()),
-                _ => Err(e(format!("`{key}` is not an integer list"))),
-            };
-            let int = || -> Result<i64> {
-                match &a.value {
-                    AttrValue::Int(v) => Ok(*v),
-                    _ => Err(e(format!("`{key}` is not an integer"))),
-                }
-            };
-            let boolean = || -> Result<bool> {
-                match &a.value {
-                    AttrValue::Bool(b) => Ok(*b),
-                    _ => Err(e(format!("`{key}` is not true or false"))),
-                }
-            };
-            let string = || -> Result<Vec<u8>> {
-                match &a.value {
-                    AttrValue::Str(b) => Ok(b.to_vec()),
-                    _ => ax::string_value(t).map_err(|x| e(format!("`{key}`: {x}"))),
-                }
-            };
-            let text = || -> Result<String> {
-                String::from_utf8(string()?).map_err(|_| e(format!("`{key}` is not UTF-8")))
-            };
-            match key {
-                "metadata" => {
-                    let AttrValue::Metadata(md) = &a.value else {
-                        return Err(e(format!("`{key}` is not op metadata")));
-                    };
-                    let mut md = xla::OpMetadata::clone(md);
-                    if md.stack_frame_id != 0 {
-                        md.stack_frame_id =
-                            *self.frame_map.get(&md.stack_frame_id).ok_or_else(|| {
-                                e(format!(
-                                    "stack_frame_id {} is not in the module's stack frames",
-                                    md.stack_frame_id
-                                ))
-                            })?;
-                    }
-                    p.metadata = Some(md);
-                }
-                "sharding" => {
-                    let AttrValue::Sharding(sh) = &a.value else {
-                        return Err(e(format!(
-                            "`{key}`: a named sharding in syntax newer than jaxlib 0.10.2 (`unreduced=max{{...}}`) cannot be written to a proto"
-                        )));
-                    };
-                    // The reader's check of a sharding (text takes a few
-                    // that a proto cannot carry: a mesh axis of size 0,
-                    // found by the parse_print fuzzer).
-                    ax::sharding_from_proto(sh)
-                        .map_err(|x| e(format!("`{key}` cannot be written to a proto: {x}")))?;
-                    p.sharding = Some(Box::new(xla::OpSharding::clone(sh)));
-                }
-                "frontend_attributes" => {
-                    p.frontend_attributes = inst
-                        .frontend_attributes()
-                        .map_err(ae)?
-                        .cloned()
-                        .map(Box::new)
-                }
-                "backend_config" => {
-                    p.backend_config = if t.trim_start().starts_with('"') {
-                        string()?
-                    } else {
-                        t.trim().as_bytes().to_vec()
-                    }
-                }
-                "dimensions" => p.dimensions = ints()?,
-                "iota_dimension" | "inferred_dimension" => p.dimensions = vec![int()?],
-                "index" => p.tuple_index = int()?,
-                "slice" => {
-                    p.slice_dimensions = inst
-                        .slice()
-                        .map_err(ae)?
-                        .unwrap_or_default()
-                        .into_iter()
-                        .map(|s| xla::SliceDimensions {
-                            start: s.start,
-                            limit: s.limit,
-                            stride: s.stride,
-                        })
-                        .collect()
-                }
-                "dynamic_slice_sizes" => p.dynamic_slice_sizes = ints()?,
-                "padding" => {
-                    p.padding_config = Some(Box::new(xla::PaddingConfig {
-                        dimensions: inst
-                            .padding()
-                            .map_err(ae)?
-                            .unwrap_or_default()
-                            .into_iter()
-                            .map(|d| xla::PaddingConfigDimension {
-                                edge_padding_low: d.lo,
-                                edge_padding_high: d.hi,
-                                interior_padding: d.interior,
-                            })
-                            .collect(),
-                    }))
-                }
-                "window" => {
-                    p.window = Some(Box::new(xla::Window {
-                        dimensions: inst
-                            .window()
-                            .map_err(ae)?
-                            .unwrap_or_default()
-                            .into_iter()
-                            .map(|w| xla::WindowDimension {
-                                size: w.size,
-                                stride: w.stride,
-                                padding_low: w.pad_lo,
-                                padding_high: w.pad_hi,
-                                window_dilation: w.rhs_dilation,
-                                base_dilation: w.lhs_dilation,
-                                window_reversal: w.reversal,
-                            })
-                            .collect(),
-                    }))
-                }
-                "dim_labels" => {
-                    let d = inst.conv_dims().map_err(ae)?.unwrap_or_default();
-                    let need = |v: Option<i64>| {
-                        v.ok_or_else(|| e("dim_labels leaves a dimension unassigned".into()))
-                    };
-                    // A part with fewer spatial dimensions than the input
-                    // holds -1 for the missing ones (`?`): no proto carries
-                    // that (the reader refuses it as out of range).
-                    let spatial = |v: &[i64]| {
-                        if v.iter().any(|&x| x < 0) {
-                            Err(e("dim_labels leaves a spatial dimension unassigned".into()))
-                        } else {
-                            Ok(v.to_vec())
-                        }
-                    };
-                    p.convolution_dimension_numbers =
-                        Some(Box::new(xla::ConvolutionDimensionNumbers {
-                            input_batch_dimension: need(d.input_batch)?,
-                            input_feature_dimension: need(d.input_feature)?,
-                            input_spatial_dimensions: spatial(&d.input_spatial)?,
-                            kernel_input_feature_dimension: need(d.kernel_input_feature)?,
-                            kernel_output_feature_dimension: need(d.kernel_output_feature)?,
-                            kernel_spatial_dimensions: spatial(&d.kernel_spatial)?,
-                            output_batch_dimension: need(d.output_batch)?,
-                            output_feature_dimension: need(d.output_feature)?,
-                            output_spatial_dimensions: spatial(&d.output_spatial)?,
-                        }))
-                }
-                "feature_group_count" => p.feature_group_count = int()?,
-                "batch_group_count" => p.batch_group_count = int()?,
-                "lhs_batch_dims"
-                | "rhs_batch_dims"
-                | "lhs_contracting_dims"
-                | "rhs_contracting_dims" => dot = true,
-                "lhs_ragged_dims" => {
-                    has_ragged = true;
-                    ragged.lhs_ragged_dimensions = ints()?
-                }
-                "rhs_group_dims" => {
-                    has_ragged = true;
-                    ragged.rhs_group_dimensions = ints()?
-                }
-                "operand_precision" => {
-                    p.precision_config
-                        .get_or_insert_with(Default::default)
-                        .operand_precision = inst
-                        .operand_precision()
-                        .map_err(ae)?
-                        .unwrap_or_default()
-                        .iter()
-                        .map(|&x| i32::from(x))
-                        .collect()
-                }
-                "algorithm" if inst.opcode == Opcode::RngBitGenerator => {
-                    p.rng_algorithm = match t.trim() {
-                        "rng_default" => 0,
-                        "rng_three_fry" => 1,
-                        "rng_philox" => 2,
-                        o => return Err(e(format!("unknown rng algorithm `{o}`"))),
-                    }
-                }
-                "algorithm" => {
-                    p.precision_config
-                        .get_or_insert_with(Default::default)
-                        .algorithm = ax::DOT_ALGORITHMS
-                        .iter()
-                        .position(|n| *n == t)
-                        .ok_or_else(|| e(format!("unknown dot algorithm `{t}`")))?
-                        as i32
-                }
-                "direction" => p.comparison_direction = t.trim().to_string(),
-                "type" => p.comparison_type = t.trim().to_string(),
-                "kind" => p.fusion_kind = t.trim().to_string(),
-                "custom_call_target" => p.custom_call_target = text()?,
-                "api_version" => {
-                    p.custom_call_api_version = match t.trim() {
-                        "API_VERSION_UNSPECIFIED" => 0,
-                        "API_VERSION_ORIGINAL" => 1,
-                        "API_VERSION_STATUS_RETURNING" => 2,
-                        "API_VERSION_STATUS_RETURNING_UNIFIED" => 3,
-                        "API_VERSION_TYPED_FFI" => 4,
-                        o => return Err(e(format!("unknown api_version `{o}`"))),
-                    }
-                }
-                "custom_call_has_side_effect" => p.custom_call_has_side_effect = boolean()?,
-                "schedule" => {
-                    p.custom_call_schedule = match t.trim() {
-                        "SCHEDULE_NONE" => 0,
-                        "SCHEDULE_LATEST" => 1,
-                        "SCHEDULE_EARLIEST" => 2,
-                        o => return Err(e(format!("unknown custom-call schedule `{o}`"))),
-                    }
-                }
-                "output_to_operand_aliasing" => {
-                    p.output_operand_aliasing = inst
-                        .output_operand_aliasing()
-                        .map_err(ae)?
-                        .unwrap_or_default()
-                        .to_vec()
-                }
-                "operand_layout_constraints" => {
-                    p.constrain_layout = true;
-                    p.operand_shapes_with_layout = inst
-                        .operand_layout_constraints()
-                        .map_err(ae)?
-                        .unwrap_or_default()
-                        .iter()
-                        .map(|&s| shape_proto(m, s))
-                        .collect();
-                }
-                "literal" => {
-                    let (sid, lit) = inst
-                        .custom_call_literal()
-                        .map_err(ae)?
-                        .ok_or_else(|| e("`literal` is not a literal".into()))?;
-                    self.literal_field(id, sid, lit, p)
-                        .map_err(|x| e(format!("`literal`: {x}")))?;
-                }
-                "replica_groups" => match inst.replica_groups().map_err(ae)? {
-                    // No groups (`{}`) is the proto's default: nothing to write.
-                    None => {}
-                    Some(ax::ReplicaGroups::List(groups)) if groups.is_empty() => {}
-                    Some(ax::ReplicaGroups::List(groups)) => {
-                        p.collective_device_list = Some(Box::new(xla::CollectiveDeviceListProto {
-                            replica_groups: groups
-                                .iter()
-                                .map(|g| xla::ReplicaGroup {
-                                    replica_ids: g.clone(),
-                                })
-                                .collect(),
-                        }))
-                    }
-                    Some(ax::ReplicaGroups::Mesh(g)) => {
-                        p.mesh_axes_replica_group_list = Some(Box::new(g.clone()))
-                    }
-                    Some(ax::ReplicaGroups::Iota(l)) => {
-                        let [num_replica_groups, num_devices_per_group] = l.dims[..] else {
-                            return Err(e(format!(
-                                "`{key}`: an iota list is `[groups,size]<=[...]`"
-                            )));
-                        };
-                        p.iota_collective_device_list =
-                            Some(Box::new(xla::IotaReplicaGroupListProto {
-                                num_replica_groups,
-                                num_devices_per_group,
-                                iota_reshape_dims: l.reshape.clone(),
-                                iota_transpose_perm: l.perm.iter().map(|&x| x as i32).collect(),
-                            }))
-                    }
-                },
-                "channel_id" => p.channel_id = int()?,
-                "use_global_device_ids" => p.use_global_device_ids = boolean()?,
-                "constrain_layout" => p.constrain_layout = boolean()?,
-                "is_host_transfer" => p.is_host_transfer = boolean()?,
-                "is_stable" => p.is_stable = boolean()?,
-                "indices_are_sorted" => p.indices_are_sorted = boolean()?,
-                "unique_indices" => p.unique_indices = boolean()?,
-                "largest" => p.largest = boolean()?,
-                "is_composite" => p.is_composite = boolean()?,
-                "is_reverse" => p.is_reverse = boolean()?,
-                "source_target_pairs" => {
-                    p.source_target_pairs = inst
-                        .source_target_pairs()
-                        .map_err(ae)?
-                        .unwrap_or_default()
-                        .iter()
-                        .map(|&[source, target]| xla::SourceTarget { source, target })
-                        .collect()
-                }
-                "feature_index" => p.feature_index = int()?,
-                "epsilon" => {
-                    p.epsilon = inst
-                        .float_attr(key)
-                        .map_err(ae)?
-                        .ok_or_else(|| e("`epsilon` has no value".into()))?
-                }
-                "exponent_bits" => p.exponent_bits = int()? as i32,
-                "mantissa_bits" => p.mantissa_bits = int()? as i32,
-                "fft_type" => {
-                    p.fft_type = match t.trim() {
-                        "FFT" => 0,
-                        "IFFT" => 1,
-                        "RFFT" => 2,
-                        "IRFFT" => 3,
-                        o => return Err(e(format!("unknown fft_type `{o}`"))),
-                    }
-                }
-                "fft_length" => p.fft_length = ints()?,
-                // `PaddingType` numbers.
-                "padding_type" => {
-                    p.padding_type = match t.trim() {
-                        "PADDING_INVALID" => 0,
-                        "PADDING_VALID" => 1,
-                        "PADDING_SAME" => 2,
-                        o => return Err(e(format!("unknown padding_type `{o}`"))),
-                    }
-                }
-                "distribution" => {
-                    p.distribution = match t.trim() {
-                        "rng_uniform" => 1,
-                        "rng_normal" => 2,
-                        o => return Err(e(format!("unknown distribution `{o}`"))),
-                    }
-                }
-                "offset_dims" => (has_gather, gather.offset_dims) = (true, ints()?),
-                "collapsed_slice_dims" => {
-                    (has_gather, gather.collapsed_slice_dims) = (true, ints()?)
-                }
-                "start_index_map" => (has_gather, gather.start_index_map) = (true, ints()?),
-                "operand_batching_dims" => {
-                    (has_gather, gather.operand_batching_dims) = (true, ints()?)
-                }
-                "start_indices_batching_dims" => {
-                    (has_gather, gather.start_indices_batching_dims) = (true, ints()?)
-                }
-                "slice_sizes" if !is_gather => {
-                    // collective-permute's `{{128,32}, ...}`: flattened.
-                    p.dynamic_slice_sizes = match &a.value {
-                        AttrValue::IntLists(v) => v.concat(),
-                        _ => return Err(e(format!("`{key}` is not a list of integer lists"))),
-                    }
-                }
-                "slice_sizes" => p.gather_slice_sizes = ints()?,
-                "index_vector_dim" if is_gather => {
-                    (has_gather, gather.index_vector_dim) = (true, int()?)
-                }
-                "index_vector_dim" => (has_scatter, scatter.index_vector_dim) = (true, int()?),
-                "update_window_dims" => (has_scatter, scatter.update_window_dims) = (true, ints()?),
-                "inserted_window_dims" => {
-                    (has_scatter, scatter.inserted_window_dims) = (true, ints()?)
-                }
-                "scatter_dims_to_operand_dims" => {
-                    (has_scatter, scatter.scatter_dims_to_operand_dims) = (true, ints()?)
-                }
-                "input_batching_dims" => {
-                    (has_scatter, scatter.input_batching_dims) = (true, ints()?)
-                }
-                "scatter_indices_batching_dims" => {
-                    (has_scatter, scatter.scatter_indices_batching_dims) = (true, ints()?)
-                }
-                "k" => p.k = int()?,
-                "delta" => p.delta = int()?,
-                "left_side" => (has_tri, tri.left_side) = (true, boolean()?),
-                "unit_diagonal" => (has_tri, tri.unit_diagonal) = (true, boolean()?),
-                "transpose_a" => {
-                    has_tri = true;
-                    tri.transpose_a = match t.trim() {
-                        "NO_TRANSPOSE" => 1,
-                        "TRANSPOSE" => 2,
-                        "ADJOINT" => 3,
-                        o => return Err(e(format!("unknown transpose_a `{o}`"))),
-                    }
-                }
-                "lower" if inst.opcode == Opcode::Cholesky => {
-                    p.cholesky_options = Some(Box::new(xla::CholeskyOptions { lower: boolean()? }))
-                }
-                "lower" => (has_tri, tri.lower) = (true, boolean()?),
-                "outfeed_shape" => {
-                    p.outfeed_shape = inst
-                        .outfeed_shape()
-                        .map_err(ae)?
-                        .map(|s| Box::new(shape_proto(m, s)))
-                }
-                "outfeed_config" => p.outfeed_config = string()?,
-                "infeed_config" => p.infeed_config = string()?,
-                "parameter_replication" => {
-                    p.parameter_replication = Some(Box::new(xla::ParameterReplication {
-                        replicated_at_leaf_buffers: inst
-                            .bool_list_attr(key)
-                            .map_err(ae)?
-                            .unwrap_or_default()
-                            .to_vec(),
-                    }))
-                }
-                "domain" => {
-                    // XLA's text names the user side `entry` and the
-                    // operand side `exit`; its proto stores the operand side
-                    // as the entry sharding (checked against jaxlib 0.10.2).
-                    if let Some(d) = inst.domain().map_err(ae)? {
-                        for sh in [&d.entry, &d.exit] {
-                            ax::sharding_from_proto(sh).map_err(|x| {
-                                e(format!("`{key}` cannot be written to a proto: {x}"))
-                            })?;
-                        }
-                        p.domain_entry_sharding = Some(Box::new(d.exit.clone()));
-                        p.domain_exit_sharding = Some(Box::new(d.entry.clone()));
-                    }
-                }
-                "async_execution_thread" => p.async_execution_thread = text()?,
-                "cross_program_prefetch_index" => {
-                    p.cross_program_prefetch_index = Some(int()? as i32)
-                }
-                // A default mode is no field: XLA (jaxlib 0.10.2) drops it
-                // when parsing, and our reader reads no field as no
-                // attribute (written, it broke the write/read fixed point).
-                "result_accuracy" => {
-                    p.result_accuracy = inst
-                        .result_accuracy()
-                        .map_err(ae)?
-                        .filter(|r| r.tolerance.is_some() || r.mode.unwrap_or(0) != 0)
-                        .cloned()
-                        .map(Box::new)
-                }
-                "statistics" => {
-                    p.statistics_viz = inst.statistics().map_err(ae)?.cloned().map(Box::new)
-                }
-                "sparsity_config" => {
-                    p.sparsity_config = inst.sparsity_config().map_err(ae)?.cloned().map(Box::new)
-                }
-                "origin" => {
-                    p.original_value = inst
-                        .original_value()
-                        .map_err(ae)?
-                        .map(|v| Box::new(ax::original_value_proto(v)))
-                }
-                "num_carries" => p.num_carries = int()?,
-                "is_associative" => p.is_associative = if boolean()? { 1 } else { 2 },
-                other => {
+            "sharding" => {
+                let AttrValue::Sharding(sh) = value else {
                     return Err(e(format!(
-                    "attribute `{other}` of {} has no HloInstructionProto field the writer knows",
-                    inst.opcode.name()
-                )))
+                    "`{key}`: a named sharding in syntax newer than jaxlib 0.10.2 (`unreduced=max{{...}}`) cannot be written to a proto"
+                )));
+                };
+                // The reader's check of a sharding (text takes a few
+                // that a proto cannot carry: a mesh axis of size 0,
+                // found by the parse_print fuzzer).
+                ax::sharding_from_proto(sh)
+                    .map_err(|x| e(format!("`{key}` cannot be written to a proto: {x}")))?;
+                p.sharding = Some(Box::new(xla::OpSharding::clone(sh)));
+            }
+            "frontend_attributes" => {
+                p.frontend_attributes = inst
+                    .frontend_attributes()
+                    .map_err(ae)?
+                    .cloned()
+                    .map(Box::new)
+            }
+            "backend_config" => {
+                p.backend_config = if t.trim_start().starts_with('"') {
+                    v.string()?
+                } else {
+                    t.trim().as_bytes().to_vec()
                 }
             }
+            _ => return Ok(false),
         }
-        if dot {
+        Ok(true)
+    }
+
+    /// A comparison's direction and type, a fusion's kind, a custom call's
+    /// fields (its `literal=` too).
+    fn custom_call_attr(&mut self, v: &AttrIn, p: &mut InstProto) -> Result<bool> {
+        let AttrIn {
+            m,
+            id,
+            inst,
+            key,
+            t,
+            ..
+        } = *v;
+        let e = |msg: String| err(&inst.name, msg);
+        let ae = |r: crate::attrs::AttrError| err(&inst.name, r);
+        match key {
+            "direction" => p.comparison_direction = t.trim().to_string(),
+            "type" => p.comparison_type = t.trim().to_string(),
+            "kind" => p.fusion_kind = t.trim().to_string(),
+            "custom_call_target" => p.custom_call_target = v.text()?,
+            "api_version" => {
+                p.custom_call_api_version = match t.trim() {
+                    "API_VERSION_UNSPECIFIED" => 0,
+                    "API_VERSION_ORIGINAL" => 1,
+                    "API_VERSION_STATUS_RETURNING" => 2,
+                    "API_VERSION_STATUS_RETURNING_UNIFIED" => 3,
+                    "API_VERSION_TYPED_FFI" => 4,
+                    o => return Err(e(format!("unknown api_version `{o}`"))),
+                }
+            }
+            "custom_call_has_side_effect" => p.custom_call_has_side_effect = v.boolean()?,
+            "schedule" => {
+                p.custom_call_schedule = match t.trim() {
+                    "SCHEDULE_NONE" => 0,
+                    "SCHEDULE_LATEST" => 1,
+                    "SCHEDULE_EARLIEST" => 2,
+                    o => return Err(e(format!("unknown custom-call schedule `{o}`"))),
+                }
+            }
+            "output_to_operand_aliasing" => {
+                p.output_operand_aliasing = inst
+                    .output_operand_aliasing()
+                    .map_err(ae)?
+                    .unwrap_or_default()
+                    .to_vec()
+            }
+            "operand_layout_constraints" => {
+                p.constrain_layout = true;
+                p.operand_shapes_with_layout = inst
+                    .operand_layout_constraints()
+                    .map_err(ae)?
+                    .unwrap_or_default()
+                    .iter()
+                    .map(|&s| shape_proto(m, s))
+                    .collect();
+            }
+            "literal" => {
+                let (sid, lit) = inst
+                    .custom_call_literal()
+                    .map_err(ae)?
+                    .ok_or_else(|| e("`literal` is not a literal".into()))?;
+                self.literal_field(id, sid, lit, p)
+                    .map_err(|x| e(format!("`literal`: {x}")))?;
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+}
+
+/// The nested messages an instruction's attributes fill one field at a
+/// time, written once all attributes are read.
+struct Nested {
+    dot: bool,
+    gather: xla::GatherDimensionNumbers,
+    has_gather: bool,
+    scatter: xla::ScatterDimensionNumbers,
+    has_scatter: bool,
+    ragged: xla::RaggedDotDimensionNumbers,
+    has_ragged: bool,
+    tri: xla::TriangularSolveOptions,
+    has_tri: bool,
+}
+
+impl Nested {
+    fn new(op: Opcode) -> Self {
+        Nested {
+            dot: op == Opcode::Dot,
+            gather: Default::default(),
+            has_gather: false,
+            scatter: Default::default(),
+            has_scatter: false,
+            ragged: Default::default(),
+            has_ragged: false,
+            tri: Default::default(),
+            has_tri: false,
+        }
+    }
+
+    /// Writes the messages into `p`; an outfeed without `outfeed_shape=`
+    /// outfeeds its operand's shape.
+    fn finish(mut self, m: &Module, inst: &Instruction, p: &mut InstProto) -> Result<()> {
+        let ae = |r: crate::attrs::AttrError| err(&inst.name, r);
+        if self.dot {
             let d = inst.dot_dims().map_err(ae)?.unwrap_or_default();
             let dd = xla::DotDimensionNumbers {
                 lhs_contracting_dimensions: d.lhs_contracting.to_vec(),
@@ -1725,8 +1434,8 @@ impl<'m> Writer<'m> {
                 rhs_batch_dimensions: d.rhs_batch.to_vec(),
             };
             if inst.opcode == Opcode::RaggedDot {
-                has_ragged = true;
-                ragged.dot_dimension_numbers = Some(dd);
+                self.has_ragged = true;
+                self.ragged.dot_dimension_numbers = Some(dd);
             } else {
                 p.dot_dimension_numbers = Some(Box::new(dd));
             }
@@ -1737,18 +1446,520 @@ impl<'m> Writer<'m> {
                 p.outfeed_shape = Some(Box::new(shape_proto(m, m.inst(o).shape)));
             }
         }
-        if has_ragged {
-            p.ragged_dot_dimension_numbers = Some(Box::new(ragged));
+        if self.has_ragged {
+            p.ragged_dot_dimension_numbers = Some(Box::new(self.ragged));
         }
-        if has_gather {
-            p.gather_dimension_numbers = Some(Box::new(gather));
+        if self.has_gather {
+            p.gather_dimension_numbers = Some(Box::new(self.gather));
         }
-        if has_scatter {
-            p.scatter_dimension_numbers = Some(Box::new(scatter));
+        if self.has_scatter {
+            p.scatter_dimension_numbers = Some(Box::new(self.scatter));
         }
-        if has_tri {
-            p.triangular_solve_options = Some(Box::new(tri));
+        if self.has_tri {
+            p.triangular_solve_options = Some(Box::new(self.tri));
         }
         Ok(())
     }
+}
+
+/// One attribute of an instruction being written: the module, the
+/// instruction and its id, the key, the value, and the text of a raw or
+/// enumeration value (empty for other typed values).
+#[derive(Clone, Copy)]
+struct AttrIn<'a> {
+    m: &'a Module,
+    id: InstId,
+    inst: &'a Instruction,
+    key: &'a str,
+    value: &'a AttrValue,
+    t: &'a str,
+}
+
+impl AttrIn<'_> {
+    fn e(&self, msg: String) -> Error {
+        err(&self.inst.name, msg)
+    }
+
+    fn ints(&self) -> Result<Vec<i64>> {
+        match self.value {
+            AttrValue::Ints(v) => Ok(v.to_vec()),
+            _ => Err(self.e(format!("`{}` is not an integer list", self.key))),
+        }
+    }
+
+    fn int(&self) -> Result<i64> {
+        match self.value {
+            AttrValue::Int(v) => Ok(*v),
+            _ => Err(self.e(format!("`{}` is not an integer", self.key))),
+        }
+    }
+
+    fn boolean(&self) -> Result<bool> {
+        match self.value {
+            AttrValue::Bool(b) => Ok(*b),
+            _ => Err(self.e(format!("`{}` is not true or false", self.key))),
+        }
+    }
+
+    fn string(&self) -> Result<Vec<u8>> {
+        match self.value {
+            AttrValue::Str(b) => Ok(b.to_vec()),
+            _ => ax::string_value(self.t).map_err(|x| self.e(format!("`{}`: {x}", self.key))),
+        }
+    }
+
+    fn text(&self) -> Result<String> {
+        String::from_utf8(self.string()?)
+            .map_err(|_| self.e(format!("`{}` is not UTF-8", self.key)))
+    }
+}
+
+/// Dimension lists, a tuple index, slices, padding, a window.
+fn array_attr(v: &AttrIn, p: &mut InstProto) -> Result<bool> {
+    let AttrIn { inst, key, .. } = *v;
+    let ae = |r: crate::attrs::AttrError| err(&inst.name, r);
+    match key {
+        "dimensions" => p.dimensions = v.ints()?,
+        "iota_dimension" | "inferred_dimension" => p.dimensions = vec![v.int()?],
+        "index" => p.tuple_index = v.int()?,
+        "slice" => {
+            p.slice_dimensions = inst
+                .slice()
+                .map_err(ae)?
+                .unwrap_or_default()
+                .into_iter()
+                .map(|s| xla::SliceDimensions {
+                    start: s.start,
+                    limit: s.limit,
+                    stride: s.stride,
+                })
+                .collect()
+        }
+        "dynamic_slice_sizes" => p.dynamic_slice_sizes = v.ints()?,
+        "padding" => {
+            p.padding_config = Some(Box::new(xla::PaddingConfig {
+                dimensions: inst
+                    .padding()
+                    .map_err(ae)?
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|d| xla::PaddingConfigDimension {
+                        edge_padding_low: d.lo,
+                        edge_padding_high: d.hi,
+                        interior_padding: d.interior,
+                    })
+                    .collect(),
+            }))
+        }
+        "window" => {
+            p.window = Some(Box::new(xla::Window {
+                dimensions: inst
+                    .window()
+                    .map_err(ae)?
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|w| xla::WindowDimension {
+                        size: w.size,
+                        stride: w.stride,
+                        padding_low: w.pad_lo,
+                        padding_high: w.pad_hi,
+                        window_dilation: w.rhs_dilation,
+                        base_dilation: w.lhs_dilation,
+                        window_reversal: w.reversal,
+                    })
+                    .collect(),
+            }))
+        }
+        _ => return Ok(false),
+    }
+    Ok(true)
+}
+
+/// Convolution and dot dimension numbers, group counts, precisions and
+/// algorithms.
+fn conv_dot_attr(v: &AttrIn, p: &mut InstProto, n: &mut Nested) -> Result<bool> {
+    let AttrIn { inst, key, t, .. } = *v;
+    let e = |msg: String| err(&inst.name, msg);
+    let ae = |r: crate::attrs::AttrError| err(&inst.name, r);
+    match key {
+        "dim_labels" => {
+            let d = inst.conv_dims().map_err(ae)?.unwrap_or_default();
+            let need = |v: Option<i64>| {
+                v.ok_or_else(|| e("dim_labels leaves a dimension unassigned".into()))
+            };
+            // A part with fewer spatial dimensions than the input
+            // holds -1 for the missing ones (`?`): no proto carries
+            // that (the reader refuses it as out of range).
+            let spatial = |v: &[i64]| {
+                if v.iter().any(|&x| x < 0) {
+                    Err(e("dim_labels leaves a spatial dimension unassigned".into()))
+                } else {
+                    Ok(v.to_vec())
+                }
+            };
+            p.convolution_dimension_numbers = Some(Box::new(xla::ConvolutionDimensionNumbers {
+                input_batch_dimension: need(d.input_batch)?,
+                input_feature_dimension: need(d.input_feature)?,
+                input_spatial_dimensions: spatial(&d.input_spatial)?,
+                kernel_input_feature_dimension: need(d.kernel_input_feature)?,
+                kernel_output_feature_dimension: need(d.kernel_output_feature)?,
+                kernel_spatial_dimensions: spatial(&d.kernel_spatial)?,
+                output_batch_dimension: need(d.output_batch)?,
+                output_feature_dimension: need(d.output_feature)?,
+                output_spatial_dimensions: spatial(&d.output_spatial)?,
+            }))
+        }
+        "feature_group_count" => p.feature_group_count = v.int()?,
+        "batch_group_count" => p.batch_group_count = v.int()?,
+        "lhs_batch_dims" | "rhs_batch_dims" | "lhs_contracting_dims" | "rhs_contracting_dims" => {
+            n.dot = true
+        }
+        "lhs_ragged_dims" => {
+            n.has_ragged = true;
+            n.ragged.lhs_ragged_dimensions = v.ints()?
+        }
+        "rhs_group_dims" => {
+            n.has_ragged = true;
+            n.ragged.rhs_group_dimensions = v.ints()?
+        }
+        "operand_precision" => {
+            p.precision_config
+                .get_or_insert_with(Default::default)
+                .operand_precision = inst
+                .operand_precision()
+                .map_err(ae)?
+                .unwrap_or_default()
+                .iter()
+                .map(|&x| i32::from(x))
+                .collect()
+        }
+        "algorithm" if inst.opcode == Opcode::RngBitGenerator => {
+            p.rng_algorithm = match t.trim() {
+                "rng_default" => 0,
+                "rng_three_fry" => 1,
+                "rng_philox" => 2,
+                o => return Err(e(format!("unknown rng algorithm `{o}`"))),
+            }
+        }
+        "algorithm" => {
+            p.precision_config
+                .get_or_insert_with(Default::default)
+                .algorithm = ax::DOT_ALGORITHMS
+                .iter()
+                .position(|n| *n == t)
+                .ok_or_else(|| e(format!("unknown dot algorithm `{t}`")))?
+                as i32
+        }
+        _ => return Ok(false),
+    }
+    Ok(true)
+}
+
+/// Replica groups, channels, source-target pairs and the boolean flags.
+fn collective_attr(v: &AttrIn, p: &mut InstProto) -> Result<bool> {
+    let AttrIn { inst, key, .. } = *v;
+    let e = |msg: String| err(&inst.name, msg);
+    let ae = |r: crate::attrs::AttrError| err(&inst.name, r);
+    match key {
+        "replica_groups" => match inst.replica_groups().map_err(ae)? {
+            // No groups (`{}`) is the proto's default: nothing to write.
+            None => {}
+            Some(ax::ReplicaGroups::List(groups)) if groups.is_empty() => {}
+            Some(ax::ReplicaGroups::List(groups)) => {
+                p.collective_device_list = Some(Box::new(xla::CollectiveDeviceListProto {
+                    replica_groups: groups
+                        .iter()
+                        .map(|g| xla::ReplicaGroup {
+                            replica_ids: g.clone(),
+                        })
+                        .collect(),
+                }))
+            }
+            Some(ax::ReplicaGroups::Mesh(g)) => {
+                p.mesh_axes_replica_group_list = Some(Box::new(g.clone()))
+            }
+            Some(ax::ReplicaGroups::Iota(l)) => {
+                let [num_replica_groups, num_devices_per_group] = l.dims[..] else {
+                    return Err(e(format!(
+                        "`{key}`: an iota list is `[groups,size]<=[...]`"
+                    )));
+                };
+                p.iota_collective_device_list = Some(Box::new(xla::IotaReplicaGroupListProto {
+                    num_replica_groups,
+                    num_devices_per_group,
+                    iota_reshape_dims: l.reshape.clone(),
+                    iota_transpose_perm: l.perm.iter().map(|&x| x as i32).collect(),
+                }))
+            }
+        },
+        "channel_id" => p.channel_id = v.int()?,
+        "use_global_device_ids" => p.use_global_device_ids = v.boolean()?,
+        "constrain_layout" => p.constrain_layout = v.boolean()?,
+        "is_host_transfer" => p.is_host_transfer = v.boolean()?,
+        "is_stable" => p.is_stable = v.boolean()?,
+        "indices_are_sorted" => p.indices_are_sorted = v.boolean()?,
+        "unique_indices" => p.unique_indices = v.boolean()?,
+        "largest" => p.largest = v.boolean()?,
+        "is_composite" => p.is_composite = v.boolean()?,
+        "is_reverse" => p.is_reverse = v.boolean()?,
+        "source_target_pairs" => {
+            p.source_target_pairs = inst
+                .source_target_pairs()
+                .map_err(ae)?
+                .unwrap_or_default()
+                .iter()
+                .map(|&[source, target]| xla::SourceTarget { source, target })
+                .collect()
+        }
+        _ => return Ok(false),
+    }
+    Ok(true)
+}
+
+/// Batch-norm, reduce-precision, FFT, padding-type and rng fields.
+fn numeric_attr(v: &AttrIn, p: &mut InstProto) -> Result<bool> {
+    let AttrIn { inst, key, t, .. } = *v;
+    let e = |msg: String| err(&inst.name, msg);
+    let ae = |r: crate::attrs::AttrError| err(&inst.name, r);
+    match key {
+        "feature_index" => p.feature_index = v.int()?,
+        "epsilon" => {
+            p.epsilon = inst
+                .float_attr(key)
+                .map_err(ae)?
+                .ok_or_else(|| e("`epsilon` has no value".into()))?
+        }
+        "exponent_bits" => p.exponent_bits = v.int()? as i32,
+        "mantissa_bits" => p.mantissa_bits = v.int()? as i32,
+        "fft_type" => {
+            p.fft_type = match t.trim() {
+                "FFT" => 0,
+                "IFFT" => 1,
+                "RFFT" => 2,
+                "IRFFT" => 3,
+                o => return Err(e(format!("unknown fft_type `{o}`"))),
+            }
+        }
+        "fft_length" => p.fft_length = v.ints()?,
+        // `PaddingType` numbers.
+        "padding_type" => {
+            p.padding_type = match t.trim() {
+                "PADDING_INVALID" => 0,
+                "PADDING_VALID" => 1,
+                "PADDING_SAME" => 2,
+                o => return Err(e(format!("unknown padding_type `{o}`"))),
+            }
+        }
+        "distribution" => {
+            p.distribution = match t.trim() {
+                "rng_uniform" => 1,
+                "rng_normal" => 2,
+                o => return Err(e(format!("unknown distribution `{o}`"))),
+            }
+        }
+        _ => return Ok(false),
+    }
+    Ok(true)
+}
+
+/// Gather and scatter dimension numbers, slice sizes.
+fn gather_scatter_attr(v: &AttrIn, p: &mut InstProto, n: &mut Nested) -> Result<bool> {
+    let AttrIn {
+        inst, key, value, ..
+    } = *v;
+    let e = |msg: String| err(&inst.name, msg);
+    match key {
+        "offset_dims" => (n.has_gather, n.gather.offset_dims) = (true, v.ints()?),
+        "collapsed_slice_dims" => (n.has_gather, n.gather.collapsed_slice_dims) = (true, v.ints()?),
+        "start_index_map" => (n.has_gather, n.gather.start_index_map) = (true, v.ints()?),
+        "operand_batching_dims" => {
+            (n.has_gather, n.gather.operand_batching_dims) = (true, v.ints()?)
+        }
+        "start_indices_batching_dims" => {
+            (n.has_gather, n.gather.start_indices_batching_dims) = (true, v.ints()?)
+        }
+        "slice_sizes" if inst.opcode != Opcode::Gather => {
+            // collective-permute's `{{128,32}, ...}`: flattened.
+            p.dynamic_slice_sizes = match value {
+                AttrValue::IntLists(v) => v.concat(),
+                _ => return Err(e(format!("`{key}` is not a list of integer lists"))),
+            }
+        }
+        "slice_sizes" => p.gather_slice_sizes = v.ints()?,
+        "index_vector_dim" if inst.opcode == Opcode::Gather => {
+            (n.has_gather, n.gather.index_vector_dim) = (true, v.int()?)
+        }
+        "index_vector_dim" => (n.has_scatter, n.scatter.index_vector_dim) = (true, v.int()?),
+        "update_window_dims" => (n.has_scatter, n.scatter.update_window_dims) = (true, v.ints()?),
+        "inserted_window_dims" => {
+            (n.has_scatter, n.scatter.inserted_window_dims) = (true, v.ints()?)
+        }
+        "scatter_dims_to_operand_dims" => {
+            (n.has_scatter, n.scatter.scatter_dims_to_operand_dims) = (true, v.ints()?)
+        }
+        "input_batching_dims" => (n.has_scatter, n.scatter.input_batching_dims) = (true, v.ints()?),
+        "scatter_indices_batching_dims" => {
+            (n.has_scatter, n.scatter.scatter_indices_batching_dims) = (true, v.ints()?)
+        }
+        _ => return Ok(false),
+    }
+    Ok(true)
+}
+
+/// Top-k, the rng state's delta, triangular-solve and Cholesky options.
+fn solver_attr(v: &AttrIn, p: &mut InstProto, n: &mut Nested) -> Result<bool> {
+    let AttrIn { inst, key, t, .. } = *v;
+    let e = |msg: String| err(&inst.name, msg);
+    match key {
+        "k" => p.k = v.int()?,
+        "delta" => p.delta = v.int()?,
+        "left_side" => (n.has_tri, n.tri.left_side) = (true, v.boolean()?),
+        "unit_diagonal" => (n.has_tri, n.tri.unit_diagonal) = (true, v.boolean()?),
+        "transpose_a" => {
+            n.has_tri = true;
+            n.tri.transpose_a = match t.trim() {
+                "NO_TRANSPOSE" => 1,
+                "TRANSPOSE" => 2,
+                "ADJOINT" => 3,
+                o => return Err(e(format!("unknown transpose_a `{o}`"))),
+            }
+        }
+        "lower" if inst.opcode == Opcode::Cholesky => {
+            p.cholesky_options = Some(Box::new(xla::CholeskyOptions {
+                lower: v.boolean()?,
+            }))
+        }
+        "lower" => (n.has_tri, n.tri.lower) = (true, v.boolean()?),
+        _ => return Ok(false),
+    }
+    Ok(true)
+}
+
+/// Infeed and outfeed, parameter replication, domains, the async
+/// execution thread, the cross-program prefetch index.
+fn transfer_attr(v: &AttrIn, p: &mut InstProto) -> Result<bool> {
+    let AttrIn { m, inst, key, .. } = *v;
+    let e = |msg: String| err(&inst.name, msg);
+    let ae = |r: crate::attrs::AttrError| err(&inst.name, r);
+    match key {
+        "outfeed_shape" => {
+            p.outfeed_shape = inst
+                .outfeed_shape()
+                .map_err(ae)?
+                .map(|s| Box::new(shape_proto(m, s)))
+        }
+        "outfeed_config" => p.outfeed_config = v.string()?,
+        "infeed_config" => p.infeed_config = v.string()?,
+        "parameter_replication" => {
+            p.parameter_replication = Some(Box::new(xla::ParameterReplication {
+                replicated_at_leaf_buffers: inst
+                    .bool_list_attr(key)
+                    .map_err(ae)?
+                    .unwrap_or_default()
+                    .to_vec(),
+            }))
+        }
+        "domain" => {
+            // XLA's text names the user side `entry` and the
+            // operand side `exit`; its proto stores the operand side
+            // as the entry sharding (checked against jaxlib 0.10.2).
+            if let Some(d) = inst.domain().map_err(ae)? {
+                for sh in [&d.entry, &d.exit] {
+                    ax::sharding_from_proto(sh)
+                        .map_err(|x| e(format!("`{key}` cannot be written to a proto: {x}")))?;
+                }
+                p.domain_entry_sharding = Some(Box::new(d.exit.clone()));
+                p.domain_exit_sharding = Some(Box::new(d.entry.clone()));
+            }
+        }
+        "async_execution_thread" => p.async_execution_thread = v.text()?,
+        "cross_program_prefetch_index" => p.cross_program_prefetch_index = Some(v.int()? as i32),
+        _ => return Ok(false),
+    }
+    Ok(true)
+}
+
+/// Result accuracy, statistics, sparsity, the original value, a scan's
+/// fields.
+fn result_attr(v: &AttrIn, p: &mut InstProto) -> Result<bool> {
+    let AttrIn { inst, key, .. } = *v;
+    let ae = |r: crate::attrs::AttrError| err(&inst.name, r);
+    match key {
+        // A default mode is no field: XLA (jaxlib 0.10.2) drops it
+        // when parsing, and our reader reads no field as no
+        // attribute (written, it broke the write/read fixed point).
+        "result_accuracy" => {
+            p.result_accuracy = inst
+                .result_accuracy()
+                .map_err(ae)?
+                .filter(|r| r.tolerance.is_some() || r.mode.unwrap_or(0) != 0)
+                .cloned()
+                .map(Box::new)
+        }
+        "statistics" => p.statistics_viz = inst.statistics().map_err(ae)?.cloned().map(Box::new),
+        "sparsity_config" => {
+            p.sparsity_config = inst.sparsity_config().map_err(ae)?.cloned().map(Box::new)
+        }
+        "origin" => {
+            p.original_value = inst
+                .original_value()
+                .map_err(ae)?
+                .map(|v| Box::new(ax::original_value_proto(v)))
+        }
+        "num_carries" => p.num_carries = v.int()?,
+        "is_associative" => p.is_associative = if v.boolean()? { 1 } else { 2 },
+        _ => return Ok(false),
+    }
+    Ok(true)
+}
+
+/// The defaults XLA writes on custom calls, dots and convolutions (and
+/// needs: a custom call without an api version is API_VERSION_ORIGINAL in
+/// text, UNSPECIFIED in a proto).
+fn xla_defaults(inst: &Instruction, p: &mut InstProto) {
+    match inst.opcode {
+        Opcode::CustomCall => {
+            p.custom_call_api_version = 1;
+            p.feature_group_count = 1;
+            p.batch_group_count = 1;
+            p.precision_config = Some(Box::default());
+        }
+        Opcode::Dot | Opcode::Convolution | Opcode::RaggedDot => {
+            p.precision_config = Some(Box::new(xla::PrecisionConfig {
+                operand_precision: vec![0; inst.operands.len().min(2)],
+                algorithm: 0,
+            }));
+            if inst.opcode == Opcode::Convolution {
+                p.feature_group_count = 1;
+                p.batch_group_count = 1;
+                // A convolution without `window=` has a window of no
+                // dimensions, which XLA requires to be present.
+                p.window = Some(Box::default());
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The module's device assignment and SPMD shardings into `p`; what the
+/// reader would refuse is not written.
+fn config(c: &ProtoConfig, p: &mut xla::HloModuleProto) -> Result<()> {
+    if let Some(d) = &c.device_assignment {
+        super::read::check_device_assignment(d).map_err(Error::Module)?;
+    }
+    let shardings = c
+        .spmd_output_sharding
+        .iter()
+        .map(|s| ("spmd_output_sharding", s));
+    for (what, s) in shardings.chain(
+        c.spmd_parameters_shardings
+            .iter()
+            .map(|s| ("spmd_parameters_shardings", s)),
+    ) {
+        ax::sharding_from_proto(s).map_err(|e| Error::Module(format!("module {what}: {e}")))?;
+    }
+    p.device_assignment = c.device_assignment.clone();
+    p.spmd_output_sharding = c.spmd_output_sharding.clone();
+    p.spmd_parameters_shardings = c.spmd_parameters_shardings.clone();
+    Ok(())
 }
