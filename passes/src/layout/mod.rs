@@ -448,10 +448,33 @@ impl Pass for LayoutPass {
                 } else {
                     group[0]
                 };
+                // What each measured candidate is: model ranks, the default.
+                let who: Vec<String> = members
+                    .iter()
+                    .enumerate()
+                    .map(|(k, group)| {
+                        let ranks: Vec<String> = group
+                            .iter()
+                            .filter(|&&c| c < outcome.ranked.len())
+                            .map(|&c| (c + 1).to_string())
+                            .collect();
+                        let rank_text = format!(
+                            "the model's rank{} {}",
+                            if ranks.len() > 1 { "s" } else { "" },
+                            ranks.join(", ")
+                        );
+                        let what = match (group.contains(&default_at), ranks.is_empty()) {
+                            (true, true) => "the compiler default".to_string(),
+                            (true, false) => format!("the compiler default ({rank_text})"),
+                            (false, _) => rank_text,
+                        };
+                        format!("{} = {what}", k + 1)
+                    })
+                    .collect();
                 let text = format!(
-                    "layout: measured {} candidates (the model's best and the compiler default, candidate {}{}): {}\n{}",
+                    "layout: measured {} candidates (candidate {}{}): {}\n{}",
                     trials.len(),
-                    default_slot + 1,
+                    who.join("; "),
                     if same > 0 {
                         format!(
                             "; {same} other configuration(s) gave one of these modules and were not measured again"
@@ -1065,11 +1088,23 @@ fn report(
         let mut preds = Vec::new();
         for (rank, (g, sc)) in o.ranked.iter().enumerate() {
             let gain = gain_pct(*sc, o.default_score, calibration);
-            let n = g.iter().zip(default).filter(|(a, b)| a != b).count();
+            let changed: Vec<String> = g
+                .iter()
+                .zip(default)
+                .enumerate()
+                .filter(|(_, (a, b))| a != b)
+                .map(|(j, (&a, _))| {
+                    format!("%{} {}", name_of(j), show_config(&spaces[j].candidates[a as usize]))
+                })
+                .collect();
+            let n = changed.len();
+            // The nodes and layouts it changes: what tells ranks apart
+            // when their predictions read the same.
             preds.push(format!(
-                "rank {}: {}{error_text} ({n} nodes changed)",
+                "rank {}: {}{error_text} ({n} nodes changed: {})",
                 rank + 1,
-                change(gain)
+                change(gain),
+                changed.join(", ")
             ));
             ranked_json.push(json!({
                 "rank": rank + 1,
