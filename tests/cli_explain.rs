@@ -138,9 +138,11 @@ fn leaving_the_trust_region_is_warned_about() {
     assert!(!stderr(&o).contains("warning"), "{}", stderr(&o));
 }
 
-/// The report of a run, the search's timing line left out.
-fn report_of(o: &Output) -> String {
-    stderr(o)
+/// The report of a successful run of `args`, the search's timing line left out.
+fn report_of_run(args: &[&str]) -> String {
+    let o = hlo_opt(args);
+    assert_eq!(o.status.code(), Some(0), "{args:?}: {}", stderr(&o));
+    stderr(&o)
         .lines()
         .filter(|l| !l.contains(" search scored "))
         .map(|l| format!("{l}\n"))
@@ -152,7 +154,7 @@ fn readme_explain_all_beyond_the_trust_region() {
     if !have_ort() {
         return;
     }
-    let o = hlo_opt(&[
+    insta::assert_snapshot!(report_of_run(&[
         BERT,
         "--pass=layout",
         "--explain=all",
@@ -160,9 +162,7 @@ fn readme_explain_all_beyond_the_trust_region() {
         "all",
         "-o",
         "/dev/null",
-    ]);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    insta::assert_snapshot!(report_of(&o));
+    ]));
 }
 
 #[test]
@@ -170,7 +170,7 @@ fn readme_tile_explain() {
     if !have_ort() {
         return;
     }
-    let o = hlo_opt(&[
+    insta::assert_snapshot!(report_of_run(&[
         "testdata/tile/modules/mlp.post.hlo",
         "--pass=tile",
         "--explain",
@@ -178,9 +178,7 @@ fn readme_tile_explain() {
         "3",
         "-o",
         "/dev/null",
-    ]);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    insta::assert_snapshot!(report_of(&o));
+    ]));
 }
 
 /// One measured line, `  WHO: T ms, R x default[, kept]`: (who, T, R, kept).
@@ -233,7 +231,7 @@ fn readme_measured_report_adds_up() {
         report::skipped(&e.to_string());
         return;
     }
-    let o = hlo_opt(&[
+    let report = report_of_run(&[
         BERT,
         "--pass=layout",
         "--measure=xla-cpu",
@@ -245,8 +243,6 @@ fn readme_measured_report_adds_up() {
         "-o",
         "/dev/null",
     ]);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let report = report_of(&o);
     let measured: Vec<_> = report.lines().filter_map(measured_line).collect();
     assert_eq!(measured.len(), 4, "{report}");
     let default = measured

@@ -160,8 +160,12 @@ fn an_output_that_cannot_be_written_is_refused_before_the_work() {
 fn numeric_flags_out_of_range_are_bad_command_lines_with_their_range() {
     let npz = "testdata/costmodel/npz/layout_xla_mask_rcnn_unsorted_ids.npz";
     let opt = |flag: &str, value: &str| {
-        let mut v = vec![BERT.to_string(), "--pass=layout".into()];
-        v.extend([flag.to_string(), value.to_string()]);
+        // `--flag=value`: clap reads a bare `-1` as a flag.
+        let v = vec![
+            BERT.to_string(),
+            "--pass=layout".into(),
+            format!("{flag}={value}"),
+        ];
         (true, v)
     };
     let cost = |args: &[&str]| (false, args.iter().map(|a| a.to_string()).collect());

@@ -469,18 +469,28 @@ fn documents() -> Vec<PathBuf> {
     docs
 }
 
+/// Each document's name (relative to the repository) and text.
+fn document_texts() -> Vec<(String, String)> {
+    documents()
+        .into_iter()
+        .map(|path| {
+            let text = std::fs::read_to_string(&path).expect("read the document");
+            let name = path
+                .strip_prefix(repo())
+                .unwrap_or(&path)
+                .display()
+                .to_string();
+            (name, text)
+        })
+        .collect()
+}
+
 #[test]
 fn every_documented_command_names_tools_flags_and_files_that_exist() {
     let tools = Tools::ask();
     let mut bad = Vec::new();
     let mut checked = 0;
-    for path in documents() {
-        let text = std::fs::read_to_string(&path).expect("read the document");
-        let name = path
-            .strip_prefix(repo())
-            .unwrap_or(&path)
-            .display()
-            .to_string();
+    for (name, text) in document_texts() {
         checked += shell_lines(&text).len();
         bad.extend(problems(&name, &text, &tools));
     }
@@ -606,11 +616,9 @@ fn not_run(words: &[String], scratch: &Path, plugin: bool) -> Option<String> {
     }
     // An input no earlier line made (e.g. the model a skipped training writes).
     let inputs = words
-        .iter()
-        .zip(std::iter::once(&String::new()).chain(words.iter()))
-        .filter(|(w, before)| !w.starts_with('-') && !before.starts_with('-'))
-        .map(|(w, _)| w)
-        .skip(1);
+        .windows(2)
+        .filter(|p| !p[0].starts_with('-') && !p[1].starts_with('-'))
+        .map(|p| &p[1]);
     for w in inputs {
         let file_like = [".hlo", ".pb", ".npz", ".hlocm", ".textproto", ".json", ".xz"]
             .iter()
@@ -753,13 +761,7 @@ fn documented_commands_run_as_written() {
     let mut bad = Vec::new();
     let mut skipped = Vec::new();
     let mut readme_runs = Vec::new();
-    for path in documents() {
-        let text = std::fs::read_to_string(&path).expect("read the document");
-        let name = path
-            .strip_prefix(repo())
-            .unwrap_or(&path)
-            .display()
-            .to_string();
+    for (name, text) in document_texts() {
         let (ran, not_run) = run_document(&name, &text, plugin, &mut bad);
         if name == "README.md" {
             readme_runs = ran;
