@@ -75,8 +75,15 @@ fn a_truncated_proto_is_reported_as_one_with_offset_and_field() {
     let o = hlo_opt(&[path.to_str().expect("path"), "--pass=layout"]);
     assert_eq!(o.status.code(), Some(1));
     let err = printable_stderr(&o);
-    assert_eq!(err.trim_end().lines().count(), 1, "one line, no source line: {err}");
-    assert!(err.starts_with(&format!("{}: error: ", path.display())), "{err}");
+    assert_eq!(
+        err.trim_end().lines().count(),
+        1,
+        "one line, no source line: {err}"
+    );
+    assert!(
+        err.starts_with(&format!("{}: error: ", path.display())),
+        "{err}"
+    );
     for cause in [
         "not a whole HloModuleProto (truncated or corrupt)",
         "at byte ",
@@ -132,9 +139,17 @@ fn binary_garbage_is_neither_text_nor_a_proto_and_is_not_echoed() {
 fn an_output_that_cannot_be_written_is_refused_before_the_work() {
     let file_as_folder = format!("{BERT}/out.hlo");
     for (flag, out, cause) in [
-        ("-o", "/nonexistent_dir/out.hlo", "No such file or directory"),
+        (
+            "-o",
+            "/nonexistent_dir/out.hlo",
+            "No such file or directory",
+        ),
         ("-o", file_as_folder.as_str(), "is not a folder"),
-        ("--explain-json", "/nonexistent_dir/r.json", "No such file or directory"),
+        (
+            "--explain-json",
+            "/nonexistent_dir/r.json",
+            "No such file or directory",
+        ),
     ] {
         // The layout pass would run for seconds: a refusal before it prints
         // none of its report.
@@ -186,8 +201,14 @@ fn numeric_flags_out_of_range_are_bad_command_lines_with_their_range() {
             cost(&["gpu-tile-model", "--session", "x.tar.xz", "--k", "0"]),
             "from 1 to 1000",
         ),
-        (cost(&["collect", BERT, "-o", "d", "--configs", "0"]), "1..=100000"),
-        (cost(&["collect", BERT, "-o", "d", "--chunk", "300"]), "1..=256"),
+        (
+            cost(&["collect", BERT, "-o", "d", "--configs", "0"]),
+            "1..=100000",
+        ),
+        (
+            cost(&["collect", BERT, "-o", "d", "--chunk", "300"]),
+            "1..=256",
+        ),
         (
             cost(&["collect", BERT, "-o", "d", "--random-fraction", "2"]),
             "from 0 to 1",
@@ -199,10 +220,17 @@ fn numeric_flags_out_of_range_are_bad_command_lines_with_their_range() {
     ];
     for ((is_opt, args), range) in cases {
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let o = if is_opt { hlo_opt(&args) } else { hlo_cost(&args) };
+        let o = if is_opt {
+            hlo_opt(&args)
+        } else {
+            hlo_cost(&args)
+        };
         let err = printable_stderr(&o);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
-        assert!(err.contains(range), "{args:?}: the range `{range}` is not named: {err}");
+        assert!(
+            err.contains(range),
+            "{args:?}: the range `{range}` is not named: {err}"
+        );
     }
 }
 
@@ -213,7 +241,14 @@ fn an_unknown_model_name_lists_the_built_in_ones() {
         return;
     }
     report::ran();
-    let o = hlo_opt(&[BERT, "--pass=layout", "--layout-model", "nosuch", "-o", "/dev/null"]);
+    let o = hlo_opt(&[
+        BERT,
+        "--pass=layout",
+        "--layout-model",
+        "nosuch",
+        "-o",
+        "/dev/null",
+    ]);
     assert_eq!(o.status.code(), Some(1));
     let err = printable_stderr(&o);
     assert!(

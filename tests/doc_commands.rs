@@ -603,7 +603,9 @@ fn placeholder(word: &str) -> bool {
 fn not_run(words: &[String], scratch: &Path, plugin: bool) -> Option<String> {
     let tool = words.first()?.rsplit('/').next().unwrap_or("");
     if !matches!(tool, "hlo-opt" | "hlo-cost") {
-        return Some(format!("`{tool}` is not a tool of this repository run here"));
+        return Some(format!(
+            "`{tool}` is not a tool of this repository run here"
+        ));
     }
     if let Some(w) = words.iter().find(|w| placeholder(w)) {
         return Some(format!("a synopsis (placeholder `{w}`)"));
@@ -621,9 +623,17 @@ fn not_run(words: &[String], scratch: &Path, plugin: bool) -> Option<String> {
         .filter(|p| !p[1].starts_with('-') && !(p[0].starts_with('-') && !p[0].contains('=')))
         .map(|p| &p[1]);
     for w in inputs {
-        let file_like = [".hlo", ".pb", ".npz", ".hlocm", ".textproto", ".json", ".xz"]
-            .iter()
-            .any(|e| w.ends_with(e));
+        let file_like = [
+            ".hlo",
+            ".pb",
+            ".npz",
+            ".hlocm",
+            ".textproto",
+            ".json",
+            ".xz",
+        ]
+        .iter()
+        .any(|e| w.ends_with(e));
         if file_like && !scratch.join(w).exists() {
             return Some(format!("reads `{w}`, which no line run before makes"));
         }
@@ -649,8 +659,20 @@ fn scratch_for(doc: &str) -> PathBuf {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("scratch folder");
     for top in [
-        "hlo", "costmodel", "passes", "pjrt", "ffi", "src", "tests", "testdata", "scripts", "fuzz",
-        "docs", "examples", "python", ".venv",
+        "hlo",
+        "costmodel",
+        "passes",
+        "pjrt",
+        "ffi",
+        "src",
+        "tests",
+        "testdata",
+        "scripts",
+        "fuzz",
+        "docs",
+        "examples",
+        "python",
+        ".venv",
     ] {
         let from = repo().join(top);
         if from.exists() {
@@ -658,7 +680,10 @@ fn scratch_for(doc: &str) -> PathBuf {
         }
     }
     let bin = Path::new(env!("CARGO_BIN_EXE_hlo-opt"));
-    let target = bin.parent().and_then(Path::parent).expect("target/<profile>/hlo-opt");
+    let target = bin
+        .parent()
+        .and_then(Path::parent)
+        .expect("target/<profile>/hlo-opt");
     std::os::unix::fs::symlink(target, dir.join("target")).expect("link target/");
     dir
 }
@@ -687,9 +712,9 @@ fn run_document(
         let cmds = commands(&line);
         let Some(first) = cmds.first() else { continue };
         if cmds.len() > 1 {
-            let ours = cmds
-                .iter()
-                .any(|c| not_run(c, &scratch, plugin).is_none_or(|why| !why.contains("is not a tool")));
+            let ours = cmds.iter().any(|c| {
+                not_run(c, &scratch, plugin).is_none_or(|why| !why.contains("is not a tool"))
+            });
             if ours {
                 skipped.push(format!("{doc}:{line_no}: several commands on one line"));
             }

@@ -93,7 +93,10 @@ fn the_test_command_builds_nothing_the_quickstart_did_not() {
     test.push("--no-run".into());
     // Whatever else they build, the two agree on what they build from.
     for flag in ["--workspace", "--release"] {
-        assert!(quickstart.iter().any(|a| a == flag), "quickstart: {quickstart:?}");
+        assert!(
+            quickstart.iter().any(|a| a == flag),
+            "quickstart: {quickstart:?}"
+        );
         assert!(test.iter().any(|a| a == flag), "test: {test:?}");
     }
     if std::env::var("HLO_OPT_FULL_SUITE").as_deref() != Ok("1") {
@@ -126,7 +129,9 @@ fn the_test_command_builds_nothing_the_quickstart_did_not() {
     // The C library the README's C example links.
     for lib in ["libhlo_opt.a", "libhlo_opt.so"] {
         assert!(
-            built.iter().any(|f| f.ends_with(&format!("/release/{lib}"))),
+            built
+                .iter()
+                .any(|f| f.ends_with(&format!("/release/{lib}"))),
             "the quickstart does not build target/release/{lib}"
         );
     }
