@@ -81,7 +81,7 @@ checkout's .venv). Searched in this order, first found wins:
   1. $ORT_DYLIB_PATH (the library file itself)
   2. next to the hlo-opt executable (or its parent folder)
   3. .venv of the current folder or an ancestor, then of the executable's ancestors
-  4. .venv of the checkout hlo-opt was built from (for `cargo install --path .`)
+  4. .venv of the checkout hlo-opt was built from (for `cargo install --locked --path .`)
   5. $HLO_OPT_HOME/lib, else ${XDG_DATA_HOME:-~/.local/share}/hlo-opt/lib
   6. the onnxruntime package of $HLO_OPT_PYTHON, then of python3
 
@@ -169,7 +169,7 @@ struct Cli {
     measure_budget: f64,
     /// [layout, tile] ONNX Runtime intra-op threads (0 = one per available
     /// core; more than the available cores are capped, with a warning).
-    #[arg(long)]
+    #[arg(long, value_parser = parse_threads)]
     threads: Option<usize>,
     /// [layout] Smallest predicted gain (percent of the compiler default's
     /// model score) for which the layout pass changes the module; the
@@ -193,7 +193,7 @@ struct Cli {
     gpu_device: Option<String>,
     /// [tile, xla-gpu] The autotuning cache key version of the XLA that reads
     /// the cache (default 36; docs/xla-gpu.md says how to read it off XLA's own results).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(i32).range(0..))]
     autotune_key_version: Option<i32>,
     /// [tile, xla-gpu] Write XLA's per-fusion autotuning cache files here (needs --gpu-device).
     #[arg(long, value_name = "DIR")]
@@ -256,35 +256,58 @@ fn parse_passes(s: &str) -> Result<String, String> {
 }
 
 fn parse_budget(s: &str) -> Result<usize, String> {
+    use passes::options::MAX_BUDGET;
     match s.parse::<usize>() {
-        Ok(0) => Err("a search scores at least the compiler default; give 1 or more".into()),
-        Ok(n) => Ok(n),
-        Err(_) => Err(format!(
-            "`{s}`: give a number of configurations (1 or more)"
+        Ok(n) if (1..=MAX_BUDGET).contains(&n) => Ok(n),
+        Ok(0) => Err(format!(
+            "a search scores at least the compiler default; give 1 to {MAX_BUDGET}"
+        )),
+        _ => Err(format!(
+            "`{s}`: give a number of configurations from 1 to {MAX_BUDGET}"
         )),
     }
 }
 
 fn parse_top_k(s: &str) -> Result<usize, String> {
+    use passes::options::MAX_TOP_K;
     match s.parse::<usize>() {
-        Ok(0) => Err("a pass keeps at least its best candidate; give 1 or more".into()),
-        Ok(n) => Ok(n),
-        Err(_) => Err(format!("`{s}`: give a number of candidates (1 or more)")),
+        Ok(n) if (1..=MAX_TOP_K).contains(&n) => Ok(n),
+        Ok(0) => Err(format!(
+            "a pass keeps at least its best candidate; give 1 to {MAX_TOP_K}"
+        )),
+        _ => Err(format!(
+            "`{s}`: give a number of candidates from 1 to {MAX_TOP_K}"
+        )),
     }
 }
 
 fn parse_min_gain(s: &str) -> Result<f64, String> {
+    use passes::options::MAX_MIN_GAIN;
     match s.parse::<f64>() {
-        Ok(g) if g.is_finite() && g >= 0.0 => Ok(g),
-        _ => Err(format!("`{s}`: give a percentage of 0 or more")),
+        Ok(g) if (0.0..MAX_MIN_GAIN).contains(&g) => Ok(g),
+        _ => Err(format!(
+            "`{s}`: give a percentage from 0 to less than {MAX_MIN_GAIN} (a gain of 100% would be a runtime of zero)"
+        )),
     }
 }
 
+/// Longest `--measure-budget`: a day.
+const MAX_MEASURE_SECONDS: f64 = 86_400.0;
+
 fn parse_seconds(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
-        Ok(t) if t.is_finite() && t >= 0.0 => Ok(t),
-        _ => Err(format!("`{s}`: expected a number of seconds (0 or more)")),
+        Ok(t) if (0.0..=MAX_MEASURE_SECONDS).contains(&t) => Ok(t),
+        _ => Err(format!(
+            "`{s}`: expected a number of seconds from 0 to {MAX_MEASURE_SECONDS} (a day)"
+        )),
     }
+}
+
+fn parse_threads(s: &str) -> Result<usize, String> {
+    // More than the cores is capped with a warning (passes::options), as
+    // the Python package does; only what is not a count is refused here.
+    s.parse::<usize>()
+        .map_err(|_| format!("`{s}`: give a number of threads (0 = one per available core)"))
 }
 
 /// A `--measure` backend: `xla-cpu` or `pjrt:PLUGIN_PATH` (whether the
@@ -301,9 +324,14 @@ fn parse_radius(s: &str) -> Result<Radius, String> {
     if s == "all" {
         return Ok(Radius(None));
     }
+    use passes::options::MAX_TRUST_RADIUS;
     s.parse::<usize>()
+        .ok()
+        .filter(|n| *n <= MAX_TRUST_RADIUS)
         .map(|n| Radius(Some(n)))
-        .map_err(|_| format!("`{s}`: give a number of nodes (0 or more) or `all`"))
+        .ok_or_else(|| {
+            format!("`{s}`: give a number of nodes from 0 to {MAX_TRUST_RADIUS}, or `all`")
+        })
 }
 
 impl Cli {
@@ -625,9 +653,20 @@ fn run(cli: &Cli) -> Result<(), CliError> {
         }
         return Ok(());
     }
+    // Before any work: an output that is the input, or that cannot be
+    // written (a missing or read-only folder), is refused at once.
     if let Some(path) = &cli.output {
-        // Before any work: an output that is the input is refused at once.
         outfile::check_not_input(path, &[("input", Path::new(cli.input()))]).map_err(error)?;
+    }
+    let outputs = [
+        ("-o", cli.output.as_deref()),
+        ("--explain-json", cli.explain_json.as_deref()),
+        ("--compile-options", cli.compile_options.as_deref()),
+    ];
+    for (flag, path) in outputs {
+        if let Some(path) = path.filter(|p| *p != Path::new("-")) {
+            outfile::check_writable(path).map_err(|e| error(format!("{flag} {e}")))?;
+        }
     }
     let mut src = load(cli)?;
     transform(cli, &mut src)?;

@@ -15,7 +15,9 @@
 //! - an output that is a symbolic link is written through it: the temporary
 //!   file goes beside the file it points to and replaces that file, and the
 //!   link stays a link;
-//! - an output that is a directory is refused.
+//! - an output that is a directory is refused;
+//! - [`check_writable`] finds, before the work, an output that cannot be
+//!   written (its folder missing or read-only), by the same steps.
 
 use std::path::{Path, PathBuf};
 
@@ -60,6 +62,72 @@ pub fn check_not_input(output: &Path, inputs: &[(&str, &Path)]) -> Result<(), St
     Ok(())
 }
 
+/// The file [`write_via_temp`] renames over: `None` for an output written
+/// in place (a device, FIFO or socket), the file itself for a regular file
+/// (through symbolic links), else `output`.
+fn rename_target(output: &Path) -> Result<Option<PathBuf>, String> {
+    match std::fs::metadata(output) {
+        Ok(m) if m.is_dir() => Err(format!("{}: is a directory", output.display())),
+        Ok(m) if !m.is_file() => Ok(None),
+        Ok(_) => std::fs::canonicalize(output)
+            .map(Some)
+            .map_err(|e| format!("{}: {e}", output.display())),
+        Err(_) => Ok(Some(output.to_path_buf())),
+    }
+}
+
+/// The folder a temporary file for `target` goes in.
+fn folder_of(target: &Path) -> PathBuf {
+    match target.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+/// Checks, before any work, that [`write_via_temp`] can write `output`:
+/// not a directory, its folder exists, and a file can be created there
+/// (tried, then removed: permission bits do not tell, e.g. for root or on a
+/// read-only mount). An existing device or FIFO (`/dev/null`) passes.
+pub fn check_writable(output: &Path) -> Result<(), String> {
+    let Some(target) = rename_target(output)? else {
+        return Ok(());
+    };
+    let dir = folder_of(&target);
+    match std::fs::metadata(&dir) {
+        Ok(m) if m.is_dir() => {}
+        Ok(_) => {
+            return Err(format!(
+                "{}: cannot write it: {} is not a folder",
+                output.display(),
+                dir.display()
+            ))
+        }
+        Err(e) => {
+            return Err(format!(
+                "{}: cannot write it: its folder {}: {e}",
+                output.display(),
+                dir.display()
+            ))
+        }
+    }
+    let probe = dir.join(format!(".hlo-opt-probe-{}", std::process::id()));
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)
+    {
+        Ok(_) => {
+            let _ = std::fs::remove_file(&probe);
+            Ok(())
+        }
+        Err(e) => Err(format!(
+            "{}: cannot write it: creating a file in {}: {e}",
+            output.display(),
+            dir.display()
+        )),
+    }
+}
+
 /// Writes `output` through `write`, which writes the file at the path it is
 /// given (a temporary file next to `output`); renames it over `output` when
 /// `write` succeeds, removes it otherwise.
@@ -67,20 +135,12 @@ pub fn write_via_temp(
     output: &Path,
     write: impl FnOnce(&Path) -> Result<(), String>,
 ) -> Result<(), String> {
-    let target = match std::fs::metadata(output) {
-        Ok(m) if m.is_dir() => {
-            return Err(format!("{}: is a directory", output.display()));
-        }
-        // A device, FIFO or socket: written in place, never replaced.
-        Ok(m) if !m.is_file() => return write(output),
-        // A regular file, maybe behind symbolic links: replace the file.
-        Ok(_) => std::fs::canonicalize(output).map_err(|e| format!("{}: {e}", output.display()))?,
-        Err(_) => output.to_path_buf(),
+    // A device, FIFO or socket is written in place, never replaced; a
+    // regular file, maybe behind symbolic links, is replaced.
+    let Some(target) = rename_target(output)? else {
+        return write(output);
     };
-    let dir = match target.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
+    let dir = folder_of(&target);
     let name = target
         .file_name()
         .ok_or_else(|| format!("{}: not a file name", output.display()))?;

@@ -15,8 +15,16 @@
 //!   the model's error was measured says so in a warning, with or without
 //!   `--explain`.
 //!
+//! - the README's other reports are snapshot-tested too: `--explain=all
+//!   --trust-radius all`, the tile pass's `--explain --top-k 3`, and
+//!   `--measure=xla-cpu --explain` with its measured times and the decision
+//!   they make redacted (they vary run to run); there each ratio is checked
+//!   to equal its time over the compiler default's, and the rank lines to
+//!   name the nodes each rank changes.
+//!
 //! Needs ONNX Runtime (`ORT_DYLIB_PATH`, as `scripts/test` sets it);
-//! skipped visibly without it.
+//! skipped visibly without it (and the measured report without XLA's CPU
+//! plugin).
 
 #[path = "support/report.rs"]
 mod report;
@@ -128,4 +136,138 @@ fn leaving_the_trust_region_is_warned_about() {
     // Inside the region: no warning.
     let o = hlo_opt(&["--pass=layout", BERT, "-o", &out]);
     assert!(!stderr(&o).contains("warning"), "{}", stderr(&o));
+}
+
+/// The report of a successful run of `args`, the search's timing line left out.
+fn report_of_run(args: &[&str]) -> String {
+    let o = hlo_opt(args);
+    assert_eq!(o.status.code(), Some(0), "{args:?}: {}", stderr(&o));
+    stderr(&o)
+        .lines()
+        .filter(|l| !l.contains(" search scored "))
+        .map(|l| format!("{l}\n"))
+        .collect()
+}
+
+#[test]
+fn readme_explain_all_beyond_the_trust_region() {
+    if !have_ort() {
+        return;
+    }
+    insta::assert_snapshot!(report_of_run(&[
+        BERT,
+        "--pass=layout",
+        "--explain=all",
+        "--trust-radius",
+        "all",
+        "-o",
+        "/dev/null",
+    ]));
+}
+
+#[test]
+fn readme_tile_explain() {
+    if !have_ort() {
+        return;
+    }
+    insta::assert_snapshot!(report_of_run(&[
+        "testdata/tile/modules/mlp.post.hlo",
+        "--pass=tile",
+        "--explain",
+        "--top-k",
+        "3",
+        "-o",
+        "/dev/null",
+    ]));
+}
+
+/// One measured line, `  WHO: T ms, R x default[, kept]`: (who, T, R, kept).
+fn measured_line(line: &str) -> Option<(String, f64, f64, bool)> {
+    let (who, rest) = line.strip_prefix("  ")?.split_once(": ")?;
+    let (t, rest) = rest.split_once(" ms, ")?;
+    let (r, rest) = rest.split_once(" x default")?;
+    Some((
+        who.to_string(),
+        t.parse().ok()?,
+        r.parse().ok()?,
+        rest == ", kept",
+    ))
+}
+
+/// The measured report with what varies between runs redacted: the times,
+/// ratios and rounds, and the decision they make.
+fn redact_measured(report: &str) -> String {
+    let mut out = String::new();
+    for line in report.lines() {
+        let line = if let Some((who, ..)) = measured_line(line) {
+            format!("  {who}: [T] ms, [R] x default")
+        } else if line.starts_with("measured on ") {
+            "measured on [PLATFORM (PLUGIN, PJRT VERSION)]: [ROUNDS]; control/default [R], spread [S]".into()
+        } else if let Some((head, _)) = line
+            .starts_with("layout: measured ")
+            .then(|| line.rsplit_once("): "))
+            .flatten()
+        {
+            format!("{head}): [DECISION]")
+        } else if line.starts_with("layout: decision: ") {
+            "layout: decision: [DECISION]".into()
+        } else if line.starts_with("layout: result: ") {
+            "layout: result: [RESULT]".into()
+        } else {
+            line.to_string()
+        };
+        out.push_str(&line);
+        out.push('\n');
+    }
+    out
+}
+
+#[test]
+fn readme_measured_report_adds_up() {
+    if !have_ort() {
+        return;
+    }
+    if let Err(e) = pjrt::find_plugin(None) {
+        report::skipped(&e.to_string());
+        return;
+    }
+    let report = report_of_run(&[
+        BERT,
+        "--pass=layout",
+        "--measure=xla-cpu",
+        "--top-k",
+        "3",
+        "--measure-budget",
+        "5",
+        "--explain",
+        "-o",
+        "/dev/null",
+    ]);
+    let measured: Vec<_> = report.lines().filter_map(measured_line).collect();
+    assert_eq!(measured.len(), 4, "{report}");
+    let default = measured
+        .iter()
+        .find(|(who, ..)| who == "compiler default")
+        .expect("the default is measured");
+    for (who, t, r, _) in &measured {
+        // Printed to 3 decimals each: equal within their rounding.
+        let implied = t / default.1;
+        assert!(
+            (implied - r).abs() <= 0.0005 + 0.0005 * (1.0 + implied) / default.1 + 1e-9,
+            "{who}: {t} ms / {} ms = {implied:.4}, printed {r}\n{report}",
+            default.1
+        );
+    }
+    assert_eq!(
+        measured.iter().filter(|m| m.3).count(),
+        1,
+        "one candidate is kept: {report}"
+    );
+    // The ranks say which nodes each changes, so equal predictions differ.
+    let ranks = report
+        .lines()
+        .find(|l| l.starts_with("layout: considered for measurement: "))
+        .expect("the ranks");
+    assert!(ranks.contains("nodes changed: %"), "{ranks}");
+    insta::assert_snapshot!(redact_measured(&report));
 }

@@ -62,6 +62,8 @@ fn cache_entries_are_keyed_as_xla_keys_them() {
     let logs = dir.join("logs.textproto");
     std::fs::write(&logs, &files[&format!("logs/{prog}.textproto")]).expect("test step");
     let cache = dir.join("cache");
+    // Given as the README gives it, with a trailing slash.
+    let cache_arg = format!("{}/", cache.display());
     let out = Command::new(env!("CARGO_BIN_EXE_hlo-opt"))
         .args([
             module.to_str().expect("test step"),
@@ -73,13 +75,18 @@ fn cache_entries_are_keyed_as_xla_keys_them() {
             "--autotune-env",
             logs.to_str().expect("test step"),
             "--autotune-cache-dir",
-            cache.to_str().expect("test step"),
+            &cache_arg,
         ])
         .args(["-o", dir.join("out.hlo").to_str().expect("test step")])
         .output()
         .expect("test step");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
+    // The folder of the entries, printed with one separator.
+    assert!(
+        stderr.contains(&format!("to {}/", cache.display())) && !stderr.contains("cache//"),
+        "{stderr}"
+    );
     // The default model: the ranker over XLA's generated candidates.
     assert!(
         stderr.contains("configurations from the ranker xla-gpu-h200-ranker"),

@@ -19,6 +19,22 @@
 //! Other commands (cc, git, pip, valgrind, ...) are not ours and are left
 //! alone. Synopsis lines may write placeholders (`FILE`, `[--seed S]`,
 //! `a|b`): brackets are dropped and placeholders are not paths.
+//!
+//! And the commands run as written (`documented_commands_run_as_written`):
+//! each line of a document's sh blocks that calls `hlo-opt` or `hlo-cost`
+//! with real files (no placeholder) runs, in document order, in a scratch
+//! folder that holds the repository's folders (so `testdata/...` and the
+//! files earlier lines wrote are there), and must exit 0; the report the
+//! README quotes is what its first command prints. Lines that cannot run in
+//! a test are named with the reason: `hlo-cost collect` (a 30-minute
+//! measurement; tests/cli_collect.rs runs it briefly), lines reading what a
+//! skipped line makes (`cpu.hlocm`), `--measure` without XLA's CPU plugin;
+//! the C example's `cc` and `./app` lines run in ffi/tests/c_api.rs, set-up
+//! and build commands (`cargo`, `bash scripts/...`, `pip`) are what the
+//! test runs after.
+
+#[path = "support/report.rs"]
+mod report;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -453,18 +469,28 @@ fn documents() -> Vec<PathBuf> {
     docs
 }
 
+/// Each document's name (relative to the repository) and text.
+fn document_texts() -> Vec<(String, String)> {
+    documents()
+        .into_iter()
+        .map(|path| {
+            let text = std::fs::read_to_string(&path).expect("read the document");
+            let name = path
+                .strip_prefix(repo())
+                .unwrap_or(&path)
+                .display()
+                .to_string();
+            (name, text)
+        })
+        .collect()
+}
+
 #[test]
 fn every_documented_command_names_tools_flags_and_files_that_exist() {
     let tools = Tools::ask();
     let mut bad = Vec::new();
     let mut checked = 0;
-    for path in documents() {
-        let text = std::fs::read_to_string(&path).expect("read the document");
-        let name = path
-            .strip_prefix(repo())
-            .unwrap_or(&path)
-            .display()
-            .to_string();
+    for (name, text) in document_texts() {
         checked += shell_lines(&text).len();
         bad.extend(problems(&name, &text, &tools));
     }
@@ -552,4 +578,287 @@ fn every_relative_link_resolves() {
         }
     }
     assert!(bad.is_empty(), "links to nothing:\n{}", bad.join("\n"));
+}
+
+/// Whether a word is a synopsis placeholder (`FILE`, `OUT.npz`, `a|b`,
+/// `$NLP`) or names something outside the repository (`/tmp/...`,
+/// `../shared/...`): a line holding one is an illustration, not run.
+fn placeholder(word: &str) -> bool {
+    let stem = word.split('.').next().unwrap_or(word);
+    let upper = stem.len() > 1
+        && stem.chars().any(|c| c.is_ascii_uppercase())
+        && stem
+            .chars()
+            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_');
+    upper
+        || word.contains(['[', '|', '<'])
+        || word.contains("...")
+        || (word.contains('$') && !word.contains("$PWD"))
+        || word.starts_with("/tmp/")
+        || word.starts_with("../")
+}
+
+/// Why a documented line is not run here, or `None` when it runs.
+/// `scratch` is where earlier lines ran (the files they wrote).
+fn not_run(words: &[String], scratch: &Path, plugin: bool) -> Option<String> {
+    let tool = words.first()?.rsplit('/').next().unwrap_or("");
+    if !matches!(tool, "hlo-opt" | "hlo-cost") {
+        return Some(format!(
+            "`{tool}` is not a tool of this repository run here"
+        ));
+    }
+    if let Some(w) = words.iter().find(|w| placeholder(w)) {
+        return Some(format!("a synopsis (placeholder `{w}`)"));
+    }
+    if tool == "hlo-cost" && words.get(1).map(String::as_str) == Some("collect") {
+        return Some("a 30-minute measurement (tests/cli_collect.rs runs collect briefly)".into());
+    }
+    if words.iter().any(|w| w.starts_with("--measure=")) && !plugin {
+        return Some("XLA's CPU plugin is not installed (scripts/test installs it)".into());
+    }
+    // An input no earlier line made (e.g. the model a skipped training writes).
+    let inputs = words
+        .windows(2)
+        // A word after a flag without `=` is taken for the flag's value.
+        .filter(|p| !p[1].starts_with('-') && !(p[0].starts_with('-') && !p[0].contains('=')))
+        .map(|p| &p[1]);
+    for w in inputs {
+        let file_like = [
+            ".hlo",
+            ".pb",
+            ".npz",
+            ".hlocm",
+            ".textproto",
+            ".json",
+            ".xz",
+        ]
+        .iter()
+        .any(|e| w.ends_with(e));
+        if file_like && !scratch.join(w).exists() {
+            return Some(format!("reads `{w}`, which no line run before makes"));
+        }
+    }
+    for (flag, value) in words.iter().zip(words.iter().skip(1)) {
+        let reads = matches!(
+            flag.as_str(),
+            "--layout-model" | "--model" | "--tile-model" | "--autotune-env" | "--session"
+        );
+        if reads && value.contains('.') && !scratch.join(value).exists() {
+            return Some(format!("reads `{value}`, which no line run before makes"));
+        }
+    }
+    None
+}
+
+/// The scratch folder a document's commands run in: the repository's
+/// top-level folders linked in, and `target/` the one the tools were built in.
+fn scratch_for(doc: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("doc_commands")
+        .join(doc.replace('/', "_"));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("scratch folder");
+    for top in [
+        "hlo",
+        "costmodel",
+        "passes",
+        "pjrt",
+        "ffi",
+        "src",
+        "tests",
+        "testdata",
+        "scripts",
+        "fuzz",
+        "docs",
+        "examples",
+        "python",
+        ".venv",
+    ] {
+        let from = repo().join(top);
+        if from.exists() {
+            std::os::unix::fs::symlink(&from, dir.join(top)).expect("link a repository folder");
+        }
+    }
+    let bin = Path::new(env!("CARGO_BIN_EXE_hlo-opt"));
+    let target = bin
+        .parent()
+        .and_then(Path::parent)
+        .expect("target/<profile>/hlo-opt");
+    std::os::unix::fs::symlink(target, dir.join("target")).expect("link target/");
+    dir
+}
+
+/// The stderr of each line of `doc` that ran (in order), and the lines not
+/// run with their reasons; a line that fails is a problem in `bad`.
+fn run_document(
+    doc: &str,
+    text: &str,
+    plugin: bool,
+    bad: &mut Vec<String>,
+) -> (Vec<(String, String)>, Vec<String>) {
+    let scratch = scratch_for(doc);
+    let bin_dir = Path::new(env!("CARGO_BIN_EXE_hlo-opt"))
+        .parent()
+        .expect("the tools' folder")
+        .to_path_buf();
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let mut ran = Vec::new();
+    let mut skipped = Vec::new();
+    for (_, line_no, line) in shell_lines(text) {
+        let cmds = commands(&line);
+        let Some(first) = cmds.first() else { continue };
+        if cmds.len() > 1 {
+            let ours = cmds.iter().any(|c| {
+                not_run(c, &scratch, plugin).is_none_or(|why| !why.contains("is not a tool"))
+            });
+            if ours {
+                skipped.push(format!("{doc}:{line_no}: several commands on one line"));
+            }
+            continue;
+        }
+        if let Some(why) = not_run(first, &scratch, plugin) {
+            // Not ours at all (cc, cargo, pip, perf): not worth a note.
+            if !why.contains("is not a tool") {
+                skipped.push(format!("{doc}:{line_no}: {why}"));
+            }
+            continue;
+        }
+        let out = Command::new("bash")
+            .arg("-c")
+            .arg(&line)
+            .current_dir(&scratch)
+            .env("PATH", &path)
+            .env("PWD", &scratch)
+            .output()
+            .expect("run bash");
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        if !out.status.success() {
+            bad.push(format!(
+                "{doc}:{line_no}: `{line}` exited with {:?}:\n{err}",
+                out.status.code()
+            ));
+        }
+        ran.push((line, err));
+    }
+    (ran, skipped)
+}
+
+/// The lines of the README's quoted report (the ``` block whose first line
+/// starts with `layout:`), `...` lines dropped.
+fn readme_quoted_report(readme: &str) -> Vec<String> {
+    let mut blocks: Vec<Vec<&str>> = Vec::new();
+    let mut open: Option<(bool, Vec<&str>)> = None;
+    for line in readme.lines() {
+        if let Some(lang) = line.strip_prefix("```") {
+            match open.take() {
+                None => open = Some((lang.is_empty(), Vec::new())),
+                Some((plain, lines)) => {
+                    if plain {
+                        blocks.push(lines);
+                    }
+                }
+            }
+        } else if let Some((_, lines)) = open.as_mut() {
+            lines.push(line);
+        }
+    }
+    let block = blocks
+        .into_iter()
+        .find(|b| b.first().is_some_and(|l| l.starts_with("layout:")))
+        .expect("README.md quotes a layout report");
+    block
+        .into_iter()
+        .filter(|l| l.trim() != "...")
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn documented_commands_run_as_written() {
+    if std::env::var_os("ORT_DYLIB_PATH").is_none() {
+        report::skipped("ORT_DYLIB_PATH is not set (the passes need ONNX Runtime)");
+        return;
+    }
+    let plugin = pjrt::find_plugin(None).is_ok();
+    if !plugin {
+        report::skipped("XLA's CPU plugin is missing: the --measure lines are not run");
+    } else {
+        report::ran();
+    }
+    let mut bad = Vec::new();
+    let mut skipped = Vec::new();
+    let mut readme_runs = Vec::new();
+    for (name, text) in document_texts() {
+        let (ran, not_run) = run_document(&name, &text, plugin, &mut bad);
+        if name == "README.md" {
+            readme_runs = ran;
+        }
+        skipped.extend(not_run);
+    }
+    eprintln!("not run:\n  {}", skipped.join("\n  "));
+    assert!(bad.is_empty(), "{}", bad.join("\n\n"));
+    // The README's examples: every use that can run here did.
+    let ran_lines: Vec<&str> = readme_runs.iter().map(|(l, _)| l.as_str()).collect();
+    for needle in [
+        "--explain -o bert.layout.hlo",
+        "--explain=all --trust-radius all",
+        "--explain-json bert.explain.json",
+        "--pass=tile --explain --top-k 3",
+        "--emit=proto -o bert.pb",
+        "hlo-opt bert.pb --pass=layout",
+        "hlo-cost eval --model reference",
+        "--autotune-cache-dir cache/",
+    ]
+    .into_iter()
+    .chain(plugin.then_some("--measure=xla-cpu"))
+    {
+        assert!(
+            ran_lines.iter().any(|l| l.contains(needle)),
+            "README.md's `{needle}` line did not run: {ran_lines:#?}\nnot run: {skipped:#?}"
+        );
+    }
+    // What the README says the first example prints, it prints.
+    let readme = std::fs::read_to_string(repo().join("README.md")).expect("README.md");
+    let (first, err) = &readme_runs[0];
+    for quoted in readme_quoted_report(&readme) {
+        assert!(
+            err.lines().any(|l| l == quoted),
+            "README.md quotes `{quoted}` as the report of `{first}`, which printed:\n{err}"
+        );
+    }
+}
+
+/// The runner itself: a line that fails is reported with its status, lines
+/// that read what an earlier line wrote run after it, synopses are not run.
+#[test]
+fn a_documented_command_that_fails_is_reported() {
+    let doc = "\
+```sh
+hlo-opt testdata/layout/transformer_bert.hlo --emit=proto -o m.pb
+hlo-opt m.pb -o m.hlo
+hlo-opt testdata/layout/transformer_bert.hlo --pass=layout --min-gain 500 -o /dev/null
+hlo-opt FILE --pass=layout
+hlo-opt --pass=layout made_by_nothing.hlo
+```
+";
+    let mut bad = Vec::new();
+    let (ran, not_run) = run_document("planted.md", doc, false, &mut bad);
+    assert_eq!(ran.len(), 3, "{ran:?}");
+    assert_eq!(bad.len(), 1, "{bad:?}");
+    assert!(
+        bad[0].starts_with("planted.md:4: `hlo-opt testdata/layout/transformer_bert.hlo --pass=layout --min-gain 500")
+            && bad[0].contains("exited with Some(2)"),
+        "{bad:?}"
+    );
+    assert_eq!(
+        not_run,
+        [
+            "planted.md:5: a synopsis (placeholder `FILE`)",
+            "planted.md:6: reads `made_by_nothing.hlo`, which no line run before makes",
+        ]
+    );
 }

@@ -246,8 +246,18 @@ impl OnnxModel {
                     );
                 }
                 let origin = p.display().to_string();
-                let file = std::fs::File::open(p)
-                    .map_err(|e| model_err(&origin, format!("cannot read: {e}")))?;
+                let file = std::fs::File::open(p).map_err(|e| {
+                    let names: Vec<&str> = BUILTIN_MODELS.iter().map(|(n, _)| *n).collect();
+                    let hint = if e.kind() == std::io::ErrorKind::NotFound {
+                        format!(
+                            " (neither a model file nor a built-in model: the built-in ones are {}; without the flag the embedded default runs)",
+                            names.join(", ")
+                        )
+                    } else {
+                        String::new()
+                    };
+                    model_err(&origin, format!("cannot read: {e}{hint}"))
+                })?;
                 let mut bytes = Vec::new();
                 file.take(MAX_MODEL_BYTES + 1)
                     .read_to_end(&mut bytes)

@@ -48,6 +48,9 @@ def encode(enc, g):
 
 
 def main():
+    # train.py --valid with no files: a sentence, not a bare "valid " line.
+    line = T.valid_line({}, 0)
+    assert line.startswith("valid: not evaluated: no held-out files"), line
     hp = M.default_hparams("layout")
     hp.update(hidden=16, channels=8, mlp_hidden=16, ridge_blend=1.0)
     graphs = [D.load_graph(p, "layout", hp["num_layers"]) for p in GRAPHS]

@@ -468,6 +468,15 @@ def usable_graph(g: D.GraphData) -> bool:
     return g.config_feat.shape[0] >= 2 and np.ptp(g.runtime) > 0
 
 
+def valid_line(valid_ev, n_files):
+    """The held-out metrics line; with no held-out files (`--valid` given
+    nothing) it says so instead of printing a bare "valid "."""
+    if not valid_ev:
+        why = "no held-out files (--valid named none)" if n_files == 0 else f"none of the {n_files} held-out files is usable"
+        return f"valid: not evaluated: {why}; the metrics above are on the training files"
+    return "valid " + metrics.format_metrics(valid_ev)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--task", choices=["layout", "tile"], required=True)
@@ -636,7 +645,7 @@ def main(argv=None):
     train_ev = evaluate(task, hp, final, [get(p) for p in usable])
     valid_ev = evaluate(task, hp, final, valid) if valid else {}
     print("train " + metrics.format_metrics(train_ev))
-    print("valid " + metrics.format_metrics(valid_ev))
+    print(valid_line(valid_ev, len(valid_files)))
     def rel(p):
         if os.path.realpath(p).startswith(HERE + os.sep):
             return "costmodel/training/" + os.path.relpath(p, HERE)

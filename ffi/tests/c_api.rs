@@ -217,8 +217,18 @@ fn c_program_runs_clean_under_valgrind() {
     );
 }
 
-/// The C example of docs/c-abi.md: its first ```c block.
+/// The C example the docs point to: `ffi/examples/app.c`.
+fn example_path() -> PathBuf {
+    repo_root().join("ffi/examples/app.c")
+}
+
+/// The C example: the shipped file, which docs/c-abi.md shows whole.
 fn readme_example() -> String {
+    std::fs::read_to_string(example_path()).expect("read ffi/examples/app.c")
+}
+
+/// The first ```c block of docs/c-abi.md.
+fn doc_example() -> String {
     let doc =
         std::fs::read_to_string(repo_root().join("docs/c-abi.md")).expect("read docs/c-abi.md");
     let code = doc
@@ -231,24 +241,31 @@ fn readme_example() -> String {
         .to_string()
 }
 
-/// The `cc app.c ... -lhlo_opt` line of a document (relative to the
-/// repository root).
+#[test]
+fn docs_show_the_shipped_example_as_it_is() {
+    assert_eq!(
+        doc_example().trim_end(),
+        readme_example().trim_end(),
+        "docs/c-abi.md's ```c block differs from ffi/examples/app.c: copy the file into the doc"
+    );
+}
+
+/// The `cc ffi/examples/app.c ... -lhlo_opt` line of a document (relative
+/// to the repository root).
 fn shared_library_line(doc: &str) -> String {
     let text = std::fs::read_to_string(repo_root().join(doc)).expect("read the document");
     text.lines()
-        .find(|l| l.starts_with("cc app.c") && l.contains("-lhlo_opt"))
-        .unwrap_or_else(|| panic!("{doc} has a `cc app.c ... -lhlo_opt` line"))
+        .find(|l| l.starts_with("cc ffi/examples/app.c") && l.contains("-lhlo_opt"))
+        .unwrap_or_else(|| panic!("{doc} has a `cc ffi/examples/app.c ... -lhlo_opt` line"))
         .to_string()
 }
 
 #[test]
 fn readme_c_example_compiles_links_and_optimizes_a_module() {
     let dir = build_dir();
-    let source = dir.join("readme_example.c");
-    std::fs::write(&source, readme_example()).expect("write the README example");
     let exe = dir.join("readme_example");
     compile_source(
-        &source,
+        &example_path(),
         &exe,
         &[lib_dir().join("libhlo_opt.a").display().to_string()],
     );
@@ -277,12 +294,9 @@ fn readme_c_example_compiles_links_and_optimizes_a_module() {
 
 /// Builds the README's C example against the static library as `name`.
 fn build_readme_example(name: &str) -> PathBuf {
-    let dir = build_dir();
-    let source = dir.join(format!("{name}.c"));
-    std::fs::write(&source, readme_example()).expect("write the README example");
-    let exe = dir.join(name);
+    let exe = build_dir().join(name);
     compile_source(
-        &source,
+        &example_path(),
         &exe,
         &[lib_dir().join("libhlo_opt.a").display().to_string()],
     );
@@ -336,8 +350,9 @@ fn readme_c_example_reports_a_read_failure() {
 }
 
 /// The command line for the shared library that README.md and docs/c-abi.md
-/// quote (the same line in both), with `app.c` the example of docs/c-abi.md:
-/// the program it builds must run without `LD_LIBRARY_PATH`.
+/// quote (the same line in both), on the shipped `ffi/examples/app.c`, from
+/// the repository root: the program it builds must run without
+/// `LD_LIBRARY_PATH`.
 #[test]
 fn readme_shared_library_command_line_builds_a_program_that_runs() {
     let line = shared_library_line("docs/c-abi.md");
@@ -346,21 +361,21 @@ fn readme_shared_library_command_line_builds_a_program_that_runs() {
         line,
         "README.md and docs/c-abi.md quote different command lines"
     );
-    let dir = build_dir();
-    let source = dir.join("readme_shared.c");
-    std::fs::write(&source, readme_example()).expect("write the README example");
-    let exe = dir.join("readme_shared");
+    let exe = build_dir().join("readme_shared");
     let lib = lib_dir().display().to_string();
+    // The library this test run built, and the program in the scratch folder.
     let command = line
         .replace("\"$PWD/target/release\"", &lib)
         .replace("-Ltarget/release", &format!("-L{lib}"))
-        .replace("app.c", &source.display().to_string());
+        .replace(" -o app", &format!(" -o {}", exe.display()));
+    assert!(
+        command.contains(&exe.display().to_string()),
+        "{line}: no `-o app`"
+    );
     let mut words = command.split_whitespace();
     let cc = words.next().expect("cc");
     let status = Command::new(cc)
         .args(words)
-        .arg("-o")
-        .arg(&exe)
         .current_dir(repo_root())
         .status()
         .expect("run the C compiler");

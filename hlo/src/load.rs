@@ -46,11 +46,24 @@ impl Loaded {
 /// first bad byte reported at its position). Not verified: see
 /// [`Loaded::verify`]. A proto's errors are [`Error::InFile`] naming `name`.
 pub fn load_bytes(bytes: Vec<u8>, name: &str) -> Result<Loaded> {
-    if crate::proto::looks_like_proto(&bytes) {
+    let binary = binary_byte(&bytes);
+    if binary.is_some() || crate::proto::looks_like_proto(&bytes) {
         let (module, report) =
             crate::proto::from_bytes_lossy(&bytes).map_err(|e| Error::InFile {
                 file: name.to_string(),
-                source: Box::new(e),
+                source: Box::new(match (binary, e) {
+                    // Not text, and its bytes do not decode as a proto: say
+                    // both, and why it was taken for a proto.
+                    (Some((at, b)), Error::Module(m))
+                        if m.starts_with(NOT_A_PROTO) =>
+                    {
+                        Error::Module(format!(
+                            "not HLO text (byte {at} is 0x{b:02X}, a control byte) and not a whole HloModuleProto (truncated or corrupt): {}",
+                            &m[NOT_A_PROTO.len()..]
+                        ))
+                    }
+                    (_, e) => e,
+                }),
             })?;
         let text = crate::print_module(&module);
         let ignored_fields = (!report.ignored.is_empty()).then(|| report.summary());
@@ -80,6 +93,28 @@ pub fn load_bytes(bytes: Vec<u8>, name: &str) -> Result<Loaded> {
         name: name.to_string(),
         ignored_fields: None,
     })
+}
+
+/// How [`crate::proto::from_bytes_lossy`] starts the message of bytes that
+/// do not decode.
+const NOT_A_PROTO: &str = "not a valid HloModuleProto: ";
+
+/// The first byte that marks `bytes` as binary rather than HLO text, with
+/// its offset: a control byte other than tab, line feed and carriage return
+/// (a serialized proto's field keys and lengths are mostly such bytes),
+/// unless the input starts as HLO text does (`HloModule` or a comment,
+/// after white space), where the text reader reports the byte at its line
+/// and column.
+fn binary_byte(bytes: &[u8]) -> Option<(usize, u8)> {
+    let start = bytes.iter().position(|b| !b.is_ascii_whitespace())?;
+    let t = &bytes[start..];
+    if t.starts_with(b"HloModule") || t.starts_with(b"//") || t.starts_with(b"/*") {
+        return None;
+    }
+    bytes
+        .iter()
+        .position(|&b| (b < 0x20 && !matches!(b, b'\t' | b'\n' | b'\r')) || b == 0x7F)
+        .map(|at| (at, bytes[at]))
 }
 
 #[cfg(test)]
@@ -114,5 +149,29 @@ mod tests {
         );
         let e = load_bytes(b"HloModule m\nENTRY {".to_vec(), "g.hlo").expect_err("bad text");
         assert!(matches!(e, Error::Parse { .. }), "{e}");
+    }
+
+    #[test]
+    fn a_truncated_proto_is_reported_as_one_with_its_offset_and_field() {
+        let t = load_bytes(SMALL.as_bytes().to_vec(), "a.hlo").expect("text");
+        let bytes = crate::proto::to_bytes(&t.module).expect("written");
+        let cut = bytes[..bytes.len() - 3].to_vec();
+        let e = load_bytes(cut, "cut.pb").expect_err("truncated").render();
+        assert!(e.starts_with("cut.pb: error: "), "{e}");
+        assert!(
+            e.contains("not a whole HloModuleProto (truncated or corrupt)"),
+            "{e}"
+        );
+        assert!(e.contains("at byte "), "{e}");
+        assert!(!e.contains('\n'), "no source line is echoed: {e}");
+        // Garbage: the same, never a source line of raw bytes.
+        let e = load_bytes(b"\x13\x37\x00\xff\xfe garbage".to_vec(), "g.bin")
+            .expect_err("garbage")
+            .render();
+        assert!(
+            e.contains("byte 0 is 0x13") && e.contains("at byte 0"),
+            "{e}"
+        );
+        assert!(!e.contains('\n'), "{e}");
     }
 }

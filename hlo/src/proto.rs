@@ -98,18 +98,24 @@ fn decode_module(bytes: &[u8]) -> std::result::Result<xla::HloModuleProto, Strin
     let mut p = xla::HloModuleProto::default();
     let mut buf = bytes;
     while !buf.is_empty() {
-        let (tag, wt) = decode_key(&mut buf).map_err(|e| e.to_string())?;
+        // prost's errors name the field (its stack of messages and fields)
+        // but not where it is: the top-level field's offset says that.
+        let at = bytes.len() - buf.len();
+        let located = |e: prost::DecodeError| format!("in the field at byte {at}: {e}");
+        let (tag, wt) = decode_key(&mut buf).map_err(located)?;
         if tag != 3 || wt != WireType::LengthDelimited {
             p.merge_field(tag, wt, &mut buf, DecodeContext::default())
-                .map_err(|e| e.to_string())?;
+                .map_err(located)?;
             continue;
         }
         // `computations` (3): count the `instructions` (2) entries first.
-        let len = decode_varint(&mut buf).map_err(|e| e.to_string())?;
+        let len = decode_varint(&mut buf).map_err(located)?;
         let len = usize::try_from(len)
             .ok()
             .filter(|&l| l <= buf.len())
-            .ok_or("HloModuleProto.computations: length past the end")?;
+            .ok_or_else(|| {
+                format!("at byte {at}: HloModuleProto.computations: length past the end")
+            })?;
         let (body, rest) = buf.split_at(len);
         buf = rest;
         let mut count = 0;
@@ -128,7 +134,10 @@ fn decode_module(bytes: &[u8]) -> std::result::Result<xla::HloModuleProto, Strin
         merge_computation(&mut c, body).map_err(|mut e| {
             // As prost's own decoding names the field.
             e.push("HloModuleProto", "computations");
-            e.to_string()
+            format!(
+                "in computations[{}] (the field at byte {at}): {e}",
+                p.computations.len()
+            )
         })?;
         p.computations.push(c);
     }
@@ -230,6 +239,8 @@ pub struct PathSeg<'a> {
     parent: Option<&'a PathSeg<'a>>,
     name: &'static str,
     index: usize,
+    /// Byte offset of this message's body in the whole input.
+    offset: usize,
 }
 
 /// `computations[2].instructions[5]` for the path ending at `seg` ("" for the root).
@@ -308,9 +319,11 @@ pub fn walk<M: Fields>(
     unknown: &mut Vec<String>,
 ) -> std::result::Result<(), String> {
     use prost::encoding::{decode_key, decode_varint, WireType};
+    let base = path.map_or(0, |p| p.offset);
+    let start_len = buf.len();
     if depth > MAX_DEPTH {
         return Err(format!(
-            "{}: messages nest deeper than {MAX_DEPTH}",
+            "at byte {base}: {}: messages nest deeper than {MAX_DEPTH}",
             render_path(path)
         ));
     }
@@ -318,32 +331,49 @@ pub fn walk<M: Fields>(
     // index in the path); few distinct numbers per message.
     let mut counts: smallvec::SmallVec<[(u32, usize); 8]> = smallvec::SmallVec::new();
     while !buf.is_empty() {
-        let (tag, wt) = decode_key(&mut buf).map_err(|e| format!("{}: {e}", M::NAME))?;
+        // Where this field starts in the whole input, and the message it is
+        // in: a failure names both (a truncated proto fails at its end).
+        let at = base + (start_len - buf.len());
+        let fail = |what: String| {
+            let p = render_path(path);
+            let sep = if p.is_empty() { "" } else { " in " };
+            format!("at byte {at}{sep}{p}: {what}")
+        };
+        let (tag, wt) = decode_key(&mut buf).map_err(|e| fail(format!("{}: {e}", M::NAME)))?;
         let known = M::field::<WalkerOf>(tag);
         let name = || known.map_or_else(|| format!("#{tag}"), |(n, _)| n.to_string());
         match wt {
             WireType::Varint => {
-                decode_varint(&mut buf).map_err(|e| format!("{}.{}: {e}", M::NAME, name()))?;
+                decode_varint(&mut buf)
+                    .map_err(|e| fail(format!("{}.{}: {e}", M::NAME, name())))?;
             }
             WireType::SixtyFourBit => {
                 if buf.len() < 8 {
-                    return Err(format!("{}.{}: truncated", M::NAME, name()));
+                    return Err(fail(format!("{}.{}: truncated", M::NAME, name())));
                 }
                 buf = &buf[8..];
             }
             WireType::ThirtyTwoBit => {
                 if buf.len() < 4 {
-                    return Err(format!("{}.{}: truncated", M::NAME, name()));
+                    return Err(fail(format!("{}.{}: truncated", M::NAME, name())));
                 }
                 buf = &buf[4..];
             }
             WireType::LengthDelimited => {
-                let len =
-                    decode_varint(&mut buf).map_err(|e| format!("{}.{}: {e}", M::NAME, name()))?;
+                let len = decode_varint(&mut buf)
+                    .map_err(|e| fail(format!("{}.{}: {e}", M::NAME, name())))?;
                 let len = usize::try_from(len)
                     .ok()
                     .filter(|&l| l <= buf.len())
-                    .ok_or_else(|| format!("{}.{}: length {len} past the end", M::NAME, name()))?;
+                    .ok_or_else(|| {
+                        fail(format!(
+                            "{}.{}: length {len} past the end ({} bytes left)",
+                            M::NAME,
+                            name(),
+                            buf.len()
+                        ))
+                    })?;
+                let body_at = base + (start_len - buf.len());
                 let (body, rest) = buf.split_at(len);
                 buf = rest;
                 if let Some((field_name, Some(child))) = known {
@@ -361,16 +391,17 @@ pub fn walk<M: Fields>(
                         parent: path,
                         name: field_name,
                         index,
+                        offset: body_at,
                     };
                     child(body, Some(&seg), depth + 1, unknown)?;
                 }
             }
             WireType::StartGroup | WireType::EndGroup => {
-                return Err(format!(
+                return Err(fail(format!(
                     "{}.{}: groups are not used by XLA",
                     M::NAME,
                     name()
-                ));
+                )));
             }
         }
         if known.is_none() {

@@ -10,6 +10,18 @@ use hlo::Module;
 
 use crate::{explain, Changed, PassContext, PassError, PassOptions};
 
+/// Largest `--budget`: configurations a search scores (the default is
+/// 10,000; 10^8 takes hours of model calls).
+pub const MAX_BUDGET: usize = 100_000_000;
+/// Largest `--top-k`: each kept candidate is a module to compare (and, with
+/// `--measure`, to compile and time).
+pub const MAX_TOP_K: usize = 1_000;
+/// `--min-gain` is a percentage of the default's predicted runtime below
+/// this: a gain of 100% or more would be a runtime of zero or less.
+pub const MAX_MIN_GAIN: f64 = 100.0;
+/// Largest numeric `--trust-radius` (nodes changed); `all` lifts the bound.
+pub const MAX_TRUST_RADIUS: usize = 1_000_000;
+
 /// What a caller asked for; `None` = the default. Checked by
 /// [`Settings::pass_options`].
 #[derive(Clone, Debug, Default)]
@@ -47,26 +59,31 @@ impl Settings {
     ) -> Result<PassOptions, PassError> {
         let d = PassOptions::default();
         let budget = self.budget.unwrap_or(d.budget);
-        if budget == 0 {
-            return Err(PassError::Options(
-                "--budget 0: a search scores at least the compiler default; give --budget 1 or more"
-                    .into(),
-            ));
+        if budget == 0 || budget > MAX_BUDGET {
+            return Err(PassError::Options(format!(
+                "--budget {budget}: a search scores at least the compiler default; give --budget from 1 to {MAX_BUDGET}"
+            )));
         }
         let top_k = self
             .top_k
             .unwrap_or(if self.measuring { 3 } else { d.top_k });
-        if top_k == 0 {
-            return Err(PassError::Options(
-                "--top-k 0: a pass keeps at least its best candidate; give --top-k 1 or more"
-                    .into(),
-            ));
+        if top_k == 0 || top_k > MAX_TOP_K {
+            return Err(PassError::Options(format!(
+                "--top-k {top_k}: a pass keeps at least its best candidate; give --top-k from 1 to {MAX_TOP_K}"
+            )));
         }
         let min_gain = self.min_gain.unwrap_or(d.min_gain);
-        if !(min_gain.is_finite() && min_gain >= 0.0) {
+        if !(min_gain.is_finite() && (0.0..MAX_MIN_GAIN).contains(&min_gain)) {
             return Err(PassError::Options(format!(
-                "--min-gain {min_gain}: give a percentage of 0 or more"
+                "--min-gain {min_gain}: give a percentage from 0 to less than {MAX_MIN_GAIN}"
             )));
+        }
+        if let Some(Some(r)) = self.trust_radius {
+            if r > MAX_TRUST_RADIUS {
+                return Err(PassError::Options(format!(
+                    "--trust-radius {r}: give a number of nodes from 0 to {MAX_TRUST_RADIUS}, or `all`"
+                )));
+            }
         }
         let mut threads = self.threads.unwrap_or(d.threads);
         let cores = costmodel::onnx::max_threads();
@@ -197,6 +214,27 @@ mod tests {
                     ..Settings::default()
                 },
                 "--min-gain NaN",
+            ),
+            (
+                Settings {
+                    min_gain: Some(500.0),
+                    ..Settings::default()
+                },
+                "--min-gain 500",
+            ),
+            (
+                Settings {
+                    budget: Some(MAX_BUDGET + 1),
+                    ..Settings::default()
+                },
+                "--budget 100000001",
+            ),
+            (
+                Settings {
+                    trust_radius: Some(Some(99_999_999_999)),
+                    ..Settings::default()
+                },
+                "--trust-radius 99999999999",
             ),
             (
                 Settings {

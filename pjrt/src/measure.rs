@@ -45,9 +45,14 @@ impl Default for MeasureConfig {
 /// The measurement of a set of candidates.
 #[derive(Clone, Debug)]
 pub struct Measured {
-    /// Median seconds per run of each candidate (`None`: not measured).
+    /// Seconds per run of each candidate (`None`: not measured), in the
+    /// estimator of [`Measured::ratio`]: the default's median, and for a
+    /// candidate the default's median times its ratio, so that
+    /// `seconds[i] / seconds[default] == ratio[i]` (a candidate's own median
+    /// would not agree with its paired ratio when the machine's speed drifts).
     pub seconds: Vec<Option<f64>>,
-    /// Median over rounds of each candidate's time / the default's.
+    /// Median over rounds of each candidate's time / the default's (paired
+    /// in the same round: what the decision compares).
     pub ratio: Vec<Option<f64>>,
     /// Each candidate's fastest round / the default's fastest round: the
     /// estimator least moved by other processes, which only ever add time.
@@ -313,9 +318,12 @@ impl PjrtMeasurer {
         let mut ratio = vec![None; n];
         let mut min_seconds = vec![None; n];
         let mut min_ratio = vec![None; n];
+        let default_seconds = t.seconds(0);
         for (k, &i) in slots.iter().enumerate() {
-            seconds[i] = Some(t.seconds(k));
-            ratio[i] = Some(t.ratio(k, 0));
+            // Slot 0 is the default: ratio 1, its own median.
+            let r = if k == 0 { 1.0 } else { t.ratio(k, 0) };
+            seconds[i] = Some(default_seconds * r);
+            ratio[i] = Some(r);
             min_seconds[i] = Some(t.min_seconds(k));
             min_ratio[i] = Some(t.min_ratio(k, 0));
         }
@@ -335,20 +343,20 @@ impl PjrtMeasurer {
             backend.api_version,
             spread * 100.0
         );
+        let _ = writeln!(
+            report,
+            "  (the compiler default's time is its median run; a candidate's is that times its ratio, the median of its per-round ratios to the default)"
+        );
         for i in 0..n {
             let who = if i == default {
                 "compiler default".to_string()
             } else {
                 format!("candidate {}", i + 1)
             };
-            let fate = if i == keep { "kept" } else { "" };
+            let fate = if i == keep { ", kept" } else { "" };
             match (seconds[i], ratio[i]) {
                 (Some(s), Some(r)) => {
-                    let _ = writeln!(
-                        report,
-                        "  {who}: {:.3} ms, {r:.3} x default {fate}",
-                        s * 1e3
-                    );
+                    let _ = writeln!(report, "  {who}: {:.3} ms, {r:.3} x default{fate}", s * 1e3);
                 }
                 _ => {
                     let _ = writeln!(report, "  {who}: {}", notes[i]);

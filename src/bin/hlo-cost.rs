@@ -143,7 +143,7 @@ struct GpuTileModelArgs {
     #[arg(long = "session", required = true, num_args = 1..)]
     sessions: Vec<PathBuf>,
     /// Neighbour counts to cross-validate; the best (least mean top-1 slowdown) is kept.
-    #[arg(long, value_delimiter = ',', default_value = "1,2,3,5,8")]
+    #[arg(long, value_delimiter = ',', default_value = "1,2,3,5,8", value_parser = parse_neighbours)]
     k: Vec<usize>,
     /// Write the model (JSON) here.
     #[arg(long, short = 'o')]
@@ -240,8 +240,8 @@ struct EvalArgs {
     /// Also output each configuration's predicted score (lower = faster), in the file's config order.
     #[arg(long)]
     predictions: bool,
-    /// Configurations scored per model call.
-    #[arg(long, default_value_t = 512, value_parser = clap::value_parser!(u64).range(1..))]
+    /// Configurations scored per model call (1 to 65536).
+    #[arg(long, default_value_t = 512, value_parser = clap::value_parser!(u64).range(1..=65_536))]
     batch: u64,
     /// Threads per model session (0 = ONNX Runtime's default).
     #[arg(long, default_value_t = 0)]
@@ -312,6 +312,14 @@ fn parse_fraction(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(x) if (0.0..=1.0).contains(&x) => Ok(x),
         _ => Err(format!("`{s}`: expected a number from 0 to 1")),
+    }
+}
+
+/// A `--k` entry: a neighbour count from 1 to 1000.
+fn parse_neighbours(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(k) if (1..=1000).contains(&k) => Ok(k),
+        _ => Err(format!("`{s}`: expected a neighbour count from 1 to 1000")),
     }
 }
 
@@ -579,6 +587,7 @@ fn featurize(args: &FeaturizeArgs) -> Result<ExitCode, Failure> {
         inputs.push(("--runs file", runs.as_path()));
     }
     outfile::check_not_input(&args.output, &inputs).map_err(CliError)?;
+    outfile::check_writable(&args.output).map_err(CliError)?;
     let bytes = std::fs::read(&args.input).map_err(|e| CliError(format!("{name}: {e}")))?;
     let (module, record) = if is_hlo_text(&bytes) {
         if args.module.is_some() {

@@ -153,9 +153,9 @@ fn with_measurer(
         group[0]
     };
     let text = format!(
-        "layout: measured {} candidates (the model's best and the compiler default, candidate {}{}): {}\n{}",
+        "layout: measured {} candidates ({}{}): {}\n{}",
         trials.len(),
-        default_slot + 1,
+        measured_candidates(&members, outcome.ranked.len(), default_at),
         if same > 0 {
             format!(
                 "; {same} other configuration(s) gave one of these modules and were not measured again"
@@ -288,4 +288,53 @@ fn distinct_modules(modules: Vec<Module>) -> (Vec<Module>, Vec<Vec<usize>>) {
         }
     }
     (out, members)
+}
+
+/// What each measured candidate is, in the order the measurement numbers
+/// them: `candidate 1 = the model's rank 1; ...; 4 = the compiler default`.
+/// `members[k]`: the configurations (indices into the model's ranking, or
+/// `default_at` past it) that gave candidate `k + 1`'s module.
+fn measured_candidates(members: &[Vec<usize>], ranked: usize, default_at: usize) -> String {
+    let who: Vec<String> = members
+        .iter()
+        .enumerate()
+        .map(|(k, group)| {
+            let ranks: Vec<String> = group
+                .iter()
+                .filter(|&&c| c < ranked)
+                .map(|&c| (c + 1).to_string())
+                .collect();
+            let rank_text = format!(
+                "the model's rank{} {}",
+                if ranks.len() > 1 { "s" } else { "" },
+                ranks.join(", ")
+            );
+            let what = match (group.contains(&default_at), ranks.is_empty()) {
+                (true, true) => "the compiler default".to_string(),
+                (true, false) => format!("the compiler default ({rank_text})"),
+                (false, _) => rank_text,
+            };
+            format!("{} = {what}", k + 1)
+        })
+        .collect();
+    format!("candidate {}", who.join("; "))
+}
+
+#[cfg(test)]
+mod measured_tests {
+    use super::measured_candidates;
+
+    /// The measured line says what each candidate is: the model's ranks by
+    /// number, the compiler default by name (also when the model ranked it).
+    #[test]
+    fn measured_candidates_are_named_by_rank_and_the_default_by_name() {
+        assert_eq!(
+            measured_candidates(&[vec![0], vec![1, 2], vec![3]], 3, 3),
+            "candidate 1 = the model's rank 1; 2 = the model's ranks 2, 3; 3 = the compiler default"
+        );
+        assert_eq!(
+            measured_candidates(&[vec![0], vec![1]], 2, 1),
+            "candidate 1 = the model's rank 1; 2 = the compiler default (the model's rank 2)"
+        );
+    }
 }

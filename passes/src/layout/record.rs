@@ -94,6 +94,8 @@ pub struct Ranked {
     pub rank: usize,
     pub predicted_change_pct: f64,
     pub nodes_changed: usize,
+    /// The nodes it changes, each with its layouts: `%name (output {..}, ...)`.
+    pub changes: Vec<String>,
     pub score: f32,
 }
 

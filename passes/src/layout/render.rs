@@ -166,10 +166,11 @@ fn considered(r: &LayoutReport, all: bool) -> Vec<String> {
             .iter()
             .map(|k| {
                 format!(
-                    "rank {}: {}{error_text} ({} nodes changed)",
+                    "rank {}: {}{error_text} ({} nodes changed: {})",
                     k.rank,
                     change(k.predicted_change_pct),
-                    k.nodes_changed
+                    k.nodes_changed,
+                    k.changes.join(", ")
                 )
             })
             .collect();

@@ -217,7 +217,7 @@ fn build(
             threshold_pct: (!measuring).then_some(floor.pct),
             threshold_source: (!measuring).then(|| floor.source()),
         },
-        model_ranked: if measuring { ranked(st) } else { Vec::new() },
+        model_ranked: if measuring { ranked(m, st) } else { Vec::new() },
         considered: considered(m, st, alone),
         other_nodes: other_nodes(m, st),
         measurement: st.measured.measurement.as_ref().map(measurement),
@@ -228,8 +228,21 @@ fn build(
 }
 
 /// The model's best configurations (`--measure`), with their predictions.
-fn ranked(st: &Stages<'_>) -> Vec<Ranked> {
+fn ranked(m: &Module, st: &Stages<'_>) -> Vec<Ranked> {
     let (o, default) = (&st.searched.outcome, &st.searched.default);
+    // The nodes and layouts each changes: what tells ranks apart when
+    // their predictions read the same.
+    let changes = |g: &[u16]| -> Vec<String> {
+        g.iter()
+            .zip(default)
+            .enumerate()
+            .filter(|(_, (a, b))| a != b)
+            .filter_map(|(j, (&a, _))| {
+                let c = st.spaces[j].candidates.get(a as usize)?;
+                Some(format!("%{} ({})", name_of(m, st, j), show_config(c)))
+            })
+            .collect()
+    };
     o.ranked
         .iter()
         .enumerate()
@@ -237,6 +250,7 @@ fn ranked(st: &Stages<'_>) -> Vec<Ranked> {
             rank: rank + 1,
             predicted_change_pct: -gain_pct(*sc, o.default_score, st.model.calibration),
             nodes_changed: g.iter().zip(default).filter(|(a, b)| a != b).count(),
+            changes: changes(g),
             score: *sc,
         })
         .collect()

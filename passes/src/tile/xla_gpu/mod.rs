@@ -257,10 +257,10 @@ fn write_autotuner_outputs(
             .collect();
         let n = autotuner::write_cache_dir(dir, env, &pairs)?;
         lines.push(format!(
-            "tile (xla-gpu): wrote {n} cache entr{} to {}/{} (XLA_FLAGS=--xla_gpu_per_fusion_autotune_cache_dir={})",
+            "tile (xla-gpu): wrote {n} cache entr{} to {} (XLA_FLAGS=--xla_gpu_per_fusion_autotune_cache_dir={})",
             if n == 1 { "y" } else { "ies" },
-            dir.display(),
-            env.device,
+            // `cache/` and `cache` alike: one separator.
+            dir.join(&env.device).display(),
             dir.display()
         ));
     }
