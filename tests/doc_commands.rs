@@ -620,7 +620,7 @@ fn not_run(words: &[String], scratch: &Path, plugin: bool) -> Option<String> {
     let inputs = words
         .windows(2)
         // A word after a flag without `=` is taken for the flag's value.
-        .filter(|p| !p[1].starts_with('-') && !(p[0].starts_with('-') && !p[0].contains('=')))
+        .filter(|p| !p[1].starts_with('-') && (!p[0].starts_with('-') || p[0].contains('=')))
         .map(|p| &p[1]);
     for w in inputs {
         let file_like = [

@@ -47,7 +47,7 @@ fn indent(line: &str) -> usize {
 
 /// Whether a line starts a function item (`pub(crate) unsafe fn x(`).
 fn is_fn_line(line: &str) -> bool {
-    let mut words = line.trim_start().split_whitespace();
+    let mut words = line.split_whitespace();
     for w in words.by_ref() {
         let w = w.split('(').next().unwrap_or_default();
         match w {

@@ -304,6 +304,48 @@ pub extern "C" fn hlo_opt_release_caches() -> hlo_opt_status_t {
     })
 }
 
+/// The xla-cpu pass's decision for a module, as JSON (the record of
+/// `hlo-opt --pass=xla-cpu --explain-json`: chosen, options, reason,
+/// predictions, model, xla, trained_cpu), in a new string.
+///
+/// # Safety
+/// `module` must be NULL or a live handle; `jaxlib` and `model` NULL or
+/// NUL-terminated; `json_out` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn hlo_opt_module_xla_cpu_decide(
+    module: *const hlo_opt_module_t,
+    jaxlib: *const c_char,
+    model: *const c_char,
+    json_out: *mut *mut c_char,
+) -> hlo_opt_status_t {
+    guard(|| {
+        check_out(json_out, "json_out")?;
+        // SAFETY: NULL or a live handle; NULL or NUL-terminated strings (caller's guarantee).
+        let m = unsafe { deref(module, "module") }?;
+        let jaxlib = unsafe { opt_str(jaxlib, "jaxlib") }?;
+        let model = unsafe { opt_str(model, "model") }?;
+        let opts = passes::xla_cpu::XlaCpuOptions {
+            model,
+            jaxlib,
+            cpu: None,
+        };
+        let fail = |e: String| {
+            Failure::new(
+                hlo_opt_status_t::HLO_OPT_ERROR_MODEL,
+                format!("xla-cpu: {e}"),
+            )
+        };
+        let (kernel_model, _notes) = passes::xla_cpu::load_model(&opts).map_err(fail)?;
+        let record = passes::xla_cpu::decide(&m.lock(), &kernel_model).map_err(fail)?;
+        let json = serde_json::to_string(&record)
+            .map_err(|e| Failure::new(hlo_opt_status_t::HLO_OPT_ERROR_INTERNAL, e.to_string()))?;
+        let (ptr, _) = into_c_string(json, "decision")?;
+        // SAFETY: non-NULL and writable (checked above).
+        unsafe { *json_out = ptr };
+        Ok(())
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -374,46 +416,4 @@ mod tests {
             assert_eq!(status as i32, value, "{status:?}");
         }
     }
-}
-
-/// The xla-cpu pass's decision for a module, as JSON (the record of
-/// `hlo-opt --pass=xla-cpu --explain-json`: chosen, options, reason,
-/// predictions, model, xla, trained_cpu), in a new string.
-///
-/// # Safety
-/// `module` must be NULL or a live handle; `jaxlib` and `model` NULL or
-/// NUL-terminated; `json_out` NULL or writable.
-#[no_mangle]
-pub unsafe extern "C" fn hlo_opt_module_xla_cpu_decide(
-    module: *const hlo_opt_module_t,
-    jaxlib: *const c_char,
-    model: *const c_char,
-    json_out: *mut *mut c_char,
-) -> hlo_opt_status_t {
-    guard(|| {
-        check_out(json_out, "json_out")?;
-        // SAFETY: NULL or a live handle; NULL or NUL-terminated strings (caller's guarantee).
-        let m = unsafe { deref(module, "module") }?;
-        let jaxlib = unsafe { opt_str(jaxlib, "jaxlib") }?;
-        let model = unsafe { opt_str(model, "model") }?;
-        let opts = passes::xla_cpu::XlaCpuOptions {
-            model,
-            jaxlib,
-            cpu: None,
-        };
-        let fail = |e: String| {
-            Failure::new(
-                hlo_opt_status_t::HLO_OPT_ERROR_MODEL,
-                format!("xla-cpu: {e}"),
-            )
-        };
-        let (kernel_model, _notes) = passes::xla_cpu::load_model(&opts).map_err(fail)?;
-        let record = passes::xla_cpu::decide(&m.lock(), &kernel_model).map_err(fail)?;
-        let json = serde_json::to_string(&record)
-            .map_err(|e| Failure::new(hlo_opt_status_t::HLO_OPT_ERROR_INTERNAL, e.to_string()))?;
-        let (ptr, _) = into_c_string(json, "decision")?;
-        // SAFETY: non-NULL and writable (checked above).
-        unsafe { *json_out = ptr };
-        Ok(())
-    })
 }

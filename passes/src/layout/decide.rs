@@ -91,8 +91,6 @@ fn shape_bytes(m: &Module, s: hlo::ShapeId) -> f64 {
     }
 }
 
-/// What measurement said about the candidates, for the report.
-
 /// The decision: the verdict, and the module with the best configuration
 /// assigned when it is applied.
 pub(super) struct Decided {

@@ -95,9 +95,9 @@ mod tests {
         for c in &all {
             assert_eq!(Candidate::from_name(&c.name()), Some(*c));
         }
-        let none = Candidate::from_name("ynn:none").unwrap();
+        let none = Candidate::from_name("ynn:none").expect("ynn:none");
         assert_eq!(none.options(), vec![(OPTION.to_string(), String::new())]);
-        let dr = Candidate::from_name("ynn:dot+reduce").unwrap();
+        let dr = Candidate::from_name("ynn:dot+reduce").expect("ynn:dot+reduce");
         assert_eq!(
             dr.options()[0].1,
             "LIBRARY_FUSION_TYPE_DOT,LIBRARY_FUSION_TYPE_REDUCE"
