@@ -1000,7 +1000,7 @@ pub fn run_with(
                 group.len()
             ));
             let t0 = Instant::now();
-            let rec = match measure_chunk(j, &group, &measurer, s, t0) {
+            let rec = match measure_chunk(j, &group, &measurer, &s.device, t0) {
                 Ok(rec) => rec,
                 Err(e) => {
                     module_failed = Some(e);
@@ -1165,11 +1165,13 @@ fn progress_bar(progress: bool, total: usize) -> indicatif::ProgressBar {
 
 /// Measures one chunk of a job's configurations with the compiler default
 /// (started at `t0`); `Err` says why the module failed.
+/// One chunk: the compiler default and the configurations of `group`,
+/// measured together on `device` (also the fleet's task, `fleet.rs`).
 fn measure_chunk(
     j: &Job,
     group: &[usize],
     measurer: &pjrt::measure::PjrtMeasurer,
-    s: &Settings,
+    device: &str,
     t0: Instant,
 ) -> Result<ChunkRecord, String> {
     let mut trials = vec![j
@@ -1191,9 +1193,8 @@ fn measure_chunk(
     }
     let m = measurer.measure(&trials, 0).map_err(|e| {
         format!(
-            "{}: measuring the compiler default on {}: {e}",
-            j.path.display(),
-            s.device
+            "{}: measuring the compiler default on {device}: {e}",
+            j.path.display()
         )
     })?;
     let report_lines: Vec<&str> = m.report.lines().collect();

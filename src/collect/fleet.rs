@@ -17,9 +17,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use super::{
-    load1, machine, plan_job, plugin_package, read_state, state_header, ChunkRecord, Job, Settings,
-};
+use super::{machine, plan_job, plugin_package, read_state, state_header, Job, Settings};
 
 /// One program of a collection, planned.
 pub struct Program {
@@ -77,7 +75,8 @@ impl Program {
         };
         let measurer =
             pjrt::measurer_for(device, config).map_err(|e| format!("--device {device}: {e}"))?;
-        measure_chunk(&self.job, &measurer, device, configs).map(|c| c.to_json())
+        super::measure_chunk(&self.job, configs, &measurer, device, Instant::now())
+            .map(|c| c.to_json())
     }
 
     /// Writes `STEM.npz` (temporary file, rename) from the state file in
@@ -113,80 +112,6 @@ pub fn fingerprint(device: &str) -> Result<Value, String> {
         "package_version": package.as_ref().map(|(_, v)| v),
         "machine": machine(),
     }))
-}
-
-/// One chunk: the default, its control and `group`, measured interleaved
-/// (the body of [`super::run_with`]'s loop over chunks).
-fn measure_chunk(
-    j: &Job,
-    measurer: &pjrt::PjrtMeasurer,
-    device: &str,
-    group: &[usize],
-) -> Result<ChunkRecord, String> {
-    let t0 = Instant::now();
-    let mut trials = vec![j
-        .trial(0)
-        .map_err(|e| format!("{}: the compiler default: {e}", j.path.display()))?];
-    let mut slot: Vec<Option<usize>> = Vec::new();
-    let mut notes = vec![String::new(); group.len()];
-    for (k, &i) in group.iter().enumerate() {
-        match j.trial(i) {
-            Ok(t) => {
-                slot.push(Some(trials.len()));
-                trials.push(t);
-            }
-            Err(e) => {
-                slot.push(None);
-                notes[k] = format!("layouts not applied: {e}");
-            }
-        }
-    }
-    let m = measurer.measure(&trials, 0).map_err(|e| {
-        format!(
-            "{}: measuring the compiler default on {device}: {e}",
-            j.path.display()
-        )
-    })?;
-    let report_lines: Vec<&str> = m.report.lines().collect();
-    let mut ratio = Vec::with_capacity(group.len());
-    let mut ratio_min = Vec::with_capacity(group.len());
-    for (k, sl) in slot.iter().enumerate() {
-        let r = sl.and_then(|t| m.ratio.get(t).copied().flatten());
-        ratio_min.push(r.and(sl.and_then(|t| m.min_ratio.get(t).copied().flatten())));
-        if r.is_none() && notes[k].is_empty() {
-            let label = format!("candidate {}:", sl.map_or(0, |t| t + 1));
-            notes[k] = report_lines
-                .iter()
-                .find(|l| l.trim_start().starts_with(&label))
-                .map_or("not measured".to_string(), |l| {
-                    l.trim_start().trim_start_matches(&label).trim().to_string()
-                });
-        }
-        ratio.push(r);
-    }
-    let (Some(default_seconds), Some(default_min_seconds)) = (
-        m.seconds.first().copied().flatten(),
-        m.min_seconds.first().copied().flatten(),
-    ) else {
-        return Err(format!(
-            "{}: the compiler default was not timed",
-            j.path.display()
-        ));
-    };
-    Ok(ChunkRecord {
-        configs: group.to_vec(),
-        ratio,
-        ratio_min: Some(ratio_min),
-        notes,
-        default_seconds,
-        default_min_seconds: Some(default_min_seconds),
-        spread: m.spread,
-        control_ratio: m.control_ratio,
-        control_ratio_min: Some(m.control_min_ratio),
-        rounds: m.rounds,
-        load1: load1(),
-        wall_seconds: t0.elapsed().as_secs_f64(),
-    })
 }
 
 /// The Python that runs the fleet driver: `$HLO_OPT_PYTHON`, else the
