@@ -218,8 +218,8 @@ hlo_opt_status_t hlo_opt_options_set_top_k(hlo_opt_options_t *options, size_t to
  * Sets the smallest predicted gain, in percent of the compiler default's
  * model score, for which the layout pass changes a module (hlo-opt's
  * --min-gain; the default is 1). The estimated price of the copies a
- * configuration needs is added to it. Must be finite and >= 0, else
- * HLO_OPT_ERROR_INVALID_ARGUMENT.
+ * configuration needs is added to it. Must be from 0 to less than 100 (a
+ * gain of 100% would be a runtime of zero), else HLO_OPT_ERROR_INVALID_ARGUMENT.
  */
 hlo_opt_status_t hlo_opt_options_set_min_gain(hlo_opt_options_t *options, double min_gain_percent);
 

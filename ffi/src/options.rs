@@ -296,8 +296,9 @@ pub unsafe extern "C" fn hlo_opt_options_set_top_k(
 
 /// Sets the smallest predicted gain, in percent of the compiler default's
 /// model score, for which the layout pass changes a module (`hlo-opt
-/// --min-gain`; default 1, finite and >= 0). The estimated price of the
-/// copies a configuration needs is added to it.
+/// --min-gain`; default 1, from 0 to less than 100: a gain of 100% would be
+/// a runtime of zero). The estimated price of the copies a configuration
+/// needs is added to it.
 ///
 /// # Safety
 /// `options` must be NULL or a live handle.
@@ -307,12 +308,13 @@ pub unsafe extern "C" fn hlo_opt_options_set_min_gain(
     min_gain_percent: f64,
 ) -> hlo_opt_status_t {
     let value = || {
-        if min_gain_percent.is_finite() && min_gain_percent >= 0.0 {
+        use passes::options::MAX_MIN_GAIN;
+        if min_gain_percent.is_finite() && (0.0..MAX_MIN_GAIN).contains(&min_gain_percent) {
             Ok(min_gain_percent)
         } else {
             Err(Failure::new(
                 hlo_opt_status_t::HLO_OPT_ERROR_INVALID_ARGUMENT,
-                format!("min_gain_percent {min_gain_percent}: give a percentage of 0 or more"),
+                format!("min_gain_percent {min_gain_percent}: give a percentage from 0 to less than {MAX_MIN_GAIN}"),
             ))
         }
     };

@@ -460,11 +460,11 @@ static void test_min_gain(const char *text, size_t len) {
   hlo_opt_string_free(explain);
   hlo_opt_module_free(m);
 
-  CHECK_STATUS(hlo_opt_options_set_min_gain(opts, 1e6), HLO_OPT_OK);
+  CHECK_STATUS(hlo_opt_options_set_min_gain(opts, 99.0), HLO_OPT_OK);
   m = run_layout(text, len, opts, &changed, &explain);
-  CHECK(changed == 0, "with --min-gain 1e6 the layout pass keeps the module");
+  CHECK(changed == 0, "with --min-gain 99 the layout pass keeps the module");
   CHECK(explain != NULL && strstr(explain, "kept the compiler default") != NULL &&
-            strstr(explain, "--min-gain 1000000%") != NULL,
+            strstr(explain, "--min-gain 99%") != NULL,
         "the report names the minimum gain that kept the default: %s", explain ? explain : "(null)");
   char *out = print_ok(m);
   char *canon = reprint(text);
@@ -478,6 +478,8 @@ static void test_min_gain(const char *text, size_t len) {
   CHECK_ERROR_MENTIONS("-0.5");
   CHECK_STATUS(hlo_opt_options_set_min_gain(opts, NAN), HLO_OPT_ERROR_INVALID_ARGUMENT);
   CHECK_STATUS(hlo_opt_options_set_min_gain(opts, INFINITY), HLO_OPT_ERROR_INVALID_ARGUMENT);
+  CHECK_STATUS(hlo_opt_options_set_min_gain(opts, 100.0), HLO_OPT_ERROR_INVALID_ARGUMENT);
+  CHECK_ERROR_MENTIONS("less than 100");
   hlo_opt_options_free(opts);
 }
 
