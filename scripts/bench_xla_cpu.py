@@ -1,6 +1,8 @@
 """Benchmark: hlo_opt.jax.compile(f, *args, backend="cpu") against jax.jit(f)
 on held-out real JAX programs (scripts/xla_cpu_heldout.py), with the oracle
-(every candidate measured) in the same run, on this machine's jaxlib.
+(every module-wide candidate, the model's per-op oneDNN choice and every
+eligible dot as a oneDNN matmul, measured) in the same run, on this
+machine's jaxlib.
 
 Per program: the decision's cost (HLO text, parse, features, model) against
 XLA:CPU's compile time; every candidate measured interleaved (the oracle);
@@ -47,14 +49,17 @@ def bench(p, rounds: int, oracle_budget: float, seed: int = 0) -> dict:
     (decision, _), decide_s = timed(xla_cpu.decide, lowered)
     compiled, hlo_opt_total = timed(lambda: hj.compile(p.fn, *p.args))
     tuned, tuned_total = timed(lambda: hj.compile(p.fn, *p.args, measure="all"))
-    oracle = xla_cpu.measure(lowered, p.args, budget_s=oracle_budget, seed=seed)
+    # The oracle: every module-wide candidate, the model's per-op choice
+    # and every eligible dot as a oneDNN matmul, measured.
+    space = xla_cpu._measured_space(decision, xla_cpu._model_pick(decision, []), "all", lowered)
+    oracle = xla_cpu.measure(lowered, p.args, candidates=space, budget_s=oracle_budget, seed=seed)
     ratio = np.where(oracle["ok"], oracle["ratio"], np.inf)
     best = int(np.argmin(ratio))
     names = oracle["candidates"]
     chosen = compiled.choice
     jitted = jax.jit(p.fn)
     runners = {"jax.jit": jitted, "hlo-opt": compiled, "measured": tuned,
-               "oracle": lowered.compile(compiler_options=xla_cpu.options_of(names[best])),
+               "oracle": xla_cpu._compile(lowered, space[best][1], space[best][2]),
                "control": lowered.compile()}
     args = jax.device_put(p.args)
     want = jitted(*args)
@@ -73,7 +78,7 @@ def bench(p, rounds: int, oracle_budget: float, seed: int = 0) -> dict:
     med = {k: float(np.median(v)) * 1e3 for k, v in times.items()}
     paired = {k: float(np.median(np.asarray(times[k]) / np.asarray(times["jax.jit"]))) for k in runners}
     return dict(program=p.name, family=p.family, dtype=p.dtype, batch=p.batch, jaxlib=jaxlib.__version__,
-                chosen=chosen, measured_choice=tuned.choice, measured_compile_s=tuned_total, oracle=names[best], oracle_ratio=float(ratio[best]),
+                chosen=chosen, onednn_dots=len(compiled.onednn), measured_choice=tuned.choice, measured_compile_s=tuned_total, oracle=names[best], oracle_ratio=float(ratio[best]),
                 model_pred=[(q["candidate"], round(q["change_pct"], 1)) for q in decision["predictions"]],
                 ms=med, ratio_to_jit=paired, same_results=bool(same), rounds=rounds,
                 xla_compile_s=xla_compile, decide_s=decide_s, hlo_opt_compile_s=hlo_opt_total,

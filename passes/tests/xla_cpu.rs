@@ -177,3 +177,71 @@ fn a_model_for_another_jaxlib_is_refused_and_another_cpu_is_warned_about() {
         Err(e) => report::skipped(&format!("the XLA:CPU model cannot be loaded: {e}")),
     }
 }
+
+#[test]
+fn builtin_dot_models_predict_what_lightgbm_predicted_at_export() {
+    use xla_cpu::dot_model::{DotModel, BUILTIN_DOTS};
+    for b in BUILTIN_DOTS {
+        let m = match DotModel::builtin_for_xla(&format!("jaxlib {}", b.jaxlib)) {
+            Ok(Some(m)) => m,
+            Ok(None) => panic!("{}: no built-in dot model for its own jaxlib", b.name),
+            Err(e) => {
+                report::skipped(&format!("the XLA:CPU dot model cannot be loaded: {e}"));
+                return;
+            }
+        };
+        report::ran();
+        let choices: Vec<serde_json::Value> = serde_json::from_str(
+            &std::fs::read_to_string(root().join(format!(
+                "passes/models/xla_cpu_dots_jaxlib-{}.choices.json",
+                b.jaxlib
+            )))
+            .expect("choices file"),
+        )
+        .expect("choices JSON");
+        assert_eq!(
+            choices.len(),
+            m.card.dots,
+            "{}: one check per training dot",
+            b.name
+        );
+        let dots: Vec<xla_cpu::dots::Dot> = choices
+            .iter()
+            .map(|c| {
+                let f: Vec<f64> = c["features"]
+                    .as_array()
+                    .expect("features")
+                    .iter()
+                    .map(|v| v.as_f64().expect("f64"))
+                    .collect();
+                xla_cpu::dots::Dot {
+                    signature: c["signature"].as_str().expect("signature").into(),
+                    eligible: true,
+                    count: 1,
+                    features: f.try_into().expect("one row of the dot features"),
+                }
+            })
+            .collect();
+        let got = m
+            .predict(&dots.iter().collect::<Vec<_>>())
+            .expect("predictions");
+        let (err, margin) = (m.card.error, m.card.margin);
+        for (c, g) in choices.iter().zip(got) {
+            let w = c["pred"].as_f64().expect("pred");
+            let sig = c["signature"].as_str().unwrap_or("?");
+            assert!(
+                (g - w).abs() < 1e-3,
+                "{}: {sig}: ONNX {g}, LightGBM {w}",
+                b.name
+            );
+            if (-g - margin * err).abs() > 1e-3 {
+                assert_eq!(
+                    -g > margin * err,
+                    c["send"].as_bool().expect("send"),
+                    "{}: {sig}",
+                    b.name
+                );
+            }
+        }
+    }
+}

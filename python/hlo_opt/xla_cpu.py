@@ -29,7 +29,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from . import _native
+from . import _native, onednn
 
 #: (name, compile options) of each candidate, the default first (it sets
 #: nothing): the table of passes/src/xla_cpu/candidates.rs.
@@ -98,6 +98,9 @@ def measure(lowered, args: Sequence[Any], *, candidates=None, budget_s: float = 
             min_rounds: int = 7, max_rounds: int = 301, seed: int = 0) -> dict[str, Any]:
     """Compiles each candidate of ``lowered`` and times them interleaved.
 
+    A candidate is ``(name, compile options)``, or ``(name, compile options,
+    dot signatures)`` whose dots run as oneDNN matmuls (:mod:`hlo_opt.onednn`).
+
     Returns ``{"candidates", "ratio", "runtime_ns", "compile_s", "alias",
     "ok", "control_ratio", "rounds", "default_ns"}``: ``ratio[i]`` is the
     median over rounds of candidate i's time over the default's time in the
@@ -109,12 +112,12 @@ def measure(lowered, args: Sequence[Any], *, candidates=None, budget_s: float = 
     import jax
 
     cands = CANDIDATES if candidates is None else candidates
-    names = [n for n, _ in cands]
+    names = [c[0] for c in cands]
     exes, alias, compile_s, ok, hashes = {}, [], [], [], {}
-    for i, (name, opts) in enumerate(cands):
+    for i, (name, opts, *sigs) in enumerate(cands):
         t = time.perf_counter()
         try:
-            exe = lowered.compile(compiler_options=opts) if opts else lowered.compile()
+            exe = _compile(lowered, opts, sigs[0] if sigs else ())
         except Exception as e:  # a refused option is a failed candidate
             compile_s.append(time.perf_counter() - t)
             alias.append(i)
@@ -269,8 +272,9 @@ class Compiled:
     buffers as ``jax.jit(f)`` (it is jax's own compiled executable)."""
 
     def __init__(self, executable, lowered, decision: dict[str, Any], notes: list[str],
-                 measured: dict[str, Any] | None):
+                 measured: dict[str, Any] | None, onednn_dots: Sequence[str] = ()):
         self._exe = executable
+        self._onednn = list(onednn_dots)
         self.lowered = lowered
         #: The pass's decision (chosen, options, reason, predictions, model, xla).
         self.decision = decision
@@ -281,18 +285,33 @@ class Compiled:
 
     @property
     def choice(self) -> str:
-        """The candidate that runs (``default``: XLA's own choice)."""
+        """The candidate that runs: ``default`` (XLA's own choice), a
+        module-wide candidate (``ynn:none``, ...), either followed by
+        ``+onednn:N`` when N distinct dots run as oneDNN matmuls."""
         return self.measured["chosen"] if self.measured else self.decision["chosen"]
 
     @property
     def options(self) -> dict[str, Any]:
         """The compile options it was compiled with."""
-        return options_of(self.choice)
+        return options_of(self.choice.split("+onednn:")[0])
+
+    @property
+    def onednn(self) -> list[str]:
+        """The dot signatures that run as oneDNN matmuls."""
+        return list(self._onednn)
 
     def explain(self) -> str:
         d = self.decision
         lines = [f"xla-cpu: model {d['model']} ({d['xla']}, trained on {d['trained_cpu']})",
                  f"xla-cpu: the model chose {d['chosen']}: {d['reason']}"]
+        dots = d.get("onednn", [])
+        if d.get("dot_model"):
+            sent = [x for x in dots if x["onednn"]]
+            lines.append(f"xla-cpu: per-op dot model {d['dot_model']}: {len(sent)} of {len(dots)} distinct dots "
+                         "to oneDNN")
+            for x in sent:
+                lines.append(f"  {x['signature']:<48} x{x['count']:<2} predicted {x['change_pct']:+.1f}% "
+                             f"(needs {x['required_gain_pct']:.1f}%)")
         if self.measured:
             m = self.measured
             for name, r in zip(m["candidates"], m["ratio"]):
@@ -360,37 +379,78 @@ def compile(f, *args, model: str | None = None, measure: int | str = 0, check: b
         default_exe = speculative.result()
     for n in notes:
         warnings.warn(n, stacklevel=3)
+    model_pick = _model_pick(decision, notes)
     measured = None
-    chosen = decision["chosen"]
     if measure:
-        if measure is True or measure == "all":
-            names = list(CANDIDATE_NAMES)
-        elif isinstance(measure, int) and measure > 0:
-            preds = sorted((p for p in decision["predictions"] if p["candidate"] != "default"),
-                           key=lambda p: p["change_pct"])
-            names = ["default"] + ([p["candidate"] for p in preds] or CANDIDATE_NAMES[1:])[:measure]
-        else:
-            raise ValueError(f"measure={measure!r}: a number of candidates (the best predicted), or \"all\"")
-        cands = [(n, options_of(n)) for n in names]
+        cands = _measured_space(decision, model_pick, measure, lowered)
         res = measure_candidates(plain, _copy_args((args, kwargs)), cands)
-        chosen, why = res["chosen"], res["why"]
-        measured = dict(candidates=names, ratio=[float(r) for r in res["ratio"]], chosen=chosen, why=why,
-                        control=res["control_ratio"])
-    opts = options_of(chosen)
-    exe = lowered.compile(compiler_options=opts) if opts else default_exe
-    if check and chosen != "default":
-        a = _copy_args((args, kwargs))
-        want = plain.compile()(*a[0], **a[1])
-        got = (plain.compile(compiler_options=opts))(*a[0], **a[1])
-        if not _same(got, want):
-            warnings.warn(f"xla-cpu: {chosen} gave other results than XLA's default on these arguments; "
+        pick = cands[[c[0] for c in cands].index(res["chosen"])]
+        measured = dict(candidates=[c[0] for c in cands], ratio=[float(r) for r in res["ratio"]],
+                        chosen=res["chosen"], why=res["why"], control=res["control_ratio"])
+    else:
+        pick = model_pick
+    name, opts, sigs = pick
+    exe = default_exe if name == "default" else _compile(lowered, opts, sigs)
+    if check and name != "default":
+        # On copies, and without donation where the caller donates.
+        want_exe = default_exe if plain is lowered else plain.compile()
+        got_exe = exe if plain is lowered else _compile(plain, opts, sigs)
+        a, b = _copy_args((args, kwargs)), _copy_args((args, kwargs))
+        if not _same(got_exe(*a[0], **a[1]), want_exe(*b[0], **b[1])):
+            warnings.warn(f"xla-cpu: {name} gave other results than XLA's default on these arguments; "
                           "kept the default", stacklevel=2)
-            exe, chosen = lowered.compile(), "default"
+            exe, name, sigs = default_exe, "default", ()
             if measured:
                 measured["chosen"], measured["why"] = "default", "the faster candidate's results differed"
             else:
                 decision = dict(decision, chosen="default", reason="its results differed from the default's")
-    return Compiled(exe, lowered, decision, notes, measured)
+    if not measured and decision["chosen"] != name:
+        decision = dict(decision, chosen=name)
+    return Compiled(exe, lowered, decision, notes, measured, sigs)
+
+
+def _compile(lowered, opts: dict[str, Any], sigs: Sequence[str] = ()):
+    """``lowered`` compiled with the compile options ``opts``, the dots
+    ``sigs`` as oneDNN matmuls."""
+    if sigs:
+        lowered = lowered.with_onednn(sigs) if isinstance(lowered, _Bound) else onednn.lowered_with(lowered, sigs)[0]
+    return lowered.compile(compiler_options=opts) if opts else lowered.compile()
+
+
+def _with_dots(name: str, sigs: Sequence[str]) -> str:
+    return f"{name}+onednn:{len(sigs)}" if sigs else name
+
+
+def _model_pick(decision: dict[str, Any], notes: list[str]) -> tuple[str, dict[str, Any], tuple[str, ...]]:
+    """The model's choice as (name, compile options, oneDNN dots)."""
+    sigs = tuple(d["signature"] for d in decision.get("onednn", []) if d["onednn"])
+    if sigs and (why := onednn.supported()):
+        notes.append(why)
+        sigs = ()
+    base = decision["chosen"].split("+onednn:")[0]
+    return _with_dots(base, sigs), options_of(base), sigs
+
+
+def _measured_space(decision, model_pick, measure, lowered):
+    """The candidates ``measure`` compiles and times: the default, the
+    model's choice, and the module-wide candidates (``"all"``: every one,
+    and every eligible dot as a oneDNN matmul; K: the K best predicted)."""
+    if measure is True or measure == "all":
+        names = list(CANDIDATE_NAMES)
+    elif isinstance(measure, int) and measure > 0:
+        preds = sorted((p for p in decision["predictions"] if p["candidate"] != "default"),
+                       key=lambda p: p["change_pct"])
+        names = ["default"] + ([p["candidate"] for p in preds] or CANDIDATE_NAMES[1:])[:measure]
+    else:
+        raise ValueError(f"measure={measure!r}: a number of candidates (the best predicted), or \"all\"")
+    cands = [(n, options_of(n), ()) for n in names]
+    if model_pick[2]:
+        cands.append(model_pick)
+    if (measure is True or measure == "all") and not onednn.supported():
+        every = tuple(dict.fromkeys(d.signature for d in onednn.dots(lowered.as_text()) if d.eligible))
+        if every and every != model_pick[2]:
+            cands.append((_with_dots("default", every) + " (every dot)", {}, every))
+    return cands
 
 
 def measure_candidates(lowered, args_kwargs, cands, budget_s: float = 2.0) -> dict[str, Any]:
@@ -414,6 +474,9 @@ class _Bound:
 
     def __init__(self, lowered, kwargs):
         self._lowered, self._kwargs = lowered, kwargs
+
+    def with_onednn(self, sigs):
+        return _Bound(onednn.lowered_with(self._lowered, sigs)[0], self._kwargs)
 
     def compile(self, compiler_options=None):
         exe = self._lowered.compile(compiler_options=compiler_options) if compiler_options else self._lowered.compile()

@@ -3,7 +3,10 @@ client, called as `jax.jit(f)` is (pytrees, scalars, keyword arguments,
 donated buffers, scans), the same results; the decision's record; measuring
 keeps the default unless a candidate beats the control's spread; a
 candidate whose results differ is never kept; a model for another jaxlib
-keeps the default with a warning. Skipped without jax."""
+keeps the default with a warning; per-op oneDNN matmuls (hlo_opt.onednn):
+the rewrite reaches XLA and keeps the results, leaves jax's caches alone,
+matches the Rust pass's dots, and is refused on an unverified jaxlib.
+Skipped without jax."""
 
 from __future__ import annotations
 
@@ -55,7 +58,7 @@ def test_compile_takes_what_jax_jit_takes_and_gives_its_results(dtype):
     params, x = inputs(dtype)
     c = hj.compile(block, params, x, 0.5)
     assert isinstance(c, xla_cpu.Compiled)
-    assert c.choice in xla_cpu.CANDIDATE_NAMES
+    assert c.choice.split("+onednn:")[0] in xla_cpu.CANDIDATE_NAMES
     assert c.decision["xla"].startswith("jaxlib ")
     assert len(c.decision["predictions"]) == 9
     want = jax.jit(block)(params, x, 0.5)
@@ -78,7 +81,8 @@ def test_scan_keyword_arguments_and_donated_buffers():
     w = jnp.eye(16) * 0.5
     xs = jnp.ones((10, 4, 16))
     c = hj.compile(rnn, w, xs, h0=jnp.zeros((4, 16)))
-    leaves_equal(c(w, xs, h0=jnp.zeros((4, 16))), jax.jit(rnn)(w, xs, h0=jnp.zeros((4, 16))))
+    got, want = c(w, xs, h0=jnp.zeros((4, 16))), jax.jit(rnn)(w, xs, h0=jnp.zeros((4, 16)))
+    leaves_equal(got, want) if c.choice == "default" else xla_cpu._same(got, want)
 
     def step(p, g):
         return p - 0.1 * g
@@ -97,7 +101,7 @@ def test_measuring_keeps_the_default_unless_a_candidate_beats_the_noise(monkeypa
     res = {"ok": np.array([True, True, True]), "ratio": np.array([1.0, 0.99, 1.3]), "control_ratio": 1.0}
 
     def fake(lowered, args, candidates, budget_s):
-        return dict(res, candidates=[n for n, _ in candidates])
+        return dict(res, candidates=[c[0] for c in candidates])
 
     monkeypatch.setattr(xla_cpu, "measure", fake)
     c = hj.compile(block, params, x, 0.5, measure=2)
@@ -117,7 +121,7 @@ def test_a_candidate_with_other_results_is_never_kept(monkeypatch):
     params, x = inputs()
     monkeypatch.setattr(xla_cpu, "measure", lambda lowered, args, candidates, budget_s: {
         "ok": np.array([True, True]), "ratio": np.array([1.0, 0.5]), "control_ratio": 1.0,
-        "candidates": [n for n, _ in candidates]})
+        "candidates": [c[0] for c in candidates]})
     monkeypatch.setattr(xla_cpu, "_same", lambda a, b: False)
     with pytest.warns(UserWarning, match="other results than XLA's default"):
         c = hj.compile(block, params, x, 0.5, measure=1)
@@ -193,3 +197,89 @@ OBSERVED = {
 
 def test_xla_cpu_honours_each_candidate_as_documented():
     assert xla_cpu.observe() == OBSERVED
+
+
+def attention_mlp(p, x):
+    q, k = x @ p["q"], x @ p["k"]
+    a = jax.nn.softmax(jnp.einsum("bqd,bkd->bqk", q, k), -1)
+    h = jnp.einsum("bqk,bkd->bqd", a, x)
+    return jax.nn.relu(h @ p["up"]) @ p["down"], (x[:, 0] @ p["q"].T).sum()
+
+
+def attention_inputs(dtype):
+    k = jax.random.PRNGKey(3)
+    n = lambda i, s: (jax.random.normal(jax.random.fold_in(k, i), s) / np.sqrt(s[0])).astype(dtype)  # noqa: E731
+    return {"q": n(0, (64, 64)), "k": n(1, (64, 64)), "up": n(2, (64, 256)), "down": n(3, (256, 64))}, \
+        n(4, (4, 16, 64)) * 8
+
+
+@pytest.mark.parametrize("dtype", [jnp.float32, jnp.bfloat16])
+def test_onednn_rewrite_is_honoured_and_leaves_jax_caches_alone(dtype):
+    from hlo_opt import onednn
+
+    if onednn.supported():
+        pytest.skip(onednn.supported())
+    p, x = attention_inputs(dtype)
+    lowered = jax.jit(attention_mlp).lower(p, x)
+    before = lowered.as_text()
+    dots = onednn.dots(before)
+    eligible = sorted({d.signature for d in dots if d.eligible})
+    assert len(eligible) >= 4, dots
+    rewritten, n = onednn.lowered_with(lowered, eligible)
+    assert n == sum(d.eligible for d in dots)
+    assert lowered.as_text() == before and "__onednn" not in jax.jit(attention_mlp).lower(p, x).as_text()
+    exe = rewritten.compile()
+    assert exe.as_text().count('custom_call_target="__onednn$matmul"') == n, "XLA kept every call"
+    assert xla_cpu._same(exe(p, x), jax.jit(attention_mlp)(p, x))
+    # Only the chosen signatures are rewritten.
+    one, n1 = onednn.lowered_with(lowered, eligible[:1])
+    assert 1 <= n1 < n and one.compile().as_text().count("__onednn$matmul\"") == n1
+
+
+def test_the_rust_pass_and_the_rewrite_agree_on_every_dot():
+    from hlo_opt import onednn
+    from hlo_opt.cpu_corpus import programs
+
+    checked = 0
+    for prog in programs(seed=0, count=28)[::2]:
+        lowered = jax.jit(prog.fn).lower(*prog.args)
+        record, _ = xla_cpu.decide(lowered)
+        if record.get("dot_model") is None:
+            pytest.skip("no dot model for this jaxlib")
+        rust = {d["signature"] for d in record["onednn"]}
+        py = {d.signature for d in onednn.dots(lowered.as_text()) if d.eligible}
+        assert rust == py, prog.name
+        checked += len(py)
+    p, x = attention_inputs(jnp.bfloat16)
+    lowered = jax.jit(attention_mlp).lower(p, x)
+    record, _ = xla_cpu.decide(lowered)
+    assert {d["signature"] for d in record["onednn"]} == \
+        {d.signature for d in onednn.dots(lowered.as_text()) if d.eligible}
+    assert checked >= 10
+
+
+def test_an_unverified_jaxlib_gets_no_rewrite_and_a_reason(monkeypatch):
+    from hlo_opt import onednn
+
+    assert "not 0.9.9" in onednn.supported("0.9.9")
+    monkeypatch.setattr(onednn, "VERIFIED", ())
+    p, x = attention_inputs(jnp.bfloat16)
+    with pytest.raises(RuntimeError, match="per-op oneDNN matmuls were verified on"):
+        onednn.lowered_with(jax.jit(attention_mlp).lower(p, x), ["f32[1,1]x[1,1] b[]x[] c[1]x[0]"])
+    c = hj.compile(attention_mlp, p, x)
+    assert c.onednn == [] and "+onednn" not in c.choice
+    leaves_equal(c(p, x), jax.jit(attention_mlp)(p, x)) if c.choice == "default" else None
+
+
+def test_measuring_all_includes_the_onednn_choices():
+    from hlo_opt import onednn
+
+    if onednn.supported():
+        pytest.skip(onednn.supported())
+    p, x = attention_inputs(jnp.bfloat16)
+    c = hj.compile(attention_mlp, p, x, measure="all")
+    names = c.measured["candidates"]
+    assert any(n.endswith("(every dot)") or "+onednn:" in n for n in names), names
+    assert xla_cpu._same(c(p, x), jax.jit(attention_mlp)(p, x))
+    if "+onednn:" in c.choice:
+        assert c.onednn and "__onednn$matmul" in c._exe.as_text()

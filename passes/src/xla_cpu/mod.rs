@@ -1,21 +1,30 @@
 //! The `xla-cpu` pass: chooses which kernels XLA:CPU runs for a program
 //! (YNNPACK fusions or XLA's own), with a model learned on the user's CPU.
 //!
-//! Stages, one file each: [`features`] (the program's row) -> [`model`]
-//! (predicted runtime of each [`candidates`] entry over XLA's default) ->
-//! [`decide`] (a candidate other than the default only when its predicted
-//! gain beats the model's measured error) -> the report (`--explain`, the
-//! [`crate::explain::XlaCpuRecord`]). The module is not changed: the choice
-//! is a compile option, handed to XLA by the caller (`hlo-opt
-//! --compile-options`, `hlo_opt.jax.compile`).
+//! Two choices, each from its own model:
+//! - per program, a compile option: [`features`] (the program's row) ->
+//!   [`model`] (predicted runtime of each [`candidates`] entry over XLA's
+//!   default) -> [`decide`] (a candidate other than the default only when
+//!   its predicted gain beats the model's measured error);
+//! - per op, the dots that run as oneDNN matmuls: [`dots`] (each distinct
+//!   dot's signature and row) -> [`dot_model`] (predicted runtime of a
+//!   oneDNN matmul over XLA's kernel) -> the same trust rule.
+//!
+//! Then the report (`--explain`, the [`crate::explain::XlaCpuRecord`]). The
+//! module is not changed: the option is handed to XLA by the caller
+//! (`hlo-opt --compile-options`, `hlo_opt.jax.compile`), and the dots by
+//! signature to `hlo_opt.onednn`, which rewrites the StableHLO that jax
+//! lowers.
 
 pub mod candidates;
+pub mod dot_model;
+pub mod dots;
 pub mod features;
 pub mod model;
 
 use hlo::Module;
 
-use crate::explain::{Record, XlaCpuPrediction, XlaCpuRecord};
+use crate::explain::{Record, XlaCpuDot, XlaCpuPrediction, XlaCpuRecord};
 use crate::{Changed, Pass, PassContext, PassError};
 use candidates::Candidate;
 use model::KernelModel;
@@ -144,7 +153,10 @@ pub fn decide(m: &Module, model: &KernelModel) -> Result<XlaCpuRecord, String> {
             )
         }
     };
+    let (dot_model, onednn) = decide_dots(m, &card.xla)?;
     Ok(XlaCpuRecord {
+        dot_model,
+        onednn,
         model: model.origin.clone(),
         xla: card.xla.clone(),
         trained_cpu: card.cpu.clone(),
@@ -153,6 +165,31 @@ pub fn decide(m: &Module, model: &KernelModel) -> Result<XlaCpuRecord, String> {
         reason,
         predictions,
     })
+}
+
+/// The per-op choice: each distinct dot oneDNN's matmul takes goes there
+/// when the dot model's predicted gain beats its error times its margin.
+/// No dot model for this XLA: none goes.
+fn decide_dots(m: &Module, xla: &str) -> Result<(Option<String>, Vec<XlaCpuDot>), String> {
+    let Some(model) = dot_model::DotModel::builtin_for_xla(xla)? else {
+        return Ok((None, Vec::new()));
+    };
+    let found = dots::dots(m);
+    let eligible: Vec<&dots::Dot> = found.iter().filter(|d| d.eligible).collect();
+    let pred = model.predict(&eligible)?;
+    let (err, margin) = (model.card.error, model.card.margin);
+    let choices = eligible
+        .iter()
+        .zip(pred)
+        .map(|(d, p)| XlaCpuDot {
+            signature: d.signature.clone(),
+            count: d.count,
+            change_pct: (p.exp() - 1.0) * 100.0,
+            required_gain_pct: (1.0 - (-margin * err).exp()) * 100.0,
+            onednn: -p > margin * err,
+        })
+        .collect();
+    Ok((Some(model.origin.clone()), choices))
 }
 
 /// The pass (`--pass=xla-cpu`).
@@ -224,6 +261,26 @@ pub fn report(r: &XlaCpuRecord, all: bool) -> String {
                 "within the error"
             }
         );
+    }
+    if let Some(dm) = &r.dot_model {
+        let sent = r.onednn.iter().filter(|d| d.onednn).count();
+        s += &format!(
+            "xla-cpu: per-op dot model {dm}: {sent} of {} distinct dots to oneDNN\n",
+            r.onednn.len()
+        );
+        for d in &r.onednn {
+            if !(all || d.onednn) {
+                continue;
+            }
+            s += &format!(
+                "  {:<48} x{:<2} predicted {:+6.1}%  needs {:>5.1}% gain  {}\n",
+                d.signature,
+                d.count,
+                d.change_pct,
+                d.required_gain_pct,
+                if d.onednn { "oneDNN" } else { "XLA's kernel" }
+            );
+        }
     }
     s
 }

@@ -1,0 +1,119 @@
+//! The learned per-op model: for one dot's row ([`super::dots`]), the log of
+//! a oneDNN matmul's runtime over XLA's default kernel for it, learned from
+//! dots timed alone (`costmodel/training/xla_cpu_dots_model.py --export`),
+//! and its card: the XLA and CPU it was trained on, its cross-validated
+//! error and the margin a dot's predicted gain must beat.
+
+use std::sync::{Arc, Mutex};
+
+use serde::{Deserialize, Serialize};
+
+use super::dots::{Dot, NUM_DOT_FEATURES};
+
+/// Where and with what a dot model was trained, and how well it predicts.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+pub struct DotCard {
+    pub xla: String,
+    pub cpu: String,
+    #[serde(default)]
+    pub isa: Vec<String>,
+    #[serde(default)]
+    pub cores: usize,
+    /// Dots in the training data.
+    pub dots: usize,
+    /// Cross-validated error in log space (root mean square).
+    pub error: f64,
+    /// A dot goes to oneDNN only when its predicted gain exceeds `margin`
+    /// times `error` (chosen by cross-validation).
+    pub margin: f64,
+    #[serde(default)]
+    pub cv: std::collections::BTreeMap<String, f64>,
+}
+
+/// A built-in dot model: its name, jaxlib, ONNX and card.
+pub struct BuiltinDots {
+    pub name: &'static str,
+    pub jaxlib: &'static str,
+    pub onnx: &'static [u8],
+    pub card: &'static str,
+}
+
+/// The shipped dot models, one per supported jaxlib.
+pub const BUILTIN_DOTS: &[BuiltinDots] = &[
+    BuiltinDots {
+        name: "xla-cpu-dots-jaxlib-0.10.2",
+        jaxlib: "0.10.2",
+        onnx: include_bytes!("../../models/xla_cpu_dots_jaxlib-0.10.2.onnx"),
+        card: include_str!("../../models/xla_cpu_dots_jaxlib-0.10.2.json"),
+    },
+    BuiltinDots {
+        name: "xla-cpu-dots-jaxlib-0.12.0.1",
+        jaxlib: "0.12.0.1",
+        onnx: include_bytes!("../../models/xla_cpu_dots_jaxlib-0.12.0.1.onnx"),
+        card: include_str!("../../models/xla_cpu_dots_jaxlib-0.12.0.1.json"),
+    },
+];
+
+static LOADED: Mutex<Vec<(&'static str, Arc<DotModel>)>> = Mutex::new(Vec::new());
+
+/// Drops the loaded built-in dot models.
+pub fn clear_cache() {
+    LOADED.lock().unwrap_or_else(|e| e.into_inner()).clear();
+}
+
+/// A loaded dot model and its card.
+pub struct DotModel {
+    rows: costmodel::rows::RowModel,
+    pub card: DotCard,
+    pub origin: String,
+}
+
+impl DotModel {
+    /// The built-in dot model for the XLA a program model was trained on
+    /// (its card's `xla`, `jaxlib 0.10.2`), loaded once per process.
+    pub fn builtin_for_xla(xla: &str) -> Result<Option<Arc<DotModel>>, String> {
+        let Some(b) = BUILTIN_DOTS
+            .iter()
+            .find(|b| xla.strip_prefix("jaxlib ") == Some(b.jaxlib))
+        else {
+            return Ok(None);
+        };
+        let mut loaded = LOADED.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, m)) = loaded.iter().find(|(n, _)| *n == b.name) {
+            return Ok(Some(Arc::clone(m)));
+        }
+        let m = Arc::new(DotModel::from_parts(b.onnx, b.card, b.name)?);
+        loaded.push((b.name, Arc::clone(&m)));
+        Ok(Some(m))
+    }
+
+    pub fn from_parts(onnx: &[u8], card: &str, origin: &str) -> Result<DotModel, String> {
+        let card: DotCard = serde_json::from_str(card)
+            .map_err(|e| format!("{origin}: the dot model's card: {e}"))?;
+        if !(card.margin.is_finite()
+            && card.margin >= 0.0
+            && card.error.is_finite()
+            && card.error >= 0.0)
+        {
+            return Err(format!(
+                "{origin}: the dot model's card has a margin or error that is not a finite non-negative number"
+            ));
+        }
+        let rows = costmodel::rows::RowModel::from_bytes(onnx, NUM_DOT_FEATURES, origin)?;
+        Ok(DotModel {
+            rows,
+            card,
+            origin: origin.to_string(),
+        })
+    }
+
+    /// The predicted log runtime ratio (oneDNN over XLA's default) of each dot.
+    pub fn predict(&self, dots: &[&Dot]) -> Result<Vec<f64>, String> {
+        let data: Vec<f32> = dots
+            .iter()
+            .flat_map(|d| d.features.iter().map(|&x| x as f32))
+            .collect();
+        let values = self.rows.run(&data, dots.len())?;
+        Ok(values.iter().map(|&v| f64::from(v)).collect())
+    }
+}
