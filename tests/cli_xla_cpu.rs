@@ -4,8 +4,9 @@
 //! pass; `hlo-cost cpu-features` writes one row per module; the training
 //! script, run as CI runs it on the committed data
 //! (`testdata/xla_cpu/jaxlib-*.tar.gz`), reproduces the built-in models
-//! byte for byte with their cards (skipped, visibly, without the Python of
-//! costmodel/training/requirements.txt).
+//! byte for byte with their cards, and the dot models from the committed
+//! dot timings (`testdata/xla_cpu/dots-jaxlib-*.npz`) likewise (skipped,
+//! visibly, without the Python of costmodel/training/requirements.txt).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -124,13 +125,53 @@ fn cpu_features_writes_a_row_per_module() {
         .lines()
         .map(|l| serde_json::from_str(l).expect("JSON line"))
         .collect();
-    assert_eq!(lines.len(), 3);
+    let modules = std::fs::read_dir(repo().join("testdata/xla_cpu/modules"))
+        .expect("modules")
+        .filter(|e| {
+            e.as_ref()
+                .is_ok_and(|e| e.path().extension().is_some_and(|x| x == "hlo"))
+        })
+        .count();
+    assert_eq!(lines.len(), modules);
     for l in &lines {
         assert_eq!(
             l["features"].as_array().expect("features").len(),
             passes::xla_cpu::features::NUM_FEATURES
         );
     }
+    // The dots, each with its signature, eligibility and row.
+    let forms = lines
+        .iter()
+        .find(|l| {
+            l["file"]
+                .as_str()
+                .is_some_and(|f| f.ends_with("dot_forms.hlo"))
+        })
+        .expect("dot_forms.hlo's row");
+    let dots: Vec<(String, bool)> = forms["dots"]
+        .as_array()
+        .expect("dots")
+        .iter()
+        .map(|d| {
+            assert_eq!(
+                d["features"].as_array().expect("row").len(),
+                passes::xla_cpu::dots::NUM_DOT_FEATURES
+            );
+            (
+                d["signature"].as_str().expect("signature").to_string(),
+                d["eligible"].as_bool().expect("eligible"),
+            )
+        })
+        .collect();
+    let want = [
+        ("f32[64,128]x[128,256] b[]x[] c[1]x[0]", true),
+        ("bf16[4,16,128]x[4,32,128] b[0]x[0] c[2]x[2]", true),
+        ("f32[2,8,64]x[64,256] b[]x[] c[2]x[0]", true),
+        ("f32[128,256]x[16,128] b[]x[] c[0]x[1]", false),
+        ("s32[64,128]x[128,128] b[]x[] c[1]x[0]", false),
+    ];
+    let want: Vec<(String, bool)> = want.iter().map(|(s, e)| (s.to_string(), *e)).collect();
+    assert_eq!(dots, want);
     let out = Command::new(env!("CARGO_BIN_EXE_hlo-cost"))
         .args(["cpu-features", "testdata/invalid", "-o"])
         .arg(dir.join("bad.jsonl"))
@@ -179,6 +220,47 @@ fn training_reproduces_the_builtin_models() {
             assert!(
                 got == want,
                 "jaxlib {v}: the retrained model.{ext} differs from the shipped one"
+            );
+        }
+    }
+}
+
+#[test]
+fn training_reproduces_the_builtin_dot_models() {
+    let Some(py) = report::python_with(
+        "lightgbm, onnxmltools",
+        "costmodel/training/requirements.txt",
+    ) else {
+        return;
+    };
+    for v in ["0.10.2", "0.12.0.1"] {
+        let dir = tmp(&format!("dots-{v}"));
+        let onnx = dir.join("dots.onnx");
+        let out = Command::new(&py)
+            .arg("costmodel/training/xla_cpu_dots_model.py")
+            .arg(format!("testdata/xla_cpu/dots-jaxlib-{v}.npz"))
+            .arg("--hlo-cost")
+            .arg(env!("CARGO_BIN_EXE_hlo-cost"))
+            .arg("--export")
+            .arg(&onnx)
+            .current_dir(repo())
+            .output()
+            .expect("python");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(stdout.contains("297 dots"), "{stdout}");
+        for ext in ["onnx", "json", "choices.json"] {
+            let got = std::fs::read(dir.join(format!("dots.{ext}"))).expect("exported");
+            let want =
+                std::fs::read(repo().join(format!("passes/models/xla_cpu_dots_jaxlib-{v}.{ext}")))
+                    .expect("shipped");
+            assert!(
+                got == want,
+                "jaxlib {v}: the retrained dots.{ext} differs from the shipped one"
             );
         }
     }

@@ -245,3 +245,38 @@ fn builtin_dot_models_predict_what_lightgbm_predicted_at_export() {
         }
     }
 }
+
+#[test]
+fn a_dot_model_beside_a_program_model_path_is_used() {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("xla_cpu_own_model");
+    let _ = std::fs::create_dir_all(&dir);
+    let models = root().join("passes/models");
+    for (from, to) in [
+        ("xla_cpu_jaxlib-0.10.2.onnx", "model.onnx"),
+        ("xla_cpu_jaxlib-0.10.2.json", "model.json"),
+        ("xla_cpu_dots_jaxlib-0.10.2.onnx", "dots.onnx"),
+        ("xla_cpu_dots_jaxlib-0.10.2.json", "dots.json"),
+    ] {
+        std::fs::copy(models.join(from), dir.join(to)).expect("copy");
+    }
+    let opts = XlaCpuOptions {
+        model: Some(dir.join("model.onnx").display().to_string()),
+        jaxlib: Some("0.10.2".into()),
+        cpu: Some("Intel(R) Xeon(R) Processor".into()),
+    };
+    let m = match xla_cpu::load_model(&opts) {
+        Ok((m, _)) => m,
+        Err(e) => return report::skipped(&format!("the XLA:CPU model cannot be loaded: {e}")),
+    };
+    report::ran();
+    let f = root().join("testdata/xla_cpu/modules/015_gated_mlp_d256_h768_s32_bf16_b64.hlo");
+    let module = hlo::parse_module(&std::fs::read_to_string(f).expect("read")).expect("parse");
+    let record = xla_cpu::decide(&module, &m).expect("decision");
+    let own = dir.join("dots.onnx").display().to_string();
+    assert_eq!(record.dot_model.as_deref(), Some(own.as_str()));
+    assert_eq!(record.onednn.iter().filter(|d| d.onednn).count(), 2);
+    // A broken dot model beside it is an error, not a silent fallback.
+    std::fs::write(dir.join("dots.json"), "{").expect("write");
+    let err = xla_cpu::decide(&module, &m).err().expect("refused");
+    assert!(err.contains("the dot model's card"), "{err}");
+}

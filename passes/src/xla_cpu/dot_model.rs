@@ -87,6 +87,27 @@ impl DotModel {
         Ok(Some(m))
     }
 
+    /// The dot model that goes with a program model: `dots.onnx` (card
+    /// `dots.json`) beside a program model given as a path, as
+    /// `scripts/xla_cpu_retrain` writes them; else the built-in one for the
+    /// XLA the program model was trained on.
+    pub fn for_program_model(origin: &str, xla: &str) -> Result<Option<Arc<DotModel>>, String> {
+        let path = std::path::Path::new(origin);
+        if path.extension().is_some_and(|e| e == "onnx") {
+            let sibling = path.with_file_name("dots.onnx");
+            if sibling.is_file() {
+                let onnx =
+                    std::fs::read(&sibling).map_err(|e| format!("{}: {e}", sibling.display()))?;
+                let card_path = sibling.with_extension("json");
+                let card = std::fs::read_to_string(&card_path)
+                    .map_err(|e| format!("{}: the dot model's card: {e}", card_path.display()))?;
+                return DotModel::from_parts(&onnx, &card, &sibling.display().to_string())
+                    .map(|m| Some(Arc::new(m)));
+            }
+        }
+        DotModel::builtin_for_xla(xla)
+    }
+
     pub fn from_parts(onnx: &[u8], card: &str, origin: &str) -> Result<DotModel, String> {
         let card: DotCard = serde_json::from_str(card)
             .map_err(|e| format!("{origin}: the dot model's card: {e}"))?;

@@ -153,7 +153,7 @@ pub fn decide(m: &Module, model: &KernelModel) -> Result<XlaCpuRecord, String> {
             )
         }
     };
-    let (dot_model, onednn) = decide_dots(m, &card.xla)?;
+    let (dot_model, onednn) = decide_dots(m, &model.origin, &card.xla)?;
     Ok(XlaCpuRecord {
         dot_model,
         onednn,
@@ -170,8 +170,12 @@ pub fn decide(m: &Module, model: &KernelModel) -> Result<XlaCpuRecord, String> {
 /// The per-op choice: each distinct dot oneDNN's matmul takes goes there
 /// when the dot model's predicted gain beats its error times its margin.
 /// No dot model for this XLA: none goes.
-fn decide_dots(m: &Module, xla: &str) -> Result<(Option<String>, Vec<XlaCpuDot>), String> {
-    let Some(model) = dot_model::DotModel::builtin_for_xla(xla)? else {
+fn decide_dots(
+    m: &Module,
+    origin: &str,
+    xla: &str,
+) -> Result<(Option<String>, Vec<XlaCpuDot>), String> {
+    let Some(model) = dot_model::DotModel::for_program_model(origin, xla)? else {
         return Ok((None, Vec::new()));
     };
     let found = dots::dots(m);
