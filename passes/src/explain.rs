@@ -35,7 +35,9 @@ pub struct XlaCpuRecord {
     pub reason: String,
     /// Every candidate, the default first.
     pub predictions: Vec<XlaCpuPrediction>,
-    /// The per-op dot model (built-in name), where one exists for this XLA.
+    /// The per-op dot model (built-in name or path), where one exists for
+    /// this XLA (left out otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub dot_model: Option<String>,
     /// Each distinct dot oneDNN's matmul takes, and whether it goes there.
     pub onednn: Vec<XlaCpuDot>,

@@ -303,7 +303,10 @@ class Compiled:
     def explain(self) -> str:
         d = self.decision
         lines = [f"xla-cpu: model {d['model']} ({d['xla']}, trained on {d['trained_cpu']})",
-                 f"xla-cpu: the model chose {d['chosen']}: {d['reason']}"]
+                 f"xla-cpu: chose {d['chosen']}: {d['reason']}"]
+        if "verified_ratio" in d:
+            lines.append(f"xla-cpu: the model's choice ran x{d['verified_ratio']:.3f} of the default's time on "
+                         f"these arguments (kept at most x{VERIFY_KEEP})")
         dots = d.get("onednn", [])
         if d.get("dot_model"):
             sent = [x for x in dots if x["onednn"]]
@@ -347,7 +350,7 @@ def decide(lowered, *, model: str | None = None) -> tuple[dict[str, Any], list[s
 
 
 def compile(f, *args, model: str | None = None, measure: int | str = 0, check: bool = True,
-            jit_options: dict[str, Any] | None = None, **kwargs: Any) -> Compiled:
+            verify: float = 0.5, jit_options: dict[str, Any] | None = None, **kwargs: Any) -> Compiled:
     """``jax.jit(f, **jit_options).lower(*args, **kwargs)``, the XLA:CPU
     kernels chosen by the model (the default kept unless the predicted
     gain beats the model's error), compiled with jaxlib's own client.
@@ -358,7 +361,11 @@ def compile(f, *args, model: str | None = None, measure: int | str = 0, check: b
     only when it beats the default by more than the control's spread
     (autotuning: K more compiles and about two seconds of runs). ``check``: a chosen candidate other than the
     default must give the default's results on ``args`` (within the
-    dtype's tolerance), else the default is kept with a warning."""
+    dtype's tolerance), else the default is kept with a warning.
+    ``verify``: seconds (at least 5 rounds each) to time the model's choice,
+    when it is not the default, against the default, interleaved on copies
+    of ``args``; it is kept only when it runs at most 0.98x the default's
+    time (0: trust the model; the check of results still runs)."""
     import warnings
 
     import jax
@@ -391,12 +398,12 @@ def compile(f, *args, model: str | None = None, measure: int | str = 0, check: b
         pick = model_pick
     name, opts, sigs = pick
     exe = default_exe if name == "default" else _compile(lowered, opts, sigs)
-    if check and name != "default":
+    if name != "default" and (check or (verify and not measured)):
         # On copies, and without donation where the caller donates.
         want_exe = default_exe if plain is lowered else plain.compile()
         got_exe = exe if plain is lowered else _compile(plain, opts, sigs)
         a, b = _copy_args((args, kwargs)), _copy_args((args, kwargs))
-        if not _same(got_exe(*a[0], **a[1]), want_exe(*b[0], **b[1])):
+        if check and not _same(got_exe(*a[0], **a[1]), want_exe(*b[0], **b[1])):
             warnings.warn(f"xla-cpu: {name} gave other results than XLA's default on these arguments; "
                           "kept the default", stacklevel=2)
             exe, name, sigs = default_exe, "default", ()
@@ -404,9 +411,42 @@ def compile(f, *args, model: str | None = None, measure: int | str = 0, check: b
                 measured["chosen"], measured["why"] = "default", "the faster candidate's results differed"
             else:
                 decision = dict(decision, chosen="default", reason="its results differed from the default's")
+        elif verify and not measured:
+            ratio = _paired_ratio(got_exe, want_exe, (args, kwargs), verify)
+            decision = dict(decision, verified_ratio=ratio)
+            if ratio > VERIFY_KEEP:
+                decision.update(chosen="default", reason=f"the model chose {name}, which ran x{ratio:.3f} of "
+                                f"the default's time on these arguments (kept at most x{VERIFY_KEEP}): kept the default")
+                exe, name, sigs = default_exe, "default", ()
     if not measured and decision["chosen"] != name:
         decision = dict(decision, chosen=name)
     return Compiled(exe, lowered, decision, notes, measured, sigs)
+
+
+#: The model's choice is kept by ``verify`` when it runs at most this
+#: fraction of the default's time.
+VERIFY_KEEP = 0.98
+
+
+def _paired_ratio(exe, base, args_kwargs, budget_s: float, min_rounds: int = 5) -> float:
+    """Median over interleaved rounds of ``exe``'s time over ``base``'s, on
+    copies of the arguments (donated buffers stay the caller's)."""
+    import jax
+
+    args, kwargs = args_kwargs
+    a = _copy_args(args)
+    times: list[list[float]] = [[], []]
+    t_end = time.perf_counter() + budget_s
+    rounds = 0
+    while rounds < min_rounds or (time.perf_counter() < t_end and rounds < 201):
+        order = (0, 1) if rounds % 2 else (1, 0)
+        for k in order:
+            e = (exe, base)[k]
+            t = time.perf_counter()
+            jax.block_until_ready(e(*a, **kwargs))
+            times[k].append(time.perf_counter() - t)
+        rounds += 1
+    return float(np.median(np.asarray(times[0]) / np.asarray(times[1])))
 
 
 def _compile(lowered, opts: dict[str, Any], sigs: Sequence[str] = ()):

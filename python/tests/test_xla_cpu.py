@@ -283,3 +283,59 @@ def test_measuring_all_includes_the_onednn_choices():
     assert xla_cpu._same(c(p, x), jax.jit(attention_mlp)(p, x))
     if "+onednn:" in c.choice:
         assert c.onednn and "__onednn$matmul" in c._exe.as_text()
+
+
+@pytest.mark.parametrize("ratio", [0.5, 1.5])
+def test_the_models_choice_is_kept_only_when_it_runs_faster(monkeypatch, ratio):
+    from hlo_opt import onednn
+
+    if onednn.supported():
+        pytest.skip(onednn.supported())
+    p, x = attention_inputs(jnp.bfloat16)
+    sigs = tuple(sorted({d.signature for d in onednn.dots(jax.jit(attention_mlp).lower(p, x).as_text())
+                         if d.eligible}))
+    monkeypatch.setattr(xla_cpu, "_model_pick", lambda decision, notes: ("default+onednn:9", {}, sigs))
+    timed = []
+    monkeypatch.setattr(xla_cpu, "_paired_ratio", lambda exe, base, a, budget: timed.append(budget) or ratio)
+    c = hj.compile(attention_mlp, p, x)
+    assert timed == [0.5], "the choice was timed once, with the default budget"
+    assert c.decision["verified_ratio"] == ratio and "ran x" in c.explain()
+    if ratio < 1:
+        assert c.choice == "default+onednn:9" and c.onednn == list(sigs)
+    else:
+        assert c.choice == "default" and c.onednn == [] and "kept the default" in c.decision["reason"]
+        leaves_equal(c(p, x), jax.jit(attention_mlp)(p, x))
+    timed.clear()
+    hj.compile(attention_mlp, p, x, verify=0)
+    assert timed == [], "verify=0 trusts the model"
+
+
+def test_paired_ratio_times_both_on_copies():
+    f = jax.jit(lambda a: a * 2.0)
+    g = jax.jit(lambda a: jnp.sort(a) * 2.0)
+    r = xla_cpu._paired_ratio(g, f, ((jnp.ones((1 << 16,)),), {}), 0.05)
+    assert r > 1.0, "a sort costs more than a multiply"
+
+
+def test_dot_labels_are_collected_resumably_on_one_device(tmp_path, monkeypatch):
+    from hlo_opt import onednn, xla_cpu_dots
+
+    if onednn.supported():
+        pytest.skip(onednn.supported())
+    sigs = ["f32[8,16]x[16,32] b[]x[] c[1]x[0]", "bf16[2,4,8]x[2,8,4] b[0]x[0] c[2]x[1]"]
+    out = xla_cpu_dots.collect(sigs, tmp_path / "dots.npz", budget_s=0.01)
+    with np.load(out) as z:
+        assert list(z["signatures"]) == sigs and z["ok"].all() and (z["ratio"] > 0).all()
+        assert all("dot(" in str(h) for h in z["hlo"])
+    measured, real = [], xla_cpu_dots.measure_dot
+    monkeypatch.setattr(xla_cpu_dots, "measure_dot", lambda s, budget_s: measured.append(s) or {
+        "signature": s, "ratio": 1.0, "control": 1.0, "default_ns": 1.0, "rounds": 9, "ok": True, "hlo": ""})
+    xla_cpu_dots.collect(sigs + ["f32[4,4]x[4,4] b[]x[] c[1]x[0]"], out, budget_s=0.01)
+    assert measured == ["f32[4,4]x[4,4] b[]x[] c[1]x[0]"], "what was measured is not measured again"
+    monkeypatch.setattr(xla_cpu, "fingerprint", lambda: {"cpu": "another"})
+    with pytest.raises(RuntimeError, match="was measured on"):
+        xla_cpu_dots.collect(sigs, out)
+    with pytest.raises(ValueError, match="not a dot signature"):
+        xla_cpu_dots.parse_signature("f32[8]x")
+    with pytest.raises(ValueError, match="does not take this form"):
+        real("f32[16,8]x[16,32] b[]x[] c[0]x[0]")
