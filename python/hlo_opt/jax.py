@@ -133,13 +133,16 @@ def compile(
     """``jax.jit(f)`` for ``args``, with hlo-opt's choices.
 
     ``backend="cpu"`` (the default, ``passes`` unset or ``["xla-cpu"]``):
-    the XLA:CPU kernels (YNNPACK or XLA's own) are chosen by the xla-cpu
-    model for this jaxlib and compiled by jaxlib's own CPU client, the XLA
-    ``jax.jit`` uses; XLA's default is kept unless the predicted gain beats
-    the model's error. Returns ``hlo_opt.xla_cpu.Compiled``, called as
+    the XLA:CPU kernels (YNNPACK or XLA's own per program, a oneDNN matmul
+    or not per dot) are chosen by the xla-cpu models for this jaxlib and
+    compiled by jaxlib's own CPU client, the XLA ``jax.jit`` uses; XLA's
+    default is kept unless the predicted gain beats the model's error, and
+    a choice other than the default is timed against it on ``args`` and
+    kept only when faster. Returns ``hlo_opt.xla_cpu.Compiled``, called as
     ``f``. Keywords: ``model`` (a model file), ``measure=K`` (time the K
     best predicted candidates and the default on ``args``, keep the
-    fastest beyond noise), ``check``, ``jit_options`` (``jax.jit``'s
+    fastest beyond noise), ``check``, ``verify`` (seconds of that timing;
+    0 trusts the model), ``jit_options`` (``jax.jit``'s
     keywords: ``donate_argnums``, ``static_argnums``, ...) and ``kwargs``
     (keyword arguments of ``f``). docs/xla-cpu.md.
 
