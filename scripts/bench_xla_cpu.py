@@ -78,7 +78,7 @@ def bench(p, rounds: int, oracle_budget: float, seed: int = 0) -> dict:
     med = {k: float(np.median(v)) * 1e3 for k, v in times.items()}
     paired = {k: float(np.median(np.asarray(times[k]) / np.asarray(times["jax.jit"]))) for k in runners}
     return dict(program=p.name, family=p.family, dtype=p.dtype, batch=p.batch, jaxlib=jaxlib.__version__,
-                chosen=chosen, onednn_dots=len(compiled.onednn), measured_choice=tuned.choice, measured_compile_s=tuned_total, oracle=names[best], oracle_ratio=float(ratio[best]),
+                chosen=chosen, onednn_ops=len(compiled.onednn), measured_choice=tuned.choice, measured_compile_s=tuned_total, oracle=names[best], oracle_ratio=float(ratio[best]),
                 model_pred=[(q["candidate"], round(q["change_pct"], 1)) for q in decision["predictions"]],
                 ms=med, ratio_to_jit=paired, same_results=bool(same), rounds=rounds,
                 xla_compile_s=xla_compile, decide_s=decide_s, hlo_opt_compile_s=hlo_opt_total,

@@ -5,7 +5,7 @@
 //! script, run as CI runs it on the committed data
 //! (`testdata/xla_cpu/jaxlib-*.tar.gz`), reproduces the built-in models
 //! byte for byte with their cards, and the dot models from the committed
-//! dot timings (`testdata/xla_cpu/dots-jaxlib-*.npz`) likewise (skipped,
+//! dot timings (`testdata/xla_cpu/ops-jaxlib-*.npz`) likewise (skipped,
 //! visibly, without the Python of costmodel/training/requirements.txt).
 
 use std::path::{Path, PathBuf};
@@ -148,14 +148,14 @@ fn cpu_features_writes_a_row_per_module() {
                 .is_some_and(|f| f.ends_with("dot_forms.hlo"))
         })
         .expect("dot_forms.hlo's row");
-    let dots: Vec<(String, bool)> = forms["dots"]
+    let dots: Vec<(String, bool)> = forms["ops"]
         .as_array()
-        .expect("dots")
+        .expect("ops")
         .iter()
         .map(|d| {
             assert_eq!(
                 d["features"].as_array().expect("row").len(),
-                passes::xla_cpu::dots::NUM_DOT_FEATURES
+                passes::xla_cpu::contractions::NUM_OP_FEATURES
             );
             (
                 d["signature"].as_str().expect("signature").to_string(),
@@ -226,7 +226,7 @@ fn training_reproduces_the_builtin_models() {
 }
 
 #[test]
-fn training_reproduces_the_builtin_dot_models() {
+fn training_reproduces_the_builtin_op_models() {
     let Some(py) = report::python_with(
         "lightgbm, onnxmltools",
         "costmodel/training/requirements.txt",
@@ -234,11 +234,11 @@ fn training_reproduces_the_builtin_dot_models() {
         return;
     };
     for v in ["0.10.2", "0.12.0.1"] {
-        let dir = tmp(&format!("dots-{v}"));
-        let onnx = dir.join("dots.onnx");
+        let dir = tmp(&format!("ops-{v}"));
+        let onnx = dir.join("ops.onnx");
         let out = Command::new(&py)
-            .arg("costmodel/training/xla_cpu_dots_model.py")
-            .arg(format!("testdata/xla_cpu/dots-jaxlib-{v}.npz"))
+            .arg("costmodel/training/xla_cpu_ops_model.py")
+            .arg(format!("testdata/xla_cpu/ops-jaxlib-{v}.npz"))
             .arg("--hlo-cost")
             .arg(env!("CARGO_BIN_EXE_hlo-cost"))
             .arg("--export")
@@ -252,15 +252,15 @@ fn training_reproduces_the_builtin_dot_models() {
             "{stdout}\n{}",
             String::from_utf8_lossy(&out.stderr)
         );
-        assert!(stdout.contains("297 dots"), "{stdout}");
+        assert!(stdout.contains(" ops, "), "{stdout}");
         for ext in ["onnx", "json", "choices.json"] {
-            let got = std::fs::read(dir.join(format!("dots.{ext}"))).expect("exported");
+            let got = std::fs::read(dir.join(format!("ops.{ext}"))).expect("exported");
             let want =
-                std::fs::read(repo().join(format!("passes/models/xla_cpu_dots_jaxlib-{v}.{ext}")))
+                std::fs::read(repo().join(format!("passes/models/xla_cpu_ops_jaxlib-{v}.{ext}")))
                     .expect("shipped");
             assert!(
                 got == want,
-                "jaxlib {v}: the retrained dots.{ext} differs from the shipped one"
+                "jaxlib {v}: the retrained ops.{ext} differs from the shipped one"
             );
         }
     }

@@ -300,7 +300,7 @@ pub extern "C" fn hlo_opt_release_caches() -> hlo_opt_status_t {
     guard(|| {
         costmodel::onnx::clear_caches();
         passes::xla_cpu::model::clear_cache();
-        passes::xla_cpu::dot_model::clear_cache();
+        passes::xla_cpu::op_model::clear_cache();
         Ok(())
     })
 }

@@ -35,25 +35,26 @@ pub struct XlaCpuRecord {
     pub reason: String,
     /// Every candidate, the default first.
     pub predictions: Vec<XlaCpuPrediction>,
-    /// The per-op dot model (built-in name or path), where one exists for
+    /// The per-op model (built-in name or path), where one exists for
     /// this XLA (left out otherwise).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub dot_model: Option<String>,
-    /// Each distinct dot oneDNN's matmul takes, and whether it goes there.
-    pub onednn: Vec<XlaCpuDot>,
+    pub op_model: Option<String>,
+    /// Each distinct dot and convolution oneDNN takes, and whether it goes there.
+    pub onednn: Vec<XlaCpuOp>,
 }
 
-/// One distinct dot of the xla-cpu pass's per-op choice (`passes::xla_cpu::dots`).
+/// One distinct dot or convolution of the xla-cpu pass's per-op choice
+/// (`passes::xla_cpu::contractions`).
 #[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct XlaCpuDot {
+pub struct XlaCpuOp {
     /// `bf16[8,256]x[256,512] b[]x[] c[1]x[0]`, as `hlo_opt.onednn` matches it.
     pub signature: String,
-    /// How many dots of the program have it.
+    /// How many ops of the program have it.
     pub count: usize,
     /// Predicted runtime change of a oneDNN matmul against XLA's default
-    /// kernel for this dot alone, percent (negative = faster).
+    /// kernel for this op alone, percent (negative = faster).
     pub change_pct: f64,
-    /// The gain it needs: the dot model's error times its margin, percent.
+    /// The gain it needs: the op model's error times its margin, percent.
     pub required_gain_pct: f64,
     /// Whether it goes to oneDNN.
     pub onednn: bool,

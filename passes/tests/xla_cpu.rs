@@ -179,21 +179,21 @@ fn a_model_for_another_jaxlib_is_refused_and_another_cpu_is_warned_about() {
 }
 
 #[test]
-fn builtin_dot_models_predict_what_lightgbm_predicted_at_export() {
-    use xla_cpu::dot_model::{DotModel, BUILTIN_DOTS};
-    for b in BUILTIN_DOTS {
-        let m = match DotModel::builtin_for_xla(&format!("jaxlib {}", b.jaxlib)) {
+fn builtin_op_models_predict_what_lightgbm_predicted_at_export() {
+    use xla_cpu::op_model::{OpModel, BUILTIN_OPS};
+    for b in BUILTIN_OPS {
+        let m = match OpModel::builtin_for_xla(&format!("jaxlib {}", b.jaxlib)) {
             Ok(Some(m)) => m,
-            Ok(None) => panic!("{}: no built-in dot model for its own jaxlib", b.name),
+            Ok(None) => panic!("{}: no built-in op model for its own jaxlib", b.name),
             Err(e) => {
-                report::skipped(&format!("the XLA:CPU dot model cannot be loaded: {e}"));
+                report::skipped(&format!("the XLA:CPU op model cannot be loaded: {e}"));
                 return;
             }
         };
         report::ran();
         let choices: Vec<serde_json::Value> = serde_json::from_str(
             &std::fs::read_to_string(root().join(format!(
-                "passes/models/xla_cpu_dots_jaxlib-{}.choices.json",
+                "passes/models/xla_cpu_ops_jaxlib-{}.choices.json",
                 b.jaxlib
             )))
             .expect("choices file"),
@@ -201,11 +201,11 @@ fn builtin_dot_models_predict_what_lightgbm_predicted_at_export() {
         .expect("choices JSON");
         assert_eq!(
             choices.len(),
-            m.card.dots,
-            "{}: one check per training dot",
+            m.card.ops,
+            "{}: one check per training op",
             b.name
         );
-        let dots: Vec<xla_cpu::dots::Dot> = choices
+        let dots: Vec<xla_cpu::contractions::Contraction> = choices
             .iter()
             .map(|c| {
                 let f: Vec<f64> = c["features"]
@@ -214,7 +214,7 @@ fn builtin_dot_models_predict_what_lightgbm_predicted_at_export() {
                     .iter()
                     .map(|v| v.as_f64().expect("f64"))
                     .collect();
-                xla_cpu::dots::Dot {
+                xla_cpu::contractions::Contraction {
                     signature: c["signature"].as_str().expect("signature").into(),
                     eligible: true,
                     count: 1,
@@ -247,15 +247,15 @@ fn builtin_dot_models_predict_what_lightgbm_predicted_at_export() {
 }
 
 #[test]
-fn a_dot_model_beside_a_program_model_path_is_used() {
+fn an_op_model_beside_a_program_model_path_is_used() {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("xla_cpu_own_model");
     let _ = std::fs::create_dir_all(&dir);
     let models = root().join("passes/models");
     for (from, to) in [
         ("xla_cpu_jaxlib-0.10.2.onnx", "model.onnx"),
         ("xla_cpu_jaxlib-0.10.2.json", "model.json"),
-        ("xla_cpu_dots_jaxlib-0.10.2.onnx", "dots.onnx"),
-        ("xla_cpu_dots_jaxlib-0.10.2.json", "dots.json"),
+        ("xla_cpu_ops_jaxlib-0.10.2.onnx", "ops.onnx"),
+        ("xla_cpu_ops_jaxlib-0.10.2.json", "ops.json"),
     ] {
         std::fs::copy(models.join(from), dir.join(to)).expect("copy");
     }
@@ -272,11 +272,11 @@ fn a_dot_model_beside_a_program_model_path_is_used() {
     let f = root().join("testdata/xla_cpu/modules/015_gated_mlp_d256_h768_s32_bf16_b64.hlo");
     let module = hlo::parse_module(&std::fs::read_to_string(f).expect("read")).expect("parse");
     let record = xla_cpu::decide(&module, &m).expect("decision");
-    let own = dir.join("dots.onnx").display().to_string();
-    assert_eq!(record.dot_model.as_deref(), Some(own.as_str()));
+    let own = dir.join("ops.onnx").display().to_string();
+    assert_eq!(record.op_model.as_deref(), Some(own.as_str()));
     assert_eq!(record.onednn.iter().filter(|d| d.onednn).count(), 2);
-    // A broken dot model beside it is an error, not a silent fallback.
-    std::fs::write(dir.join("dots.json"), "{").expect("write");
+    // A broken op model beside it is an error, not a silent fallback.
+    std::fs::write(dir.join("ops.json"), "{").expect("write");
     let err = xla_cpu::decide(&module, &m).err().expect("refused");
-    assert!(err.contains("the dot model's card"), "{err}");
+    assert!(err.contains("the op model's card"), "{err}");
 }

@@ -99,7 +99,8 @@ def measure(lowered, args: Sequence[Any], *, candidates=None, budget_s: float = 
     """Compiles each candidate of ``lowered`` and times them interleaved.
 
     A candidate is ``(name, compile options)``, or ``(name, compile options,
-    dot signatures)`` whose dots run as oneDNN matmuls (:mod:`hlo_opt.onednn`).
+    op signatures)`` whose dots and convolutions run on oneDNN
+    (:mod:`hlo_opt.onednn`).
 
     Returns ``{"candidates", "ratio", "runtime_ns", "compile_s", "alias",
     "ok", "control_ratio", "rounds", "default_ns"}``: ``ratio[i]`` is the
@@ -272,9 +273,9 @@ class Compiled:
     buffers as ``jax.jit(f)`` (it is jax's own compiled executable)."""
 
     def __init__(self, executable, lowered, decision: dict[str, Any], notes: list[str],
-                 measured: dict[str, Any] | None, onednn_dots: Sequence[str] = ()):
+                 measured: dict[str, Any] | None, onednn_ops: Sequence[str] = ()):
         self._exe = executable
-        self._onednn = list(onednn_dots)
+        self._onednn = list(onednn_ops)
         self.lowered = lowered
         #: The pass's decision (chosen, options, reason, predictions, model, xla).
         self.decision = decision
@@ -287,7 +288,7 @@ class Compiled:
     def choice(self) -> str:
         """The candidate that runs: ``default`` (XLA's own choice), a
         module-wide candidate (``ynn:none``, ...), either followed by
-        ``+onednn:N`` when N distinct dots run as oneDNN matmuls."""
+        ``+onednn:N`` when N distinct dots and convolutions run on oneDNN."""
         return self.measured["chosen"] if self.measured else self.decision["chosen"]
 
     @property
@@ -297,7 +298,7 @@ class Compiled:
 
     @property
     def onednn(self) -> list[str]:
-        """The dot signatures that run as oneDNN matmuls."""
+        """The signatures of the dots and convolutions that run on oneDNN."""
         return list(self._onednn)
 
     def explain(self) -> str:
@@ -308,10 +309,10 @@ class Compiled:
             lines.append(f"xla-cpu: the model's choice ran x{d['verified_ratio']:.3f} of the default's time on "
                          f"these arguments (kept at most x{VERIFY_KEEP})")
         dots = d.get("onednn", [])
-        if d.get("dot_model"):
+        if d.get("op_model"):
             sent = [x for x in dots if x["onednn"]]
-            lines.append(f"xla-cpu: per-op dot model {d['dot_model']}: {len(sent)} of {len(dots)} distinct dots "
-                         "to oneDNN")
+            lines.append(f"xla-cpu: per-op model {d['op_model']}: {len(sent)} of {len(dots)} distinct dots and "
+                         "convolutions to oneDNN")
             for x in sent:
                 lines.append(f"  {x['signature']:<48} x{x['count']:<2} predicted {x['change_pct']:+.1f}% "
                              f"(needs {x['required_gain_pct']:.1f}%)")
@@ -450,31 +451,31 @@ def _paired_ratio(exe, base, args_kwargs, budget_s: float, min_rounds: int = 5) 
 
 
 def _compile(lowered, opts: dict[str, Any], sigs: Sequence[str] = ()):
-    """``lowered`` compiled with the compile options ``opts``, the dots
-    ``sigs`` as oneDNN matmuls."""
+    """``lowered`` compiled with the compile options ``opts``, the ops
+    ``sigs`` on oneDNN."""
     if sigs:
         lowered = lowered.with_onednn(sigs) if isinstance(lowered, _Bound) else onednn.lowered_with(lowered, sigs)[0]
     return lowered.compile(compiler_options=opts) if opts else lowered.compile()
 
 
-def _with_dots(name: str, sigs: Sequence[str]) -> str:
+def _with_ops(name: str, sigs: Sequence[str]) -> str:
     return f"{name}+onednn:{len(sigs)}" if sigs else name
 
 
 def _model_pick(decision: dict[str, Any], notes: list[str]) -> tuple[str, dict[str, Any], tuple[str, ...]]:
-    """The model's choice as (name, compile options, oneDNN dots)."""
+    """The model's choice as (name, compile options, oneDNN ops)."""
     sigs = tuple(d["signature"] for d in decision.get("onednn", []) if d["onednn"])
     if sigs and (why := onednn.supported()):
         notes.append(why)
         sigs = ()
     base = decision["chosen"].split("+onednn:")[0]
-    return _with_dots(base, sigs), options_of(base), sigs
+    return _with_ops(base, sigs), options_of(base), sigs
 
 
 def _measured_space(decision, model_pick, measure, lowered):
     """The candidates ``measure`` compiles and times: the default, the
     model's choice, and the module-wide candidates (``"all"``: every one,
-    and every eligible dot as a oneDNN matmul; K: the K best predicted)."""
+    and every eligible op on oneDNN; K: the K best predicted)."""
     if measure is True or measure == "all":
         names = list(CANDIDATE_NAMES)
     elif isinstance(measure, int) and measure > 0:
@@ -487,9 +488,9 @@ def _measured_space(decision, model_pick, measure, lowered):
     if model_pick[2]:
         cands.append(model_pick)
     if (measure is True or measure == "all") and not onednn.supported():
-        every = tuple(dict.fromkeys(d.signature for d in onednn.dots(lowered.as_text()) if d.eligible))
+        every = tuple(dict.fromkeys(d.signature for d in onednn.contractions(lowered.as_text()) if d.eligible))
         if every and every != model_pick[2]:
-            cands.append((_with_dots("default", every) + " (every dot)", {}, every))
+            cands.append((_with_ops("default", every) + " (every op)", {}, every))
     return cands
 
 

@@ -222,7 +222,7 @@ def test_onednn_rewrite_is_honoured_and_leaves_jax_caches_alone(dtype):
     p, x = attention_inputs(dtype)
     lowered = jax.jit(attention_mlp).lower(p, x)
     before = lowered.as_text()
-    dots = onednn.dots(before)
+    dots = onednn.contractions(before)
     eligible = sorted({d.signature for d in dots if d.eligible})
     assert len(eligible) >= 4, dots
     rewritten, n = onednn.lowered_with(lowered, eligible)
@@ -236,7 +236,37 @@ def test_onednn_rewrite_is_honoured_and_leaves_jax_caches_alone(dtype):
     assert 1 <= n1 < n and one.compile().as_text().count("__onednn$matmul\"") == n1
 
 
-def test_the_rust_pass_and_the_rewrite_agree_on_every_dot():
+def conv_net(w, x, x1):
+    h = jax.nn.relu(jax.lax.conv_general_dilated(x, w["a"], (2, 2), [(1, 0), (1, 0)],
+                                                 dimension_numbers=("NHWC", "HWIO", "NHWC")))
+    d = jax.lax.conv_general_dilated(x1, w["b"], (1,), [(2, 2)], rhs_dilation=(2,),
+                                     dimension_numbers=("NWC", "WIO", "NWC"))
+    g = jax.lax.conv_general_dilated(x, w["dw"], (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"),
+                                     feature_group_count=16)
+    return h, d, g
+
+
+@pytest.mark.parametrize("dtype", [jnp.float32, jnp.bfloat16])
+def test_onednn_convolutions_are_honoured(dtype):
+    from hlo_opt import onednn
+
+    if onednn.supported():
+        pytest.skip(onednn.supported())
+    k = jax.random.PRNGKey(5)
+    n = lambda i, s, sc=1.0: (jax.random.normal(jax.random.fold_in(k, i), s) * sc).astype(dtype)  # noqa: E731
+    w = {"a": n(0, (3, 3, 16, 32), 0.1), "b": n(1, (3, 16, 16), 0.1), "dw": n(2, (3, 3, 1, 16), 0.3)}
+    args = (w, n(3, (2, 8, 8, 16)), n(4, (2, 32, 16)))
+    lowered = jax.jit(conv_net).lower(*args)
+    convs = [c for c in onednn.contractions(lowered.as_text()) if c.signature.startswith("conv ")]
+    assert [c.eligible for c in convs] == [True, True, False], "a grouped convolution keeps XLA's kernel"
+    rewritten, n_ops = onednn.lowered_with(lowered, [c.signature for c in convs])
+    assert n_ops == 2
+    exe = rewritten.compile()
+    assert exe.as_text().count('custom_call_target="__onednn$convolution"') == 2
+    assert xla_cpu._same(exe(*args), jax.jit(conv_net)(*args))
+
+
+def test_the_rust_pass_and_the_rewrite_agree_on_every_op():
     from hlo_opt import onednn
     from hlo_opt.cpu_corpus import programs
 
@@ -244,17 +274,20 @@ def test_the_rust_pass_and_the_rewrite_agree_on_every_dot():
     for prog in programs(seed=0, count=28)[::2]:
         lowered = jax.jit(prog.fn).lower(*prog.args)
         record, _ = xla_cpu.decide(lowered)
-        if record.get("dot_model") is None:
-            pytest.skip("no dot model for this jaxlib")
+        if record.get("op_model") is None:
+            pytest.skip("no op model for this jaxlib")
         rust = {d["signature"] for d in record["onednn"]}
-        py = {d.signature for d in onednn.dots(lowered.as_text()) if d.eligible}
+        py = {d.signature for d in onednn.contractions(lowered.as_text()) if d.eligible}
         assert rust == py, prog.name
         checked += len(py)
-    p, x = attention_inputs(jnp.bfloat16)
-    lowered = jax.jit(attention_mlp).lower(p, x)
-    record, _ = xla_cpu.decide(lowered)
-    assert {d["signature"] for d in record["onednn"]} == \
-        {d.signature for d in onednn.dots(lowered.as_text()) if d.eligible}
+    k = jax.random.PRNGKey(0)
+    w = {"a": jnp.ones((3, 3, 16, 32)), "b": jnp.ones((3, 16, 16)), "dw": jnp.ones((3, 3, 1, 16))}
+    for f, args in [(attention_mlp, attention_inputs(jnp.bfloat16)),
+                    (conv_net, (w, jax.random.normal(k, (2, 8, 8, 16)), jax.random.normal(k, (2, 32, 16))))]:
+        lowered = jax.jit(f).lower(*args)
+        record, _ = xla_cpu.decide(lowered)
+        assert {d["signature"] for d in record["onednn"]} == \
+            {d.signature for d in onednn.contractions(lowered.as_text()) if d.eligible}
     assert checked >= 10
 
 
@@ -279,7 +312,7 @@ def test_measuring_all_includes_the_onednn_choices():
     p, x = attention_inputs(jnp.bfloat16)
     c = hj.compile(attention_mlp, p, x, measure="all")
     names = c.measured["candidates"]
-    assert any(n.endswith("(every dot)") or "+onednn:" in n for n in names), names
+    assert any(n.endswith("(every op)") or "+onednn:" in n for n in names), names
     assert xla_cpu._same(c(p, x), jax.jit(attention_mlp)(p, x))
     if "+onednn:" in c.choice:
         assert c.onednn and "__onednn$matmul" in c._exe.as_text()
@@ -292,7 +325,7 @@ def test_the_models_choice_is_kept_only_when_it_runs_faster(monkeypatch, ratio):
     if onednn.supported():
         pytest.skip(onednn.supported())
     p, x = attention_inputs(jnp.bfloat16)
-    sigs = tuple(sorted({d.signature for d in onednn.dots(jax.jit(attention_mlp).lower(p, x).as_text())
+    sigs = tuple(sorted({d.signature for d in onednn.contractions(jax.jit(attention_mlp).lower(p, x).as_text())
                          if d.eligible}))
     monkeypatch.setattr(xla_cpu, "_model_pick", lambda decision, notes: ("default+onednn:9", {}, sigs))
     timed = []
@@ -317,25 +350,25 @@ def test_paired_ratio_times_both_on_copies():
     assert r > 1.0, "a sort costs more than a multiply"
 
 
-def test_dot_labels_are_collected_resumably_on_one_device(tmp_path, monkeypatch):
-    from hlo_opt import onednn, xla_cpu_dots
+def test_op_labels_are_collected_resumably_on_one_device(tmp_path, monkeypatch):
+    from hlo_opt import onednn, xla_cpu_ops
 
     if onednn.supported():
         pytest.skip(onednn.supported())
     sigs = ["f32[8,16]x[16,32] b[]x[] c[1]x[0]", "bf16[2,4,8]x[2,8,4] b[0]x[0] c[2]x[1]"]
-    out = xla_cpu_dots.collect(sigs, tmp_path / "dots.npz", budget_s=0.01)
+    out = xla_cpu_ops.collect(sigs, tmp_path / "ops.npz", budget_s=0.01)
     with np.load(out) as z:
         assert list(z["signatures"]) == sigs and z["ok"].all() and (z["ratio"] > 0).all()
         assert all("dot(" in str(h) for h in z["hlo"])
-    measured, real = [], xla_cpu_dots.measure_dot
-    monkeypatch.setattr(xla_cpu_dots, "measure_dot", lambda s, budget_s: measured.append(s) or {
+    measured, real = [], xla_cpu_ops.measure_op
+    monkeypatch.setattr(xla_cpu_ops, "measure_op", lambda s, budget_s: measured.append(s) or {
         "signature": s, "ratio": 1.0, "control": 1.0, "default_ns": 1.0, "rounds": 9, "ok": True, "hlo": ""})
-    xla_cpu_dots.collect(sigs + ["f32[4,4]x[4,4] b[]x[] c[1]x[0]"], out, budget_s=0.01)
+    xla_cpu_ops.collect(sigs + ["f32[4,4]x[4,4] b[]x[] c[1]x[0]"], out, budget_s=0.01)
     assert measured == ["f32[4,4]x[4,4] b[]x[] c[1]x[0]"], "what was measured is not measured again"
     monkeypatch.setattr(xla_cpu, "fingerprint", lambda: {"cpu": "another"})
     with pytest.raises(RuntimeError, match="was measured on"):
-        xla_cpu_dots.collect(sigs, out)
+        xla_cpu_ops.collect(sigs, out)
     with pytest.raises(ValueError, match="not a dot signature"):
-        xla_cpu_dots.parse_signature("f32[8]x")
-    with pytest.raises(ValueError, match="does not take this form"):
+        xla_cpu_ops.parse_signature("f32[8]x")
+    with pytest.raises(ValueError, match="oneDNN does not take this form"):
         real("f32[16,8]x[16,32] b[]x[] c[0]x[0]")

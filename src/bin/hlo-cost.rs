@@ -108,8 +108,8 @@ enum Command {
     /// data `costmodel/training/xla_gpu_ranker.py` learns from.
     GpuCandidates(GpuCandidatesArgs),
     /// Write the XLA:CPU kernel model's program features of HLO modules (one
-    /// JSON object per line: file, features, and the dots with their
-    /// signatures, oneDNN eligibility and dot-model rows), the rows
+    /// JSON object per line: file, features, and the dots and convolutions
+    /// with their signatures, oneDNN eligibility and op-model rows), the rows
     /// `costmodel/training/xla_cpu_model.py` learns from.
     CpuFeatures(CpuFeaturesArgs),
 }
@@ -482,14 +482,14 @@ fn cpu_features_cmd(args: &CpuFeaturesArgs) -> Result<ExitCode, Failure> {
         let bytes = std::fs::read(f).map_err(|e| CliError(format!("{}: {e}", f.display())))?;
         let loaded = hlo::load_bytes(bytes, &f.display().to_string()).map_err(Failure::Hlo)?;
         let row = program_features(&loaded.module);
-        let dots: Vec<_> = passes::xla_cpu::dots::dots(&loaded.module)
+        let ops: Vec<_> = passes::xla_cpu::contractions::contractions(&loaded.module)
             .into_iter()
             .map(|d| {
                 serde_json::json!({ "signature": d.signature, "eligible": d.eligible,
                                     "count": d.count, "features": d.features.to_vec() })
             })
             .collect();
-        let line = serde_json::json!({ "file": f.display().to_string(), "features": row.to_vec(), "dots": dots });
+        let line = serde_json::json!({ "file": f.display().to_string(), "features": row.to_vec(), "ops": ops });
         text += &line.to_string();
         text.push('\n');
     }

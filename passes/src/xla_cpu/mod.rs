@@ -6,25 +6,26 @@
 //!   [`model`] (predicted runtime of each [`candidates`] entry over XLA's
 //!   default) -> [`decide`] (a candidate other than the default only when
 //!   its predicted gain beats the model's measured error);
-//! - per op, the dots that run as oneDNN matmuls: [`dots`] (each distinct
-//!   dot's signature and row) -> [`dot_model`] (predicted runtime of a
-//!   oneDNN matmul over XLA's kernel) -> the same trust rule.
+//! - per op, the dots and convolutions that run on oneDNN:
+//!   [`contractions`] (each distinct op's signature and row) ->
+//!   [`op_model`] (predicted runtime of oneDNN over XLA's kernel) -> the
+//!   same trust rule.
 //!
 //! Then the report (`--explain`, the [`crate::explain::XlaCpuRecord`]). The
 //! module is not changed: the option is handed to XLA by the caller
-//! (`hlo-opt --compile-options`, `hlo_opt.jax.compile`), and the dots by
+//! (`hlo-opt --compile-options`, `hlo_opt.jax.compile`), and the ops by
 //! signature to `hlo_opt.onednn`, which rewrites the StableHLO that jax
 //! lowers.
 
 pub mod candidates;
-pub mod dot_model;
-pub mod dots;
+pub mod contractions;
 pub mod features;
 pub mod model;
+pub mod op_model;
 
 use hlo::Module;
 
-use crate::explain::{Record, XlaCpuDot, XlaCpuPrediction, XlaCpuRecord};
+use crate::explain::{Record, XlaCpuOp, XlaCpuPrediction, XlaCpuRecord};
 use crate::{Changed, Pass, PassContext, PassError};
 use candidates::Candidate;
 use model::KernelModel;
@@ -153,9 +154,9 @@ pub fn decide(m: &Module, model: &KernelModel) -> Result<XlaCpuRecord, String> {
             )
         }
     };
-    let (dot_model, onednn) = decide_dots(m, &model.origin, &card.xla)?;
+    let (op_model, onednn) = decide_ops(m, &model.origin, &card.xla)?;
     Ok(XlaCpuRecord {
-        dot_model,
+        op_model,
         onednn,
         model: model.origin.clone(),
         xla: card.xla.clone(),
@@ -167,25 +168,25 @@ pub fn decide(m: &Module, model: &KernelModel) -> Result<XlaCpuRecord, String> {
     })
 }
 
-/// The per-op choice: each distinct dot oneDNN's matmul takes goes there
-/// when the dot model's predicted gain beats its error times its margin.
-/// No dot model for this XLA: none goes.
-fn decide_dots(
+/// The per-op choice: each distinct dot or convolution oneDNN takes goes
+/// there when the op model's predicted gain beats its error times its
+/// margin. No op model for this XLA: none goes.
+fn decide_ops(
     m: &Module,
     origin: &str,
     xla: &str,
-) -> Result<(Option<String>, Vec<XlaCpuDot>), String> {
-    let Some(model) = dot_model::DotModel::for_program_model(origin, xla)? else {
+) -> Result<(Option<String>, Vec<XlaCpuOp>), String> {
+    let Some(model) = op_model::OpModel::for_program_model(origin, xla)? else {
         return Ok((None, Vec::new()));
     };
-    let found = dots::dots(m);
-    let eligible: Vec<&dots::Dot> = found.iter().filter(|d| d.eligible).collect();
+    let found = contractions::contractions(m);
+    let eligible: Vec<&contractions::Contraction> = found.iter().filter(|d| d.eligible).collect();
     let pred = model.predict(&eligible)?;
     let (err, margin) = (model.card.error, model.card.margin);
     let choices = eligible
         .iter()
         .zip(pred)
-        .map(|(d, p)| XlaCpuDot {
+        .map(|(d, p)| XlaCpuOp {
             signature: d.signature.clone(),
             count: d.count,
             change_pct: (p.exp() - 1.0) * 100.0,
@@ -266,10 +267,10 @@ pub fn report(r: &XlaCpuRecord, all: bool) -> String {
             }
         );
     }
-    if let Some(dm) = &r.dot_model {
+    if let Some(dm) = &r.op_model {
         let sent = r.onednn.iter().filter(|d| d.onednn).count();
         s += &format!(
-            "xla-cpu: per-op dot model {dm}: {sent} of {} distinct dots to oneDNN\n",
+            "xla-cpu: per-op model {dm}: {sent} of {} distinct dots and convolutions to oneDNN\n",
             r.onednn.len()
         );
         for d in &r.onednn {

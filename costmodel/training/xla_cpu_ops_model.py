@@ -1,21 +1,21 @@
-"""The XLA:CPU dot model: learns, from dots timed alone on this CPU
-(`python -m hlo_opt.xla_cpu_dots collect`: one .npz per jaxlib), the log
-runtime ratio of a oneDNN matmul over XLA's default kernel for a dot, and
-the margin the per-op decision needs; reports K-fold cross-validation over
-the dots; exports the model as ONNX with its card (JSON) for
-`hlo-opt --pass=xla-cpu`.
+"""The XLA:CPU op model: learns, from dots and convolutions timed alone on
+this CPU (`python -m hlo_opt.xla_cpu_ops collect`: one .npz per jaxlib), the
+log runtime ratio of a oneDNN matmul or convolution over XLA's default
+kernel for the op, and the margin the per-op decision needs; reports K-fold
+cross-validation over the ops; exports the model as ONNX with its card
+(JSON) for `hlo-opt --pass=xla-cpu`.
 
-    python costmodel/training/xla_cpu_dots_model.py DOTS.npz [--export passes/models/xla_cpu_dots_jaxlib-X.onnx]
+    python costmodel/training/xla_cpu_ops_model.py OPS.npz [--export passes/models/xla_cpu_ops_jaxlib-X.onnx]
 
 The rows come from `hlo-cost cpu-features` (--hlo-cost, default
-target/release/hlo-cost) run on each dot's HLO module stored in the npz:
-the Rust featurizer the pass uses (passes/src/xla_cpu/dots.rs), so training
-and the pass read the same rows. Needs numpy and lightgbm (--export:
-onnxmltools), pinned in costmodel/training/requirements.txt.
+target/release/hlo-cost) run on each op's HLO module stored in the npz:
+the Rust featurizer the pass uses (passes/src/xla_cpu/contractions.rs), so
+training and the pass read the same rows. Needs numpy and lightgbm
+(--export: onnxmltools), pinned in costmodel/training/requirements.txt.
 
-The decision it trains for: send a dot to oneDNN only when the predicted
+The decision it trains for: send an op to oneDNN only when the predicted
 gain beats `margin` times the model's cross-validated error. Its outcome on
-a dot is the measured ratio when sent, 1 otherwise; the oracle's is
+an op is the measured ratio when sent, 1 otherwise; the oracle's is
 min(1, ratio). Cross-validation picks the variant and the margin by the
 mean slowdown against the oracle, and among settings within SAFETY of the
 best, the largest margin.
@@ -41,7 +41,7 @@ VARIANTS = {
 }
 MARGINS = (0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0)
 #: Mean slowdowns within 2 percentage points are a tie, broken toward the
-#: larger margin: a dot sent to oneDNN that runs slower costs the program
+#: larger margin: an op sent to oneDNN that runs slower costs the program
 #: more than a gain left on the table (the 2% a chosen program may lose).
 SAFETY = 0.02
 FOLDS = 10
@@ -54,7 +54,7 @@ def load(npz: Path, hlo_cost: Path) -> dict:
         hlos = [str(h) for h in z["hlo"]]
         default_ns = z["default_ns"].astype(float)
         device = json.loads(str(z["device"]))
-    with tempfile.TemporaryDirectory(prefix="xla_cpu_dots.") as d:
+    with tempfile.TemporaryDirectory(prefix="xla_cpu_ops.") as d:
         for i, h in enumerate(hlos):
             (Path(d) / f"{i:05d}.hlo").write_text(h)
         out = Path(d) / "features.jsonl"
@@ -62,13 +62,13 @@ def load(npz: Path, hlo_cost: Path) -> dict:
         rows = {}
         for line in out.read_text().splitlines():
             r = json.loads(line)
-            rows[int(Path(r["file"]).stem)] = r["dots"]
+            rows[int(Path(r["file"]).stem)] = r["ops"]
     x, keep = [], []
     for i, sig in enumerate(sigs):
         found = [d for d in rows[i] if d["signature"] == sig]
         if len(found) != 1 or not found[0]["eligible"]:
-            raise SystemExit(f"{npz}: dot {i} ({sig}): the featurizer sees {[d['signature'] for d in rows[i]]}")
-        if ok[i]:  # a dot whose oneDNN results differed is never sent
+            raise SystemExit(f"{npz}: op {i} ({sig}): the featurizer sees {[d['signature'] for d in rows[i]]}")
+        if ok[i]:  # an op whose oneDNN results differed is never sent
             x.append(found[0]["features"])
             keep.append(i)
     keep = np.asarray(keep)
@@ -104,7 +104,7 @@ def evaluate(data, pred, error, margin):
     outcome = np.where(send, ratio, 1.0)
     oracle = np.minimum(1.0, ratio)
     slow = outcome / oracle - 1.0
-    return dict(mean=float(slow.mean()), max=float(slow.max()), sent=int(send.sum()), dots=len(ratio),
+    return dict(mean=float(slow.mean()), max=float(slow.max()), sent=int(send.sum()), ops=len(ratio),
                 gain_geomean=float(math.exp(-np.log(outcome).mean())),
                 oracle_gain_geomean=float(math.exp(-np.log(oracle).mean())),
                 losses=int((send & (ratio > 1.02)).sum()))
@@ -117,15 +117,15 @@ def export(data, variant, margin, error, cv, path: Path):
     model = fit(data["x"], data["y"], variant)
     onx = onnxmltools.convert_lightgbm(model.booster_, initial_types=[("features", FloatTensorType([None, data["x"].shape[1]]))],
                                        target_opset=15)
-    onx.doc_string = f"xla-cpu-dot-model {variant}, {len(data['y'])} dots"
-    onx.graph.name = "xla_cpu_dot_model"
+    onx.doc_string = f"xla-cpu-op-model {variant}, {len(data['y'])} ops"
+    onx.graph.name = "xla_cpu_op_model"
     opsets = sorted(onx.opset_import, key=lambda o: o.domain)
     del onx.opset_import[:]
     onx.opset_import.extend(opsets)
     path.write_bytes(onx.SerializeToString())
     dev = data["device"]
     card = dict(xla=f"jaxlib {dev['jaxlib']}", cpu=dev["cpu"], isa=dev.get("isa", []), cores=dev.get("cores", 0),
-                dots=len(data["y"]), error=round(float(error), 6), margin=margin,
+                ops=len(data["y"]), convolutions=sum(s.startswith("conv ") for s in data["sigs"]), error=round(float(error), 6), margin=margin,
                 cv={k: round(float(v), 6) for k, v in cv.items()}, variant=variant)
     path.with_suffix(".json").write_text(json.dumps(card, indent=1, sort_keys=True) + "\n")
     pred = model.predict(data["x"])
@@ -137,14 +137,16 @@ def export(data, variant, margin, error, cv, path: Path):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("data", type=Path, help="the .npz of `python -m hlo_opt.xla_cpu_dots collect`")
+    ap.add_argument("data", type=Path, help="the .npz of `python -m hlo_opt.xla_cpu_ops collect`")
     ap.add_argument("--hlo-cost", type=Path, default=Path("target/release/hlo-cost"))
     ap.add_argument("--variant", choices=sorted(VARIANTS), help="skip the variant search")
     ap.add_argument("--export", type=Path, help="write the model (.onnx), its card (.json) and checks")
     a = ap.parse_args(argv)
     data = load(a.data, a.hlo_cost)
     ratio = np.exp(data["y"])
-    print(f"{len(ratio)} dots ({data['dropped']} dropped: results differed); oneDNN faster on "
+    convs = np.array([s.startswith("conv ") for s in data["sigs"]])
+    print(f"{len(ratio)} ops, {int(convs.sum())} convolutions ({data['dropped']} dropped: results differed); "
+          f"oneDNN faster on "
           f"{int((ratio < 0.98).sum())}, slower on {int((ratio > 1.02).sum())}; median control error "
           f"{100 * np.median(np.abs(data['control'] - 1)):.1f}%")
     results = {}
@@ -156,7 +158,7 @@ def main(argv=None):
             results[(variant, m)] = (r, error)
             print(f"{variant:11} margin {m:4}: mean slowdown vs oracle {100 * r['mean']:.2f}% (max {100 * r['max']:.0f}%), "
                   f"gain geomean {r['gain_geomean']:.3f}x of oracle {r['oracle_gain_geomean']:.3f}x, "
-                  f"sent {r['sent']}/{r['dots']}, {r['losses']} losses; rmse {error:.3f}")
+                  f"sent {r['sent']}/{r['ops']}, {r['losses']} losses; rmse {error:.3f}")
     floor = min(r["mean"] for r, _ in results.values())
     (variant, margin), (best, error) = max(((k, v) for k, v in results.items() if v[0]["mean"] <= floor + SAFETY),
                                            key=lambda kv: (kv[0][1], -kv[1][0]["mean"]))
