@@ -309,9 +309,10 @@ hlo_opt_status_t hlo_opt_options_set_xla_version(hlo_opt_options_t *options, con
  * the compile option to hand to XLA), as a JSON object in a new string
  * (free it with hlo_opt_string_free()): `chosen`, `options` (pairs of
  * option and value; none keeps XLA's default), `reason`, `predictions`,
- * `model`, `xla`, `trained_cpu`, and the per-op choice: `op_model` (null
- * without one for this XLA) and `onednn`, each distinct dot oneDNN's matmul
- * takes (`signature`, `count`, `change_pct`, `required_gain_pct`, and
+ * `model`, `xla`, `trained_cpu`, and the per-op choice: `op_model` (left
+ * out without one for this XLA) and `onednn`, each distinct dot and
+ * convolution oneDNN takes (`signature`, `count`, `change_pct`,
+ * `required_gain_pct`, and
  * `onednn`: whether it goes there; docs/xla-cpu.md says how a StableHLO
  * module is rewritten for it). `jaxlib` is the version of the jaxlib
  * that will compile (NULL: the newest built-in model's); `model` a
