@@ -277,6 +277,6 @@ fn an_op_model_beside_a_program_model_path_is_used() {
     assert_eq!(record.onednn.iter().filter(|d| d.onednn).count(), 2);
     // A broken op model beside it is an error, not a silent fallback.
     std::fs::write(dir.join("ops.json"), "{").expect("write");
-    let err = xla_cpu::decide(&module, &m).err().expect("refused");
+    let err = xla_cpu::decide(&module, &m).expect_err("refused");
     assert!(err.contains("the op model's card"), "{err}");
 }
