@@ -184,24 +184,29 @@ fn cpu_features_writes_a_row_per_module() {
     );
 }
 
-#[test]
-fn training_reproduces_the_builtin_models() {
-    let Some(py) = report::python_with(
-        "lightgbm, onnxmltools",
-        "costmodel/training/requirements.txt",
-    ) else {
-        return;
-    };
+/// Runs a training `script` on `data` with `args`, exporting to
+/// `STEM.onnx` in a scratch folder; checks that its report holds `says` and
+/// that the model, its card and its checks equal the shipped
+/// `passes/models/SHIPPED_jaxlib-V.*` byte for byte.
+fn retrain_and_compare(
+    py: &std::ffi::OsStr,
+    script: &str,
+    data: &str,
+    args: &[&str],
+    stem: &str,
+    shipped: &str,
+    says: &str,
+) {
     for v in ["0.10.2", "0.12.0.1"] {
-        let dir = tmp(v);
-        let onnx = dir.join("model.onnx");
-        let out = Command::new(&py)
-            .arg("costmodel/training/xla_cpu_model.py")
-            .arg(format!("testdata/xla_cpu/jaxlib-{v}.tar.gz"))
+        let dir = tmp(&format!("{stem}-{v}"));
+        let out = Command::new(py)
+            .arg(script)
+            .arg(data.replace("{v}", v))
             .arg("--hlo-cost")
             .arg(env!("CARGO_BIN_EXE_hlo-cost"))
-            .args(["--nested", "--export"])
-            .arg(&onnx)
+            .args(args)
+            .arg("--export")
+            .arg(dir.join(format!("{stem}.onnx")))
             .current_dir(repo())
             .output()
             .expect("python");
@@ -211,18 +216,37 @@ fn training_reproduces_the_builtin_models() {
             "{stdout}\n{}",
             String::from_utf8_lossy(&out.stderr)
         );
-        assert!(stdout.contains("168 programs, 14 families"), "{stdout}");
+        assert!(stdout.contains(says), "{stdout}");
         for ext in ["onnx", "json", "choices.json"] {
-            let got = std::fs::read(dir.join(format!("model.{ext}"))).expect("exported");
+            let got = std::fs::read(dir.join(format!("{stem}.{ext}"))).expect("exported");
             let want =
-                std::fs::read(repo().join(format!("passes/models/xla_cpu_jaxlib-{v}.{ext}")))
+                std::fs::read(repo().join(format!("passes/models/{shipped}_jaxlib-{v}.{ext}")))
                     .expect("shipped");
             assert!(
                 got == want,
-                "jaxlib {v}: the retrained model.{ext} differs from the shipped one"
+                "jaxlib {v}: the retrained {stem}.{ext} differs from the shipped one"
             );
         }
     }
+}
+
+#[test]
+fn training_reproduces_the_builtin_models() {
+    let Some(py) = report::python_with(
+        "lightgbm, onnxmltools",
+        "costmodel/training/requirements.txt",
+    ) else {
+        return;
+    };
+    retrain_and_compare(
+        &py,
+        "costmodel/training/xla_cpu_model.py",
+        "testdata/xla_cpu/jaxlib-{v}.tar.gz",
+        &["--nested"],
+        "model",
+        "xla_cpu",
+        "168 programs, 14 families",
+    );
 }
 
 #[test]
@@ -233,35 +257,13 @@ fn training_reproduces_the_builtin_op_models() {
     ) else {
         return;
     };
-    for v in ["0.10.2", "0.12.0.1"] {
-        let dir = tmp(&format!("ops-{v}"));
-        let onnx = dir.join("ops.onnx");
-        let out = Command::new(&py)
-            .arg("costmodel/training/xla_cpu_ops_model.py")
-            .arg(format!("testdata/xla_cpu/ops-jaxlib-{v}.npz"))
-            .arg("--hlo-cost")
-            .arg(env!("CARGO_BIN_EXE_hlo-cost"))
-            .arg("--export")
-            .arg(&onnx)
-            .current_dir(repo())
-            .output()
-            .expect("python");
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        assert!(
-            out.status.success(),
-            "{stdout}\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        assert!(stdout.contains(" ops, "), "{stdout}");
-        for ext in ["onnx", "json", "choices.json"] {
-            let got = std::fs::read(dir.join(format!("ops.{ext}"))).expect("exported");
-            let want =
-                std::fs::read(repo().join(format!("passes/models/xla_cpu_ops_jaxlib-{v}.{ext}")))
-                    .expect("shipped");
-            assert!(
-                got == want,
-                "jaxlib {v}: the retrained ops.{ext} differs from the shipped one"
-            );
-        }
-    }
+    retrain_and_compare(
+        &py,
+        "costmodel/training/xla_cpu_ops_model.py",
+        "testdata/xla_cpu/ops-jaxlib-{v}.npz",
+        &[],
+        "ops",
+        "xla_cpu_ops",
+        "418 ops, 121 convolutions",
+    );
 }

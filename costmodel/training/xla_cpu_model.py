@@ -197,19 +197,12 @@ def nested(programs, variant):
 
 
 def export(programs, variant, margin, errors, cv, path: Path):
-    import onnxmltools
-    from onnxmltools.convert.common.data_types import FloatTensorType
+    from lgbm_onnx import lightgbm_onnx
 
     model = fit(programs, variant)
     dim = len(predict_rows(programs[0])[0])
-    onx = onnxmltools.convert_lightgbm(model.booster_, initial_types=[("features", FloatTensorType([None, dim]))],
-                                       target_opset=15)
-    onx.doc_string = f"xla-cpu-kernel-model {variant}, {len(programs)} programs"
-    onx.graph.name = "xla_cpu_kernel_model"
-    opsets = sorted(onx.opset_import, key=lambda o: o.domain)
-    del onx.opset_import[:]
-    onx.opset_import.extend(opsets)
-    path.write_bytes(onx.SerializeToString())
+    path.write_bytes(lightgbm_onnx(model.booster_, dim, f"xla-cpu-kernel-model {variant}, {len(programs)} programs",
+                                   "xla_cpu_kernel_model"))
     dev = programs[0]["meta"]["device"]
     card = dict(
         xla=f"jaxlib {dev['jaxlib']}", cpu=dev["cpu"], isa=dev.get("isa", []), cores=dev.get("cores", 0),

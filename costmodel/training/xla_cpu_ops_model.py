@@ -111,18 +111,11 @@ def evaluate(data, pred, error, margin):
 
 
 def export(data, variant, margin, error, cv, path: Path):
-    import onnxmltools
-    from onnxmltools.convert.common.data_types import FloatTensorType
+    from lgbm_onnx import lightgbm_onnx
 
     model = fit(data["x"], data["y"], variant)
-    onx = onnxmltools.convert_lightgbm(model.booster_, initial_types=[("features", FloatTensorType([None, data["x"].shape[1]]))],
-                                       target_opset=15)
-    onx.doc_string = f"xla-cpu-op-model {variant}, {len(data['y'])} ops"
-    onx.graph.name = "xla_cpu_op_model"
-    opsets = sorted(onx.opset_import, key=lambda o: o.domain)
-    del onx.opset_import[:]
-    onx.opset_import.extend(opsets)
-    path.write_bytes(onx.SerializeToString())
+    path.write_bytes(lightgbm_onnx(model.booster_, data["x"].shape[1], f"xla-cpu-op-model {variant}, {len(data['y'])} ops",
+                                   "xla_cpu_op_model"))
     dev = data["device"]
     card = dict(xla=f"jaxlib {dev['jaxlib']}", cpu=dev["cpu"], isa=dev.get("isa", []), cores=dev.get("cores", 0),
                 ops=len(data["y"]), convolutions=sum(s.startswith("conv ") for s in data["sigs"]), error=round(float(error), 6), margin=margin,

@@ -200,24 +200,15 @@ def main(argv=None):
 
 
 def export(fusions, variant, path):
-    import onnxmltools
-    from onnxmltools.convert.common.data_types import FloatTensorType
+    from lgbm_onnx import lightgbm_onnx
 
     params = dict(VARIANTS[variant])
     assert params.pop("kind") == "rank", "only a ranker variant is exported"
     model = train_ranker(fusions, params)
     dim = features(fusions[:1]).shape[1]
-    onx = onnxmltools.convert_lightgbm(
-        model.booster_, initial_types=[("features", FloatTensorType([None, dim]))],
-        target_opset=15)
-    onx.doc_string = f"xla-gpu-tile-ranker {variant}, {len(fusions)} fusions"
-    onx.graph.name = "xla_gpu_tile_ranker"  # the converter names it randomly
-    # ... and lists the opsets in set order (varies with PYTHONHASHSEED).
-    opsets = sorted(onx.opset_import, key=lambda o: o.domain)
-    del onx.opset_import[:]
-    onx.opset_import.extend(opsets)
     with open(path, "wb") as fh:
-        fh.write(onx.SerializeToString())
+        fh.write(lightgbm_onnx(model.booster_, dim, f"xla-gpu-tile-ranker {variant}, {len(fusions)} fusions",
+                               "xla_gpu_tile_ranker"))
     # What the pass must reproduce (passes/tests/xla_gpu_ranker.rs): each
     # fusion's chosen config and its score, by LightGBM on these features.
     choices = []

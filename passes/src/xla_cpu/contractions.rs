@@ -171,6 +171,53 @@ fn labels(rank: usize, roles: &[(Option<i64>, char)], spatial: &[i64]) -> String
     out.into_iter().collect()
 }
 
+/// A convolution's sizes, as the GEMM it implies.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) struct ConvGemm {
+    /// Output pixels: the batch times the output's spatial sizes.
+    pub pixels: f64,
+    /// Window size: the product of the kernel's spatial sizes.
+    pub window: f64,
+    pub in_per_group: f64,
+    pub out_features: f64,
+    pub groups: f64,
+}
+
+impl ConvGemm {
+    /// The GEMM of convolution `id`, or `None` where it has no dimension
+    /// labels or is not an array convolution.
+    pub fn of(m: &Module, id: InstId) -> Option<ConvGemm> {
+        let c = m.inst(id);
+        let dn = c.conv_dims().ok().flatten()?;
+        let out = array(m, id)?;
+        let kernel = array(m, *c.operands.get(1)?)?;
+        let at = |a: &ArrayShape, d: Option<i64>| {
+            d.and_then(|d| a.dims.get(d as usize))
+                .map_or(1.0, |&x| x.max(0) as f64)
+        };
+        Some(ConvGemm {
+            pixels: at(out, dn.output_batch)
+                * dn.output_spatial
+                    .iter()
+                    .map(|&d| at(out, Some(d)))
+                    .product::<f64>(),
+            window: dn
+                .kernel_spatial
+                .iter()
+                .map(|&d| at(kernel, Some(d)))
+                .product(),
+            in_per_group: at(kernel, dn.kernel_input_feature),
+            out_features: at(out, dn.output_feature),
+            groups: c.feature_group_count().unwrap_or(1).max(1) as f64,
+        })
+    }
+
+    /// Two flops per multiply-add.
+    pub fn flops(&self) -> f64 {
+        2.0 * self.pixels * self.out_features * self.in_per_group * self.window
+    }
+}
+
 /// The convolution of instruction `id`, or `None` where it is not an array
 /// convolution with dimension labels and a window.
 fn conv_of(m: &Module, id: InstId) -> Option<Contraction> {
@@ -232,26 +279,10 @@ fn conv_of(m: &Module, id: InstId) -> Option<Contraction> {
         && window
             .iter()
             .all(|w| w.lhs_dilation == 1 && w.pad_lo >= 0 && w.pad_hi >= 0 && w.stride >= 1);
-    let at = |a: &ArrayShape, d: Option<i64>| {
-        d.and_then(|d| a.dims.get(d as usize))
-            .map_or(1.0, |&x| x.max(0) as f64)
-    };
-    let pixels = at(out, dn.output_batch)
-        * dn.output_spatial
-            .iter()
-            .map(|&d| at(out, Some(d)))
-            .product::<f64>();
-    let win: f64 = dn
-        .kernel_spatial
-        .iter()
-        .map(|&d| at(rhs, Some(d)))
-        .product();
-    let g = groups.max(1) as f64;
-    let (n, k) = (
-        at(out, dn.output_feature) / g,
-        win * at(rhs, dn.kernel_input_feature),
-    );
-    let flops = 2.0 * g * pixels * n * k;
+    let gemm = ConvGemm::of(m, id)?;
+    let (pixels, win, g) = (gemm.pixels, gemm.window, gemm.groups);
+    let (n, k) = (gemm.out_features / g, win * gemm.in_per_group);
+    let flops = gemm.flops();
     let elems = |a: &ArrayShape| a.dims.iter().map(|&d| d.max(0) as f64).product::<f64>();
     let bytes = f64::from(lhs.elem.byte_size()) * (elems(lhs) + elems(rhs) + elems(out));
     let flag = |b: bool| if b { 1.0 } else { 0.0 };

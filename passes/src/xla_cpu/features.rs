@@ -125,36 +125,11 @@ fn dot_size(m: &Module, id: InstId) -> Option<DotSize> {
 /// spatial), input features per group, output features, window size and
 /// whether it is grouped (depthwise and the like).
 fn conv_size(m: &Module, id: InstId) -> Option<(f64, [f64; 4], bool)> {
-    let c = m.inst(id);
-    let dn = c.conv_dims().ok().flatten()?;
-    let out = array(m, id)?;
-    let kernel = array(m, *c.operands.get(1)?)?;
-    let at = |a: &ArrayShape, d: Option<i64>| {
-        d.and_then(|d| a.dims.get(d as usize))
-            .map_or(1.0, |&x| x as f64)
-    };
-    let pixels = at(out, dn.output_batch)
-        * dn.output_spatial
-            .iter()
-            .map(|&d| at(out, Some(d)))
-            .product::<f64>();
-    let window: f64 = dn
-        .kernel_spatial
-        .iter()
-        .map(|&d| at(kernel, Some(d)))
-        .product();
-    let in_per_group = at(kernel, dn.kernel_input_feature);
-    let out_features = at(out, dn.output_feature);
-    let groups = c
-        .int_attr("feature_group_count")
-        .ok()
-        .flatten()
-        .unwrap_or(1);
-    let flops = 2.0 * pixels * out_features * in_per_group * window;
+    let g = super::contractions::ConvGemm::of(m, id)?;
     Some((
-        flops,
-        [pixels, in_per_group, out_features, window],
-        groups > 1,
+        g.flops(),
+        [g.pixels, g.in_per_group, g.out_features, g.window],
+        g.groups > 1.0,
     ))
 }
 

@@ -44,7 +44,8 @@ pub struct Card {
     pub cv: std::collections::BTreeMap<String, f64>,
 }
 
-/// A built-in model: its name, the XLA version it is for, ONNX and card.
+/// A built-in model (program or op model): its name, the XLA version it is
+/// for, ONNX and card.
 pub struct Builtin {
     pub name: &'static str,
     pub jaxlib: &'static str,
@@ -78,8 +79,27 @@ pub fn builtin_names() -> String {
         .join(", ")
 }
 
+/// Built-in models loaded so far in this process, by name.
+pub type Cache<T> = Mutex<Vec<(&'static str, Arc<T>)>>;
+
+/// The model `name` from `cache`, made by `make` and kept there the first
+/// time.
+pub fn cached<T>(
+    cache: &Cache<T>,
+    name: &'static str,
+    make: impl FnOnce() -> Result<T, String>,
+) -> Result<Arc<T>, String> {
+    let mut loaded = cache.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, m)) = loaded.iter().find(|(n, _)| *n == name) {
+        return Ok(Arc::clone(m));
+    }
+    let m = Arc::new(make()?);
+    loaded.push((name, Arc::clone(&m)));
+    Ok(m)
+}
+
 /// The built-in models loaded so far in this process.
-static LOADED: Mutex<Vec<(&'static str, Arc<KernelModel>)>> = Mutex::new(Vec::new());
+static LOADED: Cache<KernelModel> = Mutex::new(Vec::new());
 
 /// Drops the loaded built-in models (their ONNX Runtime sessions); a later
 /// use loads them again (`hlo_opt_release_caches`).
@@ -105,13 +125,9 @@ impl KernelModel {
     /// replaced; read at each call).
     pub fn load(name_or_path: &str) -> Result<Arc<KernelModel>, String> {
         if let Some(b) = BUILTINS.iter().find(|b| b.name == name_or_path) {
-            let mut loaded = LOADED.lock().unwrap_or_else(|e| e.into_inner());
-            if let Some((_, m)) = loaded.iter().find(|(n, _)| *n == b.name) {
-                return Ok(Arc::clone(m));
-            }
-            let m = Arc::new(KernelModel::from_parts(b.onnx, b.card, b.name)?);
-            loaded.push((b.name, Arc::clone(&m)));
-            return Ok(m);
+            return cached(&LOADED, b.name, || {
+                KernelModel::from_parts(b.onnx, b.card, b.name)
+            });
         }
         let path = Path::new(name_or_path);
         if path.extension().and_then(|e| e.to_str()) != Some("onnx") {

@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex};
 use serde::{Deserialize, Serialize};
 
 use super::contractions::{Contraction, NUM_OP_FEATURES};
+use super::model::{cached, Builtin, Cache};
 
 /// Where and with what an op model was trained, and how well it predicts.
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
@@ -34,23 +35,15 @@ pub struct OpCard {
     pub cv: std::collections::BTreeMap<String, f64>,
 }
 
-/// A built-in op model: its name, jaxlib, ONNX and card.
-pub struct BuiltinOps {
-    pub name: &'static str,
-    pub jaxlib: &'static str,
-    pub onnx: &'static [u8],
-    pub card: &'static str,
-}
-
 /// The shipped op models, one per supported jaxlib.
-pub const BUILTIN_OPS: &[BuiltinOps] = &[
-    BuiltinOps {
+pub const BUILTIN_OPS: &[Builtin] = &[
+    Builtin {
         name: "xla-cpu-ops-jaxlib-0.10.2",
         jaxlib: "0.10.2",
         onnx: include_bytes!("../../models/xla_cpu_ops_jaxlib-0.10.2.onnx"),
         card: include_str!("../../models/xla_cpu_ops_jaxlib-0.10.2.json"),
     },
-    BuiltinOps {
+    Builtin {
         name: "xla-cpu-ops-jaxlib-0.12.0.1",
         jaxlib: "0.12.0.1",
         onnx: include_bytes!("../../models/xla_cpu_ops_jaxlib-0.12.0.1.onnx"),
@@ -58,7 +51,7 @@ pub const BUILTIN_OPS: &[BuiltinOps] = &[
     },
 ];
 
-static LOADED: Mutex<Vec<(&'static str, Arc<OpModel>)>> = Mutex::new(Vec::new());
+static LOADED: Cache<OpModel> = Mutex::new(Vec::new());
 
 /// Drops the loaded built-in op models.
 pub fn clear_cache() {
@@ -82,13 +75,10 @@ impl OpModel {
         else {
             return Ok(None);
         };
-        let mut loaded = LOADED.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((_, m)) = loaded.iter().find(|(n, _)| *n == b.name) {
-            return Ok(Some(Arc::clone(m)));
-        }
-        let m = Arc::new(OpModel::from_parts(b.onnx, b.card, b.name)?);
-        loaded.push((b.name, Arc::clone(&m)));
-        Ok(Some(m))
+        cached(&LOADED, b.name, || {
+            OpModel::from_parts(b.onnx, b.card, b.name)
+        })
+        .map(Some)
     }
 
     /// The op model that goes with a program model: `ops.onnx` (card
