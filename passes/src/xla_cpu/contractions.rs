@@ -61,11 +61,13 @@ pub struct Contraction {
     pub features: [f64; NUM_OP_FEATURES],
 }
 
-fn lg(x: f64) -> f64 {
+/// `log2(1 + x)`: how sizes enter a model row.
+pub(super) fn lg(x: f64) -> f64 {
     (1.0 + x.max(0.0)).log2()
 }
 
-fn array(m: &Module, id: InstId) -> Option<&ArrayShape> {
+/// The array shape of instruction `id` (`None` for tuples and tokens).
+pub(super) fn array(m: &Module, id: InstId) -> Option<&ArrayShape> {
     match m.inst_shape(id) {
         Shape::Array(a) => Some(a),
         _ => None,

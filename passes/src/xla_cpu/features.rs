@@ -6,6 +6,8 @@
 
 use hlo::{ArrayShape, InstId, Module, Opcode, PrimType, Shape};
 
+use super::contractions::{array, lg, ConvGemm};
+
 /// The names of [`program_features`]' columns, in order.
 pub const FEATURE_NAMES: [&str; 32] = [
     "dot_flops_f32",
@@ -44,17 +46,6 @@ pub const FEATURE_NAMES: [&str; 32] = [
 
 /// Number of program features.
 pub const NUM_FEATURES: usize = FEATURE_NAMES.len();
-
-fn lg(x: f64) -> f64 {
-    (1.0 + x.max(0.0)).log2()
-}
-
-fn array(m: &Module, id: InstId) -> Option<&ArrayShape> {
-    match m.inst_shape(id) {
-        Shape::Array(a) => Some(a),
-        _ => None,
-    }
-}
 
 fn elems(a: &ArrayShape) -> f64 {
     a.dims.iter().map(|&d| d.max(0) as f64).product()
@@ -125,7 +116,7 @@ fn dot_size(m: &Module, id: InstId) -> Option<DotSize> {
 /// spatial), input features per group, output features, window size and
 /// whether it is grouped (depthwise and the like).
 fn conv_size(m: &Module, id: InstId) -> Option<(f64, [f64; 4], bool)> {
-    let g = super::contractions::ConvGemm::of(m, id)?;
+    let g = ConvGemm::of(m, id)?;
     Some((
         g.flops(),
         [g.pixels, g.in_per_group, g.out_features, g.window],
