@@ -85,6 +85,51 @@ fn product(a: &ArrayShape, pick: impl Fn(usize) -> bool) -> f64 {
         .product()
 }
 
+/// An op's row: its GEMM sizes (batch, M, N, K), flops, bytes moved and
+/// element type, then the dot-only and convolution-only columns.
+struct Row {
+    batch: f64,
+    m: f64,
+    n: f64,
+    k: f64,
+    flops: f64,
+    bytes: f64,
+    bf16: bool,
+    /// transpose_b, flattened_lhs (0 for a convolution).
+    dot: [bool; 2],
+    /// convolution, window, strided, dilated (0 for a dot).
+    conv: [f64; 4],
+}
+
+fn flag(b: bool) -> f64 {
+    if b {
+        1.0
+    } else {
+        0.0
+    }
+}
+
+impl Row {
+    fn features(&self) -> [f64; NUM_OP_FEATURES] {
+        [
+            lg(self.batch),
+            lg(self.m),
+            lg(self.n),
+            lg(self.k),
+            lg(self.flops),
+            lg(self.bytes),
+            self.flops / self.bytes.max(1.0),
+            flag(self.bf16),
+            flag(self.dot[0]),
+            flag(self.dot[1]),
+            self.conv[0],
+            self.conv[1],
+            self.conv[2],
+            self.conv[3],
+        ]
+    }
+}
+
 /// The dot of instruction `id`, or `None` where it is not an array dot.
 fn dot_of(m: &Module, id: InstId) -> Option<Contraction> {
     let inst = m.inst(id);
@@ -134,27 +179,22 @@ fn dot_of(m: &Module, id: InstId) -> Option<Contraction> {
     });
     let flops = 2.0 * batch * mm * n * k;
     let bytes = f64::from(lhs.elem.byte_size()) * batch * (mm * k + k * n + mm * n);
-    let flag = |b: bool| if b { 1.0 } else { 0.0 };
+    let row = Row {
+        batch,
+        m: mm,
+        n,
+        k,
+        flops,
+        bytes,
+        bf16: lhs.elem == PrimType::Bf16,
+        dot: [transpose_b, nb == 0 && ra > 2],
+        conv: [0.0; 4],
+    };
     Some(Contraction {
         signature,
         eligible,
         count: 1,
-        features: [
-            lg(batch),
-            lg(mm),
-            lg(n),
-            lg(k),
-            lg(flops),
-            lg(bytes),
-            flops / bytes.max(1.0),
-            flag(lhs.elem == PrimType::Bf16),
-            flag(transpose_b),
-            flag(nb == 0 && ra > 2),
-            0.0,
-            0.0,
-            0.0,
-            0.0,
-        ],
+        features: row.features(),
     })
 }
 
@@ -220,22 +260,18 @@ impl ConvGemm {
     }
 }
 
-/// The convolution of instruction `id`, or `None` where it is not an array
-/// convolution with dimension labels and a window.
-fn conv_of(m: &Module, id: InstId) -> Option<Contraction> {
-    let inst = m.inst(id);
-    let dn = inst.conv_dims().ok().flatten()?;
-    let window = inst.window().ok().flatten().unwrap_or_default();
-    let (lhs, rhs) = (
-        array(m, *inst.operands.first()?)?,
-        array(m, *inst.operands.get(1)?)?,
-    );
-    let out = array(m, id)?;
-    let groups = inst.feature_group_count().ok()?;
-    let batch_groups = inst.batch_group_count().ok()?;
+/// A convolution's signature (the module doc's form).
+fn conv_signature(
+    lhs: &ArrayShape,
+    rhs: &ArrayShape,
+    out: &ArrayShape,
+    dn: &hlo::dims::ConvDims,
+    window: &[hlo::WindowDim],
+    groups: i64,
+    batch_groups: i64,
+) -> String {
     let dims_of =
         |f: fn(&hlo::WindowDim) -> String| window.iter().map(f).collect::<Vec<_>>().join(",");
-    let reversed = window.iter().any(|w| w.reversal);
     let mut signature = format!(
         "conv {}[{}]x[{}] {}_{}->{} s[{}] p[{}] ld[{}] rd[{}] g{groups}",
         lhs.elem,
@@ -267,9 +303,27 @@ fn conv_of(m: &Module, id: InstId) -> Option<Contraction> {
     if batch_groups != 1 {
         signature += &format!(" bg{batch_groups}");
     }
-    if reversed {
+    if window.iter().any(|w| w.reversal) {
         signature += " rev";
     }
+    signature
+}
+
+/// The convolution of instruction `id`, or `None` where it is not an array
+/// convolution with dimension labels and a window.
+fn conv_of(m: &Module, id: InstId) -> Option<Contraction> {
+    let inst = m.inst(id);
+    let dn = inst.conv_dims().ok().flatten()?;
+    let window = inst.window().ok().flatten().unwrap_or_default();
+    let (lhs, rhs) = (
+        array(m, *inst.operands.first()?)?,
+        array(m, *inst.operands.get(1)?)?,
+    );
+    let out = array(m, id)?;
+    let groups = inst.feature_group_count().ok()?;
+    let batch_groups = inst.batch_group_count().ok()?;
+    let reversed = window.iter().any(|w| w.reversal);
+    let signature = conv_signature(lhs, rhs, out, &dn, &window, groups, batch_groups);
     let eligible = lhs.elem == rhs.elem
         && lhs.elem == out.elem
         && matches!(lhs.elem, PrimType::F32 | PrimType::Bf16)
@@ -287,27 +341,27 @@ fn conv_of(m: &Module, id: InstId) -> Option<Contraction> {
     let flops = gemm.flops();
     let elems = |a: &ArrayShape| a.dims.iter().map(|&d| d.max(0) as f64).product::<f64>();
     let bytes = f64::from(lhs.elem.byte_size()) * (elems(lhs) + elems(rhs) + elems(out));
-    let flag = |b: bool| if b { 1.0 } else { 0.0 };
-    Some(Contraction {
-        signature,
-        eligible,
-        count: 1,
-        features: [
-            lg(g),
-            lg(pixels),
-            lg(n),
-            lg(k),
-            lg(flops),
-            lg(bytes),
-            flops / bytes.max(1.0),
-            flag(lhs.elem == PrimType::Bf16),
-            0.0,
-            0.0,
+    let row = Row {
+        batch: g,
+        m: pixels,
+        n,
+        k,
+        flops,
+        bytes,
+        bf16: lhs.elem == PrimType::Bf16,
+        dot: [false, false],
+        conv: [
             1.0,
             lg(win),
             flag(window.iter().any(|w| w.stride > 1)),
             flag(window.iter().any(|w| w.rhs_dilation > 1)),
         ],
+    };
+    Some(Contraction {
+        signature,
+        eligible,
+        count: 1,
+        features: row.features(),
     })
 }
 
