@@ -41,6 +41,10 @@ pub struct XlaCpuRecord {
     pub op_model: Option<String>,
     /// Each distinct dot and convolution oneDNN takes, and whether it goes there.
     pub onednn: Vec<XlaCpuOp>,
+    /// What to time on the device against the default, in order, where it
+    /// can be measured (`hlo_opt.jax.compile`'s `verify`): the chosen
+    /// candidate unless it is the default, then the card's portfolio.
+    pub verify: Vec<String>,
 }
 
 /// One distinct dot or convolution of the xla-cpu pass's per-op choice

@@ -280,3 +280,35 @@ fn an_op_model_beside_a_program_model_path_is_used() {
     let err = xla_cpu::decide(&module, &m).expect_err("refused");
     assert!(err.contains("the op model's card"), "{err}");
 }
+
+#[test]
+fn the_decision_lists_the_cards_portfolio_to_verify_and_a_bad_portfolio_is_refused() {
+    let Some(m) = model("0.10.2") else { return };
+    assert_eq!(m.card.portfolio.len(), 3, "the shipped card has its portfolio");
+    let text = std::fs::read_to_string(root().join("testdata/xla_cpu/modules/dot_forms.hlo"))
+        .expect("read");
+    let module = hlo::parse_module(&text).expect("parse");
+    let record = xla_cpu::decide(&module, &m).expect("decision");
+    // The model's choice first unless it is the default, then the
+    // portfolio, each once.
+    let mut want: Vec<String> = Vec::new();
+    for n in std::iter::once(record.chosen.clone()).chain(m.card.portfolio.iter().cloned()) {
+        if n != "default" && !want.contains(&n) {
+            want.push(n);
+        }
+    }
+    assert_eq!(record.verify, want);
+    assert!(
+        xla_cpu::report(&record, false).contains(&format!(
+            "to time against the default where it can run: {}",
+            want.join(", ")
+        )),
+        "{}",
+        xla_cpu::report(&record, false)
+    );
+    let b = KernelModel::builtin_for("0.10.2").expect("built-in");
+    let bad = b.card.replacen("\"ynn:none\",\n", "\"ynn:fast\",\n", 1);
+    assert_ne!(bad, b.card, "the card lists ynn:none in its portfolio");
+    let err = KernelModel::from_parts(b.onnx, &bad, "bad card").err().expect("refused");
+    assert!(err.contains("\"ynn:fast\" in its portfolio"), "{err}");
+}

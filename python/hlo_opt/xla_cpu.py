@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import platform
 import re
@@ -303,11 +304,15 @@ class Compiled:
 
     def explain(self) -> str:
         d = self.decision
-        lines = [f"xla-cpu: model {d['model']} ({d['xla']}, trained on {d['trained_cpu']})",
-                 f"xla-cpu: chose {d['chosen']}: {d['reason']}"]
-        if "verified_ratio" in d:
-            lines.append(f"xla-cpu: the model's choice ran x{d['verified_ratio']:.3f} of the default's time on "
-                         f"these arguments (kept at most x{VERIFY_KEEP})")
+        lines = [f"xla-cpu: model {d['model']} ({d['xla']}, trained on {d['trained_cpu']})"]
+        if v := d.get("verified"):
+            lines.append(f"xla-cpu: the models chose {v['model_choice']}: {v['model_reason']}")
+            for name, r, st in zip(v["candidates"], v["ratio"], v["status"]):
+                lines.append(f"  verified {name:<32} " + (st if math.isnan(r) else f"x{r:.3f} of the default")
+                             + ("" if st == "timed" or math.isnan(r) else f" ({st})"))
+            lines.append(f"xla-cpu: verified on these arguments, chose {d['chosen']}: {d['reason']}")
+        else:
+            lines.append(f"xla-cpu: chose {d['chosen']}: {d['reason']}")
         dots = d.get("onednn", [])
         if d.get("op_model"):
             sent = [x for x in dots if x["onednn"]]
@@ -356,17 +361,18 @@ def compile(f, *args, model: str | None = None, measure: int | str = 0, check: b
     kernels chosen by the model (the default kept unless the predicted
     gain beats the model's error), compiled with jaxlib's own client.
 
-    ``measure=K``: compile the default and the K best predicted candidates
-    (``measure="all"``: every candidate) and time them interleaved on
-    ``args`` (copies: donated buffers are not consumed); keep the fastest
-    only when it beats the default by more than the control's spread
-    (autotuning: K more compiles and about two seconds of runs). ``check``: a chosen candidate other than the
-    default must give the default's results on ``args`` (within the
-    dtype's tolerance), else the default is kept with a warning.
-    ``verify``: seconds (at least 5 rounds each) to time the model's choice,
-    when it is not the default, against the default, interleaved on copies
-    of ``args``; it is kept only when it runs at most 0.98x the default's
-    time (0: trust the model; the check of results still runs)."""
+    ``verify``: seconds (at least 5 rounds) to time, against the default and
+    interleaved on copies of ``args``, what the decision says is worth it:
+    the model's choice, the model card's portfolio (the module-wide
+    candidates that came closest to the best on the training programs) and
+    every eligible op on oneDNN. The fastest is timed again, in fresh
+    rounds, and kept only when it runs at most 0.98x the default's time.
+    Each candidate costs one more compile. ``verify=0``: trust the model.
+    ``check``: a candidate other than the default must give the default's
+    results on ``args`` (within the dtype's tolerance), else it is not kept.
+    ``measure=K`` (``"all"``): compile the default and the K best predicted
+    candidates (every candidate) and keep the fastest only when it beats the
+    default by more than a control's spread (autotuning)."""
     import warnings
 
     import jax
@@ -395,59 +401,160 @@ def compile(f, *args, model: str | None = None, measure: int | str = 0, check: b
         pick = cands[[c[0] for c in cands].index(res["chosen"])]
         measured = dict(candidates=[c[0] for c in cands], ratio=[float(r) for r in res["ratio"]],
                         chosen=res["chosen"], why=res["why"], control=res["control_ratio"])
+    elif verify:
+        # Its candidates' results were checked where they were timed.
+        base = default_exe if plain is lowered else plain.compile()
+        pick, record = _verify(plain, base, _verify_space(decision, model_pick, lowered), (args, kwargs),
+                               verify, check)
+        record.update(model_choice=model_pick[0], model_reason=decision["reason"])
+        decision = dict(decision, verified=record, reason=record["why"])
     else:
         pick = model_pick
     name, opts, sigs = pick
     exe = default_exe if name == "default" else _compile(lowered, opts, sigs)
-    if name != "default" and (check or (verify and not measured)):
-        # On copies, and without donation where the caller donates.
+    if name != "default" and check and "verified" not in decision:
         want_exe = default_exe if plain is lowered else plain.compile()
         got_exe = exe if plain is lowered else _compile(plain, opts, sigs)
         a, b = _copy_args((args, kwargs)), _copy_args((args, kwargs))
-        if check and not _same(got_exe(*a[0], **a[1]), want_exe(*b[0], **b[1])):
+        if not _same(got_exe(*a[0], **a[1]), want_exe(*b[0], **b[1])):
             warnings.warn(f"xla-cpu: {name} gave other results than XLA's default on these arguments; "
                           "kept the default", stacklevel=2)
             exe, name, sigs = default_exe, "default", ()
             if measured:
                 measured["chosen"], measured["why"] = "default", "the faster candidate's results differed"
             else:
-                decision = dict(decision, chosen="default", reason="its results differed from the default's")
-        elif verify and not measured:
-            ratio = _paired_ratio(got_exe, want_exe, (args, kwargs), verify)
-            decision = dict(decision, verified_ratio=ratio)
-            if ratio > VERIFY_KEEP:
-                decision.update(chosen="default", reason=f"the model chose {name}, which ran x{ratio:.3f} of "
-                                f"the default's time on these arguments (kept at most x{VERIFY_KEEP}): kept the default")
-                exe, name, sigs = default_exe, "default", ()
+                decision = dict(decision, reason="its results differed from the default's")
     if not measured and decision["chosen"] != name:
         decision = dict(decision, chosen=name)
     return Compiled(exe, lowered, decision, notes, measured, sigs)
 
 
-#: The model's choice is kept by ``verify`` when it runs at most this
-#: fraction of the default's time.
+#: A candidate is kept by ``verify`` when it runs at most this fraction of
+#: the default's time.
 VERIFY_KEEP = 0.98
+
+
+def _verify_space(decision, model_pick, lowered):
+    """What ``verify`` times against the default: the model's choice, the
+    card's portfolio (the decision's ``verify`` list), and every eligible
+    dot and convolution on oneDNN, each once."""
+    cands = [model_pick] if model_pick[0] != "default" else []
+    cands += [(n, options_of(n), ()) for n in decision.get("verify", [])]
+    if not onednn.supported():
+        every = tuple(dict.fromkeys(d.signature for d in onednn.contractions(lowered.as_text()) if d.eligible))
+        if every:
+            cands.append((_with_ops("default", every) + " (every op)", {}, every))
+    out, seen = [], set()
+    for c in cands:
+        if (key := (json.dumps(c[1], sort_keys=True), tuple(sorted(c[2])))) not in seen and c[0] != "default":
+            seen.add(key)
+            out.append(c)
+    return out
+
+
+def _verify(plain, base, cands, args_kwargs, budget_s: float, check: bool):
+    """``verify``: the candidates ``cands`` (``(name, options, op
+    signatures)``) that compile from ``plain`` to another valid executable
+    (:func:`_verify_build`) run interleaved with ``base`` (the default) for
+    ``budget_s``; the fastest runs again, alone with the default, and is
+    kept at :data:`VERIFY_KEEP` or better both times. Returns the pick and
+    the record (candidates, ratio, status, confirmed, chosen, why)."""
+    default = ("default", {}, ())
+    if not cands:
+        return default, dict(candidates=[], ratio=[], status=[], chosen="default",
+                             why="kept XLA's default: nothing to verify")
+    exes, status, same_as = _verify_build(plain, base, cands, args_kwargs, check)
+    live = [i for i, s in enumerate(status) if s == "timed"]
+    ratio = [float("nan")] * len(cands)
+    for i, r in zip(live, _paired_ratios([exes[i] for i in live], base, args_kwargs, budget_s) if live else []):
+        ratio[i] = r
+    for i, j in same_as.items():
+        ratio[i] = 1.0 if j < 0 else ratio[j]
+    record = dict(candidates=[c[0] for c in cands], ratio=ratio, status=status)
+    if not live:
+        return default, dict(record, chosen="default", why="kept XLA's default: no candidate compiled to another "
+                             "executable with the default's results")
+    best = min(live, key=lambda i: ratio[i])
+    name = cands[best][0]
+    if ratio[best] > VERIFY_KEEP:
+        return default, dict(record, chosen="default", why=f"kept XLA's default: the fastest verified, {name}, "
+                             f"ran x{ratio[best]:.3f} of its time (kept at most x{VERIFY_KEEP})")
+    again = _paired_ratio(exes[best], base, args_kwargs, budget_s)
+    record.update(confirmed=again)
+    if again > VERIFY_KEEP:
+        return default, dict(record, chosen="default", why=f"kept XLA's default: {name} ran x{ratio[best]:.3f}, "
+                             f"then x{again:.3f} of its time when timed again (kept at most x{VERIFY_KEEP})")
+    return cands[best], dict(record, chosen=name, why=f"{name} ran x{ratio[best]:.3f}, then x{again:.3f} of the "
+                             "default's time on these arguments")
+
+
+def _verify_build(plain, base, cands, args_kwargs, check: bool):
+    """Compiles ``cands`` from ``plain``, two at a time. Returns the
+    executables, each one's status (``timed``; ``the default's executable``
+    or ``X's executable`` when its optimized module is that one's, which
+    shares its time; ``did not compile``; ``other results`` than the
+    default's, with ``check``), and which earlier one (-1: the default)
+    each shared executable is."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    # Rewrites parse MLIR in this thread; compiles release the GIL.
+    variants = [(c[1], onednn.lowered_with(plain, c[2])[0] if c[2] else plain) for c in cands]
+
+    def build(item):
+        opts, low = item
+        try:
+            return low.compile(compiler_options=opts) if opts else low.compile()
+        except Exception as e:  # an option this XLA refuses: not a candidate
+            return e
+
+    with ThreadPoolExecutor(max(1, min(len(variants), 2, os.cpu_count() or 1))) as pool:
+        exes = list(pool.map(build, variants))
+    a = _copy_args(args_kwargs)
+    want = base(*a[0], **a[1])
+    seen = {_hlo_hash(base.as_text()): -1}
+    status, same_as = [], {}
+    for i, exe in enumerate(exes):
+        if isinstance(exe, Exception):
+            status.append(f"did not compile: {str(exe)[:120]}")
+            continue
+        h = _hlo_hash(exe.as_text())
+        if h in seen:
+            same_as[i] = seen[h]
+            status.append("the default's executable" if seen[h] < 0 else f"{cands[seen[h]][0]}'s executable")
+            continue
+        seen[h] = i
+        b = _copy_args(args_kwargs)
+        status.append("other results" if check and not _same(exe(*b[0], **b[1]), want) else "timed")
+    return exes, status, same_as
 
 
 def _paired_ratio(exe, base, args_kwargs, budget_s: float, min_rounds: int = 5) -> float:
     """Median over interleaved rounds of ``exe``'s time over ``base``'s, on
     copies of the arguments (donated buffers stay the caller's)."""
+    return _paired_ratios([exe], base, args_kwargs, budget_s, min_rounds)[0]
+
+
+def _paired_ratios(exes, base, args_kwargs, budget_s: float, min_rounds: int = 5) -> list[float]:
+    """Per executable of ``exes``, the median over interleaved rounds of its
+    time over ``base``'s in the same round (each round runs all of them, in
+    a rotating order), on copies of the arguments."""
     import jax
 
     args, kwargs = args_kwargs
     a = _copy_args(args)
-    times: list[list[float]] = [[], []]
+    runners = [base, *exes]
+    times: list[list[float]] = [[] for _ in runners]
     t_end = time.perf_counter() + budget_s
     rounds = 0
     while rounds < min_rounds or (time.perf_counter() < t_end and rounds < 201):
-        order = (0, 1) if rounds % 2 else (1, 0)
-        for k in order:
-            e = (exe, base)[k]
+        for j in range(len(runners)):
+            k = (j + rounds) % len(runners)
             t = time.perf_counter()
-            jax.block_until_ready(e(*a, **kwargs))
+            jax.block_until_ready(runners[k](*a, **kwargs))
             times[k].append(time.perf_counter() - t)
         rounds += 1
-    return float(np.median(np.asarray(times[0]) / np.asarray(times[1])))
+    b = np.asarray(times[0])
+    return [float(np.median(np.asarray(t) / b)) for t in times[1:]]
 
 
 def _compile(lowered, opts: dict[str, Any], sigs: Sequence[str] = ()):

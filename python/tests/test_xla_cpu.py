@@ -318,8 +318,8 @@ def test_measuring_all_includes_the_onednn_choices():
         assert c.onednn and "__onednn$matmul" in c._exe.as_text()
 
 
-@pytest.mark.parametrize("ratio", [0.5, 1.5])
-def test_the_models_choice_is_kept_only_when_it_runs_faster(monkeypatch, ratio):
+@pytest.mark.parametrize("screened,confirmed,kept", [(0.5, 0.5, True), (0.5, 1.0, False), (1.5, None, False)])
+def test_verify_keeps_the_fastest_only_when_timed_again_faster(monkeypatch, screened, confirmed, kept):
     from hlo_opt import onednn
 
     if onednn.supported():
@@ -328,19 +328,40 @@ def test_the_models_choice_is_kept_only_when_it_runs_faster(monkeypatch, ratio):
     sigs = tuple(sorted({d.signature for d in onednn.contractions(jax.jit(attention_mlp).lower(p, x).as_text())
                          if d.eligible}))
     monkeypatch.setattr(xla_cpu, "_model_pick", lambda decision, notes: ("default+onednn:9", {}, sigs))
-    timed = []
-    monkeypatch.setattr(xla_cpu, "_paired_ratio", lambda exe, base, a, budget: timed.append(budget) or ratio)
+    screens, confirms = [], []
+    # The model's choice (first in the space) screens fastest.
+    monkeypatch.setattr(xla_cpu, "_paired_ratios", lambda exes, base, a, budget: screens.append(len(exes))
+                        or [screened] + [1.2] * (len(exes) - 1))
+    monkeypatch.setattr(xla_cpu, "_paired_ratio", lambda exe, base, a, budget: confirms.append(budget) or confirmed)
     c = hj.compile(attention_mlp, p, x)
-    assert timed == [0.5], "the choice was timed once, with the default budget"
-    assert c.decision["verified_ratio"] == ratio and "ran x" in c.explain()
-    if ratio < 1:
-        assert c.choice == "default+onednn:9" and c.onednn == list(sigs)
+    v = c.decision["verified"]
+    assert screens and screens[0] >= 1 and v["candidates"][0] == "default+onednn:9", v
+    assert confirms == ([] if screened > 1 else [0.5]), "only a fast screen is timed again"
+    assert f"verified default+onednn:9{' ' * 16} x{screened:.3f} of the default" in c.explain(), c.explain()
+    if kept:
+        assert c.choice == "default+onednn:9" and c.onednn == list(sigs) and v["confirmed"] == confirmed
     else:
-        assert c.choice == "default" and c.onednn == [] and "kept the default" in c.decision["reason"]
+        assert c.choice == "default" and c.onednn == [] and "kept XLA's default" in c.decision["reason"], c.decision
         leaves_equal(c(p, x), jax.jit(attention_mlp)(p, x))
-    timed.clear()
+    screens.clear(), confirms.clear()
     hj.compile(attention_mlp, p, x, verify=0)
-    assert timed == [], "verify=0 trusts the model"
+    assert screens == [] and confirms == [], "verify=0 trusts the model"
+
+
+def test_verify_times_the_models_choice_the_cards_portfolio_and_every_op_once():
+    from hlo_opt import onednn
+
+    p, x = attention_inputs(jnp.bfloat16)
+    lowered = jax.jit(attention_mlp).lower(p, x)
+    decision, notes = xla_cpu.decide(lowered)
+    assert decision["verify"], "the card's portfolio reaches the decision"
+    pick = ("ynn:none+onednn:1", xla_cpu.options_of("ynn:none"), ("sig",))
+    space = xla_cpu._verify_space(dict(decision, verify=["ynn:none", "ynn:none", "default"]), pick, lowered)
+    names = [c[0] for c in space]
+    assert names[:2] == ["ynn:none+onednn:1", "ynn:none"], names
+    assert "default" not in names and len(set(names)) == len(names)
+    if not onednn.supported():
+        assert names[-1].endswith("(every op)"), names
 
 
 def test_paired_ratio_times_both_on_copies():

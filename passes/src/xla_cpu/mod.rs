@@ -155,7 +155,14 @@ pub fn decide(m: &Module, model: &KernelModel) -> Result<XlaCpuRecord, String> {
         }
     };
     let (op_model, onednn) = decide_ops(m, &model.origin, &card.xla)?;
+    let mut verify: Vec<String> = Vec::new();
+    for name in std::iter::once(chosen.name()).chain(card.portfolio.iter().cloned()) {
+        if name != Candidate::DEFAULT.name() && !verify.contains(&name) {
+            verify.push(name);
+        }
+    }
     Ok(XlaCpuRecord {
+        verify,
         op_model,
         onednn,
         model: model.origin.clone(),
@@ -265,6 +272,12 @@ pub fn report(r: &XlaCpuRecord, all: bool) -> String {
             } else {
                 "within the error"
             }
+        );
+    }
+    if !r.verify.is_empty() {
+        s += &format!(
+            "xla-cpu: to time against the default where it can run: {}\n",
+            r.verify.join(", ")
         );
     }
     if let Some(dm) = &r.op_model {

@@ -42,6 +42,12 @@ pub struct Card {
     /// record (`mean`, `geomean`, `max`, and the default's).
     #[serde(default)]
     pub cv: std::collections::BTreeMap<String, f64>,
+    /// The module-wide candidates worth timing beside the model's choice,
+    /// best first: those that, measured, came closest to each training
+    /// program's best (`cv`'s `portfolio_mean` is their
+    /// leave-one-family-out slowdown). Empty in older cards.
+    #[serde(default)]
+    pub portfolio: Vec<String>,
 }
 
 /// A built-in model (program or op model): its name, the XLA version it is
@@ -150,6 +156,15 @@ impl KernelModel {
             || card.error.values().any(|e| !(e.is_finite() && *e >= 0.0))
         {
             return Err(format!("{origin}: the model's card has a margin or error that is not a finite non-negative number"));
+        }
+        if let Some(bad) = card
+            .portfolio
+            .iter()
+            .find(|n| Candidate::from_name(n).is_none())
+        {
+            return Err(format!(
+                "{origin}: the model's card names {bad:?} in its portfolio, which is not a candidate"
+            ));
         }
         let rows = costmodel::rows::RowModel::from_bytes(onnx, ROW, origin)?;
         Ok(KernelModel {
