@@ -284,7 +284,11 @@ fn an_op_model_beside_a_program_model_path_is_used() {
 #[test]
 fn the_decision_lists_the_cards_portfolio_to_verify_and_a_bad_portfolio_is_refused() {
     let Some(m) = model("0.10.2") else { return };
-    assert_eq!(m.card.portfolio.len(), 3, "the shipped card has its portfolio");
+    assert_eq!(
+        m.card.portfolio.len(),
+        3,
+        "the shipped card has its portfolio"
+    );
     let text = std::fs::read_to_string(root().join("testdata/xla_cpu/modules/dot_forms.hlo"))
         .expect("read");
     let module = hlo::parse_module(&text).expect("parse");
@@ -309,6 +313,8 @@ fn the_decision_lists_the_cards_portfolio_to_verify_and_a_bad_portfolio_is_refus
     let b = KernelModel::builtin_for("0.10.2").expect("built-in");
     let bad = b.card.replacen("\"ynn:none\",\n", "\"ynn:fast\",\n", 1);
     assert_ne!(bad, b.card, "the card lists ynn:none in its portfolio");
-    let err = KernelModel::from_parts(b.onnx, &bad, "bad card").err().expect("refused");
+    let err = KernelModel::from_parts(b.onnx, &bad, "bad card")
+        .err()
+        .expect("refused");
     assert!(err.contains("\"ynn:fast\" in its portfolio"), "{err}");
 }
