@@ -2,7 +2,8 @@
 //! weighed, their model scores and measured times. Each pass appends
 //! [`Record`]s to [`crate::PassContext::records`] next to the text it writes
 //! into [`crate::PassContext::explain`]; the Python package hands them out
-//! as dictionaries (`serde` field names are their keys).
+//! as dictionaries (`serde` field names are their keys; the layout pass's
+//! are its `--explain-json` keys).
 //!
 //! Scores are model scores: lower is predicted faster. Times are seconds.
 
@@ -12,8 +13,10 @@ use serde::Serialize;
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "pass", rename_all = "snake_case")]
 pub enum Record {
-    /// The layout pass's decision for the module.
-    Layout(LayoutRecord),
+    /// The layout pass's decision record for the module: the object
+    /// `--explain-json` writes (`layout::record::LayoutReport`, its keys in
+    /// docs/passes.md) less its `pass` key, which is the tag here.
+    Layout(serde_json::Map<String, serde_json::Value>),
     /// The tile pass's decision for one kernel.
     Tile(TileRecord),
     /// The xla-cpu pass's choice of kernels for the module.
@@ -75,76 +78,6 @@ pub struct XlaCpuPrediction {
     pub required_gain_pct: f64,
     /// Whether its predicted gain beats that.
     pub trusted: bool,
-}
-
-/// The layout pass on one module.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct LayoutRecord {
-    /// Configurable nodes (convolutions, dots, reshapes outside fusions).
-    pub configurable_nodes: usize,
-    /// The search: its method, the distinct configurations it scored, its seed.
-    pub method: String,
-    pub scored: usize,
-    pub seed: u64,
-    /// Model score of the compiler default and of the search's best.
-    pub default_score: f32,
-    pub best_score: f32,
-    /// `applied` (the module changed to the best configuration),
-    /// `default_is_best`, `rejected` (predicted gain below what was
-    /// required) or `reverted` (no change passed the per-change check).
-    pub verdict: String,
-    /// Predicted gain of the best configuration, percent (positive = faster).
-    pub predicted_gain_pct: Option<f64>,
-    /// The gain the configuration had to reach (`--min-gain` or the model's
-    /// resolution, plus the price of its copies), percent.
-    pub required_gain_pct: Option<f64>,
-    /// Copies inserted, instructions relaid out.
-    pub copies: usize,
-    pub relayouted: usize,
-    /// The search's best configurations, best first (`--top-k`).
-    pub candidates: Vec<LayoutCandidate>,
-    /// Per configurable node its choice (changed nodes; every node with
-    /// `--explain=all`).
-    pub nodes: Vec<NodeDecision>,
-    /// The measurement that chose among the candidates (`--measure`).
-    pub measured: Option<MeasuredRecord>,
-}
-
-/// A configuration the layout search ranked.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct LayoutCandidate {
-    pub score: f32,
-    /// The nodes it sets other than the compiler default: `(node, layouts)`.
-    pub changes: Vec<(String, String)>,
-}
-
-/// A configurable node's choice.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct NodeDecision {
-    pub node: String,
-    /// The layouts chosen and the compiler default's, as the text report
-    /// shows them (`output {1,0}, input default`).
-    pub chosen: String,
-    pub default: String,
-    /// Whether the node's layouts changed in the module.
-    pub changed: bool,
-    /// The model score of the default with only this node changed, and the
-    /// default's score in the same model call (with `explain`).
-    pub score_alone: Option<f32>,
-    pub default_score: Option<f32>,
-}
-
-/// A measurement of candidate modules on a backend (`--measure`).
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct MeasuredRecord {
-    /// Median seconds per run of each measured module (`None`: failed or
-    /// not measured); `default` is the compiler default's index.
-    pub seconds: Vec<Option<f64>>,
-    pub default: usize,
-    /// The index kept.
-    pub kept: usize,
-    /// The measurer's own lines.
-    pub report: String,
 }
 
 /// The tile pass on one kernel.

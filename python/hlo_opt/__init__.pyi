@@ -98,13 +98,17 @@ class PassResult:
     """:attr:`decisions` as JSON."""
     @property
     def decisions(self) -> list[dict[str, Any]]:
-        """Each decision as a dict: ``{"pass": "layout", "verdict": ...,
-        "default_score": ..., "best_score": ..., "predicted_gain_pct": ...,
-        "candidates": [{"score", "changes"}], "nodes": [{"node", "chosen",
-        "default", "changed", "score_alone", "default_score"}], "measured":
-        {"seconds", "default", "kept", "report"} | None, ...}`` or
-        ``{"pass": "tile", "kernel", "chosen", "score", "default",
-        "default_score", "candidates": [[tile, score]], "measured", ...}``.
+        """Each decision as a dict. The layout pass's is the object
+        ``hlo-opt --explain-json`` writes, with the same keys
+        (docs/passes.md): ``{"pass": "layout", "nodes", "space",
+        "trust_region", "search", "model", "considered": [{"node", "choice",
+        "default", "predicted_change_pct", "score_alone", "default_score",
+        "outcome", "changed"}], "other_nodes", "measurement": {..., "seconds",
+        "default", "kept"}, "decision": {"applied", "decided_by", "text",
+        "predicted_change_pct", "best_score", "default_score"}, "warnings",
+        "result"}``; the tile pass's ``{"pass": "tile", "kernel", "chosen",
+        "score", "default", "default_score", "candidates": [[tile, score]],
+        "measured", ...}``.
         Scores are model scores, lower is predicted faster; times are seconds."""
 
 def parse(data: str | bytes, name: str | None = None, *, verify: bool = True) -> Module:

@@ -122,7 +122,7 @@ def test_measured_candidates_come_with_their_times() -> None:
     f, make = MODELS["attention"]
     m = hj.module(f, *make())
     r = m.run_passes(["layout"], measure="xla-cpu", measure_budget=0.2, trust_radius="all", min_gain=0, explain=True)
-    measured = r.decisions[0]["measured"]
+    measured = r.decisions[0].get("measurement")
     assert measured is not None, r.explain
     seconds = measured["seconds"]
     assert len(seconds) >= 2 and all(s is not None and s > 0 for s in seconds), measured

@@ -11,7 +11,6 @@ use super::candidates::NodeSpace;
 use super::explore::Searched;
 use super::progress::phase;
 use super::search::Outcome;
-use crate::explain::MeasuredRecord;
 use crate::{PassContext, PassError};
 
 /// What measurement said about the candidates, for the report.
@@ -29,12 +28,21 @@ pub(super) enum Measurement {
     Failed { text: String },
 }
 
+/// Median seconds per run of each measured module (`None`: failed), the
+/// compiler default's index and the index kept.
+#[derive(Clone, Debug)]
+pub(super) struct Times {
+    pub seconds: Vec<Option<f64>>,
+    pub default: usize,
+    pub kept: usize,
+}
+
 /// The measure stage's result.
 #[derive(Default)]
 pub(super) struct Measured {
     pub measurement: Option<Measurement>,
-    /// The measurement that chose, as data.
-    pub record: Option<MeasuredRecord>,
+    /// The measured times, for the record.
+    pub times: Option<Times>,
     /// A measurement chose the search's best (no `--min-gain` on it).
     pub chose: bool,
 }
@@ -179,11 +187,10 @@ fn with_measurer(
         kept_default: keep_at == default_at,
         candidates: trials.len(),
     });
-    out.record = Some(MeasuredRecord {
+    out.times = Some(Times {
         seconds: m_result.seconds.clone(),
         default: default_slot,
         kept: m_result.keep,
-        report: m_result.report.clone(),
     });
     out.chose = true;
     choose(outcome, &cands[keep_at]);
@@ -239,7 +246,7 @@ fn with_callback(
         }
     );
     let default_rank = cands.iter().position(|g| g == default).unwrap_or(0);
-    let record = MeasuredRecord {
+    let measured_times = Times {
         seconds: times.iter().map(|&(_, t)| t).collect(),
         default: times
             .iter()
@@ -248,7 +255,6 @@ fn with_callback(
         kept: best
             .and_then(|(_, b)| times.iter().position(|&(r, _)| r == b))
             .unwrap_or(0),
-        report: String::new(),
     };
     let candidates = seen.len();
     let measurement = match best {
@@ -264,7 +270,7 @@ fn with_callback(
     }
     Ok(Measured {
         measurement: Some(measurement),
-        record: Some(record),
+        times: Some(measured_times),
         chose: best.is_some(),
     })
 }

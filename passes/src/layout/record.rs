@@ -147,6 +147,14 @@ pub struct Measurement {
     /// The measurement's lines, as `--explain` shows them.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub report: Option<String>,
+    /// Median seconds per run of each measured module (`null`: it failed),
+    /// the compiler default's index among them and the index kept.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub seconds: Vec<Option<f64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub default: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kept: Option<usize>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]

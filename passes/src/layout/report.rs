@@ -1,7 +1,7 @@
 //! Report: the stages' results become the decision record
 //! ([`LayoutReport`]), which goes to the context as JSON and as the
-//! `--explain` text ([`super::render`]), with the Python package's
-//! [`crate::explain::LayoutRecord`].
+//! `--explain` text ([`super::render`]), and to the Python package as the
+//! same object ([`crate::explain::Record::Layout`]).
 
 use hlo::Module;
 
@@ -60,9 +60,6 @@ pub(super) fn report(
 ) -> Result<(), PassError> {
     let alone = alone_scores(&st, cx.options.explain, fitness)?;
     let rec = build(m, cx, &st, &alone);
-    cx.records.push(explain::Record::Layout(python_record(
-        m, cx, &st, &alone, &rec,
-    )));
     for w in &rec.warnings {
         cx.notes.push(w.clone());
     }
@@ -74,6 +71,10 @@ pub(super) fn report(
     );
     let json =
         serde_json::to_value(&rec).map_err(|e| fail(format!("the --explain-json report: {e}")))?;
+    // The Python package's record is the same object; `pass` is its tag.
+    let mut fields = json.as_object().cloned().unwrap_or_default();
+    fields.shift_remove("pass");
+    cx.records.push(explain::Record::Layout(fields));
     cx.reports.push(json);
     Ok(())
 }
@@ -220,7 +221,11 @@ fn build(
         model_ranked: if measuring { ranked(m, st) } else { Vec::new() },
         considered: considered(m, st, alone),
         other_nodes: other_nodes(m, st),
-        measurement: st.measured.measurement.as_ref().map(measurement),
+        measurement: st
+            .measured
+            .measurement
+            .as_ref()
+            .map(|mm| measurement(mm, st.measured.times.as_ref())),
         warnings: warnings(st, &decision),
         decision,
         result,
@@ -308,8 +313,17 @@ fn other_nodes(m: &Module, st: &Stages<'_>) -> Vec<OtherNode> {
         .collect()
 }
 
-fn measurement(mm: &measure::Measurement) -> record::Measurement {
-    match mm {
+fn measurement(mm: &measure::Measurement, times: Option<&measure::Times>) -> record::Measurement {
+    let with_times = |r: record::Measurement| match times {
+        Some(t) => record::Measurement {
+            seconds: t.seconds.clone(),
+            default: Some(t.default),
+            kept: Some(t.kept),
+            ..r
+        },
+        None => r,
+    };
+    with_times(match mm {
         measure::Measurement::Measured {
             text, candidates, ..
         } => record::Measurement {
@@ -327,7 +341,7 @@ fn measurement(mm: &measure::Measurement) -> record::Measurement {
             configurations: Some(*configurations),
             ..Default::default()
         },
-    }
+    })
 }
 
 /// The decision, who made it, and its words.
@@ -472,75 +486,3 @@ fn outcome(m: &Module, st: &Stages<'_>) -> record::Outcome {
     }
 }
 
-/// The same decision as the Python package's `decisions` hand it out
-/// ([`explain::LayoutRecord`]).
-fn python_record(
-    m: &Module,
-    cx: &PassContext,
-    st: &Stages<'_>,
-    alone: &[Option<(f32, f32)>],
-    rec: &LayoutReport,
-) -> explain::LayoutRecord {
-    let (spaces, o, default) = (st.spaces, &st.searched.outcome, &st.searched.default);
-    let floor = st.searched.floor;
-    let applied = applied(st);
-    let (verdict, predicted, required) = match st.verdict {
-        Verdict::DefaultIsBest if !o.reverted.is_empty() => ("reverted", None, None),
-        Verdict::DefaultIsBest => ("default_is_best", None, None),
-        Verdict::Applied { gain, copy_pct } => ("applied", Some(gain), Some(floor.pct + copy_pct)),
-        Verdict::Rejected {
-            gain,
-            copy_pct,
-            floor,
-            ..
-        } => ("rejected", Some(gain), Some(floor.pct + copy_pct)),
-    };
-    let show_genome = |g: &[u16]| -> Vec<(String, String)> {
-        spaces
-            .iter()
-            .enumerate()
-            .filter(|&(j, _)| g.get(j) != default.get(j))
-            .filter_map(|(j, s)| {
-                let c = s.candidates.get(*g.get(j)? as usize)?;
-                Some((name_of(m, st, j), show_config(c)))
-            })
-            .collect()
-    };
-    let changed = &st.applied.changed_nodes;
-    let nodes = spaces
-        .iter()
-        .enumerate()
-        .filter(|&(j, _)| cx.options.explain_all || alone[j].is_some() || (applied && changed[j]))
-        .map(|(j, s)| explain::NodeDecision {
-            node: name_of(m, st, j),
-            chosen: show_config(&s.candidates[o.best[j] as usize]),
-            default: show_config(&s.candidates[s.default]),
-            changed: applied && changed[j],
-            score_alone: alone[j].map(|(a, _)| a),
-            default_score: alone[j].map(|(_, b)| b),
-        })
-        .collect();
-    explain::LayoutRecord {
-        configurable_nodes: spaces.len(),
-        method: rec.search.method.clone(),
-        scored: o.scored,
-        seed: cx.options.seed,
-        default_score: o.default_score,
-        best_score: o.best_score,
-        verdict: verdict.to_string(),
-        predicted_gain_pct: predicted,
-        required_gain_pct: required,
-        copies: rec.result.copies_added,
-        relayouted: rec.result.instructions_relaid_out,
-        candidates: o
-            .ranked
-            .iter()
-            .map(|(g, score)| explain::LayoutCandidate {
-                score: *score,
-                changes: show_genome(g),
-            })
-            .collect(),
-        nodes,
-        measured: st.measured.record.clone(),
-    }
-}
