@@ -485,4 +485,3 @@ fn outcome(m: &Module, st: &Stages<'_>) -> record::Outcome {
         copies,
     }
 }
-

@@ -1,201 +1,128 @@
-//! Protobuf text format for XLA's autotuning messages: a writer of
-//! `AutotuneResults` and `AutotuneResult` as protobuf's `TextFormat` prints
-//! them (fields in number order, proto3 defaults left out, two-space
-//! indentation, strings C-escaped with octal escapes for bytes outside
-//! printable ASCII), and a reader of the text XLA writes for
-//! `AutotuneResults`, `AutotuningLogs` and `AutotuneResult` (any field
-//! order, `#` comments, `:` optional before a message, `{}` or `<>`,
-//! adjacent strings joined, an `Any` in the expanded
-//! `[type.googleapis.com/xla.HloInstructionProto] { ... }` form).
+//! Protobuf text format for XLA's autotuning messages.
 //!
-//! The reader parses into a generic tree first ([`parse`], also what
-//! [`super::autotuner`] reads the new autotuner's logs from, with this
-//! file's reader of a Triton config), then maps the fields it knows by name; a field it does not know is skipped, a known
-//! field of the wrong kind is an error naming it. Errors carry the line.
+//! Through prost-reflect's text format over hlo-opt's own declaration of the
+//! messages (`passes/proto/autotuning.proto`, compiled by `passes/build.rs`
+//! with protox): the writer of `AutotuneResults`, `AutotuneResult` and
+//! `AutotuningLogs`, and the reader of `AutotuneResults` and
+//! `AutotuneResult`, whose errors name the line and column. The thin layer
+//! over the library is only where protobuf's C++ `TextFormat` (what XLA
+//! writes and reads) differs: an empty message is `name {` and `}` on
+//! lines of their own, not `name {}`; the text ends with a newline; and an
+//! `AutotuneResults` of the old layout (`dots`, `convs`) is named as such.
+//!
+//! The tree reader ([`parse`]) reads what hlo-opt declares only in part:
+//! `AutotuningLogs`, whose `instr` holds a whole `xla.HloInstructionProto`,
+//! and the new autotuner's logs ([`super::autotuner`]); prost-reflect has no
+//! way to skip a field its descriptor lacks. It keeps the fields it knows
+//! by name and skips the rest; a known field of the wrong kind is an error
+//! naming its line.
 
-use std::fmt::Write as _;
+use std::sync::OnceLock;
+
+use prost::Message as _;
+use prost_reflect::text_format::FormatOptions;
+use prost_reflect::{DescriptorPool, DynamicMessage, MessageDescriptor};
 
 use super::config::TritonConfig;
 use super::proto::*;
 
 // ---------------------------------------------------------------------------
-// writer
+// through the library
 
-/// Appends `s` as a text-format string literal (protobuf's `CEscape`).
-pub fn write_string(s: &[u8], out: &mut String) {
-    out.push('"');
-    for &b in s {
-        match b {
-            b'\n' => out.push_str("\\n"),
-            b'\r' => out.push_str("\\r"),
-            b'\t' => out.push_str("\\t"),
-            b'"' => out.push_str("\\\""),
-            b'\'' => out.push_str("\\'"),
-            b'\\' => out.push_str("\\\\"),
-            0x20..=0x7e => out.push(b as char),
-            _ => {
-                let _ = write!(out, "\\{b:03o}");
-            }
-        }
-    }
-    out.push('"');
+/// The messages of `passes/proto/autotuning.proto` (and the well-known
+/// `google.protobuf.Any` and `Duration` they hold).
+fn pool() -> &'static DescriptorPool {
+    static POOL: OnceLock<DescriptorPool> = OnceLock::new();
+    POOL.get_or_init(|| {
+        DescriptorPool::decode(
+            include_bytes!(concat!(env!("OUT_DIR"), "/autotuning.fds")).as_slice(),
+        )
+        .expect("the descriptor set build.rs compiled")
+    })
 }
 
-struct W {
-    out: String,
-    depth: usize,
+fn descriptor(name: &str) -> MessageDescriptor {
+    pool()
+        .get_message_by_name(name)
+        .unwrap_or_else(|| panic!("{name} is declared in passes/proto/autotuning.proto"))
 }
 
-impl W {
-    fn line(&mut self, text: &str) {
-        for _ in 0..self.depth {
-            self.out.push_str("  ");
+/// `m` (a message of type `name`) as protobuf's C++ `TextFormat` prints
+/// it: fields in number order, defaults left out, two-space indentation,
+/// strings C-escaped (octal for bytes outside printable ASCII), an `Any`
+/// of a declared type expanded.
+fn to_text(m: &impl prost::Message, name: &str) -> Result<String, String> {
+    let dynamic = DynamicMessage::decode(descriptor(name), m.encode_to_vec().as_slice())
+        .map_err(|e| format!("{name}: {e}"))?;
+    let text = dynamic.to_text_format_with_options(&FormatOptions::new().pretty(true));
+    Ok(as_cpp_prints(&text))
+}
+
+/// prost-reflect's pretty text as C++ `TextFormat` prints it: a repeated
+/// message field one `name {` ... `}` per element (prost-reflect: `name:
+/// [{` ... `}, {` ... `}]`), an empty message over two lines (`name {}`),
+/// a newline at the end. Strings stay on their line, escaped, so a line
+/// that is only these brackets is structure.
+fn as_cpp_prints(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 64);
+    let mut lists: Vec<&str> = Vec::new();
+    let mut push = |indent: &str, rest: &str| {
+        out.push_str(indent);
+        out.push_str(rest);
+        out.push('\n');
+    };
+    for line in text.lines() {
+        let body = line.trim_start();
+        let indent = &line[..line.len() - body.len()];
+        if let Some(name) = body.strip_suffix(": [{") {
+            lists.push(name);
+            push(indent, &format!("{name} {{"));
+        } else if body == "}, {" {
+            push(indent, "}");
+            push(
+                indent,
+                &format!("{} {{", lists.last().copied().unwrap_or_default()),
+            );
+        } else if body == "}]" {
+            lists.pop();
+            push(indent, "}");
+        } else if let Some(open) = body.strip_suffix(" {}") {
+            push(indent, &format!("{open} {{"));
+            push(indent, "}");
+        } else {
+            push(indent, body);
         }
-        self.out.push_str(text);
-        self.out.push('\n');
     }
-    fn int(&mut self, name: &str, v: i64) {
-        if v != 0 {
-            self.line(&format!("{name}: {v}"));
-        }
-    }
-    fn boolean(&mut self, name: &str, v: bool) {
-        if v {
-            self.line(&format!("{name}: true"));
-        }
-    }
-    fn string(&mut self, name: &str, v: &str) {
-        if !v.is_empty() {
-            let mut s = format!("{name}: ");
-            write_string(v.as_bytes(), &mut s);
-            self.line(&s);
-        }
-    }
-    fn open(&mut self, name: &str) {
-        self.line(&format!("{name} {{"));
-        self.depth += 1;
-    }
-    fn close(&mut self) {
-        self.depth -= 1;
-        self.line("}");
-    }
-    fn triton(&mut self, k: &TritonConfig) {
-        self.open("triton");
-        self.int("block_m", k.block_m);
-        self.int("block_n", k.block_n);
-        self.int("block_k", k.block_k);
-        self.int("split_k", k.split_k);
-        self.int("num_stages", k.num_stages);
-        self.int("num_warps", k.num_warps);
-        self.int("num_ctas", k.num_ctas);
-        self.boolean("is_tma_allowed", k.is_tma_allowed);
-        self.boolean(
-            "is_warp_specialization_allowed",
-            k.is_warp_specialization_allowed,
-        );
-        self.int("waves_per_eu", k.waves_per_eu);
-        self.int("group_size", k.group_size);
-        self.close();
-    }
-    fn result(&mut self, r: &AutotuneResult) -> Result<(), String> {
-        // Fields in number order: conv 5, gemm 6, failure 7, scratch_bytes 8,
-        // run_time 9, cuda_conv_plan 15, algorithm 16, triton 17, ...
-        match &r.key {
-            Some(ResultKey::Conv(c)) => {
-                self.open("conv");
-                self.int("algorithm", c.algorithm);
-                self.boolean("tensor_ops_enabled", c.tensor_ops_enabled);
-                self.close();
-            }
-            Some(ResultKey::Gemm(g)) => {
-                self.open("gemm");
-                self.int("algorithm", g.algorithm);
-                self.int("autotune_workspace_size", g.autotune_workspace_size);
-                self.close();
-            }
-            _ => {}
-        }
-        if let Some(f) = &r.failure {
-            self.open("failure");
-            if f.kind != 0 {
-                let name = FAILURE_KINDS
-                    .get(f.kind as usize)
-                    .ok_or_else(|| format!("failure kind {} has no name", f.kind))?;
-                self.line(&format!("kind: {name}"));
-            }
-            self.string("msg", &f.msg);
-            self.int("buffer_address", f.buffer_address);
-            self.close();
-        }
-        self.int("scratch_bytes", r.scratch_bytes);
-        if let Some(t) = &r.run_time {
-            self.open("run_time");
-            self.int("seconds", t.seconds);
-            self.int("nanos", i64::from(t.nanos));
-            self.close();
-        }
-        match &r.key {
-            None | Some(ResultKey::Conv(_)) | Some(ResultKey::Gemm(_)) => {}
-            Some(ResultKey::CudaConvPlan(p)) => {
-                self.open("cuda_conv_plan");
-                self.string("exec_plan_id", &p.exec_plan_id);
-                self.close();
-            }
-            Some(ResultKey::Algorithm(a)) => {
-                self.open("algorithm");
-                self.int("algo_id", a.algo_id);
-                self.int("math_type", i64::from(a.math_type));
-                self.boolean("is_cudnn_frontend", a.is_cudnn_frontend);
-                self.close();
-            }
-            Some(ResultKey::Triton(k)) => self.triton(k),
-            Some(ResultKey::CustomKernelFusion(k)) => {
-                self.open("custom_kernel_fusion");
-                self.int("kernel_index", k.kernel_index);
-                self.close();
-            }
-            Some(ResultKey::Other(_)) => {
-                return Err(
-                    "a result of another backend (an Any config) is not written as text".into(),
-                )
-            }
-        }
-        Ok(())
-    }
+    out
+}
+
+/// Reads text of the message type `name`; an error names its line and
+/// column (`line 3:11: ...`).
+fn from_text<M: prost::Message + Default>(text: &str, name: &str) -> Result<M, String> {
+    use miette::Diagnostic as _;
+    let dynamic = DynamicMessage::parse_text_format(descriptor(name), text).map_err(|e| {
+        let at = e
+            .labels()
+            .and_then(|mut l| l.next())
+            .map_or(text.len(), |l| l.offset());
+        let before = &text[..at.min(text.len())];
+        let line = before.matches('\n').count() + 1;
+        let col = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+        format!("line {line}:{col}: {e}")
+    })?;
+    M::decode(dynamic.encode_to_vec().as_slice()).map_err(|e| format!("{name}: {e}"))
 }
 
 /// One `AutotuneResult` as text (the content of a per-fusion cache file).
 pub fn result_to_text(r: &AutotuneResult) -> Result<String, String> {
-    let mut w = W {
-        out: String::new(),
-        depth: 0,
-    };
-    w.result(r)?;
-    Ok(w.out)
+    to_text(r, "xla.AutotuneResult")
 }
 
 /// `AutotuneResults` as text (a `--xla_gpu_load_autotune_results_from`
 /// file whose name ends in `.txt`, `.textproto`, `.txtpb`, `.pbtxt` or
 /// `.prototxt`).
 pub fn results_to_text(r: &AutotuneResults) -> Result<String, String> {
-    let mut w = W {
-        out: String::new(),
-        depth: 0,
-    };
-    w.int("version", i64::from(r.version));
-    for e in &r.results {
-        w.open("results");
-        w.string("device", &e.device);
-        w.string("hlo", &e.hlo);
-        if let Some(res) = &e.result {
-            w.open("result");
-            w.result(res)?;
-            w.close();
-        }
-        w.int("version", i64::from(e.version));
-        w.close();
-    }
-    Ok(w.out)
+    to_text(r, "xla.AutotuneResults")
 }
 
 /// `AutotuningLogs` as text, as XLA's autotuner dumps them (the fields
@@ -203,60 +130,28 @@ pub fn results_to_text(r: &AutotuneResults) -> Result<String, String> {
 /// expanded `Any` form with its name, opcode and fusion kind). For tests
 /// and for logs made by other tools.
 pub fn logs_to_text(logs: &AutotuningLogs) -> Result<String, String> {
-    use prost::Message as _;
-    let mut w = W {
-        out: String::new(),
-        depth: 0,
-    };
-    for log in &logs.logs {
-        w.open("logs");
-        if let Some(a) = &log.instr {
-            w.open("instr");
-            if a.type_url.ends_with("/xla.HloInstructionProto") {
-                let p = hlo::proto::xla::HloInstructionProto::decode(a.value.as_slice())
-                    .map_err(|e| format!("instr: {e}"))?;
-                w.open(&format!("[{}]", a.type_url));
-                w.string("name", &p.name);
-                w.string("opcode", &p.opcode);
-                w.string("fusion_kind", &p.fusion_kind);
-                w.close();
-            } else {
-                w.string("type_url", &a.type_url);
-            }
-            w.close();
+    to_text(logs, "xla.AutotuningLogs")
+}
+
+/// Reads one `AutotuneResult` from text (a per-fusion cache file).
+pub fn result_from_text(text: &str) -> Result<AutotuneResult, String> {
+    from_text(text, "xla.AutotuneResult")
+}
+
+/// Reads `AutotuneResults` from text.
+pub fn results_from_text(text: &str) -> Result<AutotuneResults, String> {
+    from_text(text, "xla.AutotuneResults").map_err(|e| {
+        if e.contains("field 'dots' not found") || e.contains("field 'convs' not found") {
+            format!("{e}: an AutotuneResults of the old layout (entries in dots/convs); this XLA writes `results`")
+        } else {
+            e
         }
-        for r in &log.results {
-            w.open("results");
-            w.result(r)?;
-            w.close();
-        }
-        if let Some(c) = &log.cudnn_version {
-            w.open("cudnn_version");
-            w.int("major", i64::from(c.major));
-            w.int("minor", i64::from(c.minor));
-            w.int("patch", i64::from(c.patch));
-            w.close();
-        }
-        if let Some(c) = &log.compute_capability {
-            w.open("compute_capability");
-            w.int("major", i64::from(c.major));
-            w.int("minor", i64::from(c.minor));
-            w.close();
-        }
-        w.string("device_pci_bus_id", &log.device_pci_bus_id);
-        w.string("blas_version", &log.blas_version);
-        w.string("fusion_name", &log.fusion_name);
-        w.int("fusion_count", log.fusion_count);
-        w.string("selected_backend", &log.selected_backend);
-        w.close();
-    }
-    Ok(w.out)
+    })
 }
 
 /// The instruction name of a log's `instr` (an `xla.HloInstructionProto`),
 /// else its `fusion_name`.
 pub fn log_instruction_name(log: &AutotuningLog) -> Option<String> {
-    use prost::Message as _;
     if let Some(a) = &log.instr {
         if a.type_url.ends_with("/xla.HloInstructionProto") {
             if let Ok(p) = hlo::proto::xla::HloInstructionProto::decode(a.value.as_slice()) {
@@ -273,7 +168,6 @@ pub fn log_instruction_name(log: &AutotuningLog) -> Option<String> {
 /// there ([`is_text_path`]) or the bytes are not a valid binary message,
 /// binary otherwise.
 pub fn read_logs_file(path: &std::path::Path) -> Result<AutotuningLogs, String> {
-    use prost::Message as _;
     let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let as_text = |b: &[u8]| -> Result<AutotuningLogs, String> {
         let t = std::str::from_utf8(b)
@@ -565,7 +459,6 @@ pub(crate) fn triton(f: &Fields) -> Result<TritonConfig, String> {
 /// `xla.HloInstructionProto` in expanded form is understood (its name,
 /// opcode and fusion kind are kept); another type keeps its URL alone.
 fn any(f: &Fields) -> Result<Any, String> {
-    use prost::Message as _;
     let mut a = Any::default();
     for (n, v, l) in f {
         match n.as_str() {
@@ -684,41 +577,6 @@ fn result(f: &Fields) -> Result<AutotuneResult, String> {
     Ok(r)
 }
 
-/// Reads one `AutotuneResult` from text (a per-fusion cache file).
-pub fn result_from_text(text: &str) -> Result<AutotuneResult, String> {
-    result(&parse(text)?)
-}
-
-/// Reads `AutotuneResults` from text.
-pub fn results_from_text(text: &str) -> Result<AutotuneResults, String> {
-    let mut out = AutotuneResults::default();
-    for (n, v, l) in parse(text)? {
-        match n.as_str() {
-            "version" => out.version = int32(&n, &v, l)?,
-            "results" => {
-                let mut e = AutotuneResultsEntry::default();
-                for (n2, v2, l2) in message(&n, &v, l)? {
-                    match n2.as_str() {
-                        "device" => e.device = string(n2, v2, *l2)?,
-                        "hlo" => e.hlo = string(n2, v2, *l2)?,
-                        "result" => e.result = Some(result(message(n2, v2, *l2)?)?),
-                        "version" => e.version = int32(n2, v2, *l2)?,
-                        _ => {}
-                    }
-                }
-                out.results.push(e);
-            }
-            "dots" | "convs" => {
-                return Err(format!(
-                    "line {l}: `{n}`: an AutotuneResults of the old layout (entries in dots/convs); this XLA writes `results`"
-                ))
-            }
-            _ => {}
-        }
-    }
-    Ok(out)
-}
-
 /// Reads `AutotuningLogs` from text.
 pub fn logs_from_text(text: &str) -> Result<AutotuningLogs, String> {
     let mut out = AutotuningLogs::default();
@@ -815,7 +673,10 @@ mod tests {
             }],
         };
         let text = results_to_text(&r).expect("writes");
-        assert!(text.starts_with("version: 3\nresults {\n  device: \"CUDA: 9.0, Cores: 132\"\n"));
+        assert!(
+            text.starts_with("version: 3\nresults {\n  device: \"CUDA: 9.0, Cores: 132\"\n"),
+            "{text}"
+        );
         // Non-ASCII bytes as octal escapes, quotes and backslashes escaped.
         assert!(text.contains(r#"x=\"q\\\" \303\251\n}""#), "{text}");
         assert!(text.contains(
@@ -874,18 +735,16 @@ mod tests {
     #[test]
     fn bad_text_is_an_error_with_its_line() {
         for (text, want) in [
-            ("version: 3\nresults {\n  device: \"x\n", "line 3"),
+            ("version: 3\nresults {\n  device: \"x\n", "line 3:"),
             (
                 "results {\n  version: x\n}",
-                "line 2: `version: x` is not an integer",
+                "line 2:12: expected an integer, but found 'x'",
             ),
-            ("results {\n", "missing `}`"),
-            (
-                "results { result { triton: 5 } }",
-                "`triton` is not a message",
-            ),
-            ("dots { }", "old layout"),
-            ("results { device: \"\\q\" }", "unknown escape"),
+            ("results {\n", "line 2:1: expected '}' or a field name, but reached end of input"),
+            ("results { result { triton: 5 } }", "line 1:28: expected '{' or '<', but found '5'"),
+            ("dots { }", "line 1:1: field 'dots' not found for message 'xla.AutotuneResults': an AutotuneResults of the old layout"),
+            ("results { device: \"\\q\" }", "line 1:"),
+            ("results {\n  device: \"a\"\n  hlo: 7\n}", "line 3:8: expected a string"),
         ] {
             let e = results_from_text(text).expect_err(text);
             assert!(e.contains(want), "{text:?}: {e}");
