@@ -13,10 +13,9 @@ use serde::Serialize;
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "pass", rename_all = "snake_case")]
 pub enum Record {
-    /// The layout pass's decision record for the module: the object
-    /// `--explain-json` writes (`layout::record::LayoutReport`, its keys in
-    /// docs/passes.md) less its `pass` key, which is the tag here.
-    Layout(serde_json::Map<String, serde_json::Value>),
+    /// The layout pass's decision record for the module; serialized, the
+    /// object `--explain-json` writes (its keys in docs/passes.md).
+    Layout(Box<crate::layout::record::LayoutReport>),
     /// The tile pass's decision for one kernel.
     Tile(TileRecord),
     /// The xla-cpu pass's choice of kernels for the module.

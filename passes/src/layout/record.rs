@@ -1,6 +1,7 @@
 //! The decision record: what the layout pass searched, considered and
-//! decided, as data. `--explain-json` is its JSON (serde field names are the
-//! keys, docs/passes.md); the `--explain` text is rendered from it
+//! decided, as data. `--explain-json` is its JSON as a
+//! [`crate::explain::Record`] (its `pass` tag, then the serde field names
+//! as keys, docs/passes.md); the `--explain` text is rendered from it
 //! ([`super::report`]). A field without a value is left out, never `null`.
 
 use serde::Serialize;
@@ -8,8 +9,6 @@ use serde::Serialize;
 /// The layout pass's report on one module.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct LayoutReport {
-    /// Always `layout`.
-    pub pass: &'static str,
     /// Configurable nodes, and those with more than one candidate.
     pub nodes: usize,
     pub nodes_with_choice: usize,

@@ -69,12 +69,11 @@ pub(super) fn report(
         cx.options.explain_all,
         &mut cx.explain,
     );
+    // `--explain-json` writes the record the Python package hands out.
+    let rec = explain::Record::Layout(Box::new(rec));
     let json =
         serde_json::to_value(&rec).map_err(|e| fail(format!("the --explain-json report: {e}")))?;
-    // The Python package's record is the same object; `pass` is its tag.
-    let mut fields = json.as_object().cloned().unwrap_or_default();
-    fields.shift_remove("pass");
-    cx.records.push(explain::Record::Layout(fields));
+    cx.records.push(rec);
     cx.reports.push(json);
     Ok(())
 }
@@ -189,7 +188,6 @@ fn build(
     let decision = decision(st);
     let result = outcome(m, st);
     LayoutReport {
-        pass: "layout",
         nodes: spaces.len(),
         nodes_with_choice: sizes.iter().filter(|&&n| n > 1).count(),
         space: record::Space {
