@@ -283,7 +283,10 @@ impl Module {
             (result, m, report)
         });
         let changed = result.map_err(|e| pass_error(py, e, src))?;
-        let decisions_json = serde_json::to_string(&report.records)
+        // Through `serde_json::Value`, as `--explain-json` writes them (an
+        // f32 score widened to f64, digit for digit the CLI's).
+        let decisions_json = serde_json::to_value(&report.records)
+            .map(|v| v.to_string())
             .map_err(|e| PyValueError::new_err(e.to_string()))?;
         let text = hlo::print_module(&module);
         let out = Module {

@@ -159,7 +159,7 @@ def test_the_layout_pass_gives_the_cli_output_byte_for_byte(path: Path) -> None:
         assert TIMING.sub("", r.explain) == TIMING.sub("", stderr)
         [d] = r.decisions
         # The decision is the --explain-json object, key for key (timing aside).
-        out = cli("hlo-opt", path, "--pass=layout", "--explain-json=-", "-o", "/dev/null", *flags)
+        out = cli("hlo-opt", path, "--pass=layout", "--explain", "--explain-json=-", "-o", "/dev/null", *flags)
         assert out.returncode == 0, out.stderr.decode()
         [want] = json.loads(out.stdout)["passes"]
         assert list(d) == list(want)
