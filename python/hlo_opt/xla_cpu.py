@@ -383,18 +383,25 @@ def compile(f, *args, model: str | None = None, measure: int | str = 0, check: b
     # (the same kernels; the caller's buffers stay theirs).
     keep = {k: v for k, v in jit_options.items() if not k.startswith("donate")}
     plain = lowered if keep == jit_options else jax.jit(f, **keep).lower(*args, **kwargs)
-    # XLA compiles the default while the model decides (both release the
-    # GIL): when the default is kept, the decision costs no wall time.
+    # XLA compiles the default while the model decides, and then what
+    # verify times (compiles release the GIL): when the default is kept
+    # without verify, the decision costs no wall time.
     from concurrent.futures import ThreadPoolExecutor
 
-    with ThreadPoolExecutor(1) as pool:
+    with ThreadPoolExecutor(max(1, min(2, os.cpu_count() or 1))) as pool:
         speculative = pool.submit(lowered.compile)
         decision, notes = decide(lowered, model=model)
+        warned = len(notes)
+        model_pick = _model_pick(decision, notes)
+        if verify and not measure:
+            cands = _verify_space(decision, model_pick, lowered)
+            base = speculative if plain is lowered else pool.submit(plain.compile)
+            building = [pool.submit(_build, low, opts) for low, opts in _variants(plain, cands)]
+            base, built = base.result(), [b.result() for b in building]
         default_exe = speculative.result()
-    for n in notes:
+    for n in notes[:warned]:
         warnings.warn(n, stacklevel=3)
-    model_pick = _model_pick(decision, notes)
-    measured = None
+    measured, exe = None, None
     if measure:
         cands = _measured_space(decision, model_pick, measure, lowered)
         res = measure_candidates(plain, _copy_args((args, kwargs)), cands)
@@ -403,15 +410,18 @@ def compile(f, *args, model: str | None = None, measure: int | str = 0, check: b
                         chosen=res["chosen"], why=res["why"], control=res["control_ratio"])
     elif verify:
         # Its candidates' results were checked where they were timed.
-        base = default_exe if plain is lowered else plain.compile()
-        pick, record = _verify(plain, base, _verify_space(decision, model_pick, lowered), (args, kwargs),
-                               verify, check)
+        pick, record, exe = _verify(base, cands, built, (args, kwargs), verify, check)
         record.update(model_choice=model_pick[0], model_reason=decision["reason"])
         decision = dict(decision, verified=record, reason=record["why"])
+        if plain is not lowered:
+            exe = None  # timed without donation: compiled again below, with it
     else:
         pick = model_pick
     name, opts, sigs = pick
-    exe = default_exe if name == "default" else _compile(lowered, opts, sigs)
+    if name == "default":
+        exe = default_exe
+    elif exe is None:
+        exe = _compile(lowered, opts, sigs)
     if name != "default" and check and "verified" not in decision:
         want_exe = default_exe if plain is lowered else plain.compile()
         got_exe = exe if plain is lowered else _compile(plain, opts, sigs)
@@ -452,20 +462,42 @@ def _verify_space(decision, model_pick, lowered):
     return out
 
 
-def _verify(plain, base, cands, args_kwargs, budget_s: float, check: bool):
-    """``verify``: the candidates ``cands`` (``(name, options, op
-    signatures)``) that compile from ``plain`` to another valid executable
-    (:func:`_verify_build`) run interleaved with ``base`` (the default) for
+#: A candidate whose first run takes more than this times the default's
+#: first run is not timed further (a bf16 program without YNNPACK can run
+#: 16x slower: five rounds of it would cost more than all the rest).
+FIRST_RUN_CUT = 1.5
+#: ... when that run took longer than this: shorter ones cost little to
+#: time, and a first run of a short program is noisy.
+FIRST_RUN_FLOOR_S = 0.02
+
+
+def _variants(plain, cands):
+    """Each candidate's lowering (its ops rewritten to oneDNN, in this
+    thread: the rewrite parses MLIR) and compile options."""
+    return [(onednn.lowered_with(plain, c[2])[0] if c[2] else plain, c[1]) for c in cands]
+
+
+def _build(low, opts):
+    """``low`` compiled with ``opts``, or the error of an option this XLA
+    refuses."""
+    try:
+        return low.compile(compiler_options=opts) if opts else low.compile()
+    except Exception as e:
+        return e
+
+
+def _verify(base, cands, exes, args_kwargs, budget_s: float, check: bool):
+    """``verify``: of the candidates ``cands`` (``(name, options, op
+    signatures)``) and their executables ``exes``, those that are another
+    valid executable and not far slower in their first run
+    (:func:`_verify_check`) run interleaved with ``base`` (the default) for
     ``budget_s``; the fastest runs again, alone with the default, and is
-    kept at :data:`VERIFY_KEEP` or better both times. Returns the pick and
-    the record (candidates, ratio, status, confirmed, chosen, why)."""
+    kept at :data:`VERIFY_KEEP` or better both times. Returns the pick, the
+    record (candidates, ratio, status, confirmed, chosen, why) and the
+    pick's executable (None for the default)."""
     default = ("default", {}, ())
-    if not cands:
-        return default, dict(candidates=[], ratio=[], status=[], chosen="default",
-                             why="kept XLA's default: nothing to verify")
-    exes, status, same_as = _verify_build(plain, base, cands, args_kwargs, check)
+    ratio, status, same_as = _verify_check(base, cands, exes, args_kwargs, check)
     live = [i for i, s in enumerate(status) if s == "timed"]
-    ratio = [float("nan")] * len(cands)
     for i, r in zip(live, _paired_ratios([exes[i] for i in live], base, args_kwargs, budget_s) if live else []):
         ratio[i] = r
     for i, j in same_as.items():
@@ -473,46 +505,38 @@ def _verify(plain, base, cands, args_kwargs, budget_s: float, check: bool):
     record = dict(candidates=[c[0] for c in cands], ratio=ratio, status=status)
     if not live:
         return default, dict(record, chosen="default", why="kept XLA's default: no candidate compiled to another "
-                             "executable with the default's results")
+                             "executable with the default's results and its speed"), None
     best = min(live, key=lambda i: ratio[i])
     name = cands[best][0]
     if ratio[best] > VERIFY_KEEP:
         return default, dict(record, chosen="default", why=f"kept XLA's default: the fastest verified, {name}, "
-                             f"ran x{ratio[best]:.3f} of its time (kept at most x{VERIFY_KEEP})")
+                             f"ran x{ratio[best]:.3f} of its time (kept at most x{VERIFY_KEEP})"), None
     again = _paired_ratio(exes[best], base, args_kwargs, budget_s)
     record.update(confirmed=again)
     if again > VERIFY_KEEP:
         return default, dict(record, chosen="default", why=f"kept XLA's default: {name} ran x{ratio[best]:.3f}, "
-                             f"then x{again:.3f} of its time when timed again (kept at most x{VERIFY_KEEP})")
+                             f"then x{again:.3f} of its time when timed again (kept at most x{VERIFY_KEEP})"), None
     return cands[best], dict(record, chosen=name, why=f"{name} ran x{ratio[best]:.3f}, then x{again:.3f} of the "
-                             "default's time on these arguments")
+                             "default's time on these arguments"), exes[best]
 
 
-def _verify_build(plain, base, cands, args_kwargs, check: bool):
-    """Compiles ``cands`` from ``plain``, two at a time. Returns the
-    executables, each one's status (``timed``; ``the default's executable``
-    or ``X's executable`` when its optimized module is that one's, which
-    shares its time; ``did not compile``; ``other results`` than the
-    default's, with ``check``), and which earlier one (-1: the default)
-    each shared executable is."""
-    from concurrent.futures import ThreadPoolExecutor
+def _verify_check(base, cands, exes, args_kwargs, check: bool):
+    """Runs the default and each candidate's executable once. Returns each
+    candidate's first-run ratio to the default (NaN where it did not run),
+    its status (``timed``; ``the default's executable`` or ``X's
+    executable`` when its optimized module is that one's, which shares its
+    time; ``did not compile``; ``other results`` than the default's, with
+    ``check``; ``slow in its first run``, beyond :data:`FIRST_RUN_CUT` and
+    :data:`FIRST_RUN_FLOOR_S`), and
+    which earlier one (-1: the default) each shared executable is."""
+    import jax
 
-    # Rewrites parse MLIR in this thread; compiles release the GIL.
-    variants = [(c[1], onednn.lowered_with(plain, c[2])[0] if c[2] else plain) for c in cands]
-
-    def build(item):
-        opts, low = item
-        try:
-            return low.compile(compiler_options=opts) if opts else low.compile()
-        except Exception as e:  # an option this XLA refuses: not a candidate
-            return e
-
-    with ThreadPoolExecutor(max(1, min(len(variants), 2, os.cpu_count() or 1))) as pool:
-        exes = list(pool.map(build, variants))
     a = _copy_args(args_kwargs)
-    want = base(*a[0], **a[1])
+    t = time.perf_counter()
+    want = jax.block_until_ready(base(*a[0], **a[1]))
+    first = time.perf_counter() - t
     seen = {_hlo_hash(base.as_text()): -1}
-    status, same_as = [], {}
+    ratio, status, same_as = [float("nan")] * len(cands), [], {}
     for i, exe in enumerate(exes):
         if isinstance(exe, Exception):
             status.append(f"did not compile: {str(exe)[:120]}")
@@ -524,8 +548,17 @@ def _verify_build(plain, base, cands, args_kwargs, check: bool):
             continue
         seen[h] = i
         b = _copy_args(args_kwargs)
-        status.append("other results" if check and not _same(exe(*b[0], **b[1]), want) else "timed")
-    return exes, status, same_as
+        t = time.perf_counter()
+        got = jax.block_until_ready(exe(*b[0], **b[1]))
+        took = time.perf_counter() - t
+        ratio[i] = took / max(first, 1e-9)
+        if check and not _same(got, want):
+            status.append("other results")
+        elif ratio[i] > FIRST_RUN_CUT and took > FIRST_RUN_FLOOR_S:
+            status.append("slow in its first run")
+        else:
+            status.append("timed")
+    return ratio, status, same_as
 
 
 def _paired_ratio(exe, base, args_kwargs, budget_s: float, min_rounds: int = 5) -> float:

@@ -393,3 +393,31 @@ def test_op_labels_are_collected_resumably_on_one_device(tmp_path, monkeypatch):
         xla_cpu_ops.parse_signature("f32[8]x")
     with pytest.raises(ValueError, match="oneDNN does not take this form"):
         real("f32[16,8]x[16,32] b[]x[] c[0]x[0]")
+
+
+def test_verify_times_only_other_valid_executables_that_are_not_far_slower():
+    import time as _time
+
+    class Exe:
+        def __init__(self, text, value=1.0, sleep=0.0):
+            self.text, self.value, self.sleep = text, value, sleep
+
+        def as_text(self):
+            return f"HloModule m\n{self.text}"
+
+        def __call__(self, x):
+            _time.sleep(self.sleep)
+            return x * self.value
+
+    base = Exe("A")
+    cands = [(n, {}, ()) for n in ["same", "slow", "wrong", "broken", "slow again", "fine"]]
+    exes = [Exe("A"), Exe("B", sleep=0.06), Exe("C", value=2.0), RuntimeError("refused"), Exe("B"), Exe("D")]
+    args = ((np.ones((4,), np.float32),), {})  # numpy: no first-call compile in the timing
+    ratio, status, same_as = xla_cpu._verify_check(base, cands, exes, args, check=True)
+    assert status == ["the default's executable", "slow in its first run", "other results",
+                      "did not compile: refused", "slow's executable", "timed"], status
+    assert same_as == {0: -1, 4: 1} and ratio[1] > xla_cpu.FIRST_RUN_CUT
+    # Only "fine" is timed; the shared ones take their twin's ratio.
+    pick, record, exe = xla_cpu._verify(base, cands, exes, args, 0.01, check=True)
+    assert record["ratio"][0] == 1.0 and record["ratio"][4] == record["ratio"][1]
+    assert pick[0] in ("fine", "default") and (exe is exes[5]) == (pick[0] == "fine")
