@@ -119,7 +119,8 @@ def export(data, variant, margin, error, cv, path: Path):
     dev = data["device"]
     card = dict(xla=f"jaxlib {dev['jaxlib']}", cpu=dev["cpu"], isa=dev.get("isa", []), cores=dev.get("cores", 0),
                 ops=len(data["y"]), convolutions=sum(s.startswith("conv ") for s in data["sigs"]), error=round(float(error), 6), margin=margin,
-                cv={k: round(float(v), 6) for k, v in cv.items()}, variant=variant)
+                cv={k: round(float(v), 6) for k, v in cv.items()}, variant=variant,
+                conv_forms=sorted({s.split()[2] for s in data["sigs"] if s.startswith("conv ")}))
     path.with_suffix(".json").write_text(json.dumps(card, indent=1, sort_keys=True) + "\n")
     pred = model.predict(data["x"])
     checks = [dict(signature=s, features=[float(v) for v in x], pred=round(float(p), 5),

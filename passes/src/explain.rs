@@ -64,6 +64,11 @@ pub struct XlaCpuOp {
     pub required_gain_pct: f64,
     /// Whether it goes to oneDNN.
     pub onednn: bool,
+    /// A convolution of a form (dimension labels) the op model was not
+    /// trained on: it keeps XLA's kernel whatever the prediction. Left out
+    /// when false.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub unseen_form: bool,
 }
 
 /// One candidate of the xla-cpu pass.

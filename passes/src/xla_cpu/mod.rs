@@ -193,12 +193,16 @@ fn decide_ops(
     let choices = eligible
         .iter()
         .zip(pred)
-        .map(|(d, p)| XlaCpuOp {
-            signature: d.signature.clone(),
-            count: d.count,
-            change_pct: (p.exp() - 1.0) * 100.0,
-            required_gain_pct: (1.0 - (-margin * err).exp()) * 100.0,
-            onednn: -p > margin * err,
+        .map(|(d, p)| {
+            let unseen_form = !model.card.knows(&d.signature);
+            XlaCpuOp {
+                signature: d.signature.clone(),
+                count: d.count,
+                change_pct: (p.exp() - 1.0) * 100.0,
+                required_gain_pct: (1.0 - (-margin * err).exp()) * 100.0,
+                onednn: -p > margin * err && !unseen_form,
+                unseen_form,
+            }
         })
         .collect();
     Ok((Some(model.origin.clone()), choices))
@@ -296,7 +300,11 @@ pub fn report(r: &XlaCpuRecord, all: bool) -> String {
                 d.count,
                 d.change_pct,
                 d.required_gain_pct,
-                if d.onednn { "oneDNN" } else { "XLA's kernel" }
+                match (d.onednn, d.unseen_form) {
+                    (true, _) => "oneDNN",
+                    (false, false) => "XLA's kernel",
+                    (false, true) => "XLA's kernel (a form the op model has not seen)",
+                }
             );
         }
     }

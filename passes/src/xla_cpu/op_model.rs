@@ -33,6 +33,27 @@ pub struct OpCard {
     pub margin: f64,
     #[serde(default)]
     pub cv: std::collections::BTreeMap<String, f64>,
+    /// The convolution forms (dimension labels, `b01f_01io->b01f`) of the
+    /// training data. A convolution of another form (a weight gradient's
+    /// `f01b_i01o->01bf`) is outside what the model has seen: it keeps
+    /// XLA's kernel. Empty in older cards: no such check.
+    #[serde(default)]
+    pub conv_forms: Vec<String>,
+}
+
+impl OpCard {
+    /// Whether the op of `signature` is of a form the model was trained on
+    /// (every dot is; a convolution when its dimension labels are among
+    /// [`OpCard::conv_forms`]).
+    pub fn knows(&self, signature: &str) -> bool {
+        match signature.strip_prefix("conv ") {
+            Some(rest) if !self.conv_forms.is_empty() => rest
+                .split_whitespace()
+                .nth(1)
+                .is_some_and(|form| self.conv_forms.iter().any(|f| f == form)),
+            _ => true,
+        }
+    }
 }
 
 /// The shipped op models, one per supported jaxlib.
