@@ -34,6 +34,11 @@ pub struct Comp {
     env: HashMap<String, Vec<Val>>,
     /// CSE: body text -> name, for side-effect-free ops.
     seen: HashMap<String, String>,
+    /// Values that are MLIR splat constants: name -> the scalar literal.
+    pub splat: HashMap<String, String>,
+    /// MLIR constants, uniqued per region as MLIR's folder does:
+    /// (shape, literal) -> value.
+    pub consts: HashMap<(String, String), Val>,
 }
 
 impl Comp {

@@ -107,7 +107,7 @@ impl Emitter<'_> {
             }
         }
         let refs: Vec<&Val> = args.iter().collect();
-        let v = self.push(c, &ty, opcode, &refs, &attrs, true)?;
+        let v = self.push(c, &ty, opcode, &refs, &attrs, false)?;
         bind_groups(c, op, vec![v]);
         Ok(())
     }
@@ -130,6 +130,9 @@ impl Emitter<'_> {
         self.multi(c, op, args, "call", format!("to_apply={comp}"), false)
     }
 
+    /// A constant. MLIR's folder uniques constants per region; XLA's
+    /// exporter writes a splat of rank > 0 as a scalar constant and a
+    /// broadcast.
     fn constant(&mut self, c: &mut Comp, op: &Op) -> Result<()> {
         let ty = self.out_ty(op)?;
         let Ty::Tensor(dims, elem) = &ty else {
@@ -139,14 +142,45 @@ impl Emitter<'_> {
         let value = op.attr("value").ok_or_else(|| self.err(op.at, "constant needs `value`"))?;
         let elems = attr::dense_elements(value, elem, n.max(0) as usize)
             .ok_or_else(|| self.err(op.at, format!("cannot read constant {value}")))?;
-        let literal = nest(&elems, dims);
-        let v = self.push(c, &ty, "constant", &[], "", true)?;
-        // The literal goes inside the parentheses.
-        if let Some(l) = c.lines.iter_mut().rev().find(|l| l.name == v.name) {
-            l.body = l.body.replacen("constant()", &format!("constant({literal})"), 1);
-        }
+        let v = match elems.first() {
+            Some(first) if elems.iter().all(|e| e == first) => self.splat_constant(c, &ty, first)?,
+            _ => self.literal(c, &ty, nest(&elems, dims))?,
+        };
         bind_groups(c, op, vec![v]);
         Ok(())
+    }
+
+    /// The constant of type `ty` whose elements are all `scalar`.
+    fn splat_constant(&mut self, c: &mut Comp, ty: &Ty, scalar: &str) -> Result<Val> {
+        let Ty::Tensor(dims, elem) = ty else {
+            return Err(self.err(0, "constant of a non-tensor type"));
+        };
+        let key = (format!("{ty:?}"), scalar.to_string());
+        if let Some(v) = c.consts.get(&key) {
+            return Ok(v.clone());
+        }
+        let v = if dims.is_empty() {
+            self.literal(c, ty, scalar.to_string())?
+        } else {
+            let s = self.literal(c, &Ty::Tensor(Vec::new(), elem.clone()), scalar.to_string())?;
+            self.push(c, ty, "broadcast", &[&s], "dimensions={}", false)?
+        };
+        c.splat.insert(v.name.clone(), scalar.to_string());
+        c.consts.insert(key, v.clone());
+        Ok(v)
+    }
+
+    fn literal(&mut self, c: &mut Comp, ty: &Ty, literal: String) -> Result<Val> {
+        let key = (format!("{ty:?}"), literal.clone());
+        if let Some(v) = c.consts.get(&key) {
+            return Ok(v.clone());
+        }
+        let v = self.push(c, ty, "constant", &[], "", false)?;
+        if let Some(l) = c.lines.last_mut() {
+            l.body = l.body.replacen("constant()", &format!("constant({literal})"), 1);
+        }
+        c.consts.insert(key, v.clone());
+        Ok(v)
     }
 
     /// XLA writes `broadcast_in_dim` as a reshape when it only adds
@@ -162,6 +196,11 @@ impl Emitter<'_> {
         let Ty::Tensor(in_dims, _) = &x.ty else {
             return Err(self.err(op.at, "broadcast_in_dim of a non-tensor"));
         };
+        if let Some(scalar) = c.splat.get(&x.name).cloned() {
+            let v = self.splat_constant(c, &out, &scalar)?;
+            bind_groups(c, op, vec![v]);
+            return Ok(());
+        }
         let in_order = dims.windows(2).all(|w| w[0] < w[1]);
         let count = |d: &[i64]| d.iter().product::<i64>();
         if in_order && in_dims == out_dims {
@@ -180,16 +219,16 @@ impl Emitter<'_> {
         }
         let mid_ty = Ty::Tensor(mid.clone(), elem.clone());
         let attrs = format!("dimensions={{{}}}", attr::join(&dims));
-        let b = self.push(c, &mid_ty, "broadcast", &[x], &attrs, true)?;
+        let b = self.push(c, &mid_ty, "broadcast", &[x], &attrs, false)?;
         if &mid == out_dims {
             bind_groups(c, op, vec![b]);
             return Ok(());
         }
         let keep: Vec<i64> = (0..mid.len() as i64).filter(|&i| mid[i as usize] == out_dims[i as usize]).collect();
         let kept: Vec<i64> = keep.iter().map(|&i| mid[i as usize]).collect();
-        let r = self.push(c, &Ty::Tensor(kept, elem.clone()), "reshape", &[&b], "", true)?;
+        let r = self.push(c, &Ty::Tensor(kept, elem.clone()), "reshape", &[&b], "", false)?;
         let attrs = format!("dimensions={{{}}}", attr::join(&keep));
-        let v = self.push(c, &out, "broadcast", &[&r], &attrs, true)?;
+        let v = self.push(c, &out, "broadcast", &[&r], &attrs, false)?;
         bind_groups(c, op, vec![v]);
         Ok(())
     }
