@@ -162,7 +162,11 @@ impl Emitter<'_> {
         let v = if dims.is_empty() {
             self.literal(c, ty, scalar.to_string())?
         } else {
-            let s = self.literal(c, &Ty::Tensor(Vec::new(), elem.clone()), scalar.to_string())?;
+            // The exporter's own scalar, not shared with an MLIR one.
+            let s = self.push(c, &Ty::Tensor(Vec::new(), elem.clone()), "constant", &[], "", false)?;
+            if let Some(l) = c.lines.last_mut() {
+                l.body = l.body.replacen("constant()", &format!("constant({scalar})"), 1);
+            }
             self.push(c, ty, "broadcast", &[&s], "dimensions={}", false)?
         };
         c.splat.insert(v.name.clone(), scalar.to_string());
