@@ -264,6 +264,38 @@ pub fn prim(elem: &str) -> Option<&'static str> {
     })
 }
 
+/// The lines in XLA's printing order: a depth-first post-order from each
+/// instruction without users (operands first, in order), in creation order.
+fn post_order(lines: &[Line]) -> Vec<&Line> {
+    let index: HashMap<&str, usize> = lines.iter().enumerate().map(|(i, l)| (l.name.as_str(), i)).collect();
+    let used: std::collections::HashSet<&str> = lines.iter().flat_map(|l| l.operands.iter().map(String::as_str)).collect();
+    let mut seen = vec![false; lines.len()];
+    let mut out = Vec::with_capacity(lines.len());
+    for (i, l) in lines.iter().enumerate() {
+        if used.contains(l.name.as_str()) {
+            continue;
+        }
+        // Iterative DFS: (line, next operand to visit).
+        let mut stack = vec![(i, 0usize)];
+        while let Some((j, k)) = stack.pop() {
+            if k == 0 && std::mem::replace(&mut seen[j], true) {
+                continue;
+            }
+            match lines[j].operands.get(k).and_then(|o| index.get(o.as_str())) {
+                Some(&o) => {
+                    stack.push((j, k + 1));
+                    if !seen[o] {
+                        stack.push((o, 0));
+                    }
+                }
+                None if k < lines[j].operands.len() => stack.push((j, k + 1)),
+                None => out.push(&lines[j]),
+            }
+        }
+    }
+    out
+}
+
 /// Drops dead MLIR ops (repeatedly), then prints the computation.
 fn render(name: &str, mut c: Comp, root: &str, entry: bool) -> String {
     loop {
@@ -280,7 +312,7 @@ fn render(name: &str, mut c: Comp, root: &str, entry: bool) -> String {
         }
     }
     let mut s = format!("{}{name} {{\n", if entry { "ENTRY " } else { "" });
-    for l in &c.lines {
+    for l in post_order(&c.lines) {
         let r = if l.name == root { "ROOT " } else { "" };
         s.push_str(&format!("  {r}{} = {}\n", l.name, l.body));
     }
