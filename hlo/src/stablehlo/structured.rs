@@ -11,9 +11,15 @@ use crate::Result;
 impl Emitter<'_> {
     /// The ops of [`Emitter::op`] that are not in its table.
     pub fn with_attrs(&mut self, c: &mut Comp, op: &Op, args: &[Val], short: &str) -> Result<()> {
+        if self.is_identity(op, args, short)? {
+            bind_groups(c, op, vec![args[0].clone()]);
+            return Ok(());
+        }
+        if short == "iota" {
+            return self.iota(c, op);
+        }
         let ints = |k: &str| -> Result<String> { Ok(attr::join(&self.attr_ints(op, k)?)) };
         let attrs = match short {
-            "iota" => format!("iota_dimension={}", self.int(op, "iota_dimension")?),
             "transpose" => format!("dimensions={{{}}}", ints("permutation")?),
             "reverse" => format!("dimensions={{{}}}", ints("dimensions")?),
             "concatenate" => format!("dimensions={{{}}}", self.int(op, "dimension")?),
@@ -42,6 +48,44 @@ impl Emitter<'_> {
             o => o,
         };
         self.one(c, op, args, opcode, attrs)
+    }
+
+    /// Whether MLIR's folder drops `op` as an identity (a pad by nothing, a
+    /// slice of everything, a transpose in order, a one-operand
+    /// concatenate): then it is its first operand.
+    fn is_identity(&self, op: &Op, args: &[Val], short: &str) -> Result<bool> {
+        let Some(x) = args.first() else { return Ok(false) };
+        let same_type = op.outputs.first() == Some(&x.ty);
+        Ok(same_type
+            && match short {
+                "pad" => ["edge_padding_low", "edge_padding_high", "interior_padding"]
+                    .iter()
+                    .all(|k| self.attr_ints(op, k).is_ok_and(|v| v.iter().all(|&p| p == 0))),
+                "slice" => self.attr_ints(op, "strides").is_ok_and(|v| v.iter().all(|&s| s == 1)),
+                "transpose" => self.attr_ints(op, "permutation").is_ok_and(|p| p.iter().enumerate().all(|(i, &d)| d == i as i64)),
+                "concatenate" => args.len() == 1,
+                _ => false,
+            })
+    }
+
+    /// An iota of rank > 1 is XlaBuilder's: a 1-D iota and a broadcast.
+    fn iota(&mut self, c: &mut Comp, op: &Op) -> Result<()> {
+        let dim = self.int(op, "iota_dimension")?;
+        let ty = op.outputs.first().cloned().ok_or_else(|| self.err(op.at, "iota needs a result type"))?;
+        let Ty::Tensor(dims, elem) = &ty else {
+            return Err(self.err(op.at, "iota of a non-tensor"));
+        };
+        let size = *dims.get(dim as usize).ok_or_else(|| self.err(op.at, "iota_dimension out of range"))?;
+        if dims.len() <= 1 {
+            let v = self.push(c, &ty, "iota", &[], &format!("iota_dimension={dim}"), false)?;
+            bind_groups(c, op, vec![v]);
+            return Ok(());
+        }
+        let line = Ty::Tensor(vec![size], elem.clone());
+        let i = self.push(c, &line, "iota", &[], "iota_dimension=0", false)?;
+        let v = self.push(c, &ty, "broadcast", &[&i], &format!("dimensions={{{dim}}}"), false)?;
+        bind_groups(c, op, vec![v]);
+        Ok(())
     }
 
     fn multi_op(&mut self, c: &mut Comp, op: &Op, args: &[Val], opcode: &str, attrs: String) -> Result<()> {
