@@ -73,7 +73,13 @@ fn pest_error(text: &str, e: pest::error::Error<Rule>) -> Error {
         pest::error::InputLocation::Pos(p) => p,
         pest::error::InputLocation::Span((p, _)) => p,
     };
-    lower::Emitter::new(text, HashMap::new()).err(at, format!("not StableHLO in the generic op form: {}", e.variant.message()))
+    lower::Emitter::new(text, HashMap::new()).err(
+        at,
+        format!(
+            "not StableHLO in the generic op form: {}",
+            e.variant.message()
+        ),
+    )
 }
 
 fn check_depth(text: &str) -> Result<()> {
@@ -85,7 +91,8 @@ fn check_depth(text: &str) -> Result<()> {
             _ => {}
         }
         if depth > MAX_DEPTH {
-            return Err(lower::Emitter::new(text, HashMap::new()).err(i, format!("nesting deeper than {MAX_DEPTH}")));
+            return Err(lower::Emitter::new(text, HashMap::new())
+                .err(i, format!("nesting deeper than {MAX_DEPTH}")));
         }
     }
     Ok(())

@@ -27,22 +27,29 @@ fn stablehlo_and_jax_hlo_give_the_same_features_and_contractions() {
     assert!(cases.len() >= 6, "expected the testdata/stablehlo cases");
     for mlir in cases {
         let name = mlir.display().to_string();
-        let text = std::fs::read_to_string(&mlir).unwrap();
-        let hlo_text = std::fs::read_to_string(mlir.with_extension("hlo")).unwrap();
+        let text = std::fs::read_to_string(&mlir).expect("the .mlir case");
+        let hlo_text = std::fs::read_to_string(mlir.with_extension("hlo")).expect("its .hlo pair");
         let from_mlir = hlo::parse_stablehlo(&text).unwrap_or_else(|e| panic!("{}", e.render()));
-        let from_hlo = hlo::parse_module(&hlo_text).unwrap();
+        let from_hlo = hlo::parse_module(&hlo_text).expect("jax HLO parses");
         let (a, b) = (program_features(&from_hlo), program_features(&from_mlir));
         for (i, col) in FEATURE_NAMES.iter().enumerate() {
             assert_eq!(a[i], b[i], "{name}: feature {col}");
         }
-        assert_eq!(contractions(&from_hlo), contractions(&from_mlir), "{name}: contractions");
+        assert_eq!(
+            contractions(&from_hlo),
+            contractions(&from_mlir),
+            "{name}: contractions"
+        );
     }
 }
 
 #[test]
 fn bad_stablehlo_is_an_error_with_a_position() {
     for (text, line) in [
-        ("\"builtin.module\"() ({\n  \"func.func\"() <{sym_name = \"main\"", 2),
+        (
+            "\"builtin.module\"() ({\n  \"func.func\"() <{sym_name = \"main\"",
+            2,
+        ),
         ("\"builtin.module\"() ({\n}) : () -> ()", 1),
         ("not mlir", 1),
         (&"(".repeat(10_000), 1),
@@ -62,6 +69,8 @@ fn an_undefined_value_is_named() {
     "func.return"(%0) : (tensor<2xf32>) -> ()
   }) : () -> ()
 }) : () -> ()"#;
-    let err = hlo::parse_stablehlo(text).unwrap_err().render();
+    let err = hlo::parse_stablehlo(text)
+        .expect_err("undefined value")
+        .render();
     assert!(err.contains(":4:5:") && err.contains("%nope"), "{err}");
 }

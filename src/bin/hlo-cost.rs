@@ -483,10 +483,13 @@ fn cpu_features_cmd(args: &CpuFeaturesArgs) -> Result<ExitCode, Failure> {
     for f in &files {
         let bytes = std::fs::read(f).map_err(|e| CliError(format!("{}: {e}", f.display())))?;
         let module = if f.extension().is_some_and(|x| x == "mlir") {
-            let text = String::from_utf8(bytes).map_err(|e| CliError(format!("{}: {e}", f.display())))?;
+            let text =
+                String::from_utf8(bytes).map_err(|e| CliError(format!("{}: {e}", f.display())))?;
             hlo::parse_stablehlo(&text).map_err(Failure::Hlo)?
         } else {
-            hlo::load_bytes(bytes, &f.display().to_string()).map_err(Failure::Hlo)?.module
+            hlo::load_bytes(bytes, &f.display().to_string())
+                .map_err(Failure::Hlo)?
+                .module
         };
         let row = program_features(&module);
         let ops: Vec<_> = passes::xla_cpu::contractions::contractions(&module)

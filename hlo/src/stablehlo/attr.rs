@@ -213,6 +213,9 @@ pub fn list_field(body: &str, key: &str) -> Option<Vec<i64>> {
 /// The integer after `key = ` in a `#stablehlo.gather<...>`-style body.
 pub fn int_field(body: &str, key: &str) -> Option<i64> {
     let start = body.find(&format!("{key} = "))? + key.len() + 3;
-    let digits: String = body[start..].chars().take_while(|c| c.is_ascii_digit() || *c == '-').collect();
+    let digits: String = body[start..]
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || *c == '-')
+        .collect();
     digits.parse().ok()
 }

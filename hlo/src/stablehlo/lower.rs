@@ -98,36 +98,71 @@ impl<'a> Emitter<'a> {
             .get(&u.name)
             .and_then(|v| v.get(u.index))
             .cloned()
-            .ok_or_else(|| self.err(at, format!("use of undefined value %{}#{}", u.name, u.index)))
+            .ok_or_else(|| {
+                self.err(
+                    at,
+                    format!("use of undefined value %{}#{}", u.name, u.index),
+                )
+            })
     }
 
     /// Appends instruction `opcode(operands), attrs` of type `ty`;
     /// side-effect-free ones (`cse`) seen before are reused.
-    pub fn push(&mut self, c: &mut Comp, ty: &Ty, opcode: &str, operands: &[&Val], attrs: &str, cse: bool) -> Result<Val> {
+    pub fn push(
+        &mut self,
+        c: &mut Comp,
+        ty: &Ty,
+        opcode: &str,
+        operands: &[&Val],
+        attrs: &str,
+        cse: bool,
+    ) -> Result<Val> {
         let names: Vec<String> = operands.iter().map(|v| v.name.clone()).collect();
         let shape = shape(ty).ok_or_else(|| self.err(0, format!("unsupported type {ty:?}")))?;
         let sep = if attrs.is_empty() { "" } else { ", " };
         let text = format!("{shape} {opcode}({}){sep}{attrs}", names.join(", "));
         if cse {
             if let Some(name) = c.seen.get(&text) {
-                return Ok(Val { name: name.clone(), ty: ty.clone() });
+                return Ok(Val {
+                    name: name.clone(),
+                    ty: ty.clone(),
+                });
             }
         }
-        let base: String = opcode.chars().filter(|ch| ch.is_ascii_alphanumeric()).collect();
+        let base: String = opcode
+            .chars()
+            .filter(|ch| ch.is_ascii_alphanumeric())
+            .collect();
         let name = self.fresh(&base);
         if cse {
             c.seen.insert(text.clone(), name.clone());
         }
         let removable = !matches!(opcode, "get-tuple-element" | "parameter");
-        c.lines.push(Line { name: name.clone(), body: text, operands: names, removable });
-        Ok(Val { name, ty: ty.clone() })
+        c.lines.push(Line {
+            name: name.clone(),
+            body: text,
+            operands: names,
+            removable,
+        });
+        Ok(Val {
+            name,
+            ty: ty.clone(),
+        })
     }
 
     fn param(&mut self, c: &mut Comp, ty: &Ty, i: usize) -> Result<Val> {
         let shape = shape(ty).ok_or_else(|| self.err(0, format!("unsupported type {ty:?}")))?;
         let name = self.fresh("Arg");
-        c.lines.push(Line { name: name.clone(), body: format!("{shape} parameter({i})"), operands: Vec::new(), removable: false });
-        Ok(Val { name, ty: ty.clone() })
+        c.lines.push(Line {
+            name: name.clone(),
+            body: format!("{shape} parameter({i})"),
+            operands: Vec::new(),
+            removable: false,
+        });
+        Ok(Val {
+            name,
+            ty: ty.clone(),
+        })
     }
 
     /// Binds the results of `op`: one value, or the elements of tuple `v`
@@ -144,7 +179,14 @@ impl<'a> Emitter<'a> {
         };
         let mut vals = Vec::new();
         for (i, t) in elems.clone().iter().enumerate() {
-            vals.push(self.push(c, t, "get-tuple-element", &[v], &format!("index={i}"), false)?);
+            vals.push(self.push(
+                c,
+                t,
+                "get-tuple-element",
+                &[v],
+                &format!("index={i}"),
+                false,
+            )?);
         }
         Ok(vals)
     }
@@ -152,7 +194,13 @@ impl<'a> Emitter<'a> {
     /// Writes computation `name` from `block`: its arguments become
     /// parameters (one tuple parameter when `tuple_param` and there are
     /// several), its terminator the root (a tuple if it returns several).
-    pub fn computation(&mut self, name: &str, block: &Block, tuple_param: bool, entry: bool) -> Result<String> {
+    pub fn computation(
+        &mut self,
+        name: &str,
+        block: &Block,
+        tuple_param: bool,
+        entry: bool,
+    ) -> Result<String> {
         let mut c = Comp::default();
         let tys: Vec<Ty> = block.args.iter().map(|(_, t)| t.clone()).collect();
         if tuple_param && tys.len() > 1 {
@@ -167,7 +215,10 @@ impl<'a> Emitter<'a> {
                 c.bind(n, vec![v]);
             }
         }
-        let (last, body) = block.ops.split_last().ok_or_else(|| self.err(0, "empty block"))?;
+        let (last, body) = block
+            .ops
+            .split_last()
+            .ok_or_else(|| self.err(0, "empty block"))?;
         for op in body {
             self.op(&mut c, op)?;
         }
@@ -197,7 +248,10 @@ impl<'a> Emitter<'a> {
         if let Some(n) = self.done.get(sym) {
             return Ok(n.clone());
         }
-        let f = *self.funcs.get(sym).ok_or_else(|| self.err(at, format!("call of unknown function @{sym}")))?;
+        let f = *self
+            .funcs
+            .get(sym)
+            .ok_or_else(|| self.err(at, format!("call of unknown function @{sym}")))?;
         let block = f
             .regions
             .first()
@@ -218,8 +272,11 @@ impl<'a> Emitter<'a> {
     }
 
     pub fn attr_ints(&self, op: &Op, key: &str) -> Result<Vec<i64>> {
-        let s = op.attr(key).ok_or_else(|| self.err(op.at, format!("{} needs `{key}`", op.name)))?;
-        attr::ints(s).ok_or_else(|| self.err(op.at, format!("`{key}` is not a list of integers: {s}")))
+        let s = op
+            .attr(key)
+            .ok_or_else(|| self.err(op.at, format!("{} needs `{key}`", op.name)))?;
+        attr::ints(s)
+            .ok_or_else(|| self.err(op.at, format!("`{key}` is not a list of integers: {s}")))
     }
 }
 
@@ -239,7 +296,10 @@ pub fn shape(t: &Ty) -> Option<String> {
             let e = prim(elem)?;
             Some(format!("{e}[{}]", attr::join(dims)))
         }
-        Ty::Tuple(ts) => Some(format!("({})", ts.iter().map(shape).collect::<Option<Vec<_>>>()?.join(", "))),
+        Ty::Tuple(ts) => Some(format!(
+            "({})",
+            ts.iter().map(shape).collect::<Option<Vec<_>>>()?.join(", ")
+        )),
         Ty::Token => Some("token[]".into()),
         Ty::Other(_) => None,
     }
@@ -267,8 +327,15 @@ pub fn prim(elem: &str) -> Option<&'static str> {
 /// The lines in XLA's printing order: a depth-first post-order from each
 /// instruction without users (operands first, in order), in creation order.
 fn post_order(lines: &[Line]) -> Vec<&Line> {
-    let index: HashMap<&str, usize> = lines.iter().enumerate().map(|(i, l)| (l.name.as_str(), i)).collect();
-    let used: std::collections::HashSet<&str> = lines.iter().flat_map(|l| l.operands.iter().map(String::as_str)).collect();
+    let index: HashMap<&str, usize> = lines
+        .iter()
+        .enumerate()
+        .map(|(i, l)| (l.name.as_str(), i))
+        .collect();
+    let used: std::collections::HashSet<&str> = lines
+        .iter()
+        .flat_map(|l| l.operands.iter().map(String::as_str))
+        .collect();
     let mut seen = vec![false; lines.len()];
     let mut out = Vec::with_capacity(lines.len());
     for (i, l) in lines.iter().enumerate() {
@@ -319,4 +386,3 @@ fn render(name: &str, mut c: Comp, root: &str, entry: bool) -> String {
     s.push_str("}\n");
     s
 }
-

@@ -77,7 +77,9 @@ impl Emitter<'_> {
         match op.name.as_str() {
             "func.call" => self.call(c, op, &args),
             "chlo.square" => {
-                let x = args.first().ok_or_else(|| self.err(op.at, "square needs an operand"))?;
+                let x = args
+                    .first()
+                    .ok_or_else(|| self.err(op.at, "square needs an operand"))?;
                 self.one(c, op, &[x.clone(), x.clone()], "multiply", String::new())
             }
             "stablehlo.constant" => self.constant(c, op),
@@ -98,7 +100,14 @@ impl Emitter<'_> {
     }
 
     /// One instruction for a single-result op (no CSE for side effects).
-    pub fn one(&mut self, c: &mut Comp, op: &Op, args: &[Val], opcode: &str, attrs: String) -> Result<()> {
+    pub fn one(
+        &mut self,
+        c: &mut Comp,
+        op: &Op,
+        args: &[Val],
+        opcode: &str,
+        attrs: String,
+    ) -> Result<()> {
         let ty = self.out_ty(op)?;
         if opcode == "convert" || opcode == "reshape" {
             if let Some(x) = args.first().filter(|x| x.ty == ty) {
@@ -114,7 +123,15 @@ impl Emitter<'_> {
 
     /// An op with one or more results: several results are a tuple plus
     /// `get-tuple-element`s.
-    fn multi(&mut self, c: &mut Comp, op: &Op, args: &[Val], opcode: &str, attrs: String, cse: bool) -> Result<()> {
+    fn multi(
+        &mut self,
+        c: &mut Comp,
+        op: &Op,
+        args: &[Val],
+        opcode: &str,
+        attrs: String,
+        cse: bool,
+    ) -> Result<()> {
         let ty = self.out_ty(op)?;
         let refs: Vec<&Val> = args.iter().collect();
         let v = self.push(c, &ty, opcode, &refs, &attrs, cse)?;
@@ -139,11 +156,15 @@ impl Emitter<'_> {
             return Err(self.err(op.at, "constant of a non-tensor type"));
         };
         let n: i64 = dims.iter().product();
-        let value = op.attr("value").ok_or_else(|| self.err(op.at, "constant needs `value`"))?;
+        let value = op
+            .attr("value")
+            .ok_or_else(|| self.err(op.at, "constant needs `value`"))?;
         let elems = attr::dense_elements(value, elem, n.max(0) as usize)
             .ok_or_else(|| self.err(op.at, format!("cannot read constant {value}")))?;
         let v = match elems.first() {
-            Some(first) if elems.iter().all(|e| e == first) => self.splat_constant(c, &ty, first)?,
+            Some(first) if elems.iter().all(|e| e == first) => {
+                self.splat_constant(c, &ty, first)?
+            }
             _ => self.literal(c, &ty, nest(&elems, dims))?,
         };
         bind_groups(c, op, vec![v]);
@@ -163,9 +184,18 @@ impl Emitter<'_> {
             self.literal(c, ty, scalar.to_string())?
         } else {
             // The exporter's own scalar, not shared with an MLIR one.
-            let s = self.push(c, &Ty::Tensor(Vec::new(), elem.clone()), "constant", &[], "", false)?;
+            let s = self.push(
+                c,
+                &Ty::Tensor(Vec::new(), elem.clone()),
+                "constant",
+                &[],
+                "",
+                false,
+            )?;
             if let Some(l) = c.lines.last_mut() {
-                l.body = l.body.replacen("constant()", &format!("constant({scalar})"), 1);
+                l.body = l
+                    .body
+                    .replacen("constant()", &format!("constant({scalar})"), 1);
             }
             self.push(c, ty, "broadcast", &[&s], "dimensions={}", false)?
         };
@@ -181,7 +211,9 @@ impl Emitter<'_> {
         }
         let v = self.push(c, ty, "constant", &[], "", false)?;
         if let Some(l) = c.lines.last_mut() {
-            l.body = l.body.replacen("constant()", &format!("constant({literal})"), 1);
+            l.body = l
+                .body
+                .replacen("constant()", &format!("constant({literal})"), 1);
         }
         c.consts.insert(key, v.clone());
         Ok(v)
@@ -228,9 +260,18 @@ impl Emitter<'_> {
             bind_groups(c, op, vec![b]);
             return Ok(());
         }
-        let keep: Vec<i64> = (0..mid.len() as i64).filter(|&i| mid[i as usize] == out_dims[i as usize]).collect();
+        let keep: Vec<i64> = (0..mid.len() as i64)
+            .filter(|&i| mid[i as usize] == out_dims[i as usize])
+            .collect();
         let kept: Vec<i64> = keep.iter().map(|&i| mid[i as usize]).collect();
-        let r = self.push(c, &Ty::Tensor(kept, elem.clone()), "reshape", &[&b], "", false)?;
+        let r = self.push(
+            c,
+            &Ty::Tensor(kept, elem.clone()),
+            "reshape",
+            &[&b],
+            "",
+            false,
+        )?;
         let attrs = format!("dimensions={{{}}}", attr::join(&keep));
         let v = self.push(c, &out, "broadcast", &[&r], &attrs, false)?;
         bind_groups(c, op, vec![v]);
