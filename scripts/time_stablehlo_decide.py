@@ -30,6 +30,7 @@ def best(fn, n=5):
 
 def compile_fresh(p) -> float:
     """One XLA compile of a fresh lowering (a Lowered caches its executable)."""
+    jax.clear_caches()  # else jax hands back the executable it compiled before
     lowered = jax.jit(p.fn).lower(*p.args)
     t0 = time.perf_counter()
     lowered.compile()
