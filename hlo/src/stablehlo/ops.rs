@@ -72,7 +72,14 @@ impl Emitter<'_> {
             .collect::<Result<Vec<_>>>()?;
         let short = op.name.strip_prefix("stablehlo.").unwrap_or(&op.name);
         if let Some(opcode) = simple(short) {
-            return self.one(c, op, &args, opcode, String::new());
+            let out = self.out_ty(op)?;
+            let v = match fold(short, c, &args, &out) {
+                Some(Folded::Operand(i)) => args[i].clone(),
+                Some(Folded::Splat(s)) => self.splat_constant(c, &out, &s)?,
+                None => return self.one(c, op, &args, opcode, String::new()),
+            };
+            bind_groups(c, op, vec![v]);
+            return Ok(());
         }
         match op.name.as_str() {
             "func.call" => self.call(c, op, &args),
@@ -292,4 +299,67 @@ fn nest(elems: &[String], dims: &[i64]) -> String {
         })
         .collect();
     format!("{{{}}}", parts.join(", "))
+}
+
+/// What MLIR's folder makes of a simple op: its operand (`x * 1`, `x + 0`,
+/// `x - 0`, `x / 1`) or a splat constant (arithmetic on splats, a convert
+/// of a splat), as a scalar literal.
+enum Folded {
+    Operand(usize),
+    Splat(String),
+}
+
+fn fold(short: &str, c: &Comp, args: &[Val], out: &Ty) -> Option<Folded> {
+    let splat = |i: usize| -> Option<f64> {
+        let v = args.get(i)?;
+        let s = c.splat.get(&v.name)?;
+        match s.as_str() {
+            "true" => Some(1.0),
+            "false" => Some(0.0),
+            t => t.parse().ok(),
+        }
+    };
+    let same = |i: usize| args.get(i).is_some_and(|a| &a.ty == out);
+    let (a, b) = (splat(0), splat(1));
+    match (short, a, b) {
+        ("multiply", Some(x), _) if x == 1.0 && same(1) => return Some(Folded::Operand(1)),
+        ("multiply", _, Some(y)) if y == 1.0 && same(0) => return Some(Folded::Operand(0)),
+        ("add", Some(x), _) if x == 0.0 && same(1) => return Some(Folded::Operand(1)),
+        ("add" | "subtract", _, Some(y)) if y == 0.0 && same(0) => return Some(Folded::Operand(0)),
+        ("divide", _, Some(y)) if y == 1.0 && same(0) => return Some(Folded::Operand(0)),
+        _ => {}
+    }
+    let Ty::Tensor(_, elem) = out else {
+        return None;
+    };
+    let float = elem.starts_with('f') || elem == "bf16";
+    let value = match (short, a, b) {
+        ("convert", Some(x), _) if args.len() == 1 => x,
+        ("negate", Some(x), _) if args.len() == 1 => -x,
+        ("add", Some(x), Some(y)) => x + y,
+        ("subtract", Some(x), Some(y)) => x - y,
+        ("multiply", Some(x), Some(y)) => x * y,
+        ("divide", Some(x), Some(y)) if float || y != 0.0 => x / y,
+        ("maximum", Some(x), Some(y)) => x.max(y),
+        ("minimum", Some(x), Some(y)) => x.min(y),
+        _ => return None,
+    };
+    Some(Folded::Splat(match elem.as_str() {
+        "i1" => (value != 0.0).to_string(),
+        e if !float && e.starts_with('i') || e.starts_with("ui") => {
+            format!("{}", value.trunc() as i64)
+        }
+        "f32" => attr_float(f64::from(value as f32)),
+        _ => attr_float(value),
+    }))
+}
+
+fn attr_float(f: f64) -> String {
+    if f.is_nan() {
+        "nan".into()
+    } else if f.is_infinite() {
+        if f > 0.0 { "inf" } else { "-inf" }.into()
+    } else {
+        format!("{f:?}")
+    }
 }
