@@ -6,6 +6,8 @@
 //!   the same module.
 //! - [`proto`] reads and writes XLA's binary `HloModuleProto`
 //!   ([`proto::to_bytes`], [`proto::from_bytes`]).
+//! - [`parse_stablehlo`] reads StableHLO MLIR text (generic op form, as jax
+//!   lowers it) into the same IR XLA's MLIR-to-HLO conversion would give.
 //! - [`verify`] checks operand counts, shapes and layouts of a module.
 //! - [`attrs`]: the typed attribute values the parser decodes once
 //!   (dimensions, windows, padding, slices, enumerations, precisions, ...)
@@ -38,6 +40,7 @@ pub mod print;
 pub mod proto;
 pub mod semantic;
 pub mod shape_infer;
+pub mod stablehlo;
 pub mod verify;
 
 pub use error::{Error, Result};
@@ -50,4 +53,5 @@ pub use print::{
     print_instruction_canonical, print_layout, print_layout_in, print_module, print_shape,
     print_shape_no_layout, CanonicalOptions, Subcomputations,
 };
+pub use stablehlo::{parse_stablehlo, stablehlo_to_hlo_text};
 pub use verify::{verify, verify_in_source};

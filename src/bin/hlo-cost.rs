@@ -116,7 +116,9 @@ enum Command {
 
 #[derive(clap::Args, Debug)]
 struct CpuFeaturesArgs {
-    /// HLO modules (text or HloModuleProto), or folders: their `*.hlo` files.
+    /// HLO modules (text or HloModuleProto), StableHLO `*.mlir` files
+    /// (generic op form, read by `hlo::parse_stablehlo`), or folders: their
+    /// `*.hlo` and `*.mlir` files.
     #[arg(required = true)]
     inputs: Vec<PathBuf>,
     /// Write the JSON lines here.
@@ -469,7 +471,7 @@ fn cpu_features_cmd(args: &CpuFeaturesArgs) -> Result<ExitCode, Failure> {
             let mut found: Vec<PathBuf> = std::fs::read_dir(p)
                 .map_err(|e| CliError(format!("{}: {e}", p.display())))?
                 .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|f| f.extension().is_some_and(|x| x == "hlo"))
+                .filter(|f| f.extension().is_some_and(|x| x == "hlo" || x == "mlir"))
                 .collect();
             found.sort();
             files.extend(found);
@@ -480,9 +482,17 @@ fn cpu_features_cmd(args: &CpuFeaturesArgs) -> Result<ExitCode, Failure> {
     let mut text = String::new();
     for f in &files {
         let bytes = std::fs::read(f).map_err(|e| CliError(format!("{}: {e}", f.display())))?;
-        let loaded = hlo::load_bytes(bytes, &f.display().to_string()).map_err(Failure::Hlo)?;
-        let row = program_features(&loaded.module);
-        let ops: Vec<_> = passes::xla_cpu::contractions::contractions(&loaded.module)
+        let module = if f.extension().is_some_and(|x| x == "mlir") {
+            let text =
+                String::from_utf8(bytes).map_err(|e| CliError(format!("{}: {e}", f.display())))?;
+            hlo::parse_stablehlo(&text).map_err(Failure::Hlo)?
+        } else {
+            hlo::load_bytes(bytes, &f.display().to_string())
+                .map_err(Failure::Hlo)?
+                .module
+        };
+        let row = program_features(&module);
+        let ops: Vec<_> = passes::xla_cpu::contractions::contractions(&module)
             .into_iter()
             .map(|d| {
                 serde_json::json!({ "signature": d.signature, "eligible": d.eligible,

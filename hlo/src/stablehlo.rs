@@ -1,0 +1,99 @@
+//! StableHLO in: [`parse_stablehlo`] reads the MLIR text jax lowers a
+//! program to (`jax.jit(f).lower(*args)`, printed in the generic op form)
+//! into the same [`Module`] XLA's own MLIR-to-HLO conversion would give.
+//!
+//! Stages: the pest grammar `stablehlo/mlir.pest` reads the text into a
+//! syntax tree (`syntax`); `lower` and its op rules (`ops`, `structured`)
+//! write the HLO XLA's conversion writes, as HLO text; [`parse_module`]
+//! reads that into the IR. Going through HLO text keeps one decoder of
+//! every attribute (the HLO parser's) rather than two.
+
+mod attr;
+mod lower;
+mod ops;
+mod structured;
+mod syntax;
+
+use std::collections::HashMap;
+
+use pest::Parser;
+
+use crate::{parse_module_named, Error, Module, Result};
+
+#[derive(pest_derive::Parser)]
+#[grammar = "stablehlo/mlir.pest"]
+struct MlirParser;
+
+/// Deepest bracket nesting read (pest recurses once per level).
+const MAX_DEPTH: usize = 256;
+
+/// Reads StableHLO MLIR text (generic op form) into a module.
+pub fn parse_stablehlo(text: &str) -> Result<Module> {
+    let hlo = stablehlo_to_hlo_text(text)?;
+    parse_module_named(&hlo, "<stablehlo as hlo>")
+}
+
+/// The HLO text [`parse_stablehlo`] reads: what XLA's conversion would
+/// print for `text`, up to names and layouts.
+pub fn stablehlo_to_hlo_text(text: &str) -> Result<String> {
+    check_depth(text)?;
+    let mut pairs = MlirParser::parse(Rule::file, text).map_err(|e| pest_error(text, e))?;
+    let top = pairs
+        .next()
+        .and_then(|f| f.into_inner().find(|p| p.as_rule() == Rule::op))
+        .map(syntax::op)
+        .ok_or_else(|| lower::Emitter::new(text, HashMap::new()).err(0, "no module op"))?;
+    let module_name = top
+        .attr("sym_name")
+        .map(|s| s.trim_matches('"').to_string())
+        .unwrap_or_else(|| "stablehlo".into());
+    let mut funcs = HashMap::new();
+    for block in top.regions.iter().flatten() {
+        for f in block.ops.iter().filter(|o| o.name == "func.func") {
+            if let Some(sym) = f.attr("sym_name") {
+                funcs.insert(sym.trim_matches('"').to_string(), f);
+            }
+        }
+    }
+    let mut em = lower::Emitter::new(text, funcs);
+    if !em.funcs.contains_key("main") {
+        return Err(em.err(top.at, "the module has no `main` function"));
+    }
+    em.function("main", top.at)?;
+    let mut out = format!("HloModule {module_name}\n\n");
+    for c in &em.out {
+        out.push_str(c);
+        out.push('\n');
+    }
+    Ok(out)
+}
+
+fn pest_error(text: &str, e: pest::error::Error<Rule>) -> Error {
+    let at = match e.location {
+        pest::error::InputLocation::Pos(p) => p,
+        pest::error::InputLocation::Span((p, _)) => p,
+    };
+    lower::Emitter::new(text, HashMap::new()).err(
+        at,
+        format!(
+            "not StableHLO in the generic op form: {}",
+            e.variant.message()
+        ),
+    )
+}
+
+fn check_depth(text: &str) -> Result<()> {
+    let mut depth = 0usize;
+    for (i, b) in text.bytes().enumerate() {
+        match b {
+            b'(' | b'[' | b'{' | b'<' => depth += 1,
+            b')' | b']' | b'}' | b'>' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        if depth > MAX_DEPTH {
+            return Err(lower::Emitter::new(text, HashMap::new())
+                .err(i, format!("nesting deeper than {MAX_DEPTH}")));
+        }
+    }
+    Ok(())
+}

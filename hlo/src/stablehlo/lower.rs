@@ -1,0 +1,388 @@
+//! Lowering the syntax tree to HLO text the way XLA's MLIR-to-HLO
+//! conversion does: `func.func` to computations (`main` the entry),
+//! regions to computations, multi-result ops to a tuple plus
+//! `get-tuple-element`s, `stablehlo.while` operands tupled (loop-invariant
+//! ones carried as implicit captures), `broadcast_in_dim` as XlaBuilder's
+//! broadcast sequence. Op-by-op rules live in `ops`.
+
+use std::collections::HashMap;
+
+use super::attr;
+use super::syntax::{Block, Op, Ty, Use};
+use crate::{Error, Result};
+
+/// A value of the HLO being written: its instruction name and type.
+#[derive(Clone, Debug)]
+pub struct Val {
+    pub name: String,
+    pub ty: Ty,
+}
+
+/// One instruction line: `name = body`, and whether a dead one may go
+/// (MLIR ops do; the parameters and tuple accesses XLA's exporter adds stay).
+pub struct Line {
+    pub name: String,
+    pub body: String,
+    pub operands: Vec<String>,
+    pub removable: bool,
+}
+
+/// A computation being written.
+#[derive(Default)]
+pub struct Comp {
+    pub lines: Vec<Line>,
+    env: HashMap<String, Vec<Val>>,
+    /// CSE: body text -> name, for side-effect-free ops.
+    seen: HashMap<String, String>,
+    /// Values that are MLIR splat constants: name -> the scalar literal.
+    pub splat: HashMap<String, String>,
+    /// MLIR constants, uniqued per region as MLIR's folder does:
+    /// (shape, literal) -> value.
+    pub consts: HashMap<(String, String), Val>,
+}
+
+impl Comp {
+    pub fn bind(&mut self, name: &str, vals: Vec<Val>) {
+        self.env.insert(name.to_string(), vals);
+    }
+}
+
+pub struct Emitter<'a> {
+    pub src: &'a str,
+    pub funcs: HashMap<String, &'a Op>,
+    /// func symbol -> computation name, once written.
+    done: HashMap<String, String>,
+    /// Finished computations, callees first.
+    pub out: Vec<String>,
+    next: usize,
+}
+
+impl<'a> Emitter<'a> {
+    pub fn new(src: &'a str, funcs: HashMap<String, &'a Op>) -> Self {
+        Emitter {
+            src,
+            funcs,
+            done: HashMap::new(),
+            out: Vec::new(),
+            next: 0,
+        }
+    }
+
+    pub fn err(&self, at: usize, message: impl Into<String>) -> Error {
+        let before = &self.src[..at.min(self.src.len())];
+        let line = before.matches('\n').count() + 1;
+        let start = before.rfind('\n').map_or(0, |i| i + 1);
+        let col = before[start..].chars().count() + 1;
+        let end = self.src[start..]
+            .find('\n')
+            .map_or(self.src.len(), |i| start + i);
+        Error::Parse {
+            pos: crate::error::Pos {
+                file: "<stablehlo>".into(),
+                line,
+                col,
+            },
+            message: message.into(),
+            snippet: self.src[start..end].to_string(),
+        }
+    }
+
+    pub fn fresh(&mut self, base: &str) -> String {
+        self.next += 1;
+        format!("{base}.{}", self.next)
+    }
+
+    /// Looks up the value `u` in computation `c`.
+    pub fn get(&self, c: &Comp, u: &Use, at: usize) -> Result<Val> {
+        c.env
+            .get(&u.name)
+            .and_then(|v| v.get(u.index))
+            .cloned()
+            .ok_or_else(|| {
+                self.err(
+                    at,
+                    format!("use of undefined value %{}#{}", u.name, u.index),
+                )
+            })
+    }
+
+    /// Appends instruction `opcode(operands), attrs` of type `ty`;
+    /// side-effect-free ones (`cse`) seen before are reused.
+    pub fn push(
+        &mut self,
+        c: &mut Comp,
+        ty: &Ty,
+        opcode: &str,
+        operands: &[&Val],
+        attrs: &str,
+        cse: bool,
+    ) -> Result<Val> {
+        let names: Vec<String> = operands.iter().map(|v| v.name.clone()).collect();
+        let shape = shape(ty).ok_or_else(|| self.err(0, format!("unsupported type {ty:?}")))?;
+        let sep = if attrs.is_empty() { "" } else { ", " };
+        let text = format!("{shape} {opcode}({}){sep}{attrs}", names.join(", "));
+        if cse {
+            if let Some(name) = c.seen.get(&text) {
+                return Ok(Val {
+                    name: name.clone(),
+                    ty: ty.clone(),
+                });
+            }
+        }
+        let base: String = opcode
+            .chars()
+            .filter(|ch| ch.is_ascii_alphanumeric())
+            .collect();
+        let name = self.fresh(&base);
+        if cse {
+            c.seen.insert(text.clone(), name.clone());
+        }
+        let removable = !matches!(opcode, "get-tuple-element" | "parameter");
+        c.lines.push(Line {
+            name: name.clone(),
+            body: text,
+            operands: names,
+            removable,
+        });
+        Ok(Val {
+            name,
+            ty: ty.clone(),
+        })
+    }
+
+    fn param(&mut self, c: &mut Comp, ty: &Ty, i: usize) -> Result<Val> {
+        let shape = shape(ty).ok_or_else(|| self.err(0, format!("unsupported type {ty:?}")))?;
+        let name = self.fresh("Arg");
+        c.lines.push(Line {
+            name: name.clone(),
+            body: format!("{shape} parameter({i})"),
+            operands: Vec::new(),
+            removable: false,
+        });
+        Ok(Val {
+            name,
+            ty: ty.clone(),
+        })
+    }
+
+    /// Binds the results of `op`: one value, or the elements of tuple `v`
+    /// through `get-tuple-element`s (XLA's exporter writes one per result).
+    pub fn bind_results(&mut self, c: &mut Comp, op: &Op, v: Val, multi: bool) -> Result<()> {
+        let vals = if multi { self.unpack(c, &v)? } else { vec![v] };
+        bind_groups(c, op, vals);
+        Ok(())
+    }
+
+    pub fn unpack(&mut self, c: &mut Comp, v: &Val) -> Result<Vec<Val>> {
+        let Ty::Tuple(elems) = &v.ty else {
+            return Ok(vec![v.clone()]);
+        };
+        let mut vals = Vec::new();
+        for (i, t) in elems.clone().iter().enumerate() {
+            vals.push(self.push(
+                c,
+                t,
+                "get-tuple-element",
+                &[v],
+                &format!("index={i}"),
+                false,
+            )?);
+        }
+        Ok(vals)
+    }
+
+    /// Writes computation `name` from `block`: its arguments become
+    /// parameters (one tuple parameter when `tuple_param` and there are
+    /// several), its terminator the root (a tuple if it returns several).
+    pub fn computation(
+        &mut self,
+        name: &str,
+        block: &Block,
+        tuple_param: bool,
+        entry: bool,
+    ) -> Result<String> {
+        let mut c = Comp::default();
+        let tys: Vec<Ty> = block.args.iter().map(|(_, t)| t.clone()).collect();
+        if tuple_param && tys.len() > 1 {
+            let p = self.param(&mut c, &Ty::Tuple(tys), 0)?;
+            let vals = self.unpack(&mut c, &p)?;
+            for ((n, _), v) in block.args.iter().zip(vals) {
+                c.bind(n, vec![v]);
+            }
+        } else {
+            for (i, (n, t)) in block.args.iter().enumerate() {
+                let v = self.param(&mut c, t, i)?;
+                c.bind(n, vec![v]);
+            }
+        }
+        let (last, body) = block
+            .ops
+            .split_last()
+            .ok_or_else(|| self.err(0, "empty block"))?;
+        for op in body {
+            self.op(&mut c, op)?;
+        }
+        let rets = last
+            .operands
+            .iter()
+            .map(|u| self.get(&c, u, last.at))
+            .collect::<Result<Vec<_>>>()?;
+        let root = self.root(&mut c, rets, last.at)?;
+        let comp_name = self.fresh(name);
+        self.out.push(render(&comp_name, c, &root, entry));
+        Ok(comp_name)
+    }
+
+    fn root(&mut self, c: &mut Comp, rets: Vec<Val>, at: usize) -> Result<String> {
+        if rets.len() == 1 && c.lines.iter().any(|l| l.name == rets[0].name) {
+            return Ok(rets[0].name.clone());
+        }
+        let ty = Ty::Tuple(rets.iter().map(|v| v.ty.clone()).collect());
+        let _ = at;
+        let refs: Vec<&Val> = rets.iter().collect();
+        Ok(self.push(c, &ty, "tuple", &refs, "", false)?.name)
+    }
+
+    /// The computation of function `sym` (written on first use).
+    pub fn function(&mut self, sym: &str, at: usize) -> Result<String> {
+        if let Some(n) = self.done.get(sym) {
+            return Ok(n.clone());
+        }
+        let f = *self
+            .funcs
+            .get(sym)
+            .ok_or_else(|| self.err(at, format!("call of unknown function @{sym}")))?;
+        let block = f
+            .regions
+            .first()
+            .and_then(|r| r.first())
+            .ok_or_else(|| self.err(f.at, "function without a body"))?;
+        let name = self.computation(sym, block, false, sym == "main")?;
+        self.done.insert(sym.to_string(), name.clone());
+        Ok(name)
+    }
+
+    pub fn region(&mut self, op: &Op, i: usize, tuple_param: bool) -> Result<String> {
+        let block = op
+            .regions
+            .get(i)
+            .and_then(|r| r.first())
+            .ok_or_else(|| self.err(op.at, format!("{} needs region {i}", op.name)))?;
+        self.computation("region", block, tuple_param, false)
+    }
+
+    pub fn attr_ints(&self, op: &Op, key: &str) -> Result<Vec<i64>> {
+        let s = op
+            .attr(key)
+            .ok_or_else(|| self.err(op.at, format!("{} needs `{key}`", op.name)))?;
+        attr::ints(s)
+            .ok_or_else(|| self.err(op.at, format!("`{key}` is not a list of integers: {s}")))
+    }
+}
+
+/// Binds `vals` to the result names of `op` in order.
+pub fn bind_groups(c: &mut Comp, op: &Op, vals: Vec<Val>) {
+    let mut it = vals.into_iter();
+    for (name, n) in &op.results {
+        let group: Vec<Val> = it.by_ref().take(*n).collect();
+        c.bind(name, group);
+    }
+}
+
+/// The HLO shape of an MLIR type (`None` for a type HLO lacks).
+pub fn shape(t: &Ty) -> Option<String> {
+    match t {
+        Ty::Tensor(dims, elem) => {
+            let e = prim(elem)?;
+            Some(format!("{e}[{}]", attr::join(dims)))
+        }
+        Ty::Tuple(ts) => Some(format!(
+            "({})",
+            ts.iter().map(shape).collect::<Option<Vec<_>>>()?.join(", ")
+        )),
+        Ty::Token => Some("token[]".into()),
+        Ty::Other(_) => None,
+    }
+}
+
+pub fn prim(elem: &str) -> Option<&'static str> {
+    Some(match elem {
+        "i1" => "pred",
+        "i8" => "s8",
+        "i16" => "s16",
+        "i32" => "s32",
+        "i64" => "s64",
+        "ui8" => "u8",
+        "ui16" => "u16",
+        "ui32" => "u32",
+        "ui64" => "u64",
+        "f16" => "f16",
+        "bf16" => "bf16",
+        "f32" => "f32",
+        "f64" => "f64",
+        _ => return None,
+    })
+}
+
+/// The lines in XLA's printing order: a depth-first post-order from each
+/// instruction without users (operands first, in order), in creation order.
+fn post_order(lines: &[Line]) -> Vec<&Line> {
+    let index: HashMap<&str, usize> = lines
+        .iter()
+        .enumerate()
+        .map(|(i, l)| (l.name.as_str(), i))
+        .collect();
+    let used: std::collections::HashSet<&str> = lines
+        .iter()
+        .flat_map(|l| l.operands.iter().map(String::as_str))
+        .collect();
+    let mut seen = vec![false; lines.len()];
+    let mut out = Vec::with_capacity(lines.len());
+    for (i, l) in lines.iter().enumerate() {
+        if used.contains(l.name.as_str()) {
+            continue;
+        }
+        // Iterative DFS: (line, next operand to visit).
+        let mut stack = vec![(i, 0usize)];
+        while let Some((j, k)) = stack.pop() {
+            if k == 0 && std::mem::replace(&mut seen[j], true) {
+                continue;
+            }
+            match lines[j].operands.get(k).and_then(|o| index.get(o.as_str())) {
+                Some(&o) => {
+                    stack.push((j, k + 1));
+                    if !seen[o] {
+                        stack.push((o, 0));
+                    }
+                }
+                None if k < lines[j].operands.len() => stack.push((j, k + 1)),
+                None => out.push(&lines[j]),
+            }
+        }
+    }
+    out
+}
+
+/// Drops dead MLIR ops (repeatedly), then prints the computation.
+fn render(name: &str, mut c: Comp, root: &str, entry: bool) -> String {
+    loop {
+        let used: std::collections::HashSet<String> = c
+            .lines
+            .iter()
+            .flat_map(|l| l.operands.iter().cloned())
+            .chain([root.to_string()])
+            .collect();
+        let before = c.lines.len();
+        c.lines.retain(|l| !l.removable || used.contains(&l.name));
+        if c.lines.len() == before {
+            break;
+        }
+    }
+    let mut s = format!("{}{name} {{\n", if entry { "ENTRY " } else { "" });
+    for l in post_order(&c.lines) {
+        let r = if l.name == root { "ROOT " } else { "" };
+        s.push_str(&format!("  {r}{} = {}\n", l.name, l.body));
+    }
+    s.push_str("}\n");
+    s
+}

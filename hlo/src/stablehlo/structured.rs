@@ -1,0 +1,481 @@
+//! The StableHLO ops with attributes or regions: each decodes what HLO
+//! needs (dimensions, windows, dimension numbers, called computations) and
+//! writes the instruction XLA's conversion writes; `stablehlo.while` tuples
+//! its operands the way XLA's exporter does.
+
+use super::attr;
+use super::lower::{bind_groups, Comp, Emitter, Val};
+use super::syntax::{Op, Ty};
+use crate::Result;
+
+impl Emitter<'_> {
+    /// The ops of [`Emitter::op`] that are not in its table.
+    pub fn with_attrs(&mut self, c: &mut Comp, op: &Op, args: &[Val], short: &str) -> Result<()> {
+        if self.is_identity(op, args, short)? {
+            bind_groups(c, op, vec![args[0].clone()]);
+            return Ok(());
+        }
+        if short == "iota" {
+            return self.iota(c, op);
+        }
+        let ints = |k: &str| -> Result<String> { Ok(attr::join(&self.attr_ints(op, k)?)) };
+        let attrs = match short {
+            "transpose" => format!("dimensions={{{}}}", ints("permutation")?),
+            "reverse" => format!("dimensions={{{}}}", ints("dimensions")?),
+            "concatenate" => format!("dimensions={{{}}}", self.int(op, "dimension")?),
+            "dynamic_slice" => format!("dynamic_slice_sizes={{{}}}", ints("slice_sizes")?),
+            "slice" => self.slice(op)?,
+            "pad" => self.pad(op)?,
+            "dot_general" => self.dot(op)?,
+            "convolution" => self.conv(op, args)?,
+            "compare" => self.compare(op)?,
+            "gather" => self.gather(op)?,
+            "reduce" | "reduce_window" | "select_and_scatter" | "scatter" | "sort" => {
+                return self.with_regions(c, op, args, short)
+            }
+            "custom_call" => {
+                let target = op.attr("call_target_name").unwrap_or("\"\"");
+                return self.multi_op(
+                    c,
+                    op,
+                    args,
+                    "custom-call",
+                    format!("custom_call_target={target}"),
+                );
+            }
+            "get_tuple_element" => format!("index={}", self.int(op, "index")?),
+            "tuple" => String::new(),
+            _ => return Err(self.err(op.at, format!("unsupported op {}", op.name))),
+        };
+        let opcode = match short {
+            "dot_general" => "dot",
+            "dynamic_slice" => "dynamic-slice",
+            "get_tuple_element" => "get-tuple-element",
+            o => o,
+        };
+        self.one(c, op, args, opcode, attrs)
+    }
+
+    /// Whether MLIR's folder drops `op` as an identity (a pad by nothing, a
+    /// slice of everything, a transpose in order, a one-operand
+    /// concatenate): then it is its first operand.
+    fn is_identity(&self, op: &Op, args: &[Val], short: &str) -> Result<bool> {
+        let Some(x) = args.first() else {
+            return Ok(false);
+        };
+        let same_type = op.outputs.first() == Some(&x.ty);
+        Ok(same_type
+            && match short {
+                "pad" => ["edge_padding_low", "edge_padding_high", "interior_padding"]
+                    .iter()
+                    .all(|k| {
+                        self.attr_ints(op, k)
+                            .is_ok_and(|v| v.iter().all(|&p| p == 0))
+                    }),
+                "slice" => self
+                    .attr_ints(op, "strides")
+                    .is_ok_and(|v| v.iter().all(|&s| s == 1)),
+                "transpose" => self
+                    .attr_ints(op, "permutation")
+                    .is_ok_and(|p| p.iter().enumerate().all(|(i, &d)| d == i as i64)),
+                "concatenate" => args.len() == 1,
+                _ => false,
+            })
+    }
+
+    /// An iota of rank > 1 is XlaBuilder's: a 1-D iota and a broadcast.
+    fn iota(&mut self, c: &mut Comp, op: &Op) -> Result<()> {
+        let dim = self.int(op, "iota_dimension")?;
+        let ty = op
+            .outputs
+            .first()
+            .cloned()
+            .ok_or_else(|| self.err(op.at, "iota needs a result type"))?;
+        let Ty::Tensor(dims, elem) = &ty else {
+            return Err(self.err(op.at, "iota of a non-tensor"));
+        };
+        let size = *dims
+            .get(dim as usize)
+            .ok_or_else(|| self.err(op.at, "iota_dimension out of range"))?;
+        if dims.len() <= 1 {
+            let v = self.push(c, &ty, "iota", &[], &format!("iota_dimension={dim}"), false)?;
+            bind_groups(c, op, vec![v]);
+            return Ok(());
+        }
+        let line = Ty::Tensor(vec![size], elem.clone());
+        let i = self.push(c, &line, "iota", &[], "iota_dimension=0", false)?;
+        let v = self.push(
+            c,
+            &ty,
+            "broadcast",
+            &[&i],
+            &format!("dimensions={{{dim}}}"),
+            false,
+        )?;
+        bind_groups(c, op, vec![v]);
+        Ok(())
+    }
+
+    fn multi_op(
+        &mut self,
+        c: &mut Comp,
+        op: &Op,
+        args: &[Val],
+        opcode: &str,
+        attrs: String,
+    ) -> Result<()> {
+        let ty = match op.outputs.as_slice() {
+            [t] => t.clone(),
+            ts => Ty::Tuple(ts.to_vec()),
+        };
+        let refs: Vec<&Val> = args.iter().collect();
+        let v = self.push(c, &ty, opcode, &refs, &attrs, false)?;
+        self.bind_results(c, op, v, op.outputs.len() > 1)
+    }
+
+    fn int(&self, op: &Op, key: &str) -> Result<i64> {
+        op.attr(key)
+            .and_then(attr::int)
+            .ok_or_else(|| self.err(op.at, format!("{} needs an integer `{key}`", op.name)))
+    }
+
+    fn slice(&self, op: &Op) -> Result<String> {
+        let (s, l) = (
+            self.attr_ints(op, "start_indices")?,
+            self.attr_ints(op, "limit_indices")?,
+        );
+        let st = self.attr_ints(op, "strides")?;
+        let parts: Vec<String> = s
+            .iter()
+            .zip(&l)
+            .zip(&st)
+            .map(|((a, b), k)| {
+                if *k == 1 {
+                    format!("[{a}:{b}]")
+                } else {
+                    format!("[{a}:{b}:{k}]")
+                }
+            })
+            .collect();
+        Ok(format!("slice={{{}}}", parts.join(", ")))
+    }
+
+    fn pad(&self, op: &Op) -> Result<String> {
+        let lo = self.attr_ints(op, "edge_padding_low")?;
+        let hi = self.attr_ints(op, "edge_padding_high")?;
+        let inner = self.attr_ints(op, "interior_padding")?;
+        let parts: Vec<String> = (0..lo.len())
+            .map(|i| {
+                format!(
+                    "{}_{}_{}",
+                    lo[i],
+                    hi.get(i).unwrap_or(&0),
+                    inner.get(i).unwrap_or(&0)
+                )
+            })
+            .collect();
+        Ok(format!("padding={}", parts.join("x")))
+    }
+
+    fn dot(&self, op: &Op) -> Result<String> {
+        let s = op.attr("dot_dimension_numbers").unwrap_or("");
+        attr::dot_dims(s)
+            .ok_or_else(|| self.err(op.at, format!("cannot read dot dimension numbers {s}")))
+    }
+
+    fn compare(&self, op: &Op) -> Result<String> {
+        let dir = op
+            .attr("comparison_direction")
+            .and_then(attr::enum_word)
+            .ok_or_else(|| self.err(op.at, "compare needs `comparison_direction`"))?;
+        Ok(format!("direction={dir}"))
+    }
+
+    /// `window={size=.. stride=.. pad=.. lhs_dilate=.. rhs_dilate=..}` of
+    /// `rank` dimensions; absent attributes take their defaults.
+    fn window(&self, op: &Op, size: Vec<i64>, keys: [&str; 4]) -> Result<String> {
+        let rank = size.len();
+        let get = |k: &str, dflt: i64| -> Result<Vec<i64>> {
+            match op.attr(k) {
+                Some(_) => self.attr_ints(op, k),
+                None => Ok(vec![dflt; rank]),
+            }
+        };
+        let stride = get(keys[0], 1)?;
+        let mut pad = get("padding", 0)?;
+        if pad.len() == 1 {
+            pad = vec![pad[0]; 2 * rank];
+        }
+        let (lhs, rhs) = (get(keys[1], 1)?, get(keys[2], 1)?);
+        let x = |v: &[i64]| v.iter().map(i64::to_string).collect::<Vec<_>>().join("x");
+        let pads: Vec<String> = (0..rank)
+            .map(|i| {
+                format!(
+                    "{}_{}",
+                    pad.get(2 * i).unwrap_or(&0),
+                    pad.get(2 * i + 1).unwrap_or(&0)
+                )
+            })
+            .collect();
+        let mut w = format!(
+            "size={} stride={} pad={}",
+            x(&size),
+            x(&stride),
+            pads.join("x")
+        );
+        if lhs.iter().any(|&d| d != 1) {
+            w.push_str(&format!(" lhs_dilate={}", x(&lhs)));
+        }
+        if rhs.iter().any(|&d| d != 1) {
+            w.push_str(&format!(" rhs_dilate={}", x(&rhs)));
+        }
+        if op.attr(keys[3]).is_some_and(|r| r.contains("true")) {
+            w.push_str(&format!(" rhs_reversal={}", x(&vec![1; rank])));
+        }
+        Ok(format!("window={{{w}}}"))
+    }
+
+    fn conv(&self, op: &Op, args: &[Val]) -> Result<String> {
+        let dn = op.attr("dimension_numbers").unwrap_or("");
+        let labels = attr::conv_labels(dn)
+            .ok_or_else(|| self.err(op.at, format!("cannot read convolution dimensions {dn}")))?;
+        let rhs_labels = labels
+            .split('_')
+            .nth(1)
+            .and_then(|s| s.split("->").next())
+            .unwrap_or("");
+        let Some(Val {
+            ty: Ty::Tensor(rhs, _),
+            ..
+        }) = args.get(1)
+        else {
+            return Err(self.err(op.at, "convolution needs a tensor kernel"));
+        };
+        let mut size = Vec::new();
+        for d in 0.. {
+            let Some(pos) = rhs_labels.chars().position(|ch| ch.to_digit(10) == Some(d)) else {
+                break;
+            };
+            size.push(rhs.get(pos).copied().unwrap_or(1));
+        }
+        let window = if size.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "{}, ",
+                self.window(
+                    op,
+                    size,
+                    [
+                        "window_strides",
+                        "lhs_dilation",
+                        "rhs_dilation",
+                        "window_reversal"
+                    ]
+                )?
+            )
+        };
+        let fg = op
+            .attr("feature_group_count")
+            .and_then(attr::int)
+            .unwrap_or(1);
+        let bg = op
+            .attr("batch_group_count")
+            .and_then(attr::int)
+            .unwrap_or(1);
+        let mut s = format!("{window}dim_labels={labels}");
+        if fg != 1 {
+            s.push_str(&format!(", feature_group_count={fg}"));
+        }
+        if bg != 1 {
+            s.push_str(&format!(", batch_group_count={bg}"));
+        }
+        Ok(s)
+    }
+
+    fn gather(&self, op: &Op) -> Result<String> {
+        let dn = op.attr("dimension_numbers").unwrap_or("");
+        let mut parts = Vec::new();
+        for (k, h) in [
+            ("offset_dims", "offset_dims"),
+            ("collapsed_slice_dims", "collapsed_slice_dims"),
+            ("operand_batching_dims", "operand_batching_dims"),
+            ("start_indices_batching_dims", "start_indices_batching_dims"),
+            ("start_index_map", "start_index_map"),
+        ] {
+            if let Some(v) = attr::list_field(dn, k) {
+                parts.push(format!("{h}={{{}}}", attr::join(&v)));
+            } else if k == "offset_dims" || k == "collapsed_slice_dims" || k == "start_index_map" {
+                parts.push(format!("{h}={{}}"));
+            }
+        }
+        let ivd = attr::int_field(dn, "index_vector_dim")
+            .ok_or_else(|| self.err(op.at, "gather needs index_vector_dim"))?;
+        parts.push(format!("index_vector_dim={ivd}"));
+        parts.push(format!(
+            "slice_sizes={{{}}}",
+            attr::join(&self.attr_ints(op, "slice_sizes")?)
+        ));
+        Ok(parts.join(", "))
+    }
+
+    fn scatter_dims(&self, op: &Op) -> Result<String> {
+        let dn = op.attr("scatter_dimension_numbers").unwrap_or("");
+        let mut parts = Vec::new();
+        for k in [
+            "update_window_dims",
+            "inserted_window_dims",
+            "input_batching_dims",
+            "scatter_indices_batching_dims",
+            "scatter_dims_to_operand_dims",
+        ] {
+            match attr::list_field(dn, k) {
+                Some(v) => parts.push(format!("{k}={{{}}}", attr::join(&v))),
+                None if k.starts_with("input") || k.starts_with("scatter_indices") => {}
+                None => parts.push(format!("{k}={{}}")),
+            }
+        }
+        let ivd = attr::int_field(dn, "index_vector_dim")
+            .ok_or_else(|| self.err(op.at, "scatter needs index_vector_dim"))?;
+        parts.push(format!("index_vector_dim={ivd}"));
+        Ok(parts.join(", "))
+    }
+
+    /// reduce, reduce_window, select_and_scatter, scatter and sort: their
+    /// regions become computations with scalar parameters.
+    fn with_regions(&mut self, c: &mut Comp, op: &Op, args: &[Val], short: &str) -> Result<()> {
+        let first = self.region(op, 0, false)?;
+        let (opcode, attrs) = match short {
+            "reduce" => (
+                "reduce",
+                format!(
+                    "dimensions={{{}}}, to_apply={first}",
+                    attr::join(&self.attr_ints(op, "dimensions")?)
+                ),
+            ),
+            "reduce_window" => {
+                let size = self.attr_ints(op, "window_dimensions")?;
+                let w = self.window(
+                    op,
+                    size,
+                    ["window_strides", "base_dilations", "window_dilations", "-"],
+                )?;
+                ("reduce-window", format!("{w}, to_apply={first}"))
+            }
+            "select_and_scatter" => {
+                let scatter = self.region(op, 1, false)?;
+                let size = self.attr_ints(op, "window_dimensions")?;
+                let w = self.window(op, size, ["window_strides", "-", "-", "-"])?;
+                (
+                    "select-and-scatter",
+                    format!("{w}, select={first}, scatter={scatter}"),
+                )
+            }
+            "scatter" => (
+                "scatter",
+                format!("{}, to_apply={first}", self.scatter_dims(op)?),
+            ),
+            _ => (
+                "sort",
+                format!(
+                    "dimensions={{{}}}, to_apply={first}",
+                    self.int(op, "dimension")?
+                ),
+            ),
+        };
+        self.multi_op(c, op, args, opcode, attrs)
+    }
+
+    /// `stablehlo.while`: XLA's exporter passes the operands as one tuple
+    /// (loop-invariant ones, which the body returns unchanged, after the
+    /// others, as MLIR's canonicalizer makes them implicit captures); each
+    /// region reads every element through a `get-tuple-element`; only the
+    /// loop-carried results are read back.
+    pub fn while_loop(&mut self, c: &mut Comp, op: &Op, args: &[Val]) -> Result<()> {
+        let body = op
+            .regions
+            .get(1)
+            .and_then(|r| r.first())
+            .ok_or_else(|| self.err(op.at, "while needs a body"))?;
+        let ret = body
+            .ops
+            .last()
+            .ok_or_else(|| self.err(op.at, "empty while body"))?;
+        let invariant: Vec<bool> = (0..args.len())
+            .map(|i| {
+                matches!((ret.operands.get(i), body.args.get(i)), (Some(r), Some((a, _))) if &r.name == a && r.index == 0)
+            })
+            .collect();
+        let order: Vec<usize> = (0..args.len())
+            .filter(|&i| !invariant[i])
+            .chain((0..args.len()).filter(|&i| invariant[i]))
+            .collect();
+        let reordered = reorder_while(op, &order);
+        let cond = self.region(&reordered, 0, true)?;
+        let body_comp = self.region(&reordered, 1, true)?;
+        let tys: Vec<Ty> = order.iter().map(|&i| args[i].ty.clone()).collect();
+        let refs: Vec<&Val> = order.iter().map(|&i| &args[i]).collect();
+        let ty = if tys.len() == 1 {
+            tys[0].clone()
+        } else {
+            Ty::Tuple(tys)
+        };
+        let init = if refs.len() == 1 {
+            refs[0].clone()
+        } else {
+            self.push(c, &ty, "tuple", &refs, "", false)?
+        };
+        let w = self.push(
+            c,
+            &ty,
+            "while",
+            &[&init],
+            &format!("condition={cond}, body={body_comp}"),
+            false,
+        )?;
+        let carried = order.iter().filter(|&&i| !invariant[i]).count();
+        let mut results: Vec<Option<Val>> = vec![None; args.len()];
+        if refs.len() == 1 {
+            results[order[0]] = Some(w);
+        } else if let Ty::Tuple(elems) = &w.ty {
+            for (k, &i) in order.iter().enumerate().take(carried) {
+                results[i] = Some(self.push(
+                    c,
+                    &elems[k],
+                    "get-tuple-element",
+                    &[&w],
+                    &format!("index={k}"),
+                    false,
+                )?);
+            }
+        }
+        let vals: Vec<Val> = results
+            .into_iter()
+            .enumerate()
+            .map(|(i, r)| r.unwrap_or_else(|| args[i].clone()))
+            .collect();
+        bind_groups(c, op, vals);
+        Ok(())
+    }
+}
+
+/// `op` (a while) with its operands, block arguments and returned values
+/// permuted by `order`.
+fn reorder_while(op: &Op, order: &[usize]) -> Op {
+    let mut out = op.clone();
+    for region in &mut out.regions {
+        for block in region.iter_mut() {
+            if block.args.len() == order.len() {
+                block.args = order.iter().map(|&i| block.args[i].clone()).collect();
+            }
+        }
+    }
+    if let Some(block) = out.regions.get_mut(1).and_then(|r| r.first_mut()) {
+        if let Some(ret) = block.ops.last_mut() {
+            if ret.operands.len() == order.len() {
+                ret.operands = order.iter().map(|&i| ret.operands[i].clone()).collect();
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,66 @@
+"""Writes testdata/stablehlo/NAME.mlir (StableHLO, generic op form) and
+NAME.hlo (jax's `as_text(dialect="hlo")`) for a few small jax programs,
+one construct each; passes/tests/stablehlo.rs checks that both give the
+same XLA:CPU features and contraction rows.
+
+    /work/main/.venv/bin/python scripts/make_stablehlo_testdata.py
+"""
+
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+OUT = Path(__file__).resolve().parent.parent / "testdata" / "stablehlo"
+
+
+def f32(*shape):
+    return jnp.asarray(np.random.default_rng(0).standard_normal(shape), dtype=jnp.float32)
+
+
+def bf16(*shape):
+    return f32(*shape).astype(jnp.bfloat16)
+
+
+@jax.jit
+def _relu(x):
+    return jnp.maximum(x, 0)
+
+
+def scan(w, xs):
+    def step(h, x):
+        h = jnp.tanh(x @ w + h)
+        return h, h
+    return jax.lax.scan(step, jnp.zeros((4, 16)), xs)[1]
+
+
+CASES = {
+    "dot": (lambda a, b: a @ b + 1.0, (f32(8, 32), f32(32, 16))),
+    "dot_bf16_batched": (lambda a, b: jnp.einsum("bij,bjk->bik", a, b), (bf16(2, 8, 32), bf16(2, 32, 16))),
+    "conv": (lambda x, w: jax.lax.conv_general_dilated(x, w, (2, 2), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC")),
+             (f32(2, 16, 16, 8), f32(3, 3, 8, 16))),
+    "conv_depthwise": (lambda x, w: jax.lax.conv_general_dilated(x, w, (1, 1), "SAME", feature_group_count=8,
+                                                                 dimension_numbers=("NHWC", "HWIO", "NHWC")),
+                       (f32(2, 16, 16, 8), f32(3, 3, 1, 8))),
+    "scan": (scan, (f32(16, 16), f32(6, 4, 16))),
+    "reduce_softmax": (lambda x: jax.nn.softmax(x, axis=-1).sum(0), (f32(16, 64),)),
+    "argmax_multi_result": (lambda x: jnp.argmax(x, axis=1), (f32(8, 32),)),
+    "call_relu": (lambda x, w: _relu(x @ w) + _relu(x @ w * 2), (f32(4, 8), f32(8, 8))),
+    "maxpool_grad": (jax.grad(lambda x: jax.lax.reduce_window(x, -jnp.inf, jax.lax.max, (1, 2, 2, 1), (1, 2, 2, 1),
+                                                             "VALID").sum()), (f32(2, 8, 8, 4),)),
+    "gather_scatter": (lambda t, i: t[i].sum() + t.at[i].add(1.0).sum(), (f32(50, 8), jnp.arange(6) % 5)),
+}
+
+
+def main() -> None:
+    OUT.mkdir(parents=True, exist_ok=True)
+    for name, (fn, args) in CASES.items():
+        lowered = jax.jit(fn).lower(*args)
+        (OUT / f"{name}.mlir").write_text(lowered.compiler_ir().operation.get_asm(print_generic_op_form=True))
+        (OUT / f"{name}.hlo").write_text(lowered.as_text(dialect="hlo"))
+    print(f"{len(CASES)} cases, jax {jax.__version__}")
+
+
+if __name__ == "__main__":
+    main()
