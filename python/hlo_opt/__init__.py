@@ -28,6 +28,7 @@ from ._native import (
     PassResult,
     list_passes,
     parse,
+    parse_stablehlo,
     read,
 )
 from . import metrics
@@ -47,6 +48,7 @@ __all__ = [
     "meta_edges",
     "metrics",
     "parse",
+    "parse_stablehlo",
     "prune_khop",
     "read",
     "save_npz",

@@ -92,6 +92,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<module::Module>()?;
     m.add_class::<module::PassResult>()?;
     m.add_function(wrap_pyfunction!(module::parse, m)?)?;
+    m.add_function(wrap_pyfunction!(module::parse_stablehlo, m)?)?;
     m.add_function(wrap_pyfunction!(module::read, m)?)?;
     m.add_function(wrap_pyfunction!(module::list_passes, m)?)?;
     m.add_function(wrap_pyfunction!(arrays::featurize, m)?)?;

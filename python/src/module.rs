@@ -69,6 +69,30 @@ pub fn parse(
     load(py, bytes, name.as_deref().unwrap_or("<input>"), verify)
 }
 
+/// Reads StableHLO MLIR text in the generic op form (as jax lowers it:
+/// `lowered.compiler_ir().operation.get_asm(print_generic_op_form=True)`)
+/// into the module XLA's own conversion would give (`hlo::parse_stablehlo`),
+/// and verifies it. Its text is that module as HLO text.
+#[pyfunction]
+#[pyo3(signature = (text, name = None, *, verify = true))]
+pub fn parse_stablehlo(
+    py: Python<'_>,
+    text: &str,
+    name: Option<String>,
+    verify: bool,
+) -> PyResult<Module> {
+    let text = text.to_string();
+    let hlo = py
+        .detach(move || hlo::stablehlo_to_hlo_text(&text))
+        .map_err(|e| hlo_error(py, &e))?;
+    load(
+        py,
+        hlo.into_bytes(),
+        name.as_deref().unwrap_or("<stablehlo>"),
+        verify,
+    )
+}
+
 /// Reads a module file (HLO text or `HloModuleProto`, by content) and verifies it.
 #[pyfunction]
 #[pyo3(signature = (path, *, verify = true))]

@@ -421,3 +421,23 @@ def test_verify_times_only_other_valid_executables_that_are_not_far_slower():
     pick, record, exe = xla_cpu._verify(base, cands, exes, args, 0.01, check=True)
     assert record["ratio"][0] == 1.0 and record["ratio"][4] == record["ratio"][1]
     assert pick[0] in ("fine", "default") and (exe is exes[5]) == (pick[0] == "fine")
+
+
+def test_the_decision_reads_the_stablehlo_as_xla_would_convert_it():
+    import jaxlib
+
+    from hlo_opt import _native
+
+    p, x = attention_inputs(jnp.bfloat16)
+    lowered = jax.jit(attention_mlp).lower(p, x)
+    text = lowered.compiler_ir().operation.get_asm(print_generic_op_form=True)
+    from_mlir = hlo_opt.parse_stablehlo(text)
+    from_hlo = hlo_opt.parse(lowered.as_text(dialect="hlo"))
+
+    def decision(m):
+        return json.loads(_native.xla_cpu_decide(m, jaxlib=jaxlib.__version__, model=None)[0])
+
+    assert decision(from_mlir) == decision(from_hlo)
+    assert decision(xla_cpu._module_of(lowered)) == decision(from_hlo)
+    with pytest.raises(hlo_opt.HloError, match=r":1:"):
+        hlo_opt.parse_stablehlo('"builtin.module"() ({ %0 = "stablehlo.nope"(')
