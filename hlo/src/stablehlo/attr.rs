@@ -195,7 +195,9 @@ fn f16_to_f64(h: u16) -> f64 {
     }
 }
 
-fn float_text(f: f64) -> String {
+/// A float as HLO text writes it (`nan`, `inf`, `-inf`, else Rust's
+/// shortest round-trip form).
+pub fn float_text(f: f64) -> String {
     if f.is_nan() {
         "nan".into()
     } else if f.is_infinite() {

@@ -349,17 +349,7 @@ fn fold(short: &str, c: &Comp, args: &[Val], out: &Ty) -> Option<Folded> {
         e if !float && e.starts_with('i') || e.starts_with("ui") => {
             format!("{}", value.trunc() as i64)
         }
-        "f32" => attr_float(f64::from(value as f32)),
-        _ => attr_float(value),
+        "f32" => attr::float_text(f64::from(value as f32)),
+        _ => attr::float_text(value),
     }))
-}
-
-fn attr_float(f: f64) -> String {
-    if f.is_nan() {
-        "nan".into()
-    } else if f.is_infinite() {
-        if f > 0.0 { "inf" } else { "-inf" }.into()
-    } else {
-        format!("{f:?}")
-    }
 }
