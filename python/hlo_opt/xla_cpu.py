@@ -436,21 +436,33 @@ def compile(f, *args, model: str | None = None, measure: int | str = 0, check: b
         exe = default_exe
     elif exe is None:
         exe = _compile(lowered, opts, sigs)
-    if name != "default" and check and "verified" not in decision:
-        want_exe = default_exe if plain is lowered else plain.compile()
-        got_exe = exe if plain is lowered else _compile(plain, opts, sigs)
-        a, b = _copy_args((args, kwargs)), _copy_args((args, kwargs))
-        if not _same(got_exe(*a[0], **a[1]), want_exe(*b[0], **b[1])):
-            warnings.warn(f"xla-cpu: {name} gave other results than XLA's default on these arguments; "
-                          "kept the default", stacklevel=2)
-            exe, name, sigs = default_exe, "default", ()
-            if measured:
-                measured["chosen"], measured["why"] = "default", "the faster candidate's results differed"
-            else:
-                decision = dict(decision, reason="its results differed from the default's")
+    if name != "default" and check and "verified" not in decision and not _same_results(
+            lowered, plain, default_exe, exe, pick, (args, kwargs)):
+        exe, name, sigs = default_exe, "default", ()
+        if measured:
+            measured["chosen"], measured["why"] = "default", "the faster candidate's results differed"
+        else:
+            decision = dict(decision, reason="its results differed from the default's")
     if not measured and decision["chosen"] != name:
         decision = dict(decision, chosen=name)
     return Compiled(exe, lowered, decision, notes, measured, sigs)
+
+
+def _same_results(lowered, plain, default_exe, exe, pick, args_kwargs) -> bool:
+    """``check`` of a pick ``verify`` did not run: its executable gives the
+    default's results on copies of the arguments (without donation where
+    the caller donates); else a warning."""
+    import warnings
+
+    name, opts, sigs = pick
+    want_exe = default_exe if plain is lowered else plain.compile()
+    got_exe = exe if plain is lowered else _compile(plain, opts, sigs)
+    a, b = _copy_args(args_kwargs), _copy_args(args_kwargs)
+    if _same(got_exe(*a[0], **a[1]), want_exe(*b[0], **b[1])):
+        return True
+    warnings.warn(f"xla-cpu: {name} gave other results than XLA's default on these arguments; "
+                  "kept the default", stacklevel=3)
+    return False
 
 
 #: A candidate is kept by ``verify`` when it runs at most this fraction of

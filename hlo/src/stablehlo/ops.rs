@@ -130,7 +130,7 @@ impl Emitter<'_> {
 
     /// An op with one or more results: several results are a tuple plus
     /// `get-tuple-element`s.
-    fn multi(
+    pub(super) fn multi(
         &mut self,
         c: &mut Comp,
         op: &Op,

@@ -35,12 +35,13 @@ impl Emitter<'_> {
             }
             "custom_call" => {
                 let target = op.attr("call_target_name").unwrap_or("\"\"");
-                return self.multi_op(
+                return self.multi(
                     c,
                     op,
                     args,
                     "custom-call",
                     format!("custom_call_target={target}"),
+                    false,
                 );
             }
             "get_tuple_element" => format!("index={}", self.int(op, "index")?),
@@ -114,23 +115,6 @@ impl Emitter<'_> {
         )?;
         bind_groups(c, op, vec![v]);
         Ok(())
-    }
-
-    fn multi_op(
-        &mut self,
-        c: &mut Comp,
-        op: &Op,
-        args: &[Val],
-        opcode: &str,
-        attrs: String,
-    ) -> Result<()> {
-        let ty = match op.outputs.as_slice() {
-            [t] => t.clone(),
-            ts => Ty::Tuple(ts.to_vec()),
-        };
-        let refs: Vec<&Val> = args.iter().collect();
-        let v = self.push(c, &ty, opcode, &refs, &attrs, false)?;
-        self.bind_results(c, op, v, op.outputs.len() > 1)
     }
 
     fn int(&self, op: &Op, key: &str) -> Result<i64> {
@@ -383,7 +367,7 @@ impl Emitter<'_> {
                 ),
             ),
         };
-        self.multi_op(c, op, args, opcode, attrs)
+        self.multi(c, op, args, opcode, attrs, false)
     }
 
     /// `stablehlo.while`: XLA's exporter passes the operands as one tuple
