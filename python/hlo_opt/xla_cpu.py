@@ -17,6 +17,7 @@ XLA: an interrupted run loses at most the program it was measuring.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -31,13 +32,16 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from . import _native, onednn
+from .timing import interleaved, paired_ratio
 
 #: (name, compile options) of each candidate, the default first (it sets
 #: nothing): the table of passes/src/xla_cpu/candidates.rs.
 CANDIDATES: list[tuple[str, dict[str, Any]]] = [(n, dict(o)) for n, o in _native.xla_cpu_candidates()]
 CANDIDATE_NAMES: list[str] = [n for n, _ in CANDIDATES]
 #: Bump when the measurement protocol or the candidate set changes.
-PROTOCOL = 1
+#: 2: a sample of a program under ``timing.SAMPLE_S`` is the mean of
+#: back-to-back calls (1: one call).
+PROTOCOL = 2
 
 
 def options_of(name: str) -> dict[str, Any]:
@@ -104,10 +108,11 @@ def measure(lowered, args: Sequence[Any], *, candidates=None, budget_s: float = 
     (:mod:`hlo_opt.onednn`).
 
     Returns ``{"candidates", "ratio", "runtime_ns", "compile_s", "alias",
-    "ok", "control_ratio", "rounds", "default_ns"}``: ``ratio[i]`` is the
-    median over rounds of candidate i's time over the default's time in the
-    same round (each round runs every executable once, in a shuffled
-    order); a candidate whose optimized module equals an earlier one's is
+    "ok", "control_ratio", "rounds", "repeat", "default_ns"}``: ``ratio[i]``
+    is the median over rounds of candidate i's time over the default's time
+    in the same round (:func:`hlo_opt.timing.interleaved`: each round runs
+    every executable once, in a shuffled order, short programs ``repeat``
+    times per sample); a candidate whose optimized module equals an earlier one's is
     that one's alias and shares its measurement; ``ok`` is False where a
     candidate failed to compile or computed other results than the default.
     """
@@ -144,26 +149,13 @@ def measure(lowered, args: Sequence[Any], *, candidates=None, budget_s: float = 
             print(f"  {names[i]}: results differ from the default's: not a valid choice")
             del exes[i]
     runners = [(i, exes[i]) for i in exes] + [(-1, control)]
-    for _ in range(2):
-        for _, e in runners:
-            jax.block_until_ready(e(*args))
-    t = time.perf_counter()
-    for _, e in runners:
-        jax.block_until_ready(e(*args))
-    per_round = time.perf_counter() - t
-    rounds = int(min(max_rounds, max(min_rounds, budget_s / max(per_round, 1e-9))))
-    rng = np.random.default_rng(seed)
-    times = {i: [] for i, _ in runners}
-    for _ in range(rounds):
-        for k in rng.permutation(len(runners)):
-            i, e = runners[k]
-            t = time.perf_counter()
-            jax.block_until_ready(e(*args))
-            times[i].append(time.perf_counter() - t)
-    base = np.asarray(times[0])
+    times, run = interleaved([functools.partial(e, *args) for _, e in runners], budget_s=budget_s,
+                             min_rounds=min_rounds, max_rounds=max_rounds, seed=seed)
+    times = {i: t for (i, _), t in zip(runners, times)}
+    base = times[0]
     ratio = np.full(len(names), np.nan)
     for i in exes:
-        ratio[i] = float(np.median(np.asarray(times[i]) / base))
+        ratio[i] = paired_ratio(times[i], base)
     for i, a in enumerate(alias):
         if ok[i] and a != i:
             ratio[i] = ratio[a]
@@ -176,8 +168,9 @@ def measure(lowered, args: Sequence[Any], *, candidates=None, budget_s: float = 
         "compile_s": np.asarray(compile_s),
         "alias": np.asarray(alias, dtype=np.int64),
         "ok": np.asarray(ok, dtype=bool),
-        "control_ratio": float(np.median(np.asarray(times[-1]) / base)),
-        "rounds": rounds,
+        "control_ratio": paired_ratio(times[-1], base),
+        "rounds": run["rounds"],
+        "repeat": run["repeat"],
         "default_ns": default_ns,
     }
 
@@ -257,6 +250,7 @@ def collect(programs: Iterable[Any], out: str | os.PathLike, *, budget_s: float 
             "protocol": PROTOCOL,
             "control_ratio": res["control_ratio"],
             "rounds": res["rounds"],
+            "repeat": res["repeat"],
             "default_ns": res["default_ns"],
         }
         save(path, res, meta)
@@ -595,25 +589,13 @@ def _paired_ratio(exe, base, args_kwargs, budget_s: float, min_rounds: int = 5) 
 
 def _paired_ratios(exes, base, args_kwargs, budget_s: float, min_rounds: int = 5) -> list[float]:
     """Per executable of ``exes``, the median over interleaved rounds of its
-    time over ``base``'s in the same round (each round runs all of them, in
-    a rotating order), on copies of the arguments."""
-    import jax
-
+    time over ``base``'s in the same round (:func:`hlo_opt.timing.interleaved`),
+    on copies of the arguments."""
     args, kwargs = args_kwargs
     a = _copy_args(args)
-    runners = [base, *exes]
-    times: list[list[float]] = [[] for _ in runners]
-    t_end = time.perf_counter() + budget_s
-    rounds = 0
-    while rounds < min_rounds or (time.perf_counter() < t_end and rounds < 201):
-        for j in range(len(runners)):
-            k = (j + rounds) % len(runners)
-            t = time.perf_counter()
-            jax.block_until_ready(runners[k](*a, **kwargs))
-            times[k].append(time.perf_counter() - t)
-        rounds += 1
-    b = np.asarray(times[0])
-    return [float(np.median(np.asarray(t) / b)) for t in times[1:]]
+    times, _ = interleaved([functools.partial(e, *a, **kwargs) for e in [base, *exes]], budget_s=budget_s,
+                           min_rounds=min_rounds, warmup=1)
+    return [paired_ratio(t, times[0]) for t in times[1:]]
 
 
 def _compile(lowered, opts: dict[str, Any], sigs: Sequence[str] = ()):

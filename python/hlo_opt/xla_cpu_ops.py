@@ -26,6 +26,7 @@ forms) and ``--conv-grid M`` generated convolutions.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -37,6 +38,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from . import onednn
+from .timing import interleaved, paired_ratio
 
 _SIG = re.compile(r"(\w+)\[([\d,]*)\]x\[([\d,]*)\] b\[([\d,]*)\]x\[([\d,]*)\] c\[([\d,]*)\]x\[([\d,]*)\]")
 
@@ -116,8 +118,6 @@ def measure_op(sig: str, *, budget_s: float = 0.6, min_rounds: int = 9, max_roun
     """Times the op ``sig`` as XLA's default and as a oneDNN matmul or
     convolution, interleaved with a control; raises ValueError for a form
     oneDNN does not take."""
-    import jax
-
     from .xla_cpu import _same
 
     lowered, args = lowered_op(sig)
@@ -132,25 +132,11 @@ def measure_op(sig: str, *, budget_s: float = 0.6, min_rounds: int = 9, max_roun
     if target not in exes[1].as_text():
         raise RuntimeError(f"{sig}: the oneDNN custom call did not reach the optimized module")
     ok = _same(exes[1](*args), exes[0](*args))
-    for _ in range(2):
-        for e in exes:
-            jax.block_until_ready(e(*args))
-    t = time.perf_counter()
-    for e in exes:
-        jax.block_until_ready(e(*args))
-    per_round = time.perf_counter() - t
-    rounds = int(min(max_rounds, max(min_rounds, budget_s / max(per_round, 1e-9))))
-    rng = np.random.default_rng(seed)
-    times: list[list[float]] = [[], [], []]
-    for _ in range(rounds):
-        for k in rng.permutation(3):
-            t = time.perf_counter()
-            jax.block_until_ready(exes[k](*args))
-            times[k].append(time.perf_counter() - t)
-    base = np.asarray(times[0])
-    return {"signature": sig, "ratio": float(np.median(np.asarray(times[1]) / base)),
-            "control": float(np.median(np.asarray(times[2]) / base)), "default_ns": float(np.median(base) * 1e9),
-            "rounds": rounds, "ok": bool(ok), "hlo": lowered.as_text(dialect="hlo")}
+    times, run = interleaved([functools.partial(e, *args) for e in exes], budget_s=budget_s,
+                             min_rounds=min_rounds, max_rounds=max_rounds, seed=seed)
+    return {"signature": sig, "ratio": paired_ratio(times[1], times[0]),
+            "control": paired_ratio(times[2], times[0]), "default_ns": float(np.median(times[0]) * 1e9),
+            "rounds": run["rounds"], "repeat": run["repeat"], "ok": bool(ok), "hlo": lowered.as_text(dialect="hlo")}
 
 
 def grid(n: int, seed: int = 0) -> list[str]:
