@@ -14,7 +14,7 @@ mod ops;
 mod structured;
 mod syntax;
 
-use std::collections::HashMap;
+use crate::ir::hash::FxMap as HashMap;
 
 use pest::Parser;
 
@@ -42,12 +42,12 @@ pub fn stablehlo_to_hlo_text(text: &str) -> Result<String> {
         .next()
         .and_then(|f| f.into_inner().find(|p| p.as_rule() == Rule::op))
         .map(syntax::op)
-        .ok_or_else(|| lower::Emitter::new(text, HashMap::new()).err(0, "no module op"))?;
+        .ok_or_else(|| lower::Emitter::new(text, HashMap::default()).err(0, "no module op"))?;
     let module_name = top
         .attr("sym_name")
         .map(|s| s.trim_matches('"').to_string())
         .unwrap_or_else(|| "stablehlo".into());
-    let mut funcs = HashMap::new();
+    let mut funcs = HashMap::default();
     for block in top.regions.iter().flatten() {
         for f in block.ops.iter().filter(|o| o.name == "func.func") {
             if let Some(sym) = f.attr("sym_name") {
@@ -73,7 +73,7 @@ fn pest_error(text: &str, e: pest::error::Error<Rule>) -> Error {
         pest::error::InputLocation::Pos(p) => p,
         pest::error::InputLocation::Span((p, _)) => p,
     };
-    lower::Emitter::new(text, HashMap::new()).err(
+    lower::Emitter::new(text, HashMap::default()).err(
         at,
         format!(
             "not StableHLO in the generic op form: {}",
@@ -91,7 +91,7 @@ fn check_depth(text: &str) -> Result<()> {
             _ => {}
         }
         if depth > MAX_DEPTH {
-            return Err(lower::Emitter::new(text, HashMap::new())
+            return Err(lower::Emitter::new(text, HashMap::default())
                 .err(i, format!("nesting deeper than {MAX_DEPTH}")));
         }
     }

@@ -5,7 +5,7 @@
 //! ones carried as implicit captures), `broadcast_in_dim` as XlaBuilder's
 //! broadcast sequence. Op-by-op rules live in `ops`.
 
-use std::collections::HashMap;
+use crate::ir::hash::FxMap as HashMap;
 
 use super::attr;
 use super::syntax::{Block, Op, Ty, Use};
@@ -62,7 +62,7 @@ impl<'a> Emitter<'a> {
         Emitter {
             src,
             funcs,
-            done: HashMap::new(),
+            done: HashMap::default(),
             out: Vec::new(),
             next: 0,
         }
@@ -332,7 +332,7 @@ fn post_order(lines: &[Line]) -> Vec<&Line> {
         .enumerate()
         .map(|(i, l)| (l.name.as_str(), i))
         .collect();
-    let used: std::collections::HashSet<&str> = lines
+    let used: crate::ir::hash::FxSet<&str> = lines
         .iter()
         .flat_map(|l| l.operands.iter().map(String::as_str))
         .collect();
@@ -366,17 +366,22 @@ fn post_order(lines: &[Line]) -> Vec<&Line> {
 /// Drops dead MLIR ops (repeatedly), then prints the computation.
 fn render(name: &str, mut c: Comp, root: &str, entry: bool) -> String {
     loop {
-        let used: std::collections::HashSet<String> = c
+        let used: crate::ir::hash::FxSet<&str> = c
             .lines
             .iter()
-            .flat_map(|l| l.operands.iter().cloned())
-            .chain([root.to_string()])
+            .flat_map(|l| l.operands.iter().map(String::as_str))
+            .chain([root])
             .collect();
-        let before = c.lines.len();
-        c.lines.retain(|l| !l.removable || used.contains(&l.name));
-        if c.lines.len() == before {
+        let keep: Vec<bool> = c
+            .lines
+            .iter()
+            .map(|l| !l.removable || used.contains(l.name.as_str()))
+            .collect();
+        if keep.iter().all(|&k| k) {
             break;
         }
+        let mut keep = keep.into_iter();
+        c.lines.retain(|_| keep.next().unwrap_or(true));
     }
     let mut s = format!("{}{name} {{\n", if entry { "ENTRY " } else { "" });
     for l in post_order(&c.lines) {
