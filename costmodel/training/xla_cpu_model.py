@@ -198,7 +198,7 @@ def nested(programs, variant):
 
 #: How many module-wide candidates the device times besides the model's
 #: choice (``hlo_opt.jax.compile``'s ``verify``): each costs one compile.
-PORTFOLIO_SIZE = 3
+PORTFOLIO_SIZE = 4
 
 
 def best_of(programs, picks):

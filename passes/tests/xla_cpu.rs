@@ -286,7 +286,7 @@ fn the_decision_lists_the_cards_portfolio_to_verify_and_a_bad_portfolio_is_refus
     let Some(m) = model("0.10.2") else { return };
     assert_eq!(
         m.card.portfolio.len(),
-        3,
+        4,
         "the shipped card has its portfolio"
     );
     let text = std::fs::read_to_string(root().join("testdata/xla_cpu/modules/dot_forms.hlo"))
