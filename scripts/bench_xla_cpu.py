@@ -116,7 +116,7 @@ def main(argv=None) -> int:
     ctl = np.asarray([1 / r["ratio_to_jit"]["control"] for r in rows])
     dec = np.asarray([r["decide_s"] / r["xla_compile_s"] for r in rows])
     comp = np.asarray([r["hlo_opt_compile_s"] / r["xla_compile_s"] for r in rows])
-    below = ", ".join(f"{r['program']} x{v:.3f}" + (" (jax.jit's own executable)" if r["same_executable_as_default"] else "")
+    below = ", ".join(f"{r['program']} x{v:.3f}" + (" (jax.jit's optimized module)" if r["same_executable_as_default"] else "")
                       for r, v in zip(rows, sp) if v < 0.98) or "none"
     print(f"\nhlo-opt speed-up over jax.jit: geomean {math.exp(np.log(sp).mean()):.3f}x, worst {sp.min():.3f}x; "
           f"measure=all geomean {math.exp(np.log(msd).mean()):.3f}x (worst {msd.min():.3f}x, within "
