@@ -31,9 +31,15 @@ def programs(n=24):
     return out
 
 
-def test_leave_one_program_out_learns_what_the_other_programs_show():
+def test_leave_one_program_out_learns_what_the_other_programs_show(monkeypatch):
     progs = programs()
+    seen = []
+    fit = M.fit
+    monkeypatch.setattr(M, "fit", lambda train, variant: seen.append({p["name"] for p in train}) or fit(train, variant))
     preds = M.lofo_predictions(progs, "gbm-small", group="name")
+    # One model per program, trained on every other program and not on it.
+    names = {p["name"] for p in progs}
+    assert sorted(map(sorted, seen)) == sorted(sorted(names - {n}) for n in names)
     assert set(preds) == {p["name"] for p in progs}
     errs = M.candidate_errors(progs, preds)
     r = M.evaluate(progs, preds, errs, 0.0)
