@@ -45,13 +45,13 @@ pub fn stablehlo_to_hlo_text(text: &str) -> Result<String> {
         .ok_or_else(|| lower::Emitter::new(text, HashMap::default()).err(0, "no module op"))?;
     let module_name = top
         .attr("sym_name")
-        .map(|s| s.trim_matches('"').to_string())
-        .unwrap_or_else(|| "stablehlo".into());
+        .map(|s| s.trim_matches('"'))
+        .unwrap_or("stablehlo");
     let mut funcs = HashMap::default();
     for block in top.regions.iter().flatten() {
         for f in block.ops.iter().filter(|o| o.name == "func.func") {
             if let Some(sym) = f.attr("sym_name") {
-                funcs.insert(sym.trim_matches('"').to_string(), f);
+                funcs.insert(sym.trim_matches('"'), f);
             }
         }
     }

@@ -4,6 +4,12 @@
 //! attributes (`#stablehlo<comparison_direction LT>`) and the elements of a
 //! `dense<...>` constant. `None` means the text is not of the expected form.
 
+use std::borrow::Cow;
+use std::fmt::Write as _;
+
+/// One element of a literal as HLO text writes it.
+pub type Elem = Cow<'static, str>;
+
 /// The integers of `array<i64: 1, 2>`, `[1, 2]`, `dense<[[1, 2]]> : ...`
 /// (flattened) or `array<i64>` (none).
 pub fn ints(s: &str) -> Option<Vec<i64>> {
@@ -92,12 +98,25 @@ pub fn conv_labels(s: &str) -> Option<String> {
 }
 
 pub fn join(v: &[i64]) -> String {
-    v.iter().map(i64::to_string).collect::<Vec<_>>().join(",")
+    let mut out = String::with_capacity(4 * v.len());
+    write_joined(&mut out, v, ",");
+    out
+}
+
+/// Appends `v` separated by `sep`.
+pub fn write_joined(out: &mut String, v: &[i64], sep: &str) {
+    for (i, d) in v.iter().enumerate() {
+        if i > 0 {
+            out.push_str(sep);
+        }
+        let _ = write!(out, "{d}");
+    }
 }
 
 /// The elements of a `dense<...>` value with `n` elements of MLIR element
-/// type `elem`, as HLO literal tokens, in row-major order. A splat repeats.
-pub fn dense_elements(s: &str, elem: &str, n: usize) -> Option<Vec<String>> {
+/// type `elem`, as HLO literal tokens, in row-major order. A splat is its
+/// one element (none when `n` is 0).
+pub fn dense_elements(s: &str, elem: &str, n: usize) -> Option<Vec<Elem>> {
     let body = dense_body(s)?;
     let body = body.split(" : ").next()?.trim();
     if let Some(hex) = body.strip_prefix("\"0x").and_then(|h| h.strip_suffix('"')) {
@@ -109,19 +128,19 @@ pub fn dense_elements(s: &str, elem: &str, n: usize) -> Option<Vec<String>> {
         .collect();
     let one = |t: &str| scalar(t, elem);
     match tokens.as_slice() {
-        [t] => Some(vec![one(t)?; n]),
+        [t] => Some(vec![one(t)?; n.min(1)]),
         ts if ts.len() == n => ts.iter().map(|t| one(t)).collect(),
         _ => None,
     }
 }
 
-fn hex_elements(hex: &str, elem: &str, n: usize) -> Option<Vec<String>> {
+fn hex_elements(hex: &str, elem: &str, n: usize) -> Option<Vec<Elem>> {
     let bytes: Vec<u8> = (0..hex.len() / 2)
         .map(|i| u8::from_str_radix(hex.get(2 * i..2 * i + 2)?, 16).ok())
         .collect::<Option<_>>()?;
     let width = elem_bytes(elem)?;
     let count = bytes.len() / width;
-    let out: Vec<String> = bytes
+    let mut out: Vec<Elem> = bytes
         .chunks(width)
         .map(|c| {
             let mut v = 0u64;
@@ -132,7 +151,10 @@ fn hex_elements(hex: &str, elem: &str, n: usize) -> Option<Vec<String>> {
         })
         .collect::<Option<_>>()?;
     match count {
-        1 => Some(vec![out[0].clone(); n]),
+        1 => {
+            out.truncate(n.min(1));
+            Some(out)
+        }
         c if c == n => Some(out),
         _ => None,
     }
@@ -150,37 +172,37 @@ fn elem_bytes(elem: &str) -> Option<usize> {
 }
 
 /// One element of a literal: a number, `true`/`false`, or bits in hex.
-fn scalar(t: &str, elem: &str) -> Option<String> {
+fn scalar(t: &str, elem: &str) -> Option<Elem> {
     if let Some(hex) = t.strip_prefix("0x") {
         return bits_to_text(u64::from_str_radix(hex, 16).ok()?, elem);
     }
     match t {
-        "true" => return Some("true".into()),
-        "false" => return Some("false".into()),
+        "true" => return Some(Cow::Borrowed("true")),
+        "false" => return Some(Cow::Borrowed("false")),
         _ => {}
     }
     if elem.starts_with('f') || elem == "bf16" {
-        return Some(float_text(t.parse::<f64>().ok()?));
+        return Some(float_text(t.parse::<f64>().ok()?).into());
     }
-    t.parse::<i128>().ok().map(|v| v.to_string())
+    t.parse::<i128>().ok().map(|v| v.to_string().into())
 }
 
-fn bits_to_text(v: u64, elem: &str) -> Option<String> {
+fn bits_to_text(v: u64, elem: &str) -> Option<Elem> {
     let f = match elem {
         "f32" => f64::from(f32::from_bits(v as u32)),
         "bf16" => f64::from(f32::from_bits((v as u32) << 16)),
         "f16" => f16_to_f64(v as u16),
         "f64" => f64::from_bits(v),
-        "i1" => return Some((v != 0).to_string()),
-        e if e.starts_with("ui") => return Some(v.to_string()),
+        "i1" => return Some(Cow::Borrowed(if v != 0 { "true" } else { "false" })),
+        e if e.starts_with("ui") => return Some(v.to_string().into()),
         e if e.starts_with('i') => {
             let bits = e[1..].parse::<u32>().ok()?;
             let shift = 64 - bits;
-            return Some((((v << shift) as i64) >> shift).to_string());
+            return Some((((v << shift) as i64) >> shift).to_string().into());
         }
         _ => return None,
     };
-    Some(float_text(f))
+    Some(float_text(f).into())
 }
 
 fn f16_to_f64(h: u16) -> f64 {

@@ -5,51 +5,57 @@
 //! ones carried as implicit captures), `broadcast_in_dim` as XlaBuilder's
 //! broadcast sequence. Op-by-op rules live in `ops`.
 
+use std::fmt::Write as _;
+use std::rc::Rc;
+
 use crate::ir::hash::FxMap as HashMap;
 
 use super::attr;
 use super::syntax::{Block, Op, Ty, Use};
 use crate::{Error, Result};
 
+/// An instruction name, shared by the line that defines it and its uses.
+pub type Name = Rc<str>;
+
 /// A value of the HLO being written: its instruction name and type.
 #[derive(Clone, Debug)]
-pub struct Val {
-    pub name: String,
-    pub ty: Ty,
+pub struct Val<'a> {
+    pub name: Name,
+    pub ty: Ty<'a>,
 }
 
 /// One instruction line: `name = body`, and whether a dead one may go
 /// (MLIR ops do; the parameters and tuple accesses XLA's exporter adds stay).
 pub struct Line {
-    pub name: String,
+    pub name: Name,
     pub body: String,
-    pub operands: Vec<String>,
+    pub operands: Vec<Name>,
     pub removable: bool,
 }
 
 /// A computation being written.
 #[derive(Default)]
-pub struct Comp {
+pub struct Comp<'a> {
     pub lines: Vec<Line>,
-    env: HashMap<String, Vec<Val>>,
+    env: HashMap<&'a str, Vec<Val<'a>>>,
     /// CSE: body text -> name, for side-effect-free ops.
-    seen: HashMap<String, String>,
+    seen: HashMap<String, Name>,
     /// Values that are MLIR splat constants: name -> the scalar literal.
-    pub splat: HashMap<String, String>,
+    pub splat: HashMap<Name, String>,
     /// MLIR constants, uniqued per region as MLIR's folder does:
     /// (shape, literal) -> value.
-    pub consts: HashMap<(String, String), Val>,
+    pub consts: HashMap<(String, String), Val<'a>>,
 }
 
-impl Comp {
-    pub fn bind(&mut self, name: &str, vals: Vec<Val>) {
-        self.env.insert(name.to_string(), vals);
+impl<'a> Comp<'a> {
+    pub fn bind(&mut self, name: &'a str, vals: Vec<Val<'a>>) {
+        self.env.insert(name, vals);
     }
 }
 
 pub struct Emitter<'a> {
     pub src: &'a str,
-    pub funcs: HashMap<String, &'a Op>,
+    pub funcs: HashMap<&'a str, &'a Op<'a>>,
     /// func symbol -> computation name, once written.
     done: HashMap<String, String>,
     /// Finished computations, callees first.
@@ -58,7 +64,7 @@ pub struct Emitter<'a> {
 }
 
 impl<'a> Emitter<'a> {
-    pub fn new(src: &'a str, funcs: HashMap<String, &'a Op>) -> Self {
+    pub fn new(src: &'a str, funcs: HashMap<&'a str, &'a Op<'a>>) -> Self {
         Emitter {
             src,
             funcs,
@@ -92,8 +98,17 @@ impl<'a> Emitter<'a> {
         format!("{base}.{}", self.next)
     }
 
+    /// A fresh instruction name for `opcode` (its letters and digits).
+    fn fresh_inst(&mut self, opcode: &str) -> Name {
+        self.next += 1;
+        let mut name = String::with_capacity(opcode.len() + 6);
+        name.extend(opcode.chars().filter(char::is_ascii_alphanumeric));
+        let _ = write!(name, ".{}", self.next);
+        name.into()
+    }
+
     /// Looks up the value `u` in computation `c`.
-    pub fn get(&self, c: &Comp, u: &Use, at: usize) -> Result<Val> {
+    pub fn get(&self, c: &Comp<'a>, u: &Use<'a>, at: usize) -> Result<Val<'a>> {
         c.env
             .get(&u.name)
             .and_then(|v| v.get(u.index))
@@ -110,17 +125,32 @@ impl<'a> Emitter<'a> {
     /// side-effect-free ones (`cse`) seen before are reused.
     pub fn push(
         &mut self,
-        c: &mut Comp,
-        ty: &Ty,
+        c: &mut Comp<'a>,
+        ty: &Ty<'a>,
         opcode: &str,
-        operands: &[&Val],
+        operands: &[&Val<'a>],
         attrs: &str,
         cse: bool,
-    ) -> Result<Val> {
-        let names: Vec<String> = operands.iter().map(|v| v.name.clone()).collect();
-        let shape = shape(ty).ok_or_else(|| self.err(0, format!("unsupported type {ty:?}")))?;
-        let sep = if attrs.is_empty() { "" } else { ", " };
-        let text = format!("{shape} {opcode}({}){sep}{attrs}", names.join(", "));
+    ) -> Result<Val<'a>> {
+        let names: Vec<Name> = operands.iter().map(|v| v.name.clone()).collect();
+        let mut text = String::with_capacity(64 + attrs.len());
+        if !write_shape(&mut text, ty) {
+            return Err(self.err(0, format!("unsupported type {ty:?}")));
+        }
+        text.push(' ');
+        text.push_str(opcode);
+        text.push('(');
+        for (i, n) in names.iter().enumerate() {
+            if i > 0 {
+                text.push_str(", ");
+            }
+            text.push_str(n);
+        }
+        text.push(')');
+        if !attrs.is_empty() {
+            text.push_str(", ");
+            text.push_str(attrs);
+        }
         if cse {
             if let Some(name) = c.seen.get(&text) {
                 return Ok(Val {
@@ -129,11 +159,7 @@ impl<'a> Emitter<'a> {
                 });
             }
         }
-        let base: String = opcode
-            .chars()
-            .filter(|ch| ch.is_ascii_alphanumeric())
-            .collect();
-        let name = self.fresh(&base);
+        let name = self.fresh_inst(opcode);
         if cse {
             c.seen.insert(text.clone(), name.clone());
         }
@@ -150,12 +176,16 @@ impl<'a> Emitter<'a> {
         })
     }
 
-    fn param(&mut self, c: &mut Comp, ty: &Ty, i: usize) -> Result<Val> {
-        let shape = shape(ty).ok_or_else(|| self.err(0, format!("unsupported type {ty:?}")))?;
-        let name = self.fresh("Arg");
+    fn param(&mut self, c: &mut Comp<'a>, ty: &Ty<'a>, i: usize) -> Result<Val<'a>> {
+        let mut body = String::with_capacity(48);
+        if !write_shape(&mut body, ty) {
+            return Err(self.err(0, format!("unsupported type {ty:?}")));
+        }
+        let _ = write!(body, " parameter({i})");
+        let name = self.fresh_inst("Arg");
         c.lines.push(Line {
             name: name.clone(),
-            body: format!("{shape} parameter({i})"),
+            body,
             operands: Vec::new(),
             removable: false,
         });
@@ -167,13 +197,19 @@ impl<'a> Emitter<'a> {
 
     /// Binds the results of `op`: one value, or the elements of tuple `v`
     /// through `get-tuple-element`s (XLA's exporter writes one per result).
-    pub fn bind_results(&mut self, c: &mut Comp, op: &Op, v: Val, multi: bool) -> Result<()> {
+    pub fn bind_results(
+        &mut self,
+        c: &mut Comp<'a>,
+        op: &Op<'a>,
+        v: Val<'a>,
+        multi: bool,
+    ) -> Result<()> {
         let vals = if multi { self.unpack(c, &v)? } else { vec![v] };
         bind_groups(c, op, vals);
         Ok(())
     }
 
-    pub fn unpack(&mut self, c: &mut Comp, v: &Val) -> Result<Vec<Val>> {
+    pub fn unpack(&mut self, c: &mut Comp<'a>, v: &Val<'a>) -> Result<Vec<Val<'a>>> {
         let Ty::Tuple(elems) = &v.ty else {
             return Ok(vec![v.clone()]);
         };
@@ -197,12 +233,12 @@ impl<'a> Emitter<'a> {
     pub fn computation(
         &mut self,
         name: &str,
-        block: &Block,
+        block: &Block<'a>,
         tuple_param: bool,
         entry: bool,
     ) -> Result<String> {
         let mut c = Comp::default();
-        let tys: Vec<Ty> = block.args.iter().map(|(_, t)| t.clone()).collect();
+        let tys: Vec<Ty<'a>> = block.args.iter().map(|(_, t)| t.clone()).collect();
         if tuple_param && tys.len() > 1 {
             let p = self.param(&mut c, &Ty::Tuple(tys), 0)?;
             let vals = self.unpack(&mut c, &p)?;
@@ -233,13 +269,13 @@ impl<'a> Emitter<'a> {
         Ok(comp_name)
     }
 
-    fn root(&mut self, c: &mut Comp, rets: Vec<Val>, at: usize) -> Result<String> {
+    fn root(&mut self, c: &mut Comp<'a>, rets: Vec<Val<'a>>, at: usize) -> Result<Name> {
         if rets.len() == 1 && c.lines.iter().any(|l| l.name == rets[0].name) {
             return Ok(rets[0].name.clone());
         }
         let ty = Ty::Tuple(rets.iter().map(|v| v.ty.clone()).collect());
         let _ = at;
-        let refs: Vec<&Val> = rets.iter().collect();
+        let refs: Vec<&Val<'a>> = rets.iter().collect();
         Ok(self.push(c, &ty, "tuple", &refs, "", false)?.name)
     }
 
@@ -262,7 +298,7 @@ impl<'a> Emitter<'a> {
         Ok(name)
     }
 
-    pub fn region(&mut self, op: &Op, i: usize, tuple_param: bool) -> Result<String> {
+    pub fn region(&mut self, op: &Op<'a>, i: usize, tuple_param: bool) -> Result<String> {
         let block = op
             .regions
             .get(i)
@@ -271,7 +307,7 @@ impl<'a> Emitter<'a> {
         self.computation("region", block, tuple_param, false)
     }
 
-    pub fn attr_ints(&self, op: &Op, key: &str) -> Result<Vec<i64>> {
+    pub fn attr_ints(&self, op: &Op<'a>, key: &str) -> Result<Vec<i64>> {
         let s = op
             .attr(key)
             .ok_or_else(|| self.err(op.at, format!("{} needs `{key}`", op.name)))?;
@@ -281,28 +317,43 @@ impl<'a> Emitter<'a> {
 }
 
 /// Binds `vals` to the result names of `op` in order.
-pub fn bind_groups(c: &mut Comp, op: &Op, vals: Vec<Val>) {
+pub fn bind_groups<'a>(c: &mut Comp<'a>, op: &Op<'a>, vals: Vec<Val<'a>>) {
     let mut it = vals.into_iter();
     for (name, n) in &op.results {
-        let group: Vec<Val> = it.by_ref().take(*n).collect();
+        let group: Vec<Val<'a>> = it.by_ref().take(*n).collect();
         c.bind(name, group);
     }
 }
 
-/// The HLO shape of an MLIR type (`None` for a type HLO lacks).
-pub fn shape(t: &Ty) -> Option<String> {
+/// Writes the HLO shape of an MLIR type; `false` for a type HLO lacks
+/// (`out` then holds part of it).
+pub fn write_shape(out: &mut String, t: &Ty<'_>) -> bool {
     match t {
         Ty::Tensor(dims, elem) => {
-            let e = prim(elem)?;
-            Some(format!("{e}[{}]", attr::join(dims)))
+            let Some(e) = prim(elem) else {
+                return false;
+            };
+            out.push_str(e);
+            out.push('[');
+            attr::write_joined(out, dims, ",");
+            out.push(']');
         }
-        Ty::Tuple(ts) => Some(format!(
-            "({})",
-            ts.iter().map(shape).collect::<Option<Vec<_>>>()?.join(", ")
-        )),
-        Ty::Token => Some("token[]".into()),
-        Ty::Other(_) => None,
+        Ty::Tuple(ts) => {
+            out.push('(');
+            for (i, t) in ts.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                if !write_shape(out, t) {
+                    return false;
+                }
+            }
+            out.push(')');
+        }
+        Ty::Token => out.push_str("token[]"),
+        Ty::Other(_) => return false,
     }
+    true
 }
 
 pub fn prim(elem: &str) -> Option<&'static str> {
@@ -330,16 +381,16 @@ fn post_order(lines: &[Line]) -> Vec<&Line> {
     let index: HashMap<&str, usize> = lines
         .iter()
         .enumerate()
-        .map(|(i, l)| (l.name.as_str(), i))
+        .map(|(i, l)| (&*l.name, i))
         .collect();
     let used: crate::ir::hash::FxSet<&str> = lines
         .iter()
-        .flat_map(|l| l.operands.iter().map(String::as_str))
+        .flat_map(|l| l.operands.iter().map(|o| &**o))
         .collect();
     let mut seen = vec![false; lines.len()];
     let mut out = Vec::with_capacity(lines.len());
     for (i, l) in lines.iter().enumerate() {
-        if used.contains(l.name.as_str()) {
+        if used.contains(&*l.name) {
             continue;
         }
         // Iterative DFS: (line, next operand to visit).
@@ -348,7 +399,7 @@ fn post_order(lines: &[Line]) -> Vec<&Line> {
             if k == 0 && std::mem::replace(&mut seen[j], true) {
                 continue;
             }
-            match lines[j].operands.get(k).and_then(|o| index.get(o.as_str())) {
+            match lines[j].operands.get(k).and_then(|o| index.get(&**o)) {
                 Some(&o) => {
                     stack.push((j, k + 1));
                     if !seen[o] {
@@ -364,18 +415,18 @@ fn post_order(lines: &[Line]) -> Vec<&Line> {
 }
 
 /// Drops dead MLIR ops (repeatedly), then prints the computation.
-fn render(name: &str, mut c: Comp, root: &str, entry: bool) -> String {
+fn render(name: &str, mut c: Comp<'_>, root: &str, entry: bool) -> String {
     loop {
         let used: crate::ir::hash::FxSet<&str> = c
             .lines
             .iter()
-            .flat_map(|l| l.operands.iter().map(String::as_str))
+            .flat_map(|l| l.operands.iter().map(|o| &**o))
             .chain([root])
             .collect();
         let keep: Vec<bool> = c
             .lines
             .iter()
-            .map(|l| !l.removable || used.contains(l.name.as_str()))
+            .map(|l| !l.removable || used.contains(&*l.name))
             .collect();
         if keep.iter().all(|&k| k) {
             break;
@@ -383,10 +434,23 @@ fn render(name: &str, mut c: Comp, root: &str, entry: bool) -> String {
         let mut keep = keep.into_iter();
         c.lines.retain(|_| keep.next().unwrap_or(true));
     }
-    let mut s = format!("{}{name} {{\n", if entry { "ENTRY " } else { "" });
+    let size: usize = c
+        .lines
+        .iter()
+        .map(|l| l.name.len() + l.body.len() + 10)
+        .sum();
+    let mut s = String::with_capacity(size + name.len() + 16);
+    if entry {
+        s.push_str("ENTRY ");
+    }
+    s.push_str(name);
+    s.push_str(" {\n");
     for l in post_order(&c.lines) {
-        let r = if l.name == root { "ROOT " } else { "" };
-        s.push_str(&format!("  {r}{} = {}\n", l.name, l.body));
+        s.push_str(if &*l.name == root { "  ROOT " } else { "  " });
+        s.push_str(&l.name);
+        s.push_str(" = ");
+        s.push_str(&l.body);
+        s.push('\n');
     }
     s.push_str("}\n");
     s

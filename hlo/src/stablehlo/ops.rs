@@ -4,7 +4,7 @@
 
 use super::attr;
 use super::lower::{bind_groups, Comp, Emitter, Val};
-use super::syntax::{Op, Ty};
+use super::syntax::{Dims, Op, Ty};
 use crate::Result;
 
 /// StableHLO ops that are one HLO instruction with the same operands and no
@@ -62,15 +62,15 @@ fn simple(name: &str) -> Option<&'static str> {
     })
 }
 
-impl Emitter<'_> {
+impl<'a> Emitter<'a> {
     /// Writes the HLO of one op of computation `c`.
-    pub fn op(&mut self, c: &mut Comp, op: &Op) -> Result<()> {
+    pub fn op(&mut self, c: &mut Comp<'a>, op: &Op<'a>) -> Result<()> {
         let args = op
             .operands
             .iter()
             .map(|u| self.get(c, u, op.at))
             .collect::<Result<Vec<_>>>()?;
-        let short = op.name.strip_prefix("stablehlo.").unwrap_or(&op.name);
+        let short = op.name.strip_prefix("stablehlo.").unwrap_or(op.name);
         if let Some(opcode) = simple(short) {
             let out = self.out_ty(op)?;
             let v = match fold(short, c, &args, &out) {
@@ -81,7 +81,7 @@ impl Emitter<'_> {
             bind_groups(c, op, vec![v]);
             return Ok(());
         }
-        match op.name.as_str() {
+        match op.name {
             "func.call" => self.call(c, op, &args),
             "chlo.square" => {
                 let x = args
@@ -99,7 +99,7 @@ impl Emitter<'_> {
         }
     }
 
-    fn out_ty(&self, op: &Op) -> Result<Ty> {
+    fn out_ty(&self, op: &Op<'a>) -> Result<Ty<'a>> {
         match op.outputs.as_slice() {
             [t] => Ok(t.clone()),
             ts => Ok(Ty::Tuple(ts.to_vec())),
@@ -109,9 +109,9 @@ impl Emitter<'_> {
     /// One instruction for a single-result op (no CSE for side effects).
     pub fn one(
         &mut self,
-        c: &mut Comp,
-        op: &Op,
-        args: &[Val],
+        c: &mut Comp<'a>,
+        op: &Op<'a>,
+        args: &[Val<'a>],
         opcode: &str,
         attrs: String,
     ) -> Result<()> {
@@ -122,7 +122,7 @@ impl Emitter<'_> {
                 return Ok(());
             }
         }
-        let refs: Vec<&Val> = args.iter().collect();
+        let refs: Vec<&Val<'a>> = args.iter().collect();
         let v = self.push(c, &ty, opcode, &refs, &attrs, false)?;
         bind_groups(c, op, vec![v]);
         Ok(())
@@ -132,20 +132,20 @@ impl Emitter<'_> {
     /// `get-tuple-element`s.
     pub(super) fn multi(
         &mut self,
-        c: &mut Comp,
-        op: &Op,
-        args: &[Val],
+        c: &mut Comp<'a>,
+        op: &Op<'a>,
+        args: &[Val<'a>],
         opcode: &str,
         attrs: String,
         cse: bool,
     ) -> Result<()> {
         let ty = self.out_ty(op)?;
-        let refs: Vec<&Val> = args.iter().collect();
+        let refs: Vec<&Val<'a>> = args.iter().collect();
         let v = self.push(c, &ty, opcode, &refs, &attrs, cse)?;
         self.bind_results(c, op, v, op.outputs.len() > 1)
     }
 
-    fn call(&mut self, c: &mut Comp, op: &Op, args: &[Val]) -> Result<()> {
+    fn call(&mut self, c: &mut Comp<'a>, op: &Op<'a>, args: &[Val<'a>]) -> Result<()> {
         let callee = op
             .attr("callee")
             .map(|s| s.trim_start_matches('@'))
@@ -157,7 +157,7 @@ impl Emitter<'_> {
     /// A constant. MLIR's folder uniques constants per region; XLA's
     /// exporter writes a splat of rank > 0 as a scalar constant and a
     /// broadcast.
-    fn constant(&mut self, c: &mut Comp, op: &Op) -> Result<()> {
+    fn constant(&mut self, c: &mut Comp<'a>, op: &Op<'a>) -> Result<()> {
         let ty = self.out_ty(op)?;
         let Ty::Tensor(dims, elem) = &ty else {
             return Err(self.err(op.at, "constant of a non-tensor type"));
@@ -172,14 +172,18 @@ impl Emitter<'_> {
             Some(first) if elems.iter().all(|e| e == first) => {
                 self.splat_constant(c, &ty, first)?
             }
-            _ => self.literal(c, &ty, nest(&elems, dims))?,
+            _ => {
+                let mut text = String::with_capacity(8 * elems.len() + 2 * dims.len());
+                nest(&mut text, &elems, dims);
+                self.literal(c, &ty, text)?
+            }
         };
         bind_groups(c, op, vec![v]);
         Ok(())
     }
 
     /// The constant of type `ty` whose elements are all `scalar`.
-    fn splat_constant(&mut self, c: &mut Comp, ty: &Ty, scalar: &str) -> Result<Val> {
+    fn splat_constant(&mut self, c: &mut Comp<'a>, ty: &Ty<'a>, scalar: &str) -> Result<Val<'a>> {
         let Ty::Tensor(dims, elem) = ty else {
             return Err(self.err(0, "constant of a non-tensor type"));
         };
@@ -193,7 +197,7 @@ impl Emitter<'_> {
             // The exporter's own scalar, not shared with an MLIR one.
             let s = self.push(
                 c,
-                &Ty::Tensor(Vec::new(), elem.clone()),
+                &Ty::Tensor(Dims::new(), elem),
                 "constant",
                 &[],
                 "",
@@ -211,7 +215,7 @@ impl Emitter<'_> {
         Ok(v)
     }
 
-    fn literal(&mut self, c: &mut Comp, ty: &Ty, literal: String) -> Result<Val> {
+    fn literal(&mut self, c: &mut Comp<'a>, ty: &Ty<'a>, literal: String) -> Result<Val<'a>> {
         let key = (format!("{ty:?}"), literal.clone());
         if let Some(v) = c.consts.get(&key) {
             return Ok(v.clone());
@@ -230,7 +234,7 @@ impl Emitter<'_> {
     /// dimensions of size 1 in order, else as XlaBuilder's BroadcastInDim: a
     /// broadcast to the operand's sizes in place, then (when a dimension of
     /// size 1 grows) a reshape dropping those dimensions and a broadcast.
-    fn broadcast_in_dim(&mut self, c: &mut Comp, op: &Op, args: &[Val]) -> Result<()> {
+    fn broadcast_in_dim(&mut self, c: &mut Comp<'a>, op: &Op<'a>, args: &[Val<'a>]) -> Result<()> {
         let dims = self.attr_ints(op, "broadcast_dimensions")?;
         let out = self.out_ty(op)?;
         let (Some(x), Ty::Tensor(out_dims, elem)) = (args.first(), &out) else {
@@ -260,7 +264,7 @@ impl Emitter<'_> {
             };
             *slot = size;
         }
-        let mid_ty = Ty::Tensor(mid.clone(), elem.clone());
+        let mid_ty = Ty::Tensor(mid.clone(), elem);
         let attrs = format!("dimensions={{{}}}", attr::join(&dims));
         let b = self.push(c, &mid_ty, "broadcast", &[x], &attrs, false)?;
         if &mid == out_dims {
@@ -270,15 +274,8 @@ impl Emitter<'_> {
         let keep: Vec<i64> = (0..mid.len() as i64)
             .filter(|&i| mid[i as usize] == out_dims[i as usize])
             .collect();
-        let kept: Vec<i64> = keep.iter().map(|&i| mid[i as usize]).collect();
-        let r = self.push(
-            c,
-            &Ty::Tensor(kept, elem.clone()),
-            "reshape",
-            &[&b],
-            "",
-            false,
-        )?;
+        let kept: Dims = keep.iter().map(|&i| mid[i as usize]).collect();
+        let r = self.push(c, &Ty::Tensor(kept, elem), "reshape", &[&b], "", false)?;
         let attrs = format!("dimensions={{{}}}", attr::join(&keep));
         let v = self.push(c, &out, "broadcast", &[&r], &attrs, false)?;
         bind_groups(c, op, vec![v]);
@@ -286,19 +283,23 @@ impl Emitter<'_> {
     }
 }
 
-/// A literal's elements nested by `dims` (`{{1, 2}, {3, 4}}`; a scalar bare).
-fn nest(elems: &[String], dims: &[i64]) -> String {
+/// Writes a literal's elements nested by `dims` (`{{1, 2}, {3, 4}}`; a
+/// scalar bare).
+fn nest(out: &mut String, elems: &[attr::Elem], dims: &[i64]) {
     let Some((&d, rest)) = dims.split_first() else {
-        return elems.first().cloned().unwrap_or_default();
+        out.push_str(elems.first().map_or("", |e| e));
+        return;
     };
-    let inner: i64 = rest.iter().product();
-    let parts: Vec<String> = (0..d.max(0) as usize)
-        .map(|i| {
-            let a = i * inner.max(0) as usize;
-            nest(elems.get(a..a + inner.max(0) as usize).unwrap_or(&[]), rest)
-        })
-        .collect();
-    format!("{{{}}}", parts.join(", "))
+    let inner = rest.iter().product::<i64>().max(0) as usize;
+    out.push('{');
+    for i in 0..d.max(0) as usize {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        let a = i * inner;
+        nest(out, elems.get(a..a + inner).unwrap_or(&[]), rest);
+    }
+    out.push('}');
 }
 
 /// What MLIR's folder makes of a simple op: its operand (`x * 1`, `x + 0`,
@@ -309,7 +310,7 @@ enum Folded {
     Splat(String),
 }
 
-fn fold(short: &str, c: &Comp, args: &[Val], out: &Ty) -> Option<Folded> {
+fn fold<'a>(short: &str, c: &Comp<'a>, args: &[Val<'a>], out: &Ty<'a>) -> Option<Folded> {
     let splat = |i: usize| -> Option<f64> {
         let v = args.get(i)?;
         let s = c.splat.get(&v.name)?;
@@ -332,7 +333,7 @@ fn fold(short: &str, c: &Comp, args: &[Val], out: &Ty) -> Option<Folded> {
     let Ty::Tensor(_, elem) = out else {
         return None;
     };
-    let float = elem.starts_with('f') || elem == "bf16";
+    let float = elem.starts_with('f') || *elem == "bf16";
     let value = match (short, a, b) {
         ("convert", Some(x), _) if args.len() == 1 => x,
         ("negate", Some(x), _) if args.len() == 1 => -x,
@@ -344,7 +345,7 @@ fn fold(short: &str, c: &Comp, args: &[Val], out: &Ty) -> Option<Folded> {
         ("minimum", Some(x), Some(y)) => x.min(y),
         _ => return None,
     };
-    Some(Folded::Splat(match elem.as_str() {
+    Some(Folded::Splat(match *elem {
         "i1" => (value != 0.0).to_string(),
         e if !float && e.starts_with('i') || e.starts_with("ui") => {
             format!("{}", value.trunc() as i64)

@@ -5,12 +5,18 @@
 
 use super::attr;
 use super::lower::{bind_groups, Comp, Emitter, Val};
-use super::syntax::{Op, Ty};
+use super::syntax::{Dims, Op, Ty};
 use crate::Result;
 
-impl Emitter<'_> {
+impl<'a> Emitter<'a> {
     /// The ops of [`Emitter::op`] that are not in its table.
-    pub fn with_attrs(&mut self, c: &mut Comp, op: &Op, args: &[Val], short: &str) -> Result<()> {
+    pub fn with_attrs(
+        &mut self,
+        c: &mut Comp<'a>,
+        op: &Op<'a>,
+        args: &[Val<'a>],
+        short: &str,
+    ) -> Result<()> {
         if self.is_identity(op, args, short)? {
             bind_groups(c, op, vec![args[0].clone()]);
             return Ok(());
@@ -60,7 +66,7 @@ impl Emitter<'_> {
     /// Whether MLIR's folder drops `op` as an identity (a pad by nothing, a
     /// slice of everything, a transpose in order, a one-operand
     /// concatenate): then it is its first operand.
-    fn is_identity(&self, op: &Op, args: &[Val], short: &str) -> Result<bool> {
+    fn is_identity(&self, op: &Op<'a>, args: &[Val<'a>], short: &str) -> Result<bool> {
         let Some(x) = args.first() else {
             return Ok(false);
         };
@@ -85,7 +91,7 @@ impl Emitter<'_> {
     }
 
     /// An iota of rank > 1 is XlaBuilder's: a 1-D iota and a broadcast.
-    fn iota(&mut self, c: &mut Comp, op: &Op) -> Result<()> {
+    fn iota(&mut self, c: &mut Comp<'a>, op: &Op<'a>) -> Result<()> {
         let dim = self.int(op, "iota_dimension")?;
         let ty = op
             .outputs
@@ -103,7 +109,7 @@ impl Emitter<'_> {
             bind_groups(c, op, vec![v]);
             return Ok(());
         }
-        let line = Ty::Tensor(vec![size], elem.clone());
+        let line = Ty::Tensor(Dims::from_slice(&[size]), elem);
         let i = self.push(c, &line, "iota", &[], "iota_dimension=0", false)?;
         let v = self.push(
             c,
@@ -117,13 +123,13 @@ impl Emitter<'_> {
         Ok(())
     }
 
-    fn int(&self, op: &Op, key: &str) -> Result<i64> {
+    fn int(&self, op: &Op<'a>, key: &str) -> Result<i64> {
         op.attr(key)
             .and_then(attr::int)
             .ok_or_else(|| self.err(op.at, format!("{} needs an integer `{key}`", op.name)))
     }
 
-    fn slice(&self, op: &Op) -> Result<String> {
+    fn slice(&self, op: &Op<'a>) -> Result<String> {
         let (s, l) = (
             self.attr_ints(op, "start_indices")?,
             self.attr_ints(op, "limit_indices")?,
@@ -144,7 +150,7 @@ impl Emitter<'_> {
         Ok(format!("slice={{{}}}", parts.join(", ")))
     }
 
-    fn pad(&self, op: &Op) -> Result<String> {
+    fn pad(&self, op: &Op<'a>) -> Result<String> {
         let lo = self.attr_ints(op, "edge_padding_low")?;
         let hi = self.attr_ints(op, "edge_padding_high")?;
         let inner = self.attr_ints(op, "interior_padding")?;
@@ -161,13 +167,13 @@ impl Emitter<'_> {
         Ok(format!("padding={}", parts.join("x")))
     }
 
-    fn dot(&self, op: &Op) -> Result<String> {
+    fn dot(&self, op: &Op<'a>) -> Result<String> {
         let s = op.attr("dot_dimension_numbers").unwrap_or("");
         attr::dot_dims(s)
             .ok_or_else(|| self.err(op.at, format!("cannot read dot dimension numbers {s}")))
     }
 
-    fn compare(&self, op: &Op) -> Result<String> {
+    fn compare(&self, op: &Op<'a>) -> Result<String> {
         let dir = op
             .attr("comparison_direction")
             .and_then(attr::enum_word)
@@ -177,7 +183,7 @@ impl Emitter<'_> {
 
     /// `window={size=.. stride=.. pad=.. lhs_dilate=.. rhs_dilate=..}` of
     /// `rank` dimensions; absent attributes take their defaults.
-    fn window(&self, op: &Op, size: Vec<i64>, keys: [&str; 4]) -> Result<String> {
+    fn window(&self, op: &Op<'a>, size: Vec<i64>, keys: [&str; 4]) -> Result<String> {
         let rank = size.len();
         let get = |k: &str, dflt: i64| -> Result<Vec<i64>> {
             match op.attr(k) {
@@ -219,7 +225,7 @@ impl Emitter<'_> {
         Ok(format!("window={{{w}}}"))
     }
 
-    fn conv(&self, op: &Op, args: &[Val]) -> Result<String> {
+    fn conv(&self, op: &Op<'a>, args: &[Val<'a>]) -> Result<String> {
         let dn = op.attr("dimension_numbers").unwrap_or("");
         let labels = attr::conv_labels(dn)
             .ok_or_else(|| self.err(op.at, format!("cannot read convolution dimensions {dn}")))?;
@@ -277,7 +283,7 @@ impl Emitter<'_> {
         Ok(s)
     }
 
-    fn gather(&self, op: &Op) -> Result<String> {
+    fn gather(&self, op: &Op<'a>) -> Result<String> {
         let dn = op.attr("dimension_numbers").unwrap_or("");
         let mut parts = Vec::new();
         for (k, h) in [
@@ -303,7 +309,7 @@ impl Emitter<'_> {
         Ok(parts.join(", "))
     }
 
-    fn scatter_dims(&self, op: &Op) -> Result<String> {
+    fn scatter_dims(&self, op: &Op<'a>) -> Result<String> {
         let dn = op.attr("scatter_dimension_numbers").unwrap_or("");
         let mut parts = Vec::new();
         for k in [
@@ -327,7 +333,13 @@ impl Emitter<'_> {
 
     /// reduce, reduce_window, select_and_scatter, scatter and sort: their
     /// regions become computations with scalar parameters.
-    fn with_regions(&mut self, c: &mut Comp, op: &Op, args: &[Val], short: &str) -> Result<()> {
+    fn with_regions(
+        &mut self,
+        c: &mut Comp<'a>,
+        op: &Op<'a>,
+        args: &[Val<'a>],
+        short: &str,
+    ) -> Result<()> {
         let first = self.region(op, 0, false)?;
         let (opcode, attrs) = match short {
             "reduce" => (
@@ -375,7 +387,7 @@ impl Emitter<'_> {
     /// others, as MLIR's canonicalizer makes them implicit captures); each
     /// region reads every element through a `get-tuple-element`; only the
     /// loop-carried results are read back.
-    pub fn while_loop(&mut self, c: &mut Comp, op: &Op, args: &[Val]) -> Result<()> {
+    pub fn while_loop(&mut self, c: &mut Comp<'a>, op: &Op<'a>, args: &[Val<'a>]) -> Result<()> {
         let body = op
             .regions
             .get(1)
@@ -397,8 +409,8 @@ impl Emitter<'_> {
         let reordered = reorder_while(op, &order);
         let cond = self.region(&reordered, 0, true)?;
         let body_comp = self.region(&reordered, 1, true)?;
-        let tys: Vec<Ty> = order.iter().map(|&i| args[i].ty.clone()).collect();
-        let refs: Vec<&Val> = order.iter().map(|&i| &args[i]).collect();
+        let tys: Vec<Ty<'a>> = order.iter().map(|&i| args[i].ty.clone()).collect();
+        let refs: Vec<&Val<'a>> = order.iter().map(|&i| &args[i]).collect();
         let ty = if tys.len() == 1 {
             tys[0].clone()
         } else {
@@ -418,7 +430,7 @@ impl Emitter<'_> {
             false,
         )?;
         let carried = order.iter().filter(|&&i| !invariant[i]).count();
-        let mut results: Vec<Option<Val>> = vec![None; args.len()];
+        let mut results: Vec<Option<Val<'a>>> = vec![None; args.len()];
         if refs.len() == 1 {
             results[order[0]] = Some(w);
         } else if let Ty::Tuple(elems) = &w.ty {
@@ -433,7 +445,7 @@ impl Emitter<'_> {
                 )?);
             }
         }
-        let vals: Vec<Val> = results
+        let vals: Vec<Val<'a>> = results
             .into_iter()
             .enumerate()
             .map(|(i, r)| r.unwrap_or_else(|| args[i].clone()))
@@ -445,7 +457,7 @@ impl Emitter<'_> {
 
 /// `op` (a while) with its operands, block arguments and returned values
 /// permuted by `order`.
-fn reorder_while(op: &Op, order: &[usize]) -> Op {
+fn reorder_while<'a>(op: &Op<'a>, order: &[usize]) -> Op<'a> {
     let mut out = op.clone();
     for region in &mut out.regions {
         for block in region.iter_mut() {

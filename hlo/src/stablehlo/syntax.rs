@@ -1,65 +1,68 @@
 //! The generic-form MLIR syntax tree: ops with their results, operands,
 //! attributes (name and balanced text, decoded later by `attr`), regions and
 //! types. Built from the pest parse of `mlir.pest`; every op keeps its byte
-//! offset so later errors can say `line:col`.
+//! offset so later errors can say `line:col`. Names and texts borrow from
+//! the source; `result`, `value` and `tensor` are read from their text (the
+//! grammar has checked it) rather than through their inner pairs.
 
 use pest::iterators::Pair;
+use smallvec::SmallVec;
 
 use super::Rule;
 
+/// A tensor's dimensions (inline up to rank 4: values are cloned often).
+pub type Dims = SmallVec<[i64; 4]>;
+
 /// An MLIR type as far as HLO needs it.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Ty {
+pub enum Ty<'a> {
     /// `tensor<4x64xf32>`: dimensions and the element type's MLIR name.
-    Tensor(Vec<i64>, String),
-    Tuple(Vec<Ty>),
+    Tensor(Dims, &'a str),
+    Tuple(Vec<Ty<'a>>),
     Token,
     /// Anything else, verbatim (an error if an op needs its shape).
-    Other(String),
+    Other(&'a str),
 }
 
 /// A use of a value: `%name` or `%name#index`.
 #[derive(Clone, Debug)]
-pub struct Use {
-    pub name: String,
+pub struct Use<'a> {
+    pub name: &'a str,
     pub index: usize,
 }
 
 #[derive(Clone, Debug)]
-pub struct Block {
-    pub args: Vec<(String, Ty)>,
-    pub ops: Vec<Op>,
+pub struct Block<'a> {
+    pub args: Vec<(&'a str, Ty<'a>)>,
+    pub ops: Vec<Op<'a>>,
 }
 
 #[derive(Clone, Debug)]
-pub struct Op {
+pub struct Op<'a> {
     /// Byte offset of the op in the source.
     pub at: usize,
     /// `(name, number of results)` of each result group.
-    pub results: Vec<(String, usize)>,
-    pub name: String,
-    pub operands: Vec<Use>,
+    pub results: Vec<(&'a str, usize)>,
+    pub name: &'a str,
+    pub operands: Vec<Use<'a>>,
     /// Properties and attributes together (`<{...}>` then `{...}`).
-    pub attrs: Vec<(String, String)>,
-    pub regions: Vec<Vec<Block>>,
-    pub inputs: Vec<Ty>,
-    pub outputs: Vec<Ty>,
+    pub attrs: Vec<(&'a str, &'a str)>,
+    pub regions: Vec<Vec<Block<'a>>>,
+    pub inputs: Vec<Ty<'a>>,
+    pub outputs: Vec<Ty<'a>>,
 }
 
-impl Op {
-    pub fn attr(&self, key: &str) -> Option<&str> {
-        self.attrs
-            .iter()
-            .find(|(k, _)| k == key)
-            .map(|(_, v)| v.as_str())
+impl<'a> Op<'a> {
+    pub fn attr(&self, key: &str) -> Option<&'a str> {
+        self.attrs.iter().find(|(k, _)| *k == key).map(|(_, v)| *v)
     }
 }
 
-pub fn op(p: Pair<'_, Rule>) -> Op {
+pub fn op(p: Pair<'_, Rule>) -> Op<'_> {
     let mut op = Op {
         at: p.as_span().start(),
         results: Vec::new(),
-        name: String::new(),
+        name: "",
         operands: Vec::new(),
         attrs: Vec::new(),
         regions: Vec::new(),
@@ -68,10 +71,14 @@ pub fn op(p: Pair<'_, Rule>) -> Op {
     };
     for part in p.into_inner() {
         match part.as_rule() {
-            Rule::results => op.results = part.into_inner().map(result).collect(),
-            Rule::op_name => op.name = part.as_str().trim_matches('"').to_string(),
-            Rule::operands => op.operands = part.into_inner().map(value).collect(),
-            Rule::props | Rule::attrs => op.attrs.extend(part.into_inner().flat_map(entries)),
+            Rule::results => op.results = part.into_inner().map(|r| result(r.as_str())).collect(),
+            Rule::op_name => op.name = part.as_str().trim_matches('"'),
+            Rule::operands => op.operands = part.into_inner().map(|v| value(v.as_str())).collect(),
+            Rule::props | Rule::attrs => {
+                for entries in part.into_inner() {
+                    op.attrs.extend(entries.into_inner().map(entry));
+                }
+            }
             Rule::regions => op.regions = part.into_inner().map(region).collect(),
             Rule::fn_type => {
                 let mut it = part.into_inner();
@@ -84,32 +91,38 @@ pub fn op(p: Pair<'_, Rule>) -> Op {
     op
 }
 
-fn result(p: Pair<'_, Rule>) -> (String, usize) {
-    let mut it = p.into_inner();
-    let name = it.next().map_or("", |i| i.as_str()).to_string();
-    let n = it.next().and_then(|c| c.as_str().parse().ok()).unwrap_or(1);
-    (name, n)
+/// `%name` or `%name:count` (a count too large to read is 1).
+fn result(text: &str) -> (&str, usize) {
+    let text = text.strip_prefix('%').unwrap_or(text);
+    match text.split_once(':') {
+        Some((name, n)) => (name, n.parse().unwrap_or(1)),
+        None => (text, 1),
+    }
 }
 
-fn value(p: Pair<'_, Rule>) -> Use {
-    let mut it = p.into_inner();
-    let name = it.next().map_or("", |i| i.as_str()).to_string();
-    let index = it.next().and_then(|c| c.as_str().parse().ok()).unwrap_or(0);
-    Use { name, index }
+/// `%name` or `%name#index` (an index too large to read is 0).
+fn value(text: &str) -> Use<'_> {
+    let text = text.strip_prefix('%').unwrap_or(text);
+    match text.split_once('#') {
+        Some((name, i)) => Use {
+            name,
+            index: i.parse().unwrap_or(0),
+        },
+        None => Use {
+            name: text,
+            index: 0,
+        },
+    }
 }
 
-fn entries(p: Pair<'_, Rule>) -> Vec<(String, String)> {
-    p.into_inner()
-        .map(|e| {
-            let mut it = e.into_inner();
-            let key = it.next().map_or("", |k| k.as_str()).trim_matches('"');
-            let val = it.next().map_or("", |v| v.as_str()).trim();
-            (key.to_string(), val.to_string())
-        })
-        .collect()
+fn entry(e: Pair<'_, Rule>) -> (&str, &str) {
+    let mut it = e.into_inner();
+    let key = it.next().map_or("", |k| k.as_str()).trim_matches('"');
+    let val = it.next().map_or("", |v| v.as_str()).trim();
+    (key, val)
 }
 
-fn region(p: Pair<'_, Rule>) -> Vec<Block> {
+fn region(p: Pair<'_, Rule>) -> Vec<Block<'_>> {
     p.into_inner()
         .map(|b| {
             let mut block = Block {
@@ -134,39 +147,56 @@ fn region(p: Pair<'_, Rule>) -> Vec<Block> {
         .collect()
 }
 
-fn block_arg(p: Pair<'_, Rule>) -> (String, Ty) {
+fn block_arg(p: Pair<'_, Rule>) -> (&str, Ty<'_>) {
     let mut it = p.into_inner();
-    let name = it.next().map(value).map(|u| u.name).unwrap_or_default();
-    (name, it.next().map_or(Ty::Other(String::new()), ty))
+    let name = it.next().map_or("", |u| value(u.as_str()).name);
+    (name, it.next().map_or(Ty::Other(""), ty))
 }
 
-fn types(p: Pair<'_, Rule>) -> Vec<Ty> {
+fn types(p: Pair<'_, Rule>) -> Vec<Ty<'_>> {
     match p.as_rule() {
         Rule::type_list => p.into_inner().map(ty).collect(),
         _ => vec![ty(p)],
     }
 }
 
-pub fn ty(p: Pair<'_, Rule>) -> Ty {
-    let text = p.as_str().to_string();
+pub fn ty(p: Pair<'_, Rule>) -> Ty<'_> {
+    let text = p.as_str();
     let Some(inner) = p.into_inner().next() else {
         return Ty::Other(text);
     };
     match inner.as_rule() {
-        Rule::tensor => {
-            let mut dims = Vec::new();
-            let mut elem = String::new();
-            for part in inner.into_inner() {
-                match part.as_rule() {
-                    Rule::dim => dims.push(part.as_str().parse().unwrap_or(-1)),
-                    Rule::elem => elem = part.as_str().to_string(),
-                    _ => {}
-                }
-            }
-            Ty::Tensor(dims, elem)
-        }
+        Rule::tensor => tensor(inner.as_str()),
         Rule::tuple => Ty::Tuple(inner.into_inner().map(ty).collect()),
         Rule::token => Ty::Token,
         _ => Ty::Other(text),
     }
+}
+
+/// `tensor<4x?x64xf32, #enc>` as the grammar's `tensor` has read it:
+/// dimensions (`?` and ones too large are -1), each followed by `x`, then
+/// the element type.
+fn tensor(text: &str) -> Ty<'_> {
+    let mut rest = text.strip_prefix("tensor<").unwrap_or(text);
+    let mut dims = Dims::new();
+    loop {
+        let n = rest.bytes().take_while(u8::is_ascii_digit).count();
+        let n = if n == 0 && rest.starts_with('?') {
+            1
+        } else {
+            n
+        };
+        match rest.as_bytes().get(n) {
+            Some(b'x') if n > 0 => {
+                dims.push(rest[..n].parse().unwrap_or(-1));
+                rest = &rest[n + 1..];
+            }
+            _ => break,
+        }
+    }
+    let n = rest
+        .bytes()
+        .take_while(|b| b.is_ascii_alphanumeric() || *b == b'_')
+        .count();
+    Ty::Tensor(dims, &rest[..n])
 }
