@@ -301,8 +301,10 @@ class Compiled:
         lines = [f"xla-cpu: model {d['model']} ({d['xla']}, trained on {d['trained_cpu']})"]
         if v := d.get("verified"):
             lines.append(f"xla-cpu: the models chose {v['model_choice']}: {v['model_reason']}")
+            searched = set(v.get("searched", []))
             for name, r, st in zip(v["candidates"], v["ratio"], v["status"]):
-                lines.append(f"  verified {name:<32} " + (st if math.isnan(r) else f"x{r:.3f} of the default")
+                how = "searched" if name in searched else "verified"
+                lines.append(f"  {how} {name:<32} " + (st if math.isnan(r) else f"x{r:.3f} of the default")
                              + ("" if st == "timed" or math.isnan(r) else f" ({st})"))
             lines.append(f"xla-cpu: verified on these arguments, chose {d['chosen']}: {d['reason']}")
         else:
@@ -420,7 +422,8 @@ def compile(f, *args, model: str | None = None, measure: int | str = 0, check: b
                         chosen=res["chosen"], why=res["why"], control=res["control_ratio"])
     elif verify:
         # Its candidates' results were checked where they were timed.
-        pick, record, exe = _verify(base, cands, built, (args, kwargs), verify, check)
+        pick, record, exe = _verify(base, cands, built, (args, kwargs), verify, check,
+                                    expand=functools.partial(_build_all, plain))
         record.update(model_choice=model_pick[0], model_reason=decision["reason"])
         decision = dict(decision, verified=record, reason=record["why"])
         if plain is not lowered:
@@ -499,6 +502,15 @@ def _variants(plain, cands):
     return [(onednn.lowered_with(plain, c[2])[0] if c[2] else plain, c[1]) for c in cands]
 
 
+def _build_all(plain, cands):
+    """Each candidate of ``cands`` compiled (:func:`_build`), two at a time."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    variants = _variants(plain, cands)
+    with ThreadPoolExecutor(max(1, min(2, os.cpu_count() or 1))) as pool:
+        return list(pool.map(lambda v: _build(*v), variants))
+
+
 def _build(low, opts):
     """``low`` compiled with ``opts``, or the error of an option this XLA
     refuses."""
@@ -508,23 +520,40 @@ def _build(low, opts):
         return e
 
 
-def _verify(base, cands, exes, args_kwargs, budget_s: float, check: bool):
+#: ``verify`` also times the module-wide candidates one YNNPACK kind away
+#: from the fastest module-wide one it screened, when that one ran within
+#: this ratio of the default (a step of local search: in leave-one-family-out
+#: cross-validation it took the portfolio's mean slowdown from 0.75% to
+#: 0.26% (0.10.2) and from 0.65% to 0.18% (0.12.0.1), for 1.7 and 1.1 more
+#: compiles on average).
+LOCAL_SEARCH_WITHIN = 1.02
+
+
+def _verify(base, cands, exes, args_kwargs, budget_s: float, check: bool, expand=None):
     """``verify``: of the candidates ``cands`` (``(name, options, op
     signatures)``) and their executables ``exes``, those that are another
     valid executable and not far slower in their first run
     (:func:`_verify_check`) run interleaved with ``base`` (the default) for
-    ``budget_s``; the fastest runs again, alone with the default, and is
-    kept at :data:`VERIFY_KEEP` or better both times. Returns the pick, the
-    record (candidates, ratio, status, confirmed, chosen, why) and the
-    pick's executable (None for the default)."""
+    ``budget_s``. With ``expand`` (candidates -> their executables), the
+    neighbours of the fastest module-wide one (:func:`_neighbours`) are
+    compiled and timed with it in fresh rounds. The fastest of all runs
+    again, alone with the default, and is kept at :data:`VERIFY_KEEP` or
+    better both times. Returns the pick, the record (candidates, ratio,
+    status, searched, confirmed, chosen, why) and the pick's executable
+    (None for the default)."""
     default = ("default", {}, ())
-    ratio, status, same_as = _verify_check(base, cands, exes, args_kwargs, check)
-    live = [i for i, s in enumerate(status) if s == "timed"]
-    for i, r in zip(live, _paired_ratios([exes[i] for i in live], base, args_kwargs, budget_s) if live else []):
-        ratio[i] = r
-    for i, j in same_as.items():
-        ratio[i] = 1.0 if j < 0 else ratio[j]
-    record = dict(candidates=[c[0] for c in cands], ratio=ratio, status=status)
+    st = _verify_check(base, cands, exes, args_kwargs, check)
+    ratio = list(st["first"])
+    _screen(base, exes, st, ratio, args_kwargs, budget_s, range(len(cands)))
+    centre, near = _neighbours(cands, ratio, st["status"]) if expand is not None else (None, [])
+    if near:
+        first = len(cands)
+        cands, exes = cands + near, exes + list(expand(near))
+        st = _verify_check(base, cands, exes, args_kwargs, check, st)
+        ratio += st["first"][first:]
+        _screen(base, exes, st, ratio, args_kwargs, budget_s, [centre, *range(first, len(cands))])
+    status, live = st["status"], [i for i, s in enumerate(st["status"]) if s == "timed"]
+    record = dict(candidates=[c[0] for c in cands], ratio=ratio, status=status, searched=[c[0] for c in near])
     if not live:
         return default, dict(record, chosen="default", why="kept XLA's default: no candidate compiled to another "
                              "executable with the default's results and its speed"), None
@@ -542,24 +571,64 @@ def _verify(base, cands, exes, args_kwargs, budget_s: float, check: bool):
                              "default's time on these arguments"), exes[best]
 
 
-def _verify_check(base, cands, exes, args_kwargs, check: bool):
-    """Runs the default and each candidate's executable once. Returns each
-    candidate's first-run ratio to the default (NaN where it did not run),
-    its status (``timed``; ``the default's executable`` or ``X's
-    executable`` when its optimized module is that one's, which shares its
-    time; ``did not compile``; ``other results`` than the default's, with
-    ``check``; ``slow in its first run``, beyond :data:`FIRST_RUN_CUT` and
-    :data:`FIRST_RUN_FLOOR_S`), and
-    which earlier one (-1: the default) each shared executable is."""
+def _screen(base, exes, st, ratio, args_kwargs, budget_s: float, among) -> None:
+    """Times the candidates ``among`` that :func:`_verify_check` left
+    ``timed`` interleaved with ``base`` into ``ratio``; one that shares an
+    executable takes its twin's ratio (1 for the default's)."""
+    live = [i for i in among if st["status"][i] == "timed"]
+    for i, r in zip(live, _paired_ratios([exes[i] for i in live], base, st["args"], budget_s) if live else []):
+        ratio[i] = r
+    for i, j in st["same_as"].items():
+        ratio[i] = 1.0 if j < 0 else ratio[j]
+
+
+def _neighbours(cands, ratio, status):
+    """The fastest timed module-wide candidate of ``cands`` (no oneDNN ops),
+    when it ran within :data:`LOCAL_SEARCH_WITHIN` of the default, and the
+    module-wide candidates one YNNPACK kind away from it that ``cands``
+    does not hold: ``(its index, [(name, options, ()), ...])``."""
+    wide = [i for i, c in enumerate(cands)
+            if status[i] == "timed" and not c[2] and c[0].startswith("ynn:") and c[0] in CANDIDATE_NAMES]
+    if not wide:
+        return None, []
+    centre = min(wide, key=lambda i: ratio[i])
+    if not ratio[centre] <= LOCAL_SEARCH_WITHIN:
+        return None, []
+    kinds = _kinds(cands[centre][0])
+    have = {c[0] for c in cands if not c[2]}
+    near = [n for n in CANDIDATE_NAMES if n.startswith("ynn:") and len(_kinds(n) ^ kinds) == 1 and n not in have]
+    return centre, [(n, options_of(n), ()) for n in near]
+
+
+def _kinds(name: str) -> set[str]:
+    """The YNNPACK kinds of a module-wide candidate (``ynn:dot+reduce``:
+    {dot, reduce}; ``ynn:none``: none)."""
+    rest = name.removeprefix("ynn:")
+    return set() if rest == "none" else set(rest.split("+"))
+
+
+def _verify_check(base, cands, exes, args_kwargs, check: bool, state=None):
+    """Runs the default and each candidate's executable once. Returns the
+    state: each candidate's first-run ratio to the default (``first``, NaN
+    where it did not run), its ``status`` (``timed``; ``the default's
+    executable`` or ``X's executable`` when its optimized module is that
+    one's, which shares its time; ``did not compile``; ``other results``
+    than the default's, with ``check``; ``slow in its first run``, beyond
+    :data:`FIRST_RUN_CUT` and :data:`FIRST_RUN_FLOOR_S`), and ``same_as``:
+    which earlier one (-1: the default) each shared executable is. Given
+    the ``state`` of a prefix of ``cands``, runs only the rest."""
     import jax
 
-    a = _copy_args(args_kwargs)
-    t = time.perf_counter()
-    want = jax.block_until_ready(base(*a[0], **a[1]))
-    first = time.perf_counter() - t
-    seen = {_hlo_hash(base.as_text()): -1}
-    ratio, status, same_as = [float("nan")] * len(cands), [], {}
-    for i, exe in enumerate(exes):
+    if state is None:
+        a = _copy_args(args_kwargs)
+        t = time.perf_counter()
+        want = jax.block_until_ready(base(*a[0], **a[1]))
+        state = dict(args=args_kwargs, want=want, took=time.perf_counter() - t, seen={_hlo_hash(base.as_text()): -1},
+                     first=[], status=[], same_as={})
+    first, status, same_as, seen = state["first"], state["status"], state["same_as"], state["seen"]
+    for i in range(len(status), len(exes)):
+        first.append(float("nan"))
+        exe = exes[i]
         if isinstance(exe, Exception):
             status.append(f"did not compile: {str(exe)[:120]}")
             continue
@@ -573,14 +642,14 @@ def _verify_check(base, cands, exes, args_kwargs, check: bool):
         t = time.perf_counter()
         got = jax.block_until_ready(exe(*b[0], **b[1]))
         took = time.perf_counter() - t
-        ratio[i] = took / max(first, 1e-9)
-        if check and not _same(got, want):
+        first[i] = took / max(state["took"], 1e-9)
+        if check and not _same(got, state["want"]):
             status.append("other results")
-        elif ratio[i] > FIRST_RUN_CUT and took > FIRST_RUN_FLOOR_S:
+        elif first[i] > FIRST_RUN_CUT and took > FIRST_RUN_FLOOR_S:
             status.append("slow in its first run")
         else:
             status.append("timed")
-    return ratio, status, same_as
+    return state
 
 
 def _paired_ratio(exe, base, args_kwargs, budget_s: float, min_rounds: int = 5) -> float:

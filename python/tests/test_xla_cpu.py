@@ -413,10 +413,16 @@ def test_verify_times_only_other_valid_executables_that_are_not_far_slower():
     cands = [(n, {}, ()) for n in ["same", "slow", "wrong", "broken", "slow again", "fine"]]
     exes = [Exe("A"), Exe("B", sleep=0.06), Exe("C", value=2.0), RuntimeError("refused"), Exe("B"), Exe("D")]
     args = ((np.ones((4,), np.float32),), {})  # numpy: no first-call compile in the timing
-    ratio, status, same_as = xla_cpu._verify_check(base, cands, exes, args, check=True)
-    assert status == ["the default's executable", "slow in its first run", "other results",
-                      "did not compile: refused", "slow's executable", "timed"], status
-    assert same_as == {0: -1, 4: 1} and ratio[1] > xla_cpu.FIRST_RUN_CUT
+    st = xla_cpu._verify_check(base, cands, exes, args, check=True)
+    assert st["status"] == ["the default's executable", "slow in its first run", "other results",
+                            "did not compile: refused", "slow's executable", "timed"], st["status"]
+    assert st["same_as"] == {0: -1, 4: 1} and st["first"][1] > xla_cpu.FIRST_RUN_CUT
+    # Given the state of a prefix, only the rest runs: a twin of an earlier
+    # one is found without running it again.
+    more = xla_cpu._verify_check(base, cands + [("later", {}, ())], exes + [Exe("D")], args, True,
+                                 dict(st, status=list(st["status"]), first=list(st["first"]),
+                                      same_as=dict(st["same_as"]), seen=dict(st["seen"])))
+    assert more["status"][6:] == ["fine's executable"] and more["same_as"][6] == 5
     # Only "fine" is timed; the shared ones take their twin's ratio.
     pick, record, exe = xla_cpu._verify(base, cands, exes, args, 0.01, check=True)
     assert record["ratio"][0] == 1.0 and record["ratio"][4] == record["ratio"][1]
@@ -441,3 +447,47 @@ def test_the_decision_reads_the_stablehlo_as_xla_would_convert_it():
     assert decision(xla_cpu._module_of(lowered)) == decision(from_hlo)
     with pytest.raises(hlo_opt.HloError, match=r":1:"):
         hlo_opt.parse_stablehlo('"builtin.module"() ({ %0 = "stablehlo.nope"(')
+
+
+class _Fake:
+    """An executable of a given optimized module that returns its input."""
+
+    def __init__(self, text):
+        self.text = text
+
+    def as_text(self):
+        return f"HloModule m\n{self.text}"
+
+    def __call__(self, x):
+        return x
+
+
+@pytest.mark.parametrize("eltwise,searched", [(0.99, True), (1.05, False)])
+def test_verify_searches_one_kind_away_from_the_fastest_module_wide_candidate(monkeypatch, eltwise, searched):
+    """The neighbours of the fastest module-wide candidate are compiled and
+    timed with it, and one of them is kept when it is the fastest; none
+    when that candidate ran beyond LOCAL_SEARCH_WITHIN of the default."""
+    cands = [("default+onednn:1", {}, ("sig",)), ("ynn:eltwise", {}, ()), ("ynn:dot", {}, ())]
+    exes = [_Fake(c[0]) for c in cands]
+    built, screens = [], []
+    # First screen: oneDNN 0.95, ynn:eltwise as given, ynn:dot 1.10; then the
+    # centre and its neighbours ynn:none, ynn:dot+eltwise, ynn:eltwise+reduce.
+    timings = iter([[0.95, eltwise, 1.10], [0.97, 1.30, 0.90, 1.00]])
+    monkeypatch.setattr(xla_cpu, "_paired_ratios",
+                        lambda ex, base, a, budget: screens.append([e.text for e in ex]) or next(timings))
+    monkeypatch.setattr(xla_cpu, "_paired_ratio", lambda exe, base, a, budget: 0.91)
+
+    def expand(new):
+        built.append([c[0] for c in new])
+        return [_Fake(c[0]) for c in new]
+
+    args = ((np.ones((4,), np.float32),), {})
+    pick, record, exe = xla_cpu._verify(_Fake("default"), cands, exes, args, 0.01, True, expand=expand)
+    if searched:
+        assert built == [["ynn:none", "ynn:dot+eltwise", "ynn:eltwise+reduce"]], built
+        assert screens[1] == ["ynn:eltwise", "ynn:none", "ynn:dot+eltwise", "ynn:eltwise+reduce"], screens
+        assert pick[0] == "ynn:dot+eltwise" and exe.text == "ynn:dot+eltwise" and record["confirmed"] == 0.91
+        assert record["searched"] == built[0] and record["ratio"][1] == 0.97, record
+    else:
+        assert built == [] and len(screens) == 1 and record["searched"] == []
+        assert pick[0] == "default+onednn:1", "the fastest screened, confirmed"
