@@ -50,3 +50,28 @@ def test_leave_one_program_out_learns_what_the_other_programs_show(monkeypatch):
     cv = M.portfolio_cv(progs, k=1, group="name")
     assert cv["portfolio_mean"] == pytest.approx(0.0)
 
+
+
+
+def test_local_search_finds_the_best_one_kind_from_the_portfolios_best():
+    """Families A and B run 2x faster on ynn:reduce, so each fold's portfolio
+    of one is ynn:reduce; C runs ynn:reduce at 0.95x and its best,
+    ynn:dot+reduce (one kind away), at 0.5x: only the search finds it. D
+    runs every candidate 1.5x slower: its portfolio's best is beyond
+    LOCAL_SEARCH_WITHIN, so nothing is searched."""
+    def prog(family, **ratios):
+        ratio = np.full(len(M.CANDIDATES), ratios.pop("rest", 1.0))
+        ratio[0] = 1.0
+        for name, r in ratios.items():
+            ratio[M.CANDIDATES.index("ynn:" + name.replace("_", "+"))] = r
+        return dict(name=family.lower(), family=family, features=[0.0] * 32, ratio=ratio,
+                    ok=np.ones(len(M.CANDIDATES), bool), meta={})
+
+    progs = [prog("A", reduce=0.5), prog("B", reduce=0.5), prog("C", reduce=0.95, dot_reduce=0.5),
+             prog("D", rest=1.5)]
+    assert sorted(M.neighbours(M.CANDIDATES.index("ynn:reduce"))) == sorted(
+        M.CANDIDATES.index(n) for n in ("ynn:dot+reduce", "ynn:eltwise+reduce", "ynn:none"))
+    assert M.portfolio_cv(progs, k=1)["portfolio_mean"] == pytest.approx(0.9 / 4), "C stays at 0.95x"
+    slow, extra = M.local_search_cv(progs, k=1)
+    assert slow == pytest.approx(0.0), "the search reaches C's best"
+    assert extra == pytest.approx(9 / 4), "three neighbours each for A, B and C; none for D"
