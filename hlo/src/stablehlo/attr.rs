@@ -104,7 +104,7 @@ pub fn join(v: &[i64]) -> String {
 }
 
 /// Appends `v` separated by `sep`.
-pub fn write_joined(out: &mut String, v: &[i64], sep: &str) {
+pub fn write_joined<T: std::fmt::Display>(out: &mut String, v: &[T], sep: &str) {
     for (i, d) in v.iter().enumerate() {
         if i > 0 {
             out.push_str(sep);

@@ -100,11 +100,17 @@ impl<'a> Emitter<'a> {
 
     /// A fresh instruction name for `opcode` (its letters and digits).
     fn fresh_inst(&mut self, opcode: &str) -> Name {
-        self.next += 1;
-        let mut name = String::with_capacity(opcode.len() + 6);
-        name.extend(opcode.chars().filter(char::is_ascii_alphanumeric));
-        let _ = write!(name, ".{}", self.next);
-        name.into()
+        let base: String = opcode.chars().filter(char::is_ascii_alphanumeric).collect();
+        self.fresh(&base).into()
+    }
+
+    /// Writes the HLO shape of `ty`; an error for a type HLO lacks.
+    fn write_shape_of(&self, out: &mut String, ty: &Ty<'a>) -> Result<()> {
+        if write_shape(out, ty) {
+            Ok(())
+        } else {
+            Err(self.err(0, format!("unsupported type {ty:?}")))
+        }
     }
 
     /// Looks up the value `u` in computation `c`.
@@ -134,18 +140,11 @@ impl<'a> Emitter<'a> {
     ) -> Result<Val<'a>> {
         let names: Vec<Name> = operands.iter().map(|v| v.name.clone()).collect();
         let mut text = String::with_capacity(64 + attrs.len());
-        if !write_shape(&mut text, ty) {
-            return Err(self.err(0, format!("unsupported type {ty:?}")));
-        }
+        self.write_shape_of(&mut text, ty)?;
         text.push(' ');
         text.push_str(opcode);
         text.push('(');
-        for (i, n) in names.iter().enumerate() {
-            if i > 0 {
-                text.push_str(", ");
-            }
-            text.push_str(n);
-        }
+        attr::write_joined(&mut text, &names, ", ");
         text.push(')');
         if !attrs.is_empty() {
             text.push_str(", ");
@@ -178,9 +177,7 @@ impl<'a> Emitter<'a> {
 
     fn param(&mut self, c: &mut Comp<'a>, ty: &Ty<'a>, i: usize) -> Result<Val<'a>> {
         let mut body = String::with_capacity(48);
-        if !write_shape(&mut body, ty) {
-            return Err(self.err(0, format!("unsupported type {ty:?}")));
-        }
+        self.write_shape_of(&mut body, ty)?;
         let _ = write!(body, " parameter({i})");
         let name = self.fresh_inst("Arg");
         c.lines.push(Line {
