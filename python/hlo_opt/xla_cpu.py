@@ -576,7 +576,7 @@ def _screen(base, exes, st, ratio, args_kwargs, budget_s: float, among) -> None:
     ``timed`` interleaved with ``base`` into ``ratio``; one that shares an
     executable takes its twin's ratio (1 for the default's)."""
     live = [i for i in among if st["status"][i] == "timed"]
-    for i, r in zip(live, _paired_ratios([exes[i] for i in live], base, st["args"], budget_s) if live else []):
+    for i, r in zip(live, _paired_ratios([exes[i] for i in live], base, args_kwargs, budget_s) if live else []):
         ratio[i] = r
     for i, j in st["same_as"].items():
         ratio[i] = 1.0 if j < 0 else ratio[j]
@@ -623,7 +623,7 @@ def _verify_check(base, cands, exes, args_kwargs, check: bool, state=None):
         a = _copy_args(args_kwargs)
         t = time.perf_counter()
         want = jax.block_until_ready(base(*a[0], **a[1]))
-        state = dict(args=args_kwargs, want=want, took=time.perf_counter() - t, seen={_hlo_hash(base.as_text()): -1},
+        state = dict(want=want, took=time.perf_counter() - t, seen={_hlo_hash(base.as_text()): -1},
                      first=[], status=[], same_as={})
     first, status, same_as, seen = state["first"], state["status"], state["same_as"], state["seen"]
     for i in range(len(status), len(exes)):
