@@ -118,7 +118,7 @@ def parse(data: str | bytes, name: str | None = None, *, verify: bool = True) ->
     Raises :class:`HloError`; fields of a proto hlo-opt does not model are
     named in a ``UserWarning``."""
 
-def parse_stablehlo(text: str, name: str | None = None, *, verify: bool = True) -> Module:
+def parse_stablehlo(text: str | bytes, name: str | None = None, *, verify: bool = True) -> Module:
     """StableHLO MLIR text in the generic op form (as jax lowers it) read
     into the module XLA's own conversion gives, verified; ``str(m)`` is
     that module as HLO text. Raises HloError (line:col) on what it cannot

@@ -70,20 +70,33 @@ pub fn parse(
 }
 
 /// Reads StableHLO MLIR text in the generic op form (as jax lowers it:
-/// `lowered.compiler_ir().operation.get_asm(print_generic_op_form=True)`)
-/// into the module XLA's own conversion would give (`hlo::parse_stablehlo`),
-/// and verifies it. Its text is that module as HLO text.
+/// `lowered.compiler_ir().operation.get_asm(print_generic_op_form=True)`),
+/// a `str` or UTF-8 `bytes` (`get_asm(..., binary=True)`, which spares
+/// Python a decode), into the module XLA's own conversion would give
+/// (`hlo::parse_stablehlo`), and verifies it. Its text is that module as
+/// HLO text.
 #[pyfunction]
 #[pyo3(signature = (text, name = None, *, verify = true))]
 pub fn parse_stablehlo(
     py: Python<'_>,
-    text: &str,
+    text: &Bound<'_, PyAny>,
     name: Option<String>,
     verify: bool,
 ) -> PyResult<Module> {
-    let text = text.to_string();
+    let text: &str = if let Ok(s) = text.cast::<PyString>() {
+        s.to_str()?
+    } else if let Ok(b) = text.cast::<PyBytes>() {
+        std::str::from_utf8(b.as_bytes()).map_err(|e| {
+            PyValueError::new_err(format!("parse_stablehlo: the bytes are not UTF-8: {e}"))
+        })?
+    } else {
+        return Err(PyTypeError::new_err(
+            "parse_stablehlo() takes MLIR text as str or UTF-8 bytes",
+        ));
+    };
+    // Both are immutable Python objects, held for the call.
     let hlo = py
-        .detach(move || hlo::stablehlo_to_hlo_text(&text))
+        .detach(|| hlo::stablehlo_to_hlo_text(text))
         .map_err(|e| hlo_error(py, &e))?;
     load(
         py,

@@ -447,6 +447,13 @@ def test_the_decision_reads_the_stablehlo_as_xla_would_convert_it():
     assert decision(xla_cpu._module_of(lowered)) == decision(from_hlo)
     with pytest.raises(hlo_opt.HloError, match=r":1:"):
         hlo_opt.parse_stablehlo('"builtin.module"() ({ %0 = "stablehlo.nope"(')
+    # jax prints it as bytes for the decision (no decode in Python): the
+    # same module, and bytes that are not UTF-8, or other types, refused.
+    assert str(hlo_opt.parse_stablehlo(text.encode())) == str(from_mlir)
+    with pytest.raises(ValueError, match="not UTF-8"):
+        hlo_opt.parse_stablehlo(text.encode()[:40] + b"\xff" + text.encode()[40:])
+    with pytest.raises(TypeError, match="str or UTF-8 bytes"):
+        hlo_opt.parse_stablehlo(["not", "text"])
 
 
 class _Fake:
