@@ -55,6 +55,7 @@ use serde_json::{json, Value};
 use crate::outfile;
 
 pub mod fleet;
+pub mod python;
 
 /// The first line of a state file.
 const STATE_FORMAT: &str = "hlo-cost-collect-state";

@@ -815,3 +815,100 @@ fn bad_raw_records_are_clear_errors() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("carries its runs"));
 }
+
+#[test]
+fn collect_kernels_refuses_flags_it_does_not_take() {
+    let dot = "testdata/stablehlo/dot.mlir";
+    let dir = tmp("kernels_flags").display().to_string();
+    // Layout sampling flags: a command-line error.
+    let out = hlo_cost(&["collect", "--kernels", dot, "-o", &dir, "--configs", "3"]);
+    assert_eq!(out.status.code(), Some(2));
+    // Another device: jaxlib's own CPU client is what it measures with.
+    let out = hlo_cost(&[
+        "collect",
+        "--kernels",
+        dot,
+        "-o",
+        &dir,
+        "--device",
+        "pjrt:/x.so",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("jaxlib's own CPU client"));
+    // Mixed devices: only where a Python driver keeps per-device records.
+    let out = hlo_cost(&["collect", dot, "-o", &dir, "--allow-mixed-devices"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--ray and --kernels"));
+    // A Python without jax is named, with what to install.
+    let out = Command::new(env!("CARGO_BIN_EXE_hlo-cost"))
+        .args(["collect", "--kernels", dot, "-o", &dir])
+        .env("HLO_OPT_PYTHON", "/no/such/python")
+        .current_dir(repo())
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("--kernels needs Python with jax"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!Path::new(&dir).join("dot.npz").exists());
+}
+
+#[test]
+fn collect_kernels_times_every_candidate_with_jaxlib_and_resumes() {
+    let Some(py) = std::env::var("HLO_OPT_PYTHON")
+        .ok()
+        .filter(|p| !p.is_empty())
+    else {
+        report::skipped("HLO_OPT_PYTHON is not set (collect --kernels needs jax)");
+        return;
+    };
+    let has_jax = Command::new(&py)
+        .args(["-c", "import jax, hlo_opt"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !has_jax {
+        report::skipped("HLO_OPT_PYTHON has no jax or hlo_opt (collect --kernels needs both)");
+        return;
+    }
+    report::ran();
+    let dir = tmp("kernels");
+    let _ = std::fs::remove_dir_all(&dir);
+    let d = dir.display().to_string();
+    let args = [
+        "collect",
+        "--kernels",
+        "testdata/stablehlo/dot.mlir",
+        "-o",
+        &d,
+        "--measure-budget",
+        "0.05",
+    ];
+    let first = succeeded(hlo_cost(&args));
+    assert!(
+        String::from_utf8_lossy(&first.stdout).contains("measured 1 programs now"),
+        "{}",
+        String::from_utf8_lossy(&first.stdout)
+    );
+    let hlo = std::fs::read_to_string(dir.join("dot.hlo")).expect("the module's HLO text");
+    assert!(hlo.starts_with("HloModule"), "{hlo}");
+    let check = Command::new(&py)
+        .args([
+            "-c",
+            "import sys, numpy as np; from hlo_opt import xla_cpu; z = np.load(sys.argv[1]); \
+             assert [str(c) for c in z['candidates']] == xla_cpu.CANDIDATE_NAMES, z['candidates']; \
+             assert z['ratio'][0] == 1.0 and z['ok'][0]",
+        ])
+        .arg(dir.join("dot.npz"))
+        .output()
+        .expect("python");
+    assert!(
+        check.status.success(),
+        "{}",
+        String::from_utf8_lossy(&check.stderr)
+    );
+    // Run again: what is measured is kept, nothing is timed again.
+    let again = succeeded(hlo_cost(&args));
+    assert!(String::from_utf8_lossy(&again.stdout).contains("measured 0 programs now"));
+}

@@ -36,7 +36,6 @@ any other, with the reason.
 
 from __future__ import annotations
 
-import copy
 import json
 import re
 from dataclasses import dataclass
@@ -270,22 +269,9 @@ def lowered_with(lowered, chosen: Iterable[str]):
     why = supported()
     if why:
         raise RuntimeError(why)
-    from jax._src.interpreters import mlir
-    from jax._src.lib.mlir import ir
+    from . import stablehlo
 
     text, count = rewrite(lowered.as_text(), chosen)
     if not count:
         return lowered, 0
-    inner = getattr(lowered, "_lowering", None)
-    if inner is None or not hasattr(inner, "_hlo"):
-        raise RuntimeError("jax's Lowered has no _lowering._hlo here: per-op oneDNN matmuls need it")
-    with mlir.make_ir_context():
-        module = ir.Module.parse(text)
-    # jax caches lowerings: the copies keep the cached one untouched.
-    new_inner = copy.copy(inner)
-    new_inner._hlo = module
-    if hasattr(inner, "_executable"):
-        new_inner._executable = None  # compiled from the old module, if ever
-    out = copy.copy(lowered)
-    out._lowering = new_inner
-    return out, count
+    return stablehlo.with_module(lowered, stablehlo.parse(text)), count

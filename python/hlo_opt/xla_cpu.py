@@ -24,6 +24,7 @@ import math
 import os
 import platform
 import re
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -213,13 +214,47 @@ def save(path: Path, result: dict[str, Any], meta: dict[str, Any]) -> None:
     _atomic_write(path, write)
 
 
+def _measured_already(path: Path, fp: dict[str, Any], allow_mixed_devices: bool) -> bool:
+    """Whether ``path`` holds a measurement of this device, XLA and
+    protocol (a program to skip); an error when it holds one of another
+    device, unless ``allow_mixed_devices``."""
+    if not path.exists():
+        return False
+    meta = _meta_of(path)
+    if meta is not None and meta.get("protocol") == PROTOCOL and meta.get("device") == fp:
+        return True
+    if meta is not None and meta.get("device") != fp and not allow_mixed_devices:
+        raise RuntimeError(
+            f"{path} was measured on {meta.get('device')}, this is {fp}: "
+            "use another folder (or allow_mixed_devices=True)")
+    return False
+
+
+def _collect_one(out: Path, name: str, lowered, args, about: dict[str, Any], fp: dict[str, Any],
+                 budget_s: float, seed: int) -> None:
+    """Measures one program into ``out/NAME.npz`` (its HLO text beside it,
+    as ``NAME.hlo``), both written atomically."""
+    hlo = lowered.as_text(dialect="hlo")
+    _atomic_write(out / f"{name}.hlo", lambda tmp: Path(tmp).write_text(hlo))
+    t = time.perf_counter()
+    res = measure(lowered, args, budget_s=budget_s, seed=seed)
+    meta = dict(about, program=name, device=fp, protocol=PROTOCOL, control_ratio=res["control_ratio"],
+                rounds=res["rounds"], repeat=res["repeat"], default_ns=res["default_ns"])
+    save(out / f"{name}.npz", res, meta)
+    best = int(np.nanargmin(np.where(res["ok"], res["ratio"], np.nan)))
+    print(f"{name}: default {res['default_ns'] / 1e6:.3f} ms, best {res['candidates'][best]} "
+          f"x{res['ratio'][best]:.3f}, control x{res['control_ratio']:.3f}, {res['rounds']} rounds, "
+          f"{time.perf_counter() - t:.1f} s", flush=True)
+
+
 def collect(programs: Iterable[Any], out: str | os.PathLike, *, budget_s: float = 3.0, seed: int = 0,
-            allow_mixed_devices: bool = False) -> list[str]:
+            allow_mixed_devices: bool = False, deadline: float | None = None) -> list[str]:
     """Measures each program (objects with ``name``, ``fn``, ``args`` and
     optionally ``family``, ``dtype``, ``batch``) into ``out``; returns the
     names measured now. A program whose npz records this device, XLA and
     protocol is skipped; one that records another device is an error
-    unless ``allow_mixed_devices``."""
+    unless ``allow_mixed_devices``. No program is started after
+    ``deadline`` (a ``time.monotonic()`` value): a later call goes on."""
     import jax
 
     out = Path(out)
@@ -227,38 +262,50 @@ def collect(programs: Iterable[Any], out: str | os.PathLike, *, budget_s: float 
     fp = fingerprint()
     done = []
     for p in programs:
-        path = out / f"{p.name}.npz"
-        if path.exists():
-            meta = _meta_of(path)
-            if meta is not None and meta.get("protocol") == PROTOCOL and meta.get("device") == fp:
-                continue
-            if meta is not None and meta.get("device") != fp and not allow_mixed_devices:
-                raise RuntimeError(
-                    f"{path} was measured on {meta.get('device')}, this is {fp}: "
-                    "use another folder (or allow_mixed_devices=True)")
-        lowered = jax.jit(p.fn).lower(*p.args)
-        hlo = lowered.as_text(dialect="hlo")
-        _atomic_write(out / f"{p.name}.hlo", lambda tmp: Path(tmp).write_text(hlo))
-        t = time.perf_counter()
-        res = measure(lowered, p.args, budget_s=budget_s, seed=seed)
-        meta = {
-            "program": p.name,
-            "family": getattr(p, "family", ""),
-            "dtype": getattr(p, "dtype", ""),
-            "batch": getattr(p, "batch", 0),
-            "device": fp,
-            "protocol": PROTOCOL,
-            "control_ratio": res["control_ratio"],
-            "rounds": res["rounds"],
-            "repeat": res["repeat"],
-            "default_ns": res["default_ns"],
-        }
-        save(path, res, meta)
-        best = int(np.nanargmin(np.where(res["ok"], res["ratio"], np.nan)))
-        print(f"{p.name}: default {res['default_ns'] / 1e6:.3f} ms, best {res['candidates'][best]} "
-              f"x{res['ratio'][best]:.3f}, control x{res['control_ratio']:.3f}, {res['rounds']} rounds, "
-              f"{time.perf_counter() - t:.1f} s", flush=True)
+        if _measured_already(out / f"{p.name}.npz", fp, allow_mixed_devices):
+            continue
+        if deadline is not None and time.monotonic() > deadline:
+            break
+        about = {"family": getattr(p, "family", ""), "dtype": getattr(p, "dtype", ""),
+                 "batch": getattr(p, "batch", 0)}
+        _collect_one(out, p.name, jax.jit(p.fn).lower(*p.args), p.args, about, fp, budget_s, seed)
         done.append(p.name)
+    return done
+
+
+def collect_modules(paths: Iterable[str | os.PathLike], out: str | os.PathLike, *, budget_s: float = 3.0,
+                    seed: int = 0, allow_mixed_devices: bool = False, deadline: float | None = None) -> list[str]:
+    """:func:`collect` for StableHLO module files (``jax.jit(f).lower(...)
+    .as_text()``, either MLIR form), each run on seeded random arguments of
+    its ``main``'s types (:func:`hlo_opt.stablehlo.random_args`) and named
+    by its file's stem. A file that cannot be read or run as a function of
+    arrays is an error naming it, before anything is measured."""
+    from . import stablehlo
+
+    out = Path(out)
+    paths = [Path(p) for p in paths]
+    stems = [p.stem for p in paths]
+    if dup := sorted({s for s in stems if stems.count(s) > 1}):
+        raise ValueError(f"module files share the names {', '.join(dup)}: each one's measurement is STEM.npz")
+    loaded = []
+    for p in paths:
+        try:
+            loaded.append(stablehlo.lowered_from_text(p.read_text()))
+        except (OSError, UnicodeDecodeError, ValueError) as e:
+            raise ValueError(f"{p}: {e}") from None
+    out.mkdir(parents=True, exist_ok=True)
+    fp = fingerprint()
+    done = []
+    for p, (lowered, specs) in zip(paths, loaded):
+        if _measured_already(out / f"{p.stem}.npz", fp, allow_mixed_devices):
+            continue
+        if deadline is not None and time.monotonic() > deadline:
+            break
+        args = stablehlo.random_args(specs, seed)
+        floats = sorted({s.dtype for s in specs if s.dtype.startswith(("float", "bfloat"))})
+        about = {"family": "", "dtype": ",".join(floats), "batch": 0, "source": str(p)}
+        _collect_one(out, p.stem, lowered, args, about, fp, budget_s, seed)
+        done.append(p.stem)
     return done
 
 
@@ -759,20 +806,24 @@ class _WithKwargs:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m hlo_opt.xla_cpu collect OUT``: measure the generated
-    training corpus (hlo_opt.cpu_corpus) on this machine into OUT,
-    resuming what an earlier run left (scripts/xla_cpu_retrain runs this,
-    then the featurizer and the training)."""
+    training corpus (hlo_opt.cpu_corpus) on this machine into OUT, or with
+    ``--modules FILE...`` those StableHLO modules (``hlo-cost collect
+    --kernels`` runs this), resuming what an earlier run left
+    (scripts/xla_cpu_retrain runs it, then the featurizer and the
+    training)."""
     import argparse
-
-    from . import cpu_corpus
 
     ap = argparse.ArgumentParser(prog="python -m hlo_opt.xla_cpu", description=main.__doc__)
     sub = ap.add_subparsers(dest="command", required=True)
-    c = sub.add_parser("collect", help="measure the generated corpus into OUT")
+    c = sub.add_parser("collect", help="measure the generated corpus, or StableHLO modules, into OUT")
     c.add_argument("out")
-    c.add_argument("--count", type=int, default=168, help="programs (default 168: 12 per family)")
-    c.add_argument("--seed", type=int, default=0)
+    c.add_argument("--modules", nargs="+", metavar="FILE",
+                   help="StableHLO module files (jax.jit(f).lower(...).as_text()) instead of the generated corpus")
+    c.add_argument("--count", type=int, default=168, help="generated programs (default 168: 12 per family)")
+    c.add_argument("--seed", type=int, default=0, help="the corpus's programs, or the modules' arguments")
     c.add_argument("--budget-s", type=float, default=2.0, help="seconds of timing per program")
+    c.add_argument("--budget", type=float, metavar="SECONDS",
+                   help="start no program after this many seconds (a later run goes on)")
     c.add_argument("--allow-mixed-devices", action="store_true")
     sub.add_parser("observe", help="what this jaxlib's XLA:CPU does with each candidate (docs/xla-cpu.md)")
     a = ap.parse_args(argv)
@@ -783,16 +834,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         for name, counts in observe().items():
             print(f"{name:24} {json.dumps(counts)}")
         return 0
-    if a.count < 1 or not (a.budget_s > 0):
-        ap.error("--count must be at least 1 and --budget-s positive")
-    done = collect(cpu_corpus.programs(a.seed, a.count), a.out, budget_s=a.budget_s, seed=a.seed,
-                   allow_mixed_devices=a.allow_mixed_devices)
+    if a.count < 1 or not (a.budget_s > 0) or (a.budget is not None and not a.budget > 0):
+        ap.error("--count must be at least 1, and --budget-s and --budget positive")
+    deadline = None if a.budget is None else time.monotonic() + a.budget
+    common = dict(budget_s=a.budget_s, seed=a.seed, allow_mixed_devices=a.allow_mixed_devices, deadline=deadline)
+    try:
+        if a.modules:
+            done = collect_modules(a.modules, a.out, **common)
+        else:
+            from . import cpu_corpus
+
+            done = collect(cpu_corpus.programs(a.seed, a.count), a.out, **common)
+    except (ValueError, RuntimeError) as e:
+        print(f"python -m hlo_opt.xla_cpu: error: {e}", file=sys.stderr)
+        return 1
     print(f"measured {len(done)} programs now; {a.out} holds {len(list(Path(a.out).glob('*.npz')))}")
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
 
 
 def observe() -> dict[str, dict[str, int]]:
@@ -833,3 +890,7 @@ def _ynn_contents(text: str) -> dict[str, int]:
         counts["reduce"] += sum(o == "reduce" for o in ops)
         counts["eltwise"] += sum(o in ("add", "multiply", "tanh", "maximum", "subtract", "exponential") for o in ops)
     return counts
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -180,6 +180,49 @@ def test_collect_resumes_and_refuses_another_device(tmp_path):
         xla_cpu.collect([prog], tmp_path, budget_s=0.05)
 
 
+def test_collect_modules_times_a_dumped_module_on_random_arguments(tmp_path):
+    """A StableHLO file as a user dumps it (pretty form, a donated argument,
+    an integer one) is measured like a program: every candidate, the same
+    results as jax.jit's on the same arguments, resumable; a file jax
+    cannot run names itself before anything is measured."""
+    from hlo_opt import stablehlo
+
+    def f(w, x, k):
+        return jnp.tanh(x @ w) * k.astype(x.dtype).sum(), x + 1
+
+    w, x, k = jnp.ones((16, 8)), jnp.ones((4, 16)), jnp.arange(3)
+    (tmp_path / "m.mlir").write_text(jax.jit(f, donate_argnums=1).lower(w, x, k).as_text())
+    lowered, specs = stablehlo.lowered_from_text((tmp_path / "m.mlir").read_text())
+    assert specs == [stablehlo.TensorSpec((16, 8), "float32"), stablehlo.TensorSpec((4, 16), "float32"),
+                     stablehlo.TensorSpec((3,), "int32")]
+    args = stablehlo.random_args(specs, seed=1)
+    assert all(np.array_equal(a, b) for a, b in zip(args, stablehlo.random_args(specs, seed=1)))
+    exe = lowered.compile()
+    got, again = exe(*args), exe(*args)  # donation dropped: the arguments stay valid
+    leaves_equal(got, jax.jit(f)(*args))
+    leaves_equal(got, again)
+
+    out = tmp_path / "data"
+    assert xla_cpu.collect_modules([tmp_path / "m.mlir"], out, budget_s=0.05) == ["m"]
+    with np.load(out / "m.npz") as z:
+        assert [str(n) for n in z["candidates"]] == xla_cpu.CANDIDATE_NAMES
+        assert z["ratio"][0] == 1.0 and z["ok"].all()
+        meta = json.loads(str(z["meta"]))
+    assert meta["source"] == str(tmp_path / "m.mlir") and meta["dtype"] == "float32"
+    assert (out / "m.hlo").read_text().startswith("HloModule")
+    assert xla_cpu.collect_modules([tmp_path / "m.mlir"], out, budget_s=0.05) == [], "measured modules are skipped"
+
+    (tmp_path / "tok.mlir").write_text(
+        "func.func public @main(%arg0: !stablehlo.token) -> !stablehlo.token {\n  return %arg0 : !stablehlo.token\n}\n")
+    (tmp_path / "broken.mlir").write_text("func.func public @main(")
+    for bad, why in [("tok", "argument 0 of main .*only ranked tensors"), ("broken", "not a StableHLO module")]:
+        with pytest.raises(ValueError, match=f"{bad}.mlir: {why}"):
+            xla_cpu.collect_modules([tmp_path / f"{bad}.mlir", tmp_path / "m.mlir"], tmp_path / bad)
+        assert not (tmp_path / bad).exists()
+    with pytest.raises(ValueError, match="share the names m"):
+        xla_cpu.collect_modules([tmp_path / "m.mlir", out / "m.hlo"], tmp_path / "dup")
+
+
 #: What jaxlib 0.10.2 and 0.12.0.1 do with each candidate on the probe of
 #: `xla_cpu.observe` (docs/xla-cpu.md, "What XLA:CPU honours").
 OBSERVED = {

@@ -19,6 +19,9 @@
 //!   sampled layout configurations of each module on a PJRT device and writes
 //!   them as published-format npz files with a manifest (`collect.rs`);
 //!   resumable, its timings are measurements (not deterministic), its plan is.
+//! - `hlo-cost collect --kernels MODULE.mlir... -o DIR` times every XLA:CPU
+//!   kernel candidate of StableHLO modules with jaxlib's own CPU client
+//!   (handed to `python -m hlo_opt.xla_cpu collect`, `collect/python.rs`).
 //!
 //! Output (of featurize and eval) is deterministic for the same input and model. Errors are rendered
 //! for people on stderr with exit status 1 (2 for bad flags): invalid HLO as
@@ -59,6 +62,9 @@ Inputs:
   collect                  whole modules before layout assignment (as for
                            featurize --task layout), measured on a PJRT
                            device (XLA's CPU plugin: pip install xla-cpu-pjrt)
+  collect --kernels        StableHLO modules (jax.jit(f).lower(...).as_text()),
+                           every XLA:CPU kernel candidate timed with jaxlib's
+                           own CPU client (a Python with jax and hlo_opt)
 
 ONNX Runtime: `eval` with the embedded default models (or a .hlocm/.onnx
 --model) runs them on ONNX Runtime 1.31.1, a shared library loaded at run
@@ -256,12 +262,22 @@ struct EvalArgs {
 
 #[derive(clap::Args, Debug)]
 struct CollectArgs {
-    /// HLO modules before layout assignment (e.g. *.pre.hlo).
+    /// HLO modules before layout assignment (e.g. *.pre.hlo); with
+    /// --kernels, StableHLO modules (`jax.jit(f).lower(...).as_text()`).
     #[arg(required = true)]
     modules: Vec<PathBuf>,
-    /// Where to measure: `xla-cpu` (XLA's CPU PJRT plugin) or `pjrt:PLUGIN_PATH`.
+    /// Where to measure: `xla-cpu` (XLA's CPU PJRT plugin; with --kernels,
+    /// jaxlib's own CPU client) or `pjrt:PLUGIN_PATH`.
     #[arg(long, default_value = "xla-cpu", value_parser = parse_device)]
     device: String,
+    /// Measure XLA:CPU's kernel choices (every candidate of the xla-cpu
+    /// pass, docs/xla-cpu.md) of StableHLO modules with jaxlib's own CPU
+    /// client, on seeded random arguments, into STEM.npz and STEM.hlo: the
+    /// data `bash scripts/xla_cpu_retrain` trains on. Run by
+    /// `python -m hlo_opt.xla_cpu collect` (a Python with jax and hlo_opt:
+    /// $HLO_OPT_PYTHON, else the checkout's .venv); resumable.
+    #[arg(long, conflicts_with_all = ["configs", "random_fraction", "chunk", "estimator", "ray"])]
+    kernels: bool,
     /// Output folder: per module STEM.npz and STEM.collect.jsonl (the state a
     /// later run continues from), and manifest.json.
     #[arg(short = 'o', long = "output")]
@@ -299,9 +315,10 @@ struct CollectArgs {
     /// (docs/fleet.md); `local`: the same driver with local processes.
     #[arg(long, value_name = "ADDRESS")]
     ray: Option<String>,
-    /// With --ray: let one folder hold measurements from machines whose
-    /// device fingerprints differ (CPU model, plugin or XLA version).
-    #[arg(long, requires = "ray")]
+    /// With --ray or --kernels: let one folder hold measurements from
+    /// machines whose device fingerprints differ (CPU model, plugin or XLA
+    /// version).
+    #[arg(long)]
     allow_mixed_devices: bool,
 }
 
@@ -548,6 +565,14 @@ fn collect_cmd(args: &CollectArgs) -> Result<ExitCode, CliError> {
     if let Some(address) = &args.ray {
         return collect_fleet(args, address);
     }
+    if args.kernels {
+        return collect_kernels(args);
+    }
+    if args.allow_mixed_devices {
+        return Err(CliError(
+            "--allow-mixed-devices applies to --ray and --kernels collections only".into(),
+        ));
+    }
     let budget = args.budget;
     let settings = collect::Settings {
         device: args.device.clone(),
@@ -565,6 +590,45 @@ fn collect_cmd(args: &CollectArgs) -> Result<ExitCode, CliError> {
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// `collect --kernels`: the modules, seed and budgets handed to
+/// `python -m hlo_opt.xla_cpu collect OUT --modules ...`, which times every
+/// XLA:CPU kernel candidate with jaxlib's own CPU client.
+fn collect_kernels(args: &CollectArgs) -> Result<ExitCode, CliError> {
+    if args.device != "xla-cpu" {
+        return Err(CliError(format!(
+            "--kernels measures with jaxlib's own CPU client (--device xla-cpu), not `{}`",
+            args.device
+        )));
+    }
+    let mut argv = vec![
+        "collect".to_string(),
+        args.output.display().to_string(),
+        "--seed".into(),
+        args.seed.to_string(),
+        "--budget-s".into(),
+        args.measure_budget.to_string(),
+    ];
+    if let Some(b) = args.budget {
+        argv.extend(["--budget".into(), b.as_secs_f64().to_string()]);
+    }
+    if args.allow_mixed_devices {
+        argv.push("--allow-mixed-devices".into());
+    }
+    argv.push("--modules".into());
+    argv.extend(args.modules.iter().map(|m| m.display().to_string()));
+    let driver = collect::python::Driver {
+        module: "hlo_opt.xla_cpu",
+        flag: "--kernels",
+        what: "the XLA:CPU kernel collection",
+        needs: &[
+            ("jax", "jax is not installed there (pip install jax==0.10.2, or the jaxlib the model is for)"),
+            ("hlo_opt", "the hlo_opt package is not installed there (docs/python.md)"),
+        ],
+    };
+    let code = collect::python::hand_off(&driver, &argv).map_err(CliError)?;
+    Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
 }
 
 /// `collect --ray`: the same flags, handed to the fleet driver (Python).

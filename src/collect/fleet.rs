@@ -11,8 +11,7 @@
 //! ignores) and `STEM.npz`. The driver owns the state file and
 //! `manifest.json`; [`hand_off`] runs that driver for `hlo-cost collect --ray`.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
@@ -114,75 +113,29 @@ pub fn fingerprint(device: &str) -> Result<Value, String> {
     }))
 }
 
-/// The Python that runs the fleet driver: `$HLO_OPT_PYTHON`, else the
-/// `.venv` of the current folder or an ancestor, else of the checkout this
-/// binary was built from, else `python3` on the `PATH`.
-fn python() -> PathBuf {
-    if let Some(p) = std::env::var_os("HLO_OPT_PYTHON").filter(|p| !p.is_empty()) {
-        return PathBuf::from(p);
-    }
-    let mut roots: Vec<PathBuf> = std::env::current_dir()
-        .map(|d| d.ancestors().map(Path::to_path_buf).collect())
-        .unwrap_or_default();
-    roots.push(PathBuf::from(env!("CARGO_MANIFEST_DIR")));
-    roots
-        .into_iter()
-        .map(|r| r.join(".venv").join("bin").join("python"))
-        .find(|p| p.is_file())
-        .unwrap_or_else(|| PathBuf::from("python3"))
-}
-
 /// `hlo-cost collect ... --ray ADDRESS`: runs the fleet driver
 /// (`python -m hlo_opt.fleet ARGS`, the same flags) in this process's
-/// place (exec; elsewhere than Unix, as a child whose status it returns). A Python without `hlo_opt` or without Ray is named, with the
-/// command that installs what is missing.
+/// place ([`super::python::hand_off`]).
 pub fn hand_off(args: &[String]) -> Result<i32, String> {
-    let py = python();
-    let probe = Command::new(&py)
-        .args(["-c", "import hlo_opt, ray"])
-        .output()
-        .map_err(|e| {
-            format!(
-                "--ray needs Python with the hlo_opt package and Ray: {}: {e} (set HLO_OPT_PYTHON to its python)",
-                py.display()
-            )
-        })?;
-    if !probe.status.success() {
-        let err = String::from_utf8_lossy(&probe.stderr);
-        let missing = if err.contains("No module named 'hlo_opt'") {
-            "the hlo_opt package is not installed there (docs/python.md: pip install --no-build-isolation '.[ray]')"
-        } else if err.contains("No module named 'ray'") {
-            "Ray is not installed there: pip install 'hlo-opt[ray]' (or -r python/requirements.txt)"
-        } else {
-            err.lines().last().unwrap_or("it does not start")
-        };
-        return Err(format!(
-            "--ray runs the fleet driver in {}: {missing}; set HLO_OPT_PYTHON to another python",
-            py.display()
-        ));
-    }
-    let mut driver = Command::new(&py);
-    driver.args(["-m", "hlo_opt.fleet"]).args(args);
-    // The driver takes this process's place: killing it kills the driver.
-    #[cfg(unix)]
-    {
-        use std::os::unix::process::CommandExt;
-        let e = driver.exec();
-        Err(format!("{}: {e}", py.display()))
-    }
-    #[cfg(not(unix))]
-    {
-        let status = driver
-            .status()
-            .map_err(|e| format!("{}: {e}", py.display()))?;
-        Ok(status.code().unwrap_or(1))
-    }
+    super::python::hand_off(
+        &super::python::Driver {
+            module: "hlo_opt.fleet",
+            flag: "--ray",
+            what: "the fleet driver",
+            needs: &[
+                ("hlo_opt", "the hlo_opt package is not installed there (docs/python.md: pip install --no-build-isolation '.[ray]')"),
+                ("ray", "Ray is not installed there: pip install 'hlo-opt[ray]' (or -r python/requirements.txt)"),
+            ],
+        },
+        args,
+    )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::collect::Estimator;
+    use std::path::PathBuf;
 
     fn settings(seed: u64) -> Settings {
         Settings {
