@@ -353,6 +353,8 @@ class Compiled:
                 how = "searched" if name in searched else "verified"
                 lines.append(f"  {how} {name:<32} " + (st if math.isnan(r) else f"x{r:.3f} of the default")
                              + ("" if st == "timed" or math.isnan(r) else f" ({st})"))
+            for name, r in zip(v.get("contenders", []), v.get("final", [])):
+                lines.append(f"  again    {name:<32} x{r:.3f} of the default")
             lines.append(f"xla-cpu: verified on these arguments, chose {d['chosen']}: {d['reason']}")
         else:
             lines.append(f"xla-cpu: chose {d['chosen']}: {d['reason']}")
@@ -536,9 +538,11 @@ def _verify_space(decision, model_pick, lowered):
     return out
 
 
-#: A candidate whose first run takes more than this times the default's
-#: first run is not timed further (a bf16 program without YNNPACK can run
-#: 16x slower: five rounds of it would cost more than all the rest).
+#: A candidate whose first run, and then its second, takes more than this
+#: times the default's second run is not timed further (a bf16 program
+#: without YNNPACK can run 16x slower: five rounds of it would cost more
+#: than all the rest). A first run alone decides nothing: oneDNN makes its
+#: kernels then, and a first run of a good candidate was seen at 2.2x.
 FIRST_RUN_CUT = 1.5
 #: ... when that run took longer than this: shorter ones cost little to
 #: time, and a first run of a short program is noisy.
@@ -569,6 +573,13 @@ def _build(low, opts):
         return e
 
 
+#: ``verify``'s last stage times again, with the default, the candidates
+#: whose ratio came within this factor of the fastest one's (at most
+#: :data:`FINAL_MAX`, the fastest first), and keeps the fastest of that
+#: stage: close candidates trade places from one short timing to the next.
+CONTEND_WITHIN = 1.05
+FINAL_MAX = 3
+
 #: ``verify`` also times the module-wide candidates one YNNPACK kind away
 #: from the fastest module-wide one it screened, when that one ran within
 #: this ratio of the default (a step of local search: in leave-one-family-out
@@ -585,11 +596,13 @@ def _verify(base, cands, exes, args_kwargs, budget_s: float, check: bool, expand
     (:func:`_verify_check`) run interleaved with ``base`` (the default) for
     ``budget_s``. With ``expand`` (candidates -> their executables), the
     neighbours of the fastest module-wide one (:func:`_neighbours`) are
-    compiled and timed with it in fresh rounds. The fastest of all runs
-    again, alone with the default, and is kept at :data:`VERIFY_KEEP` or
-    better both times. Returns the pick, the record (candidates, ratio,
-    status, searched, confirmed, chosen, why) and the pick's executable
-    (None for the default)."""
+    compiled and timed with it in fresh rounds. The fastest of all, and
+    those within :data:`CONTEND_WITHIN` of it (the contenders), run again
+    with the default in fresh rounds; the fastest of that stage is kept
+    when both its ratios are :data:`VERIFY_KEEP` or better. Returns the
+    pick, the record (candidates, ratio, status, searched, contenders,
+    final, confirmed, chosen, why) and the pick's executable (None for the
+    default)."""
     default = ("default", {}, ())
     st = _verify_check(base, cands, exes, args_kwargs, check)
     ratio = list(st["first"])
@@ -607,17 +620,23 @@ def _verify(base, cands, exes, args_kwargs, budget_s: float, check: bool, expand
         return default, dict(record, chosen="default", why="kept XLA's default: no candidate compiled to another "
                              "executable with the default's results and its speed"), None
     best = min(live, key=lambda i: ratio[i])
-    name = cands[best][0]
     if ratio[best] > VERIFY_KEEP:
-        return default, dict(record, chosen="default", why=f"kept XLA's default: the fastest verified, {name}, "
-                             f"ran x{ratio[best]:.3f} of its time (kept at most x{VERIFY_KEEP})"), None
-    again = _paired_ratio(exes[best], base, args_kwargs, budget_s)
-    record.update(confirmed=again)
+        return default, dict(record, chosen="default", why=f"kept XLA's default: the fastest verified, "
+                             f"{cands[best][0]}, ran x{ratio[best]:.3f} of its time (kept at most x{VERIFY_KEEP})"), None
+    contenders = sorted((i for i in live if ratio[i] <= ratio[best] * CONTEND_WITHIN), key=lambda i: ratio[i])
+    contenders = contenders[:FINAL_MAX]
+    # As many rounds per executable as one candidate alone would get.
+    final = _paired_ratios([exes[i] for i in contenders], base, args_kwargs, budget_s * (len(contenders) + 1) / 2)
+    k = min(range(len(contenders)), key=lambda j: final[j])
+    pick, again = contenders[k], final[k]
+    name = cands[pick][0]
+    record.update(contenders=[cands[i][0] for i in contenders], final=list(final), confirmed=again)
+    among = f" (the fastest of {len(contenders)} timed again)" if len(contenders) > 1 else ""
     if again > VERIFY_KEEP:
-        return default, dict(record, chosen="default", why=f"kept XLA's default: {name} ran x{ratio[best]:.3f}, "
-                             f"then x{again:.3f} of its time when timed again (kept at most x{VERIFY_KEEP})"), None
-    return cands[best], dict(record, chosen=name, why=f"{name} ran x{ratio[best]:.3f}, then x{again:.3f} of the "
-                             "default's time on these arguments"), exes[best]
+        return default, dict(record, chosen="default", why=f"kept XLA's default: {name} ran x{ratio[pick]:.3f}, "
+                             f"then x{again:.3f} of its time when timed again{among} (kept at most x{VERIFY_KEEP})"), None
+    return cands[pick], dict(record, chosen=name, why=f"{name} ran x{ratio[pick]:.3f}, then x{again:.3f} of the "
+                             f"default's time on these arguments{among}"), exes[pick]
 
 
 def _screen(base, exes, st, ratio, args_kwargs, budget_s: float, among) -> None:
@@ -657,22 +676,27 @@ def _kinds(name: str) -> set[str]:
 
 
 def _verify_check(base, cands, exes, args_kwargs, check: bool, state=None):
-    """Runs the default and each candidate's executable once. Returns the
-    state: each candidate's first-run ratio to the default (``first``, NaN
-    where it did not run), its ``status`` (``timed``; ``the default's
-    executable`` or ``X's executable`` when its optimized module is that
-    one's, which shares its time; ``did not compile``; ``other results``
-    than the default's, with ``check``; ``slow in its first run``, beyond
-    :data:`FIRST_RUN_CUT` and :data:`FIRST_RUN_FLOOR_S`), and ``same_as``:
+    """Runs the default twice and each candidate's executable once (twice
+    when its first run is slow). Returns the state: each candidate's ratio
+    to the default's second run (``first``: its faster run; NaN where it did
+    not run), its ``status`` (``timed``; ``the default's executable`` or
+    ``X's executable`` when its optimized module is that one's, which shares
+    its time; ``did not compile``; ``other results`` than the default's,
+    with ``check``; ``slow in two runs``, both beyond :data:`FIRST_RUN_CUT`
+    and :data:`FIRST_RUN_FLOOR_S`), and ``same_as``:
     which earlier one (-1: the default) each shared executable is. Given
     the ``state`` of a prefix of ``cands``, runs only the rest."""
     import jax
 
-    if state is None:
-        a = _copy_args(args_kwargs)
+    def run(exe):
+        b = _copy_args(args_kwargs)
         t = time.perf_counter()
-        want = jax.block_until_ready(base(*a[0], **a[1]))
-        state = dict(want=want, took=time.perf_counter() - t, seen={_hlo_hash(base.as_text()): -1},
+        out = jax.block_until_ready(exe(*b[0], **b[1]))
+        return out, time.perf_counter() - t
+
+    if state is None:
+        want, _ = run(base)
+        state = dict(want=want, took=run(base)[1], seen={_hlo_hash(base.as_text()): -1},
                      first=[], status=[], same_as={})
     first, status, same_as, seen = state["first"], state["status"], state["same_as"], state["seen"]
     for i in range(len(status), len(exes)):
@@ -687,30 +711,22 @@ def _verify_check(base, cands, exes, args_kwargs, check: bool, state=None):
             status.append("the default's executable" if seen[h] < 0 else f"{cands[seen[h]][0]}'s executable")
             continue
         seen[h] = i
-        b = _copy_args(args_kwargs)
-        t = time.perf_counter()
-        got = jax.block_until_ready(exe(*b[0], **b[1]))
-        took = time.perf_counter() - t
-        first[i] = took / max(state["took"], 1e-9)
+        got, took = run(exe)
         if check and not _same(got, state["want"]):
+            first[i] = took / max(state["took"], 1e-9)
             status.append("other results")
-        elif first[i] > FIRST_RUN_CUT and took > FIRST_RUN_FLOOR_S:
-            status.append("slow in its first run")
-        else:
-            status.append("timed")
+            continue
+        if took / max(state["took"], 1e-9) > FIRST_RUN_CUT and took > FIRST_RUN_FLOOR_S:
+            took = min(took, run(exe)[1])
+        first[i] = took / max(state["took"], 1e-9)
+        status.append("slow in two runs" if first[i] > FIRST_RUN_CUT and took > FIRST_RUN_FLOOR_S else "timed")
     return state
-
-
-def _paired_ratio(exe, base, args_kwargs, budget_s: float, min_rounds: int = 5) -> float:
-    """Median over interleaved rounds of ``exe``'s time over ``base``'s, on
-    copies of the arguments (donated buffers stay the caller's)."""
-    return _paired_ratios([exe], base, args_kwargs, budget_s, min_rounds)[0]
 
 
 def _paired_ratios(exes, base, args_kwargs, budget_s: float, min_rounds: int = 5) -> list[float]:
     """Per executable of ``exes``, the median over interleaved rounds of its
     time over ``base``'s in the same round (:func:`hlo_opt.timing.interleaved`),
-    on copies of the arguments."""
+    on copies of the arguments (donated buffers stay the caller's)."""
     args, kwargs = args_kwargs
     a = _copy_args(args)
     times, _ = interleaved([functools.partial(e, *a, **kwargs) for e in [base, *exes]], budget_s=budget_s,

@@ -372,15 +372,25 @@ def test_verify_keeps_the_fastest_only_when_timed_again_faster(monkeypatch, scre
                          if d.eligible}))
     monkeypatch.setattr(xla_cpu, "_model_pick", lambda decision, notes: ("default+onednn:9", {}, sigs))
     screens, confirms = [], []
-    # The model's choice (first in the space) screens fastest.
-    monkeypatch.setattr(xla_cpu, "_paired_ratios", lambda exes, base, a, budget: screens.append(len(exes))
-                        or [screened] + [1.2] * (len(exes) - 1))
-    monkeypatch.setattr(xla_cpu, "_paired_ratio", lambda exe, base, a, budget: confirms.append(budget) or confirmed)
+
+    # The model's choice (first in the space) screens fastest, the rest far
+    # behind; the last stage times it again.
+    def timing(exes, base, a, budget):
+        if not screens:
+            screens.append(len(exes))
+            return [screened] + [1.2] * (len(exes) - 1)
+        confirms.append((len(exes), budget))
+        return [confirmed] * len(exes)
+
+    monkeypatch.setattr(xla_cpu, "_paired_ratios", timing)
     c = hj.compile(attention_mlp, p, x)
     v = c.decision["verified"]
     assert screens and screens[0] >= 1 and v["candidates"][0] == "default+onednn:9", v
-    assert confirms == ([] if screened > 1 else [0.5]), "only a fast screen is timed again"
+    assert confirms == ([] if screened > 1 else [(1, 0.5)]), "only a fast screen is timed again, alone"
     assert f"verified default+onednn:9{' ' * 16} x{screened:.3f} of the default" in c.explain(), c.explain()
+    assert ("again    default+onednn:9" in c.explain()) == (screened < 1), c.explain()
+    if screened < 1:
+        assert f"again    default+onednn:9{' ' * 16} x{confirmed:.3f}" in c.explain(), c.explain()
     if kept:
         assert c.choice == "default+onednn:9" and c.onednn == list(sigs) and v["confirmed"] == confirmed
     else:
@@ -407,11 +417,11 @@ def test_verify_times_the_models_choice_the_cards_portfolio_and_every_op_once():
         assert names[-1].endswith("(every op)"), names
 
 
-def test_paired_ratio_times_both_on_copies():
+def test_paired_ratios_time_each_against_the_base_on_copies():
     f = jax.jit(lambda a: a * 2.0)
     g = jax.jit(lambda a: jnp.sort(a) * 2.0)
-    r = xla_cpu._paired_ratio(g, f, ((jnp.ones((1 << 16,)),), {}), 0.05)
-    assert r > 1.0, "a sort costs more than a multiply"
+    r = xla_cpu._paired_ratios([g, f], f, ((jnp.ones((1 << 16,)),), {}), 0.05)
+    assert r[0] > 1.0, "a sort costs more than a multiply"
 
 
 def test_op_labels_are_collected_resumably_on_one_device(tmp_path, monkeypatch):
@@ -442,34 +452,39 @@ def test_verify_times_only_other_valid_executables_that_are_not_far_slower():
     import time as _time
 
     class Exe:
-        def __init__(self, text, value=1.0, sleep=0.0):
-            self.text, self.value, self.sleep = text, value, sleep
+        def __init__(self, text, value=1.0, sleep=0.0, first_sleep=0.0):
+            self.text, self.value, self.sleep, self.first_sleep = text, value, sleep, first_sleep
 
         def as_text(self):
             return f"HloModule m\n{self.text}"
 
         def __call__(self, x):
-            _time.sleep(self.sleep)
+            _time.sleep(self.sleep + self.first_sleep)
+            self.first_sleep = 0.0
             return x * self.value
 
-    base = Exe("A")
-    cands = [(n, {}, ()) for n in ["same", "slow", "wrong", "broken", "slow again", "fine"]]
-    exes = [Exe("A"), Exe("B", sleep=0.06), Exe("C", value=2.0), RuntimeError("refused"), Exe("B"), Exe("D")]
+    # The default, slow at its first call only: it is measured warm.
+    base = Exe("A", first_sleep=0.06)
+    cands = [(n, {}, ()) for n in ["same", "slow", "wrong", "broken", "slow again", "fine", "slow once"]]
+    exes = [Exe("A"), Exe("B", sleep=0.06), Exe("C", value=2.0), RuntimeError("refused"), Exe("B"), Exe("D"),
+            Exe("E", first_sleep=0.06)]
     args = ((np.ones((4,), np.float32),), {})  # numpy: no first-call compile in the timing
     st = xla_cpu._verify_check(base, cands, exes, args, check=True)
-    assert st["status"] == ["the default's executable", "slow in its first run", "other results",
-                            "did not compile: refused", "slow's executable", "timed"], st["status"]
+    assert st["status"] == ["the default's executable", "slow in two runs", "other results",
+                            "did not compile: refused", "slow's executable", "timed", "timed"], st["status"]
     assert st["same_as"] == {0: -1, 4: 1} and st["first"][1] > xla_cpu.FIRST_RUN_CUT
+    assert st["first"][6] < xla_cpu.FIRST_RUN_CUT, "a slow first run alone cuts nothing"
     # Given the state of a prefix, only the rest runs: a twin of an earlier
     # one is found without running it again.
     more = xla_cpu._verify_check(base, cands + [("later", {}, ())], exes + [Exe("D")], args, True,
                                  dict(st, status=list(st["status"]), first=list(st["first"]),
                                       same_as=dict(st["same_as"]), seen=dict(st["seen"])))
-    assert more["status"][6:] == ["fine's executable"] and more["same_as"][6] == 5
+    assert more["status"][7:] == ["fine's executable"] and more["same_as"][7] == 5
     # Only "fine" is timed; the shared ones take their twin's ratio.
     pick, record, exe = xla_cpu._verify(base, cands, exes, args, 0.01, check=True)
     assert record["ratio"][0] == 1.0 and record["ratio"][4] == record["ratio"][1]
-    assert pick[0] in ("fine", "default") and (exe is exes[5]) == (pick[0] == "fine")
+    assert pick[0] in ("fine", "slow once", "default")
+    assert exe is {"fine": exes[5], "slow once": exes[6], "default": None}[pick[0]]
 
 
 def test_the_decision_reads_the_stablehlo_as_xla_would_convert_it():
@@ -522,10 +537,10 @@ def test_verify_searches_one_kind_away_from_the_fastest_module_wide_candidate(mo
     built, screens = [], []
     # First screen: oneDNN 0.95, ynn:eltwise as given, ynn:dot 1.10; then the
     # centre and its neighbours ynn:none, ynn:dot+eltwise, ynn:eltwise+reduce.
-    timings = iter([[0.95, eltwise, 1.10], [0.97, 1.30, 0.90, 1.00]])
+    # The last stage times the one contender again: 0.91.
+    timings = iter([[0.95, eltwise, 1.10]] + ([[0.97, 1.30, 0.90, 1.00]] if searched else []) + [[0.91]])
     monkeypatch.setattr(xla_cpu, "_paired_ratios",
                         lambda ex, base, a, budget: screens.append([e.text for e in ex]) or next(timings))
-    monkeypatch.setattr(xla_cpu, "_paired_ratio", lambda exe, base, a, budget: 0.91)
 
     def expand(new):
         built.append([c[0] for c in new])
@@ -539,5 +554,24 @@ def test_verify_searches_one_kind_away_from_the_fastest_module_wide_candidate(mo
         assert pick[0] == "ynn:dot+eltwise" and exe.text == "ynn:dot+eltwise" and record["confirmed"] == 0.91
         assert record["searched"] == built[0] and record["ratio"][1] == 0.97, record
     else:
-        assert built == [] and len(screens) == 1 and record["searched"] == []
+        assert built == [] and len(screens) == 2 and record["searched"] == []
         assert pick[0] == "default+onednn:1", "the fastest screened, confirmed"
+    assert screens[-1] == [pick[0]] and record["contenders"] == [pick[0]] and record["final"] == [0.91]
+
+
+@pytest.mark.parametrize("final,chosen", [([0.93, 0.88], "b"), ([0.93, 0.99], "a"), ([0.985, 0.99], "default")])
+def test_verify_times_the_close_candidates_again_and_keeps_the_fastest_of_that_stage(monkeypatch, final, chosen):
+    """Candidates within CONTEND_WITHIN of the fastest screened one run again
+    together; the fastest of that stage is kept when it is at VERIFY_KEEP
+    or better; one further behind is not timed again."""
+    cands = [(n, {}, ("sig",)) for n in ["a", "b", "far"]]
+    exes = [_Fake(n) for n in ["a", "b", "far"]]
+    stages = []
+    timings = iter([[0.90, 0.93, 0.96], final])
+    monkeypatch.setattr(xla_cpu, "_paired_ratios",
+                        lambda ex, base, a, budget: stages.append(([e.text for e in ex], budget)) or next(timings))
+    pick, record, exe = xla_cpu._verify(_Fake("default"), cands, exes, ((np.ones((4,), np.float32),), {}), 0.5, True)
+    assert stages[1] == (["a", "b"], 0.75), "the two close ones, with the rounds one alone would get"
+    assert record["contenders"] == ["a", "b"] and record["final"] == final
+    assert pick[0] == chosen and (exe is None) == (chosen == "default"), record
+    assert record["confirmed"] == min(final) and ("fastest of 2 timed again" in record["why"]), record
