@@ -59,6 +59,18 @@ fn hlo_cost(args: &[&str]) -> Output {
     out
 }
 
+/// `$HLO_OPT_PYTHON`, or `None` after recording the check as skipped
+/// with `why`.
+fn hlo_opt_python(why: &str) -> Option<String> {
+    let py = std::env::var("HLO_OPT_PYTHON")
+        .ok()
+        .filter(|p| !p.is_empty());
+    if py.is_none() {
+        report::skipped(why);
+    }
+    py
+}
+
 /// `out`, after checking that the command succeeded (stderr otherwise).
 fn succeeded(out: Output) -> Output {
     assert!(
@@ -471,11 +483,7 @@ fn featurize_errors_are_rendered() {
 
 #[test]
 fn featurized_files_load_in_numpy_like_published_ones() {
-    let Some(py) = std::env::var("HLO_OPT_PYTHON")
-        .ok()
-        .filter(|p| !p.is_empty())
-    else {
-        report::skipped("HLO_OPT_PYTHON is not set");
+    let Some(py) = hlo_opt_python("HLO_OPT_PYTHON is not set") else {
         return;
     };
     report::ran();
@@ -857,11 +865,7 @@ fn collect_kernels_refuses_flags_it_does_not_take() {
 
 #[test]
 fn collect_kernels_times_every_candidate_with_jaxlib_and_resumes() {
-    let Some(py) = std::env::var("HLO_OPT_PYTHON")
-        .ok()
-        .filter(|p| !p.is_empty())
-    else {
-        report::skipped("HLO_OPT_PYTHON is not set (collect --kernels needs jax)");
+    let Some(py) = hlo_opt_python("HLO_OPT_PYTHON is not set (collect --kernels needs jax)") else {
         return;
     };
     let has_jax = Command::new(&py)
