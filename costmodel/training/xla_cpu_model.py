@@ -288,6 +288,7 @@ def export(programs, variant, margin, errors, cv, path: Path):
 
     model = fit(programs, variant)
     dim = len(predict_rows(programs[0])[0])
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(lightgbm_onnx(model.booster_, dim, f"xla-cpu-kernel-model {variant}, {len(programs)} programs",
                                    "xla_cpu_kernel_model"))
     dev = programs[0]["meta"]["device"]
