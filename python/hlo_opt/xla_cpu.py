@@ -253,8 +253,9 @@ def collect(programs: Iterable[Any], out: str | os.PathLike, *, budget_s: float 
     optionally ``family``, ``dtype``, ``batch``) into ``out``; returns the
     names measured now. A program whose npz records this device, XLA and
     protocol is skipped; one that records another device is an error
-    unless ``allow_mixed_devices``. No program is started after
-    ``deadline`` (a ``time.monotonic()`` value): a later call goes on."""
+    unless ``allow_mixed_devices``. Past ``deadline`` (a
+    ``time.monotonic()`` value) no further program is started, once one
+    has been measured by this call: a later call goes on."""
     import jax
 
     out = Path(out)
@@ -264,7 +265,7 @@ def collect(programs: Iterable[Any], out: str | os.PathLike, *, budget_s: float 
     for p in programs:
         if _measured_already(out / f"{p.name}.npz", fp, allow_mixed_devices):
             continue
-        if deadline is not None and time.monotonic() > deadline:
+        if deadline is not None and done and time.monotonic() > deadline:
             break
         about = {"family": getattr(p, "family", ""), "dtype": getattr(p, "dtype", ""),
                  "batch": getattr(p, "batch", 0)}
@@ -299,7 +300,7 @@ def collect_modules(paths: Iterable[str | os.PathLike], out: str | os.PathLike, 
     for p, (lowered, specs) in zip(paths, loaded):
         if _measured_already(out / f"{p.stem}.npz", fp, allow_mixed_devices):
             continue
-        if deadline is not None and time.monotonic() > deadline:
+        if deadline is not None and done and time.monotonic() > deadline:
             break
         args = stablehlo.random_args(specs, seed)
         floats = sorted({s.dtype for s in specs if s.dtype.startswith(("float", "bfloat"))})
@@ -839,7 +840,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     c.add_argument("--seed", type=int, default=0, help="the corpus's programs, or the modules' arguments")
     c.add_argument("--budget-s", type=float, default=2.0, help="seconds of timing per program")
     c.add_argument("--budget", type=float, metavar="SECONDS",
-                   help="start no program after this many seconds (a later run goes on)")
+                   help="start no further program after this many seconds, once one is measured (a later run goes on)")
     c.add_argument("--allow-mixed-devices", action="store_true")
     sub.add_parser("observe", help="what this jaxlib's XLA:CPU does with each candidate (docs/xla-cpu.md)")
     a = ap.parse_args(argv)

@@ -11,6 +11,7 @@ Skipped without jax."""
 from __future__ import annotations
 
 import json
+import time
 import warnings
 
 import numpy as np
@@ -203,14 +204,20 @@ def test_collect_modules_times_a_dumped_module_on_random_arguments(tmp_path):
     leaves_equal(got, again)
 
     out = tmp_path / "data"
-    assert xla_cpu.collect_modules([tmp_path / "m.mlir"], out, budget_s=0.05) == ["m"]
+    # A spent budget still measures one module per call: every run makes progress.
+    (tmp_path / "n.mlir").write_text((tmp_path / "m.mlir").read_text())
+    spent = time.monotonic() - 1
+    assert xla_cpu.collect_modules([tmp_path / "m.mlir", tmp_path / "n.mlir"], out, budget_s=0.05,
+                                   deadline=spent) == ["m"]
     with np.load(out / "m.npz") as z:
         assert [str(n) for n in z["candidates"]] == xla_cpu.CANDIDATE_NAMES
         assert z["ratio"][0] == 1.0 and z["ok"].all()
         meta = json.loads(str(z["meta"]))
     assert meta["source"] == str(tmp_path / "m.mlir") and meta["dtype"] == "float32"
     assert (out / "m.hlo").read_text().startswith("HloModule")
-    assert xla_cpu.collect_modules([tmp_path / "m.mlir"], out, budget_s=0.05) == [], "measured modules are skipped"
+    assert xla_cpu.collect_modules([tmp_path / "m.mlir", tmp_path / "n.mlir"], out, budget_s=0.05,
+                                   deadline=spent) == ["n"], "measured modules are skipped"
+    assert xla_cpu.collect_modules([tmp_path / "m.mlir"], out, budget_s=0.05) == []
 
     (tmp_path / "tok.mlir").write_text(
         "func.func public @main(%arg0: !stablehlo.token) -> !stablehlo.token {\n  return %arg0 : !stablehlo.token\n}\n")
