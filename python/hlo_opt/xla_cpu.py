@@ -288,20 +288,23 @@ def collect_modules(paths: Iterable[str | os.PathLike], out: str | os.PathLike, 
     stems = [p.stem for p in paths]
     if dup := sorted({s for s in stems if stems.count(s) > 1}):
         raise ValueError(f"module files share the names {', '.join(dup)}: each one's measurement is STEM.npz")
-    loaded = []
-    for p in paths:
+    def load(p: Path):
         try:
-            loaded.append(stablehlo.lowered_from_text(p.read_text()))
+            return stablehlo.lowered_from_text(p.read_text())
         except (OSError, UnicodeDecodeError, ValueError) as e:
             raise ValueError(f"{p}: {e}") from None
+
+    for p in paths:
+        load(p)  # every file checked first; none kept (memory stays one module's)
     out.mkdir(parents=True, exist_ok=True)
     fp = fingerprint()
     done = []
-    for p, (lowered, specs) in zip(paths, loaded):
+    for p in paths:
         if _measured_already(out / f"{p.stem}.npz", fp, allow_mixed_devices):
             continue
         if deadline is not None and done and time.monotonic() > deadline:
             break
+        lowered, specs = load(p)
         args = stablehlo.random_args(specs, seed)
         floats = sorted({s.dtype for s in specs if s.dtype.startswith(("float", "bfloat"))})
         about = {"family": "", "dtype": ",".join(floats), "batch": 0, "source": str(p)}
@@ -597,10 +600,11 @@ def _verify(base, cands, exes, args_kwargs, budget_s: float, check: bool, expand
     (:func:`_verify_check`) run interleaved with ``base`` (the default) for
     ``budget_s``. With ``expand`` (candidates -> their executables), the
     neighbours of the fastest module-wide one (:func:`_neighbours`) are
-    compiled and timed with it in fresh rounds. The fastest of all, and
-    those within :data:`CONTEND_WITHIN` of it (the contenders), run again
-    with the default in fresh rounds; the fastest of that stage is kept
-    when both its ratios are :data:`VERIFY_KEEP` or better. Returns the
+    compiled and timed with it in fresh rounds. When the fastest of all
+    ran at :data:`VERIFY_KEEP` or better, it and those within
+    :data:`CONTEND_WITHIN` of it (the contenders) run again with the
+    default in fresh rounds, and the fastest of that stage is kept when it
+    runs at :data:`VERIFY_KEEP` or better there. Returns the
     pick, the record (candidates, ratio, status, searched, contenders,
     final, confirmed, chosen, why) and the pick's executable (None for the
     default)."""
