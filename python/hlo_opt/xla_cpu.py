@@ -432,8 +432,10 @@ def compile(f, *args, model: str | None = None, measure: int | str = 0, check: b
     interleaved on copies of ``args``, what the decision says is worth it:
     the model's choice, the model card's portfolio (the module-wide
     candidates that came closest to the best on the training programs) and
-    every eligible op on oneDNN. The fastest is timed again, in fresh
-    rounds, and kept only when it runs at most 0.98x the default's time.
+    every eligible op on oneDNN, then the module-wide candidates one
+    YNNPACK kind from the fastest module-wide one. The fastest, and those
+    within 1.05x of it, are timed again in fresh rounds; the fastest of
+    that run is kept only when it runs at most 0.98x the default's time.
     Each candidate costs one more compile. ``verify=0``: trust the model.
     ``check``: a candidate other than the default must give the default's
     results on ``args`` (within the dtype's tolerance), else it is not kept.
