@@ -247,6 +247,28 @@ def _collect_one(out: Path, name: str, lowered, args, about: dict[str, Any], fp:
           f"{time.perf_counter() - t:.1f} s", flush=True)
 
 
+def _collect_all(items, out: str | os.PathLike, budget_s: float, seed: int, allow_mixed_devices: bool,
+                 deadline: float | None) -> list[str]:
+    """Measures each ``(name, prepare)`` of ``items`` into ``out``, where
+    ``prepare()`` gives ``(lowered, args, about)`` and is called only for a
+    program not measured yet (:func:`_measured_already`); returns the
+    names measured now. Past ``deadline`` no further program is started
+    once one has been."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    fp = fingerprint()
+    done = []
+    for name, prepare in items:
+        if _measured_already(out / f"{name}.npz", fp, allow_mixed_devices):
+            continue
+        if deadline is not None and done and time.monotonic() > deadline:
+            break
+        lowered, args, about = prepare()
+        _collect_one(out, name, lowered, args, about, fp, budget_s, seed)
+        done.append(name)
+    return done
+
+
 def collect(programs: Iterable[Any], out: str | os.PathLike, *, budget_s: float = 3.0, seed: int = 0,
             allow_mixed_devices: bool = False, deadline: float | None = None) -> list[str]:
     """Measures each program (objects with ``name``, ``fn``, ``args`` and
@@ -258,20 +280,13 @@ def collect(programs: Iterable[Any], out: str | os.PathLike, *, budget_s: float 
     has been measured by this call: a later call goes on."""
     import jax
 
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    fp = fingerprint()
-    done = []
-    for p in programs:
-        if _measured_already(out / f"{p.name}.npz", fp, allow_mixed_devices):
-            continue
-        if deadline is not None and done and time.monotonic() > deadline:
-            break
+    def prepare(p):
         about = {"family": getattr(p, "family", ""), "dtype": getattr(p, "dtype", ""),
                  "batch": getattr(p, "batch", 0)}
-        _collect_one(out, p.name, jax.jit(p.fn).lower(*p.args), p.args, about, fp, budget_s, seed)
-        done.append(p.name)
-    return done
+        return jax.jit(p.fn).lower(*p.args), p.args, about
+
+    return _collect_all(((p.name, functools.partial(prepare, p)) for p in programs), out, budget_s, seed,
+                        allow_mixed_devices, deadline)
 
 
 def collect_modules(paths: Iterable[str | os.PathLike], out: str | os.PathLike, *, budget_s: float = 3.0,
@@ -283,34 +298,27 @@ def collect_modules(paths: Iterable[str | os.PathLike], out: str | os.PathLike, 
     arrays is an error naming it, before anything is measured."""
     from . import stablehlo
 
-    out = Path(out)
     paths = [Path(p) for p in paths]
     stems = [p.stem for p in paths]
     if dup := sorted({s for s in stems if stems.count(s) > 1}):
         raise ValueError(f"module files share the names {', '.join(dup)}: each one's measurement is STEM.npz")
+
     def load(p: Path):
         try:
             return stablehlo.lowered_from_text(p.read_text())
         except (OSError, UnicodeDecodeError, ValueError) as e:
             raise ValueError(f"{p}: {e}") from None
 
-    for p in paths:
-        load(p)  # every file checked first; none kept (memory stays one module's)
-    out.mkdir(parents=True, exist_ok=True)
-    fp = fingerprint()
-    done = []
-    for p in paths:
-        if _measured_already(out / f"{p.stem}.npz", fp, allow_mixed_devices):
-            continue
-        if deadline is not None and done and time.monotonic() > deadline:
-            break
+    def prepare(p: Path):
         lowered, specs = load(p)
-        args = stablehlo.random_args(specs, seed)
         floats = sorted({s.dtype for s in specs if s.dtype.startswith(("float", "bfloat"))})
         about = {"family": "", "dtype": ",".join(floats), "batch": 0, "source": str(p)}
-        _collect_one(out, p.stem, lowered, args, about, fp, budget_s, seed)
-        done.append(p.stem)
-    return done
+        return lowered, stablehlo.random_args(specs, seed), about
+
+    for p in paths:
+        load(p)  # every file checked first; none kept (memory stays one module's)
+    return _collect_all(((p.stem, functools.partial(prepare, p)) for p in paths), out, budget_s, seed,
+                        allow_mixed_devices, deadline)
 
 
 class Compiled:
