@@ -50,6 +50,18 @@ CASES = {
     "maxpool_grad": (jax.grad(lambda x: jax.lax.reduce_window(x, -jnp.inf, jax.lax.max, (1, 2, 2, 1), (1, 2, 2, 1),
                                                              "VALID").sum()), (f32(2, 8, 8, 4),)),
     "gather_scatter": (lambda t, i: t[i].sum() + t.at[i].add(1.0).sum(), (f32(50, 8), jnp.arange(6) % 5)),
+    # Read from the HLO fallback before 30 Nov (issue 37's sweep of unusual programs):
+    "cond_captures": (lambda p, x, w: jax.lax.cond(p > 0, lambda y: (y @ w, jnp.tanh(y)), lambda y: (y.T, y * 2.0), x),
+                      (f32(), f32(16, 16), f32(16, 16))),
+    "switch_three_branches": (lambda i, x: jax.lax.switch(i, [lambda y: y @ y, lambda y: y + 1.0, lambda y: y], x),
+                              (jnp.int32(1), f32(8, 8))),
+    "remat_barrier": (jax.grad(lambda w, x: jax.checkpoint(lambda w: jnp.tanh(x @ w) @ w)(w).sum()),
+                      (f32(16, 16), f32(4, 16))),
+    "bits_clz_popcnt": (lambda x: (jax.lax.clz(x) + jax.lax.population_count(x)).sum(), (jnp.arange(64, dtype=jnp.int32),)),
+    "fft_complex": (lambda x: jnp.fft.fft(x).real @ x.T, (f32(8, 32),)),
+    "top_k": (lambda x: jax.lax.top_k(x @ x.T, 3), (f32(16, 32),)),
+    "reduce_precision": (lambda x: jax.lax.reduce_precision(x @ x, 5, 10), (f32(16, 16),)),
+    "scatter_scalar_index": (lambda t, i: t.at[i].set(0.0) @ t.T, (f32(8, 8), jnp.int32(3))),
 }
 
 

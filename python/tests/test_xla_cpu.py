@@ -521,6 +521,48 @@ def test_the_decision_reads_the_stablehlo_as_xla_would_convert_it():
         hlo_opt.parse_stablehlo(["not", "text"])
 
 
+def _unusual(name):
+    """Small programs with the constructs the StableHLO reader learned from
+    a sweep of unusual programs (they were read from jax's HLO before)."""
+    f32 = lambda *s: jnp.asarray(np.random.default_rng(len(s)).standard_normal(s), jnp.float32)
+    return {
+        "cond": (lambda p, x, w: jax.lax.cond(p > 0, lambda y: (y @ w, jnp.tanh(y)), lambda y: (y.T, y), x),
+                 (jnp.float32(1.0), f32(16, 16), f32(16, 16))),
+        "switch": (lambda i, x: jax.lax.switch(i, [lambda y: y @ y, lambda y: y + 1.0, lambda y: y], x),
+                   (jnp.int32(2), f32(8, 8))),
+        "checkpoint": (jax.grad(lambda w, x: jax.checkpoint(lambda w: jnp.tanh(x @ w) @ w)(w).sum()),
+                       (f32(16, 16), f32(4, 16))),
+        "top_k_erf": (lambda x: jax.lax.top_k(jax.lax.erf(x @ x.T), 3), (f32(16, 32),)),
+        "bits": (lambda x: (jax.lax.clz(x) + jax.lax.population_count(x)).sum(), (jnp.arange(64, dtype=jnp.int32),)),
+        "fft": (lambda x: jnp.fft.fft(x).real @ x.T, (f32(8, 32),)),
+        "reduce_precision": (lambda x: jax.lax.reduce_precision(x @ x, 5, 10), (f32(16, 16),)),
+        "scatter_scalar_index": (lambda t, i: t.at[i].set(0.0) @ t.T, (f32(8, 8), jnp.int32(3))),
+    }[name]
+
+
+@pytest.mark.parametrize("name", ["cond", "switch", "checkpoint", "top_k_erf", "bits", "fft", "reduce_precision",
+                                  "scatter_scalar_index"])
+def test_the_stablehlo_reader_reads_control_flow_barriers_and_complex_as_xla_converts_them(name):
+    """Under the jaxlib that runs the test: read from its StableHLO (no
+    fallback to jax's HLO text), the module gives the decision jax's own
+    conversion gives."""
+    import jaxlib
+
+    from hlo_opt import _native
+
+    f, args = _unusual(name)
+    lowered = jax.jit(f).lower(*args)
+    text = lowered.compiler_ir().operation.get_asm(print_generic_op_form=True)
+    from_mlir = hlo_opt.parse_stablehlo(text)
+    from_hlo = hlo_opt.parse(lowered.as_text(dialect="hlo"))
+    decide = lambda m: json.loads(_native.xla_cpu_decide(m, jaxlib=jaxlib.__version__, model=None)[0])
+    assert decide(from_mlir) == decide(from_hlo)
+    # And the one-liner runs it, with jax.jit's results.
+    want, got = jax.jit(f)(*args), hj.compile(f, *args, backend="cpu", verify=0)(*args)
+    for a, b in zip(jax.tree.leaves(want), jax.tree.leaves(got)):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5, atol=1e-5)
+
+
 class _Fake:
     """An executable of a given optimized module that returns its input."""
 

@@ -248,6 +248,18 @@ impl<'a> Emitter<'a> {
                 c.bind(n, vec![v]);
             }
         }
+        self.body(c, name, block, entry)
+    }
+
+    /// Writes the ops of `block` into `c`, its terminator the root, and
+    /// renders the computation.
+    fn body(
+        &mut self,
+        mut c: Comp<'a>,
+        name: &str,
+        block: &Block<'a>,
+        entry: bool,
+    ) -> Result<String> {
         let (last, body) = block
             .ops
             .split_last()
@@ -264,6 +276,34 @@ impl<'a> Emitter<'a> {
         let comp_name = self.fresh(name);
         self.out.push(render(&comp_name, c, &root, entry));
         Ok(comp_name)
+    }
+
+    /// A branch of a `conditional` from `block` (no arguments): one
+    /// parameter of type `param`, which holds the `captured` values (itself
+    /// when there is one, else a tuple of them).
+    pub fn branch(
+        &mut self,
+        block: &Block<'a>,
+        captured: &[(Use<'a>, Val<'a>)],
+        param: &Ty<'a>,
+    ) -> Result<String> {
+        let mut c = Comp::default();
+        let p = self.param(&mut c, param, 0)?;
+        let vals = if captured.len() == 1 {
+            vec![p]
+        } else {
+            self.unpack(&mut c, &p)?
+        };
+        for ((u, _), v) in captured.iter().zip(vals) {
+            // The other results of a multi-result op stay unbound: the
+            // branch does not read them.
+            let group = c.env.entry(u.name).or_default();
+            if group.len() <= u.index {
+                group.resize(u.index + 1, v.clone());
+            }
+            group[u.index] = v;
+        }
+        self.body(c, "region", block, false)
     }
 
     fn root(&mut self, c: &mut Comp<'a>, rets: Vec<Val<'a>>, at: usize) -> Result<Name> {
@@ -368,6 +408,8 @@ pub fn prim(elem: &str) -> Option<&'static str> {
         "bf16" => "bf16",
         "f32" => "f32",
         "f64" => "f64",
+        "complex<f32>" => "c64",
+        "complex<f64>" => "c128",
         _ => return None,
     })
 }

@@ -48,7 +48,7 @@ fn simple(name: &str) -> Option<&'static str> {
         "round_nearest_even" => "round-nearest-even",
         "is_finite" => "is-finite",
         "popcnt" => "popcnt",
-        "count_leading_zeros" => "clz",
+        "count_leading_zeros" => "count-leading-zeros",
         "select" => "select",
         "clamp" => "clamp",
         "convert" => "convert",
@@ -92,9 +92,23 @@ impl<'a> Emitter<'a> {
             "stablehlo.constant" => self.constant(c, op),
             "stablehlo.broadcast_in_dim" => self.broadcast_in_dim(c, op, &args),
             "stablehlo.while" => self.while_loop(c, op, &args),
-            "stablehlo.optimization_barrier" => {
-                self.multi(c, op, &args, "opt-barrier", String::new(), true)
+            "stablehlo.optimization_barrier" => self.opt_barrier(c, op, &args),
+            "stablehlo.case" | "stablehlo.if" => self.conditional(c, op, &args),
+            "chlo.erf" => self.one(c, op, &args, "erf", String::new()),
+            "chlo.top_k" => {
+                let k = self.int(op, "k")?;
+                self.multi(c, op, &args, "topk", format!("k={k}, largest=true"), false)
             }
+            // Shardy's constraint is XLA's `Sharding` custom call (its
+            // sharding is not modelled: one device).
+            "sdy.sharding_constraint" => self.multi(
+                c,
+                op,
+                &args,
+                "custom-call",
+                "custom_call_target=\"Sharding\"".to_string(),
+                false,
+            ),
             _ => self.with_attrs(c, op, &args, short),
         }
     }
@@ -143,6 +157,19 @@ impl<'a> Emitter<'a> {
         let refs: Vec<&Val<'a>> = args.iter().collect();
         let v = self.push(c, &ty, opcode, &refs, &attrs, cse)?;
         self.bind_results(c, op, v, op.outputs.len() > 1)
+    }
+
+    /// `opt-barrier` takes one operand: XLA's exporter tuples several and
+    /// reads each result back through a `get-tuple-element`.
+    fn opt_barrier(&mut self, c: &mut Comp<'a>, op: &Op<'a>, args: &[Val<'a>]) -> Result<()> {
+        if args.len() == 1 {
+            return self.multi(c, op, args, "opt-barrier", String::new(), false);
+        }
+        let ty = Ty::Tuple(args.iter().map(|a| a.ty.clone()).collect());
+        let refs: Vec<&Val<'a>> = args.iter().collect();
+        let t = self.push(c, &ty, "tuple", &refs, "", false)?;
+        let v = self.push(c, &ty, "opt-barrier", &[&t], "", false)?;
+        self.bind_results(c, op, v, true)
     }
 
     fn call(&mut self, c: &mut Comp<'a>, op: &Op<'a>, args: &[Val<'a>]) -> Result<()> {

@@ -1,11 +1,12 @@
 //! The StableHLO ops with attributes or regions: each decodes what HLO
 //! needs (dimensions, windows, dimension numbers, called computations) and
 //! writes the instruction XLA's conversion writes; `stablehlo.while` tuples
-//! its operands the way XLA's exporter does.
+//! its operands the way XLA's exporter does, and `case` / `if` hand each
+//! branch the values it captures.
 
 use super::attr;
 use super::lower::{bind_groups, Comp, Emitter, Val};
-use super::syntax::{Dims, Op, Ty};
+use super::syntax::{Block, Dims, Op, Ty, Use};
 use crate::Result;
 
 impl<'a> Emitter<'a> {
@@ -51,6 +52,18 @@ impl<'a> Emitter<'a> {
                 );
             }
             "get_tuple_element" => format!("index={}", self.int(op, "index")?),
+            "reduce_precision" => format!(
+                "exponent_bits={}, mantissa_bits={}",
+                self.int(op, "exponent_bits")?,
+                self.int(op, "mantissa_bits")?
+            ),
+            "fft" => {
+                let kind = op
+                    .attr("fft_type")
+                    .and_then(attr::enum_word)
+                    .ok_or_else(|| self.err(op.at, "fft needs `fft_type`"))?;
+                format!("fft_type={kind}, fft_length={{{}}}", ints("fft_length")?)
+            }
             "tuple" => String::new(),
             _ => return Err(self.err(op.at, format!("unsupported op {}", op.name))),
         };
@@ -58,6 +71,7 @@ impl<'a> Emitter<'a> {
             "dot_general" => "dot",
             "dynamic_slice" => "dynamic-slice",
             "get_tuple_element" => "get-tuple-element",
+            "reduce_precision" => "reduce-precision",
             o => o,
         };
         self.one(c, op, args, opcode, attrs)
@@ -123,7 +137,7 @@ impl<'a> Emitter<'a> {
         Ok(())
     }
 
-    fn int(&self, op: &Op<'a>, key: &str) -> Result<i64> {
+    pub(super) fn int(&self, op: &Op<'a>, key: &str) -> Result<i64> {
         op.attr(key)
             .and_then(attr::int)
             .ok_or_else(|| self.err(op.at, format!("{} needs an integer `{key}`", op.name)))
@@ -299,8 +313,8 @@ impl<'a> Emitter<'a> {
                 parts.push(format!("{h}={{}}"));
             }
         }
-        let ivd = attr::int_field(dn, "index_vector_dim")
-            .ok_or_else(|| self.err(op.at, "gather needs index_vector_dim"))?;
+        // MLIR leaves out an index_vector_dim of 0.
+        let ivd = attr::int_field(dn, "index_vector_dim").unwrap_or(0);
         parts.push(format!("index_vector_dim={ivd}"));
         parts.push(format!(
             "slice_sizes={{{}}}",
@@ -325,8 +339,8 @@ impl<'a> Emitter<'a> {
                 None => parts.push(format!("{k}={{}}")),
             }
         }
-        let ivd = attr::int_field(dn, "index_vector_dim")
-            .ok_or_else(|| self.err(op.at, "scatter needs index_vector_dim"))?;
+        // MLIR leaves out an index_vector_dim of 0.
+        let ivd = attr::int_field(dn, "index_vector_dim").unwrap_or(0);
         parts.push(format!("index_vector_dim={ivd}"));
         Ok(parts.join(", "))
     }
@@ -453,6 +467,80 @@ impl<'a> Emitter<'a> {
         bind_groups(c, op, vals);
         Ok(())
     }
+}
+
+impl<'a> Emitter<'a> {
+    /// `stablehlo.case` (an `i32` index) and `stablehlo.if` (a `pred`): a
+    /// `conditional`. Their regions take no arguments and read values of
+    /// the enclosing computation; XLA's exporter passes each branch those
+    /// values as its operand (one value itself, several as a tuple, none as
+    /// an empty tuple), in the order the branch first uses them.
+    pub fn conditional(&mut self, c: &mut Comp<'a>, op: &Op<'a>, args: &[Val<'a>]) -> Result<()> {
+        let index = args
+            .first()
+            .ok_or_else(|| self.err(op.at, format!("{} needs an operand", op.name)))?;
+        let mut operands = vec![index.clone()];
+        let mut branches = Vec::new();
+        for region in &op.regions {
+            let block = region
+                .first()
+                .ok_or_else(|| self.err(op.at, format!("{} with an empty branch", op.name)))?;
+            let captured = captured_uses(block)
+                .into_iter()
+                .map(|u| {
+                    let v = self.get(c, &u, op.at)?;
+                    Ok((u, v))
+                })
+                .collect::<Result<Vec<_>>>()?;
+            let operand = match captured.as_slice() {
+                [(_, v)] => v.clone(),
+                vs => {
+                    let ty = Ty::Tuple(vs.iter().map(|(_, v)| v.ty.clone()).collect());
+                    let refs: Vec<&Val<'a>> = vs.iter().map(|(_, v)| v).collect();
+                    self.push(c, &ty, "tuple", &refs, "", false)?
+                }
+            };
+            branches.push(self.branch(block, &captured, &operand.ty)?);
+            operands.push(operand);
+        }
+        let attrs = match (op.name, branches.as_slice()) {
+            ("stablehlo.if", [t, f]) => format!("true_computation={t}, false_computation={f}"),
+            ("stablehlo.if", _) => return Err(self.err(op.at, "if needs two branches")),
+            _ => format!("branch_computations={{{}}}", branches.join(", ")),
+        };
+        self.multi(c, op, &operands, "conditional", attrs, false)
+    }
+}
+
+/// The values a region's `block` reads from outside it, each once, in the
+/// order of their first use (nested regions included).
+fn captured_uses<'a>(block: &Block<'a>) -> Vec<Use<'a>> {
+    fn defined<'a>(block: &Block<'a>, out: &mut Vec<&'a str>) {
+        out.extend(block.args.iter().map(|(n, _)| *n));
+        for op in &block.ops {
+            out.extend(op.results.iter().map(|(n, _)| *n));
+            op.regions.iter().flatten().for_each(|b| defined(b, out));
+        }
+    }
+    fn used<'a>(block: &Block<'a>, inside: &[&'a str], out: &mut Vec<Use<'a>>) {
+        for op in &block.ops {
+            for u in &op.operands {
+                let seen = out.iter().any(|o| o.name == u.name && o.index == u.index);
+                if !seen && !inside.contains(&u.name) {
+                    out.push(u.clone());
+                }
+            }
+            op.regions
+                .iter()
+                .flatten()
+                .for_each(|b| used(b, inside, out));
+        }
+    }
+    let mut inside = Vec::new();
+    defined(block, &mut inside);
+    let mut out = Vec::new();
+    used(block, &inside, &mut out);
+    out
 }
 
 /// `op` (a while) with its operands, block arguments and returned values

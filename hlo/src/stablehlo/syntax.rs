@@ -175,7 +175,7 @@ pub fn ty(p: Pair<'_, Rule>) -> Ty<'_> {
 
 /// `tensor<4x?x64xf32, #enc>` as the grammar's `tensor` has read it:
 /// dimensions (`?` and ones too large are -1), each followed by `x`, then
-/// the element type.
+/// the element type (`complex<f32>` whole).
 fn tensor(text: &str) -> Ty<'_> {
     let mut rest = text.strip_prefix("tensor<").unwrap_or(text);
     let mut dims = Dims::new();
@@ -194,9 +194,12 @@ fn tensor(text: &str) -> Ty<'_> {
             _ => break,
         }
     }
-    let n = rest
-        .bytes()
-        .take_while(|b| b.is_ascii_alphanumeric() || *b == b'_')
-        .count();
+    let n = if rest.starts_with("complex<") {
+        rest.find('>').map_or(rest.len(), |i| i + 1)
+    } else {
+        rest.bytes()
+            .take_while(|b| b.is_ascii_alphanumeric() || *b == b'_')
+            .count()
+    };
     Ty::Tensor(dims, &rest[..n])
 }
