@@ -17,6 +17,7 @@ XLA: an interrupted run loses at most the program it was measuring.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import json
@@ -453,17 +454,55 @@ def compile(f, *args, model: str | None = None, measure: int | str = 0, check: b
     default by more than a control's spread (autotuning)."""
     import warnings
 
+    args_kwargs = (args, kwargs)
+    lowered, plain = _lowered(f, args_kwargs, jit_options)
+    st = _decide_while_compiling(lowered, plain, model, verify=bool(verify and not measure))
+    for n in st.notes[:st.warned]:
+        warnings.warn(n, stacklevel=3)
+    if measure:
+        pick, exe, decision, measured = _by_measure(st, measure, args_kwargs)
+    elif verify:
+        pick, exe, decision, measured = _by_verify(st, args_kwargs, verify, check)
+    else:
+        pick, exe, decision, measured = st.model_pick, None, st.decision, None
+    return _finish(st, pick, exe, decision, measured, args_kwargs, check)
+
+
+def _lowered(f, args_kwargs, jit_options):
+    """``jax.jit(f, **jit_options)`` lowered for the arguments, and the same
+    without donation (what measuring and checking run many times: the same
+    kernels, and the caller's buffers stay theirs)."""
     import jax
 
+    args, kwargs = args_kwargs
     jit_options = dict(jit_options or {})
     lowered = jax.jit(f, **jit_options).lower(*args, **kwargs)
-    # Measuring and checking run the program many times: without donation
-    # (the same kernels; the caller's buffers stay theirs).
     keep = {k: v for k, v in jit_options.items() if not k.startswith("donate")}
     plain = lowered if keep == jit_options else jax.jit(f, **keep).lower(*args, **kwargs)
-    # XLA compiles the default while the model decides, and then what
-    # verify times (compiles release the GIL): when the default is kept
-    # without verify, the decision costs no wall time.
+    return lowered, plain
+
+
+@dataclasses.dataclass
+class _Staged:
+    """What :func:`compile` has after its first stage: the decision, and
+    the executables compiled while it was made."""
+
+    lowered: Any
+    plain: Any
+    decision: dict[str, Any]
+    notes: list[str]
+    warned: int  # the notes that are warnings (those of the decision)
+    model_pick: tuple[str, dict[str, Any], tuple[str, ...]]
+    default_exe: Any
+    base: Any = None  # the default without donation (verify)
+    cands: list = dataclasses.field(default_factory=list)  # verify's candidates
+    built: list = dataclasses.field(default_factory=list)  # and their executables
+
+
+def _decide_while_compiling(lowered, plain, model, verify: bool) -> _Staged:
+    """The model decides while XLA compiles the default, then, with
+    ``verify``, the candidates it times (compiles release the GIL): when
+    the default is kept without verify, the decision costs no wall time."""
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(max(1, min(2, os.cpu_count() or 1))) as pool:
@@ -471,46 +510,60 @@ def compile(f, *args, model: str | None = None, measure: int | str = 0, check: b
         decision, notes = decide(lowered, model=model)
         warned = len(notes)
         model_pick = _model_pick(decision, notes)
-        if verify and not measure:
-            cands = _verify_space(decision, model_pick, lowered)
+        st = _Staged(lowered, plain, decision, notes, warned, model_pick, None)
+        if verify:
+            st.cands = _verify_space(decision, model_pick, lowered)
             base = speculative if plain is lowered else pool.submit(plain.compile)
-            building = [pool.submit(_build, low, opts) for low, opts in _variants(plain, cands)]
-            base, built = base.result(), [b.result() for b in building]
-        default_exe = speculative.result()
-    for n in notes[:warned]:
-        warnings.warn(n, stacklevel=3)
-    measured, exe = None, None
-    if measure:
-        cands = _measured_space(decision, model_pick, measure, lowered)
-        res = measure_candidates(plain, _copy_args((args, kwargs)), cands)
-        pick = cands[[c[0] for c in cands].index(res["chosen"])]
-        measured = dict(candidates=[c[0] for c in cands], ratio=[float(r) for r in res["ratio"]],
-                        chosen=res["chosen"], why=res["why"], control=res["control_ratio"])
-    elif verify:
-        # Its candidates' results were checked where they were timed.
-        pick, record, exe = _verify(base, cands, built, (args, kwargs), verify, check,
-                                    expand=functools.partial(_build_all, plain))
-        record.update(model_choice=model_pick[0], model_reason=decision["reason"])
-        decision = dict(decision, verified=record, reason=record["why"])
-        if plain is not lowered:
-            exe = None  # timed without donation: compiled again below, with it
-    else:
-        pick = model_pick
+            building = [pool.submit(_build, low, opts) for low, opts in _variants(plain, st.cands)]
+            st.base, st.built = base.result(), [b.result() for b in building]
+        st.default_exe = speculative.result()
+    return st
+
+
+def _by_measure(st: _Staged, measure, args_kwargs):
+    """``measure``: the candidates compiled and timed here, the fastest kept
+    beyond the control's noise. Returns (pick, its executable or None,
+    decision, the measurement's record)."""
+    cands = _measured_space(st.decision, st.model_pick, measure, st.lowered)
+    res = measure_candidates(st.plain, _copy_args(args_kwargs), cands)
+    pick = cands[[c[0] for c in cands].index(res["chosen"])]
+    measured = dict(candidates=[c[0] for c in cands], ratio=[float(r) for r in res["ratio"]],
+                    chosen=res["chosen"], why=res["why"], control=res["control_ratio"])
+    return pick, None, st.decision, measured
+
+
+def _by_verify(st: _Staged, args_kwargs, budget_s: float, check: bool):
+    """``verify``: the candidates compiled in the first stage timed against
+    the default (their results checked there). Returns (pick, its
+    executable or None, the decision with the ``verified`` record, None)."""
+    pick, record, exe = _verify(st.base, st.cands, st.built, args_kwargs, budget_s, check,
+                                expand=functools.partial(_build_all, st.plain))
+    record.update(model_choice=st.model_pick[0], model_reason=st.decision["reason"])
+    decision = dict(st.decision, verified=record, reason=record["why"])
+    if st.plain is not st.lowered:
+        exe = None  # timed without donation: compiled again, with it
+    return pick, exe, decision, None
+
+
+def _finish(st: _Staged, pick, exe, decision, measured, args_kwargs, check: bool) -> Compiled:
+    """The executable of ``pick`` (the default's, the one timed, or compiled
+    now); a pick that was not verified must give the default's results
+    (``check``), else the default is kept."""
     name, opts, sigs = pick
     if name == "default":
-        exe = default_exe
+        exe = st.default_exe
     elif exe is None:
-        exe = _compile(lowered, opts, sigs)
+        exe = _compile(st.lowered, opts, sigs)
     if name != "default" and check and "verified" not in decision and not _same_results(
-            lowered, plain, default_exe, exe, pick, (args, kwargs)):
-        exe, name, sigs = default_exe, "default", ()
+            st.lowered, st.plain, st.default_exe, exe, pick, args_kwargs):
+        exe, name, sigs = st.default_exe, "default", ()
         if measured:
             measured["chosen"], measured["why"] = "default", "the faster candidate's results differed"
         else:
             decision = dict(decision, reason="its results differed from the default's")
     if not measured and decision["chosen"] != name:
         decision = dict(decision, chosen=name)
-    return Compiled(exe, lowered, decision, notes, measured, sigs)
+    return Compiled(exe, st.lowered, decision, st.notes, measured, sigs)
 
 
 def _same_results(lowered, plain, default_exe, exe, pick, args_kwargs) -> bool:

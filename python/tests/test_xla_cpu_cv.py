@@ -75,3 +75,19 @@ def test_local_search_finds_the_best_one_kind_from_the_portfolios_best():
     slow, extra = M.local_search_cv(progs, k=1)
     assert slow == pytest.approx(0.0), "the search reaches C's best"
     assert extra == pytest.approx(9 / 4), "three neighbours each for A, B and C; none for D"
+
+
+def test_the_search_cross_validated_here_is_the_one_verify_runs():
+    """The training script keeps its own copy of verify's local search (it
+    runs without the native package's models): the same candidates in the
+    same order, the same threshold, and the same neighbours of every
+    module-wide candidate as ``hlo_opt.xla_cpu._neighbours``."""
+    from hlo_opt import xla_cpu
+
+    assert M.CANDIDATES == list(xla_cpu.CANDIDATE_NAMES)
+    assert M.LOCAL_SEARCH_WITHIN == xla_cpu.LOCAL_SEARCH_WITHIN
+    for i, name in enumerate(M.CANDIDATES[1:], start=1):
+        cands = [(name, xla_cpu.options_of(name), ())]
+        centre, near = xla_cpu._neighbours(cands, [1.0], ["timed"])
+        assert centre == 0, name
+        assert sorted(n for n, _, _ in near) == sorted(M.CANDIDATES[j] for j in M.neighbours(i)), name
