@@ -62,6 +62,8 @@ CASES = {
     "top_k": (lambda x: jax.lax.top_k(x @ x.T, 3), (f32(16, 32),)),
     "reduce_precision": (lambda x: jax.lax.reduce_precision(x @ x, 5, 10), (f32(16, 16),)),
     "scatter_scalar_index": (lambda t, i: t.at[i].set(0.0) @ t.T, (f32(8, 8), jnp.int32(3))),
+    "random_normal_erf_inv": (lambda k, x: x @ jax.random.normal(k, (16, 8)), (jax.random.PRNGKey(0), f32(4, 16))),
+    "erf_inv_bf16": (lambda x: jax.lax.erf_inv(jnp.tanh(x)) @ x.T, (bf16(8, 16),)),
 }
 
 

@@ -3,12 +3,14 @@
 //! into the same [`Module`] XLA's own MLIR-to-HLO conversion would give.
 //!
 //! Stages: the pest grammar `stablehlo/mlir.pest` reads the text into a
-//! syntax tree (`syntax`); `lower` and its op rules (`ops`, `structured`)
+//! syntax tree (`syntax`); `lower` and its op rules (`ops`, `structured`,
+//! `chlo` for the CHLO ops XLA expands)
 //! write the HLO XLA's conversion writes, as HLO text; [`parse_module`]
 //! reads that into the IR. Going through HLO text keeps one decoder of
 //! every attribute (the HLO parser's) rather than two.
 
 mod attr;
+mod chlo;
 mod lower;
 mod ops;
 mod structured;

@@ -537,11 +537,14 @@ def _unusual(name):
         "fft": (lambda x: jnp.fft.fft(x).real @ x.T, (f32(8, 32),)),
         "reduce_precision": (lambda x: jax.lax.reduce_precision(x @ x, 5, 10), (f32(16, 16),)),
         "scatter_scalar_index": (lambda t, i: t.at[i].set(0.0) @ t.T, (f32(8, 8), jnp.int32(3))),
+        "random_normal": (lambda k, x: x @ jax.random.normal(k, (16, 8)), (jax.random.PRNGKey(1), f32(4, 16))),
+        "erf_inv_bf16": (lambda x: jax.lax.erf_inv(jnp.tanh(x) * 0.5).astype(jnp.float32),
+                         (f32(8, 16).astype(jnp.bfloat16),)),
     }[name]
 
 
 @pytest.mark.parametrize("name", ["cond", "switch", "checkpoint", "top_k_erf", "bits", "fft", "reduce_precision",
-                                  "scatter_scalar_index"])
+                                  "scatter_scalar_index", "random_normal", "erf_inv_bf16"])
 def test_the_stablehlo_reader_reads_control_flow_barriers_and_complex_as_xla_converts_them(name):
     """Under the jaxlib that runs the test: read from its StableHLO (no
     fallback to jax's HLO text), the module gives the decision jax's own

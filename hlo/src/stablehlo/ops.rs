@@ -95,6 +95,7 @@ impl<'a> Emitter<'a> {
             "stablehlo.optimization_barrier" => self.opt_barrier(c, op, &args),
             "stablehlo.case" | "stablehlo.if" => self.conditional(c, op, &args),
             "chlo.erf" => self.one(c, op, &args, "erf", String::new()),
+            "chlo.erf_inv" => self.erf_inv(c, op, &args),
             "chlo.top_k" => {
                 let k = self.int(op, "k")?;
                 self.multi(c, op, &args, "topk", format!("k={k}, largest=true"), false)
@@ -210,7 +211,12 @@ impl<'a> Emitter<'a> {
     }
 
     /// The constant of type `ty` whose elements are all `scalar`.
-    fn splat_constant(&mut self, c: &mut Comp<'a>, ty: &Ty<'a>, scalar: &str) -> Result<Val<'a>> {
+    pub(super) fn splat_constant(
+        &mut self,
+        c: &mut Comp<'a>,
+        ty: &Ty<'a>,
+        scalar: &str,
+    ) -> Result<Val<'a>> {
         let Ty::Tensor(dims, elem) = ty else {
             return Err(self.err(0, "constant of a non-tensor type"));
         };
