@@ -143,8 +143,10 @@ def compile(
     best predicted candidates and the default on ``args``, keep the
     fastest beyond noise), ``check``, ``verify`` (seconds of that timing;
     0 trusts the model), ``jit_options`` (``jax.jit``'s
-    keywords: ``donate_argnums``, ``static_argnums``, ...) and ``kwargs``
-    (keyword arguments of ``f``). docs/xla-cpu.md.
+    keywords: ``donate_argnums``, ``static_argnums``, ...), ``cache_dir``
+    (else ``$HLO_OPT_CACHE_DIR``: verified choices kept there and taken
+    again for the same program, jaxlib, CPU and model without deciding or
+    timing) and ``kwargs`` (keyword arguments of ``f``). docs/xla-cpu.md.
 
     ``passes=["layout", ...]`` or ``plugin=``: the module after hlo-opt's
     passes, compiled on a PJRT plugin with its layouts kept (XLA's CPU

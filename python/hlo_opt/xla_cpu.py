@@ -359,6 +359,9 @@ class Compiled:
     def explain(self) -> str:
         d = self.decision
         lines = [f"xla-cpu: model {d['model']} ({d['xla']}, trained on {d['trained_cpu']})"]
+        if d.get("cached"):
+            lines.append(f"xla-cpu: the choice kept in {d['cached']} (same module, jaxlib, CPU, model and "
+                         "hlo-opt), not made again")
         if v := d.get("verified"):
             lines.append(f"xla-cpu: the models chose {v['model_choice']}: {v['model_reason']}")
             searched = set(v.get("searched", []))
@@ -433,7 +436,8 @@ def decide(lowered, *, model: str | None = None) -> tuple[dict[str, Any], list[s
 
 
 def compile(f, *args, model: str | None = None, measure: int | str = 0, check: bool = True,
-            verify: float = 0.5, jit_options: dict[str, Any] | None = None, **kwargs: Any) -> Compiled:
+            verify: float = 0.5, jit_options: dict[str, Any] | None = None,
+            cache_dir: str | os.PathLike | None = None, **kwargs: Any) -> Compiled:
     """``jax.jit(f, **jit_options).lower(*args, **kwargs)``, the XLA:CPU
     kernels chosen by the model (the default kept unless the predicted
     gain beats the model's error), compiled with jaxlib's own client.
@@ -451,11 +455,19 @@ def compile(f, *args, model: str | None = None, measure: int | str = 0, check: b
     results on ``args`` (within the dtype's tolerance), else it is not kept.
     ``measure=K`` (``"all"``): compile the default and the K best predicted
     candidates (every candidate) and keep the fastest only when it beats the
-    default by more than a control's spread (autotuning)."""
+    default by more than a control's spread (autotuning).
+    ``cache_dir`` (else ``$HLO_OPT_CACHE_DIR``; neither: no cache): a choice
+    that was verified or measured is kept there, keyed by the module, the
+    jaxlib, the CPU, the model and this build of hlo-opt; the same program
+    compiled again (another process, another day) takes it without
+    deciding, compiling candidates or timing them (:class:`ChoiceCache`)."""
     import warnings
 
     args_kwargs = (args, kwargs)
     lowered, plain = _lowered(f, args_kwargs, jit_options)
+    cache = ChoiceCache.of(cache_dir, plain, model)
+    if cache is not None and (cached := cache.compiled(lowered)) is not None:
+        return cached
     st = _decide_while_compiling(lowered, plain, model, verify=bool(verify and not measure))
     for n in st.notes[:st.warned]:
         warnings.warn(n, stacklevel=3)
@@ -465,7 +477,93 @@ def compile(f, *args, model: str | None = None, measure: int | str = 0, check: b
         pick, exe, decision, measured = _by_verify(st, args_kwargs, verify, check)
     else:
         pick, exe, decision, measured = st.model_pick, None, st.decision, None
-    return _finish(st, pick, exe, decision, measured, args_kwargs, check)
+    compiled = _finish(st, pick, exe, decision, measured, args_kwargs, check)
+    if cache is not None:
+        cache.store(compiled)
+    return compiled
+
+
+class ChoiceCache:
+    """The choices ``compile`` verified or measured, one JSON file per key
+    in a folder: ``xla_cpu-KEY.json`` holds the choice (candidate and oneDNN
+    ops), the decision with its ``verified`` record and the measurement.
+    The key is a SHA-256 of the module jax lowered (without donation), the
+    jaxlib version, the CPU (model, ISA, cores), the model (built-in, or
+    the file's SHA-256) and this build of hlo-opt (its version and native
+    library's size and time): any of them changed, the choice is made
+    again. A file that does not read as such a choice is ignored with a
+    warning and written anew; one that cannot be written is a warning."""
+
+    FORMAT = 1
+
+    def __init__(self, folder: Path, key: str):
+        self.path = folder / f"xla_cpu-{key[:32]}.json"
+        self.key = key
+
+    @classmethod
+    def of(cls, cache_dir, plain, model) -> "ChoiceCache | None":
+        folder = cache_dir if cache_dir is not None else os.environ.get("HLO_OPT_CACHE_DIR")
+        if not folder:
+            return None
+        import importlib.metadata
+
+        from . import _native
+
+        text = plain.compiler_ir().operation.get_asm(print_generic_op_form=True, assume_verified=True,
+                                                     binary=True, use_local_scope=True)
+        native = os.stat(_native.__file__)
+        if model is None:
+            model_id = "built-in"
+        else:
+            try:
+                model_id = hashlib.sha256(Path(model).read_bytes()).hexdigest()
+            except OSError:
+                model_id = str(model)  # a built-in name, or an error the decision reports
+        fp = fingerprint()
+        parts = dict(module=hashlib.sha256(text).hexdigest(), jaxlib=fp["jaxlib"], cpu=fp["cpu"], isa=fp["isa"],
+                     cores=fp["cores"], model=model_id, hlo_opt=importlib.metadata.version("hlo_opt"),
+                     native=[native.st_size, native.st_mtime_ns], format=cls.FORMAT)
+        key = hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
+        return cls(Path(folder).expanduser(), key)
+
+    def compiled(self, lowered) -> "Compiled | None":
+        """The cached choice compiled for ``lowered``; None when there is
+        none (or it is unusable: then a warning says why)."""
+        import warnings
+
+        if not self.path.exists():
+            return None
+        try:
+            entry = json.loads(self.path.read_text())
+            if entry.get("format") != self.FORMAT or entry.get("key") != self.key:
+                raise ValueError("another key or format")
+            choice, sigs = entry["choice"], tuple(entry["onednn"])
+            if not isinstance(choice, str) or not all(isinstance(x, str) for x in sigs):
+                raise ValueError("not a choice")
+            opts = options_of(choice.split("+onednn:")[0])
+            if sigs and (why := onednn.supported()):
+                raise ValueError(why)
+            decision, measured = dict(entry["decision"]), entry["measured"]
+        except Exception as e:  # noqa: BLE001 - any unreadable entry is a miss
+            warnings.warn(f"xla-cpu: ignoring the cached choice {self.path}: {e}", stacklevel=3)
+            return None
+        exe = lowered.compile() if choice == "default" else _compile(lowered, opts, sigs)
+        decision["cached"] = str(self.path)
+        return Compiled(exe, lowered, decision, [], measured, sigs)
+
+    def store(self, compiled: "Compiled") -> None:
+        """Keeps ``compiled``'s choice when it was verified or measured."""
+        import warnings
+
+        if "verified" not in compiled.decision and not compiled.measured:
+            return
+        entry = dict(format=self.FORMAT, key=self.key, choice=compiled.choice, onednn=compiled.onednn,
+                     decision=compiled.decision, measured=compiled.measured)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            _atomic_write(self.path, lambda tmp: Path(tmp).write_text(json.dumps(entry, indent=1)))
+        except OSError as e:
+            warnings.warn(f"xla-cpu: could not keep the choice in {self.path}: {e}", stacklevel=3)
 
 
 def _lowered(f, args_kwargs, jit_options):
