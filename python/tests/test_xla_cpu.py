@@ -571,6 +571,24 @@ def test_the_stablehlo_reader_reads_control_flow_barriers_and_complex_as_xla_con
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5, atol=1e-5)
 
 
+def test_the_decision_does_not_read_the_elements_of_closed_over_weights():
+    """Weights closed over by the function are constants of the module: the
+    decision reads their shapes only (XLA's elided literal), and decides as
+    from jax's HLO text, which holds every element."""
+    import jaxlib
+
+    from hlo_opt import _native
+
+    w1 = np.random.default_rng(0).standard_normal((256, 512)).astype(np.float32)
+    w2 = np.random.default_rng(1).standard_normal((512, 64)).astype(np.float32)
+    lowered = jax.jit(lambda x: jnp.tanh(x @ w1) @ w2 + 1.0).lower(jnp.ones((8, 256), jnp.float32))
+    module = xla_cpu._module_of(lowered)
+    text = str(module)
+    assert text.count("constant({...})") == 2 and len(text) < 4000, "the weights' elements were read"
+    decide = lambda m: json.loads(_native.xla_cpu_decide(m, jaxlib=jaxlib.__version__, model=None)[0])
+    assert decide(module) == decide(hlo_opt.parse(lowered.as_text(dialect="hlo")))
+
+
 class _Fake:
     """An executable of a given optimized module that returns its input."""
 

@@ -42,6 +42,9 @@ pub struct Comp<'a> {
     seen: HashMap<String, Name>,
     /// Values that are MLIR splat constants: name -> the scalar literal.
     pub splat: HashMap<Name, String>,
+    /// Values that are transposes: name -> (operand, permutation), for
+    /// MLIR's fold of a transpose of a transpose.
+    pub transposes: HashMap<Name, (Val<'a>, Vec<i64>)>,
     /// MLIR constants, uniqued per region as MLIR's folder does:
     /// (shape, literal) -> value.
     pub consts: HashMap<(String, String), Val<'a>>,

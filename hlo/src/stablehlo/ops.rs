@@ -194,6 +194,18 @@ impl<'a> Emitter<'a> {
         let value = op
             .attr("value")
             .ok_or_else(|| self.err(op.at, "constant needs `value`"))?;
+        if value.starts_with("dense_resource<") {
+            // Elements MLIR did not print (`large_elements_limit`, as the
+            // XLA:CPU decision prints jax's module: only shapes count
+            // there): XLA's elided literal. Never shared with another
+            // constant, whose elements may differ.
+            let v = self.push(c, &ty, "constant", &[], "", false)?;
+            if let Some(l) = c.lines.last_mut() {
+                l.body = l.body.replacen("constant()", "constant({...})", 1);
+            }
+            bind_groups(c, op, vec![v]);
+            return Ok(());
+        }
         let elems = attr::dense_elements(value, elem, n.max(0) as usize)
             .ok_or_else(|| self.err(op.at, format!("cannot read constant {value}")))?;
         let v = match elems.first() {

@@ -25,9 +25,11 @@ impl<'a> Emitter<'a> {
         if short == "iota" {
             return self.iota(c, op);
         }
+        if short == "transpose" {
+            return self.transpose(c, op, args);
+        }
         let ints = |k: &str| -> Result<String> { Ok(attr::join(&self.attr_ints(op, k)?)) };
         let attrs = match short {
-            "transpose" => format!("dimensions={{{}}}", ints("permutation")?),
             "reverse" => format!("dimensions={{{}}}", ints("dimensions")?),
             "concatenate" => format!("dimensions={{{}}}", self.int(op, "dimension")?),
             "dynamic_slice" => format!("dynamic_slice_sizes={{{}}}", ints("slice_sizes")?),
@@ -104,7 +106,34 @@ impl<'a> Emitter<'a> {
             })
     }
 
-    /// An iota of rank > 1 is XlaBuilder's: a 1-D iota and a broadcast.
+    /// A transpose; of a transpose whose permutation it undoes, MLIR's
+    /// folder makes it the inner transpose's operand.
+    fn transpose(&mut self, c: &mut Comp<'a>, op: &Op<'a>, args: &[Val<'a>]) -> Result<()> {
+        let perm = self.attr_ints(op, "permutation")?;
+        let x = args
+            .first()
+            .ok_or_else(|| self.err(op.at, "transpose needs an operand"))?;
+        if let Some((inner, first)) = c.transposes.get(&x.name) {
+            let undone = perm.len() == first.len()
+                && perm.iter().enumerate().all(|(i, &d)| {
+                    usize::try_from(d).is_ok_and(|d| first.get(d) == Some(&(i as i64)))
+                });
+            if undone && op.outputs.first() == Some(&inner.ty) {
+                bind_groups(c, op, vec![inner.clone()]);
+                return Ok(());
+            }
+        }
+        let attrs = format!("dimensions={{{}}}", attr::join(&perm));
+        self.one(c, op, args, "transpose", attrs)?;
+        if let Some((name, _)) = op.results.first() {
+            let out = self.get(c, &Use { name, index: 0 }, op.at)?;
+            c.transposes.insert(out.name, (x.clone(), perm));
+        }
+        Ok(())
+    }
+
+    /// An iota of rank > 1 is XlaBuilder's: a 1-D iota and a broadcast, or
+    /// a reshape when the other dimensions are all 1.
     fn iota(&mut self, c: &mut Comp<'a>, op: &Op<'a>) -> Result<()> {
         let dim = self.int(op, "iota_dimension")?;
         let ty = op
@@ -125,14 +154,22 @@ impl<'a> Emitter<'a> {
         }
         let line = Ty::Tensor(Dims::from_slice(&[size]), elem);
         let i = self.push(c, &line, "iota", &[], "iota_dimension=0", false)?;
-        let v = self.push(
-            c,
-            &ty,
-            "broadcast",
-            &[&i],
-            &format!("dimensions={{{dim}}}"),
-            false,
-        )?;
+        let only_ones = dims
+            .iter()
+            .enumerate()
+            .all(|(d, &n)| d == dim as usize || n == 1);
+        let v = if only_ones {
+            self.push(c, &ty, "reshape", &[&i], "", false)?
+        } else {
+            self.push(
+                c,
+                &ty,
+                "broadcast",
+                &[&i],
+                &format!("dimensions={{{dim}}}"),
+                false,
+            )?
+        };
         bind_groups(c, op, vec![v]);
         Ok(())
     }
