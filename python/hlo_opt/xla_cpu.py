@@ -350,7 +350,7 @@ class Compiled:
     @property
     def options(self) -> dict[str, Any]:
         """The compile options it was compiled with."""
-        return options_of(self.choice.split("+onednn:")[0])
+        return options_of(_module_wide(self.choice))
 
     @property
     def onednn(self) -> list[str]:
@@ -527,9 +527,10 @@ class ChoiceCache:
             except OSError:
                 model_id = str(model)  # a built-in name, or an error the decision reports
         fp = fingerprint()
-        parts = dict(module=hashlib.sha256(module.getvalue()).hexdigest(), jaxlib=fp["jaxlib"], cpu=fp["cpu"], isa=fp["isa"],
-                     cores=fp["cores"], model=model_id, hlo_opt=importlib.metadata.version("hlo_opt"),
-                     native=[native.st_size, native.st_mtime_ns], format=cls.FORMAT)
+        parts = dict(module=hashlib.sha256(module.getvalue()).hexdigest(), jaxlib=fp["jaxlib"], cpu=fp["cpu"],
+                     isa=fp["isa"], cores=fp["cores"], model=model_id,
+                     hlo_opt=importlib.metadata.version("hlo_opt"), native=[native.st_size, native.st_mtime_ns],
+                     format=cls.FORMAT)
         key = hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
         return cls(Path(folder).expanduser(), key)
 
@@ -547,7 +548,7 @@ class ChoiceCache:
             choice, sigs = entry["choice"], tuple(entry["onednn"])
             if not isinstance(choice, str) or not all(isinstance(x, str) for x in sigs):
                 raise ValueError("not a choice")
-            opts = options_of(choice.split("+onednn:")[0])
+            opts = options_of(_module_wide(choice))
             if sigs and (why := onednn.supported()):
                 raise ValueError(why)
             decision, measured = dict(entry["decision"]), entry["measured"]
@@ -920,13 +921,18 @@ def _with_ops(name: str, sigs: Sequence[str]) -> str:
     return f"{name}+onednn:{len(sigs)}" if sigs else name
 
 
+def _module_wide(name: str) -> str:
+    """The module-wide candidate of a choice named by :func:`_with_ops`."""
+    return name.split("+onednn:")[0]
+
+
 def _model_pick(decision: dict[str, Any], notes: list[str]) -> tuple[str, dict[str, Any], tuple[str, ...]]:
     """The model's choice as (name, compile options, oneDNN ops)."""
     sigs = tuple(d["signature"] for d in decision.get("onednn", []) if d["onednn"])
     if sigs and (why := onednn.supported()):
         notes.append(why)
         sigs = ()
-    base = decision["chosen"].split("+onednn:")[0]
+    base = _module_wide(decision["chosen"])
     return _with_ops(base, sigs), options_of(base), sigs
 
 

@@ -199,10 +199,7 @@ impl<'a> Emitter<'a> {
             // XLA:CPU decision prints jax's module: only shapes count
             // there): XLA's elided literal. Never shared with another
             // constant, whose elements may differ.
-            let v = self.push(c, &ty, "constant", &[], "", false)?;
-            if let Some(l) = c.lines.last_mut() {
-                l.body = l.body.replacen("constant()", "constant({...})", 1);
-            }
+            let v = self.fresh_constant(c, &ty, "{...}")?;
             bind_groups(c, op, vec![v]);
             return Ok(());
         }
@@ -240,19 +237,7 @@ impl<'a> Emitter<'a> {
             self.literal(c, ty, scalar.to_string())?
         } else {
             // The exporter's own scalar, not shared with an MLIR one.
-            let s = self.push(
-                c,
-                &Ty::Tensor(Dims::new(), elem),
-                "constant",
-                &[],
-                "",
-                false,
-            )?;
-            if let Some(l) = c.lines.last_mut() {
-                l.body = l
-                    .body
-                    .replacen("constant()", &format!("constant({scalar})"), 1);
-            }
+            let s = self.fresh_constant(c, &Ty::Tensor(Dims::new(), elem), scalar)?;
             self.push(c, ty, "broadcast", &[&s], "dimensions={}", false)?
         };
         c.splat.insert(v.name.clone(), scalar.to_string());
@@ -265,13 +250,19 @@ impl<'a> Emitter<'a> {
         if let Some(v) = c.consts.get(&key) {
             return Ok(v.clone());
         }
+        let v = self.fresh_constant(c, ty, &literal)?;
+        c.consts.insert(key, v.clone());
+        Ok(v)
+    }
+
+    /// A new `constant(literal)` of type `ty`, shared with no other.
+    fn fresh_constant(&mut self, c: &mut Comp<'a>, ty: &Ty<'a>, literal: &str) -> Result<Val<'a>> {
         let v = self.push(c, ty, "constant", &[], "", false)?;
         if let Some(l) = c.lines.last_mut() {
             l.body = l
                 .body
                 .replacen("constant()", &format!("constant({literal})"), 1);
         }
-        c.consts.insert(key, v.clone());
         Ok(v)
     }
 

@@ -7,6 +7,7 @@
 use super::attr;
 use super::lower::{bind_groups, Comp, Emitter, Val};
 use super::syntax::{Block, Dims, Op, Ty, Use};
+use crate::ir::hash::FxSet;
 use crate::Result;
 
 impl<'a> Emitter<'a> {
@@ -504,9 +505,7 @@ impl<'a> Emitter<'a> {
         bind_groups(c, op, vals);
         Ok(())
     }
-}
 
-impl<'a> Emitter<'a> {
     /// `stablehlo.case` (an `i32` index) and `stablehlo.if` (a `pred`): a
     /// `conditional`. Their regions take no arguments and read values of
     /// the enclosing computation; XLA's exporter passes each branch those
@@ -552,31 +551,35 @@ impl<'a> Emitter<'a> {
 /// The values a region's `block` reads from outside it, each once, in the
 /// order of their first use (nested regions included).
 fn captured_uses<'a>(block: &Block<'a>) -> Vec<Use<'a>> {
-    fn defined<'a>(block: &Block<'a>, out: &mut Vec<&'a str>) {
+    fn defined<'a>(block: &Block<'a>, out: &mut FxSet<&'a str>) {
         out.extend(block.args.iter().map(|(n, _)| *n));
         for op in &block.ops {
             out.extend(op.results.iter().map(|(n, _)| *n));
             op.regions.iter().flatten().for_each(|b| defined(b, out));
         }
     }
-    fn used<'a>(block: &Block<'a>, inside: &[&'a str], out: &mut Vec<Use<'a>>) {
+    fn used<'a>(
+        block: &Block<'a>,
+        inside: &FxSet<&'a str>,
+        seen: &mut FxSet<(&'a str, usize)>,
+        out: &mut Vec<Use<'a>>,
+    ) {
         for op in &block.ops {
             for u in &op.operands {
-                let seen = out.iter().any(|o| o.name == u.name && o.index == u.index);
-                if !seen && !inside.contains(&u.name) {
+                if !inside.contains(u.name) && seen.insert((u.name, u.index)) {
                     out.push(u.clone());
                 }
             }
             op.regions
                 .iter()
                 .flatten()
-                .for_each(|b| used(b, inside, out));
+                .for_each(|b| used(b, inside, seen, out));
         }
     }
-    let mut inside = Vec::new();
+    let mut inside = FxSet::default();
     defined(block, &mut inside);
     let mut out = Vec::new();
-    used(block, &inside, &mut out);
+    used(block, &inside, &mut FxSet::default(), &mut out);
     out
 }
 
