@@ -555,7 +555,16 @@ class ChoiceCache:
         except Exception as e:  # noqa: BLE001 - any unreadable entry is a miss
             warnings.warn(f"xla-cpu: ignoring the cached choice {self.path}: {e}", stacklevel=3)
             return None
-        exe = lowered.compile() if choice == "default" else _compile(lowered, opts, sigs)
+        if choice == "default":
+            exe = lowered.compile()  # fails as jax.jit's own compile would
+        else:
+            try:
+                exe = _compile(lowered, opts, sigs)
+            except Exception as e:  # noqa: BLE001 - XLA's errors have no common type
+                # Kept by a run whose XLA took it: decide again rather than fail.
+                warnings.warn(f"xla-cpu: the cached choice {choice} of {self.path} no longer compiles "
+                              f"({type(e).__name__}: {e}); choosing again", stacklevel=3)
+                return None
         decision["cached"] = str(self.path)
         return Compiled(exe, lowered, decision, [], measured, sigs)
 

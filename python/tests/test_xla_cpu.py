@@ -692,6 +692,22 @@ def test_a_kept_choice_is_taken_again_without_deciding_or_timing(tmp_path, monke
         remade = hj.compile(block, params, x, 0.5, verify=0.05, cache_dir=tmp_path)
     assert "cached" not in remade.decision
     assert json.loads(files[0].read_text())["choice"] == remade.choice
+    # A kept choice that XLA no longer compiles is a warning and a miss.
+    entry = json.loads(files[0].read_text())
+    files[0].write_text(json.dumps(dict(entry, choice="ynn:none", onednn=[])))
+    real, calls = xla_cpu._compile, []
+
+    def fails_once(*a, **k):
+        calls.append(a[1:])
+        if len(calls) == 1:
+            raise RuntimeError("INVALID_ARGUMENT: an option this XLA does not take")
+        return real(*a, **k)
+
+    monkeypatch.setattr(xla_cpu, "_compile", fails_once)
+    with pytest.warns(UserWarning, match="cached choice ynn:none .* no longer compiles"):
+        remade = hj.compile(block, params, x, 0.5, verify=0.05, cache_dir=tmp_path)
+    assert "cached" not in remade.decision and calls[0] == (xla_cpu.options_of("ynn:none"), ())
+    assert xla_cpu._same(remade(params, x, 0.5), jax.jit(block)(params, x, 0.5))
     # Without verify or measure nothing is kept.
     hj.compile(block, params, x * 2, 0.5, verify=0, cache_dir=tmp_path / "none")
     assert not (tmp_path / "none").exists()
