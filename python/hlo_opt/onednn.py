@@ -9,6 +9,9 @@ module (docs/xla-cpu.md). jax lowers to StableHLO, and XLA keeps a custom
 call's backend config where it drops a fusion's, so this module rewrites
 the StableHLO module that ``jax.jit(f).lower(...)`` produced: each chosen
 ``stablehlo.dot_general`` or ``stablehlo.convolution`` becomes that call.
+The rewrite works on a copy of the module through MLIR's own API (ops read
+from their types and attributes, replaced in place), not on its text:
+printing, rewriting and parsing the text cost 1.5-9x more.
 
 An op is identified by its *signature* (:func:`signature`,
 :func:`conv_signature`), written as the Rust pass writes it from the
@@ -47,21 +50,6 @@ VERIFIED = ("0.10.2", "0.12.0.1")
 #: The custom-call target XLA:CPU maps to a oneDNN matmul.
 TARGET = "__onednn$matmul"
 
-_DOT = re.compile(
-    r"(?P<res>%[\w#.]+) = stablehlo\.dot_general (?P<a>%[\w#.]+), (?P<b>%[\w#.]+), "
-    r"(?:batching_dims = \[(?P<lb>[\d, ]*)\] x \[(?P<rb>[\d, ]*)\], )?"
-    r"contracting_dims = \[(?P<lc>[\d, ]+)\] x \[(?P<rc>[\d, ]+)\]"
-    r"(?:, precision = \[[A-Z, ]*\])? : "
-    r"\((?P<ta>tensor<[^>]*>), (?P<tb>tensor<[^>]*>)\) -> (?P<tr>tensor<[^>]*>)$",
-    re.M,
-)
-_CONV = re.compile(
-    r"(?P<res>%[\w#.]+) = stablehlo\.convolution\((?P<a>%[\w#.]+), (?P<b>%[\w#.]+)\) "
-    r"dim_numbers = \[(?P<il>[\w, ]+)\]x\[(?P<kl>[\w, ]+)\]->\[(?P<ol>[\w, ]+)\], "
-    r"window = \{(?P<window>[^}]*)\} \{(?P<attrs>[^}]*)\} : "
-    r"\((?P<ta>tensor<[^>]*>), (?P<tb>tensor<[^>]*>)\) -> (?P<tr>tensor<[^>]*>)$",
-    re.M,
-)
 _TENSOR = re.compile(r"tensor<((?:\d+x)*)(\w+)>")
 CONV_TARGET = "__onednn$convolution"
 _DTYPES = ("f32", "bf16")
@@ -101,12 +89,63 @@ def signature(dtype: str, lhs: Iterable[int], rhs: Iterable[int], lb: Iterable[i
     return f"{dtype}[{j(lhs)}]x[{j(rhs)}] b[{j(lb)}]x[{j(rb)}] c[{j(lc)}]x[{j(rc)}]"
 
 
-def _classify(m: re.Match) -> Contraction | None:
-    ta, tb, tr = _tensor(m["ta"]), _tensor(m["tb"]), _tensor(m["tr"])
-    if not (ta and tb and tr):
+def _dims(text: str, key: str) -> list[int]:
+    m = re.search(key + r" = \[([\d, ]*)\]", text)
+    return _ints(m[1]) if m else []
+
+
+class _Text:
+    """``str()`` of MLIR types and attributes, each printed once per call
+    (the bindings print through Python, about 5 us each; MLIR uniques
+    types and attributes, so the ops of a module share most of them)."""
+
+    def __init__(self):
+        self.seen: dict = {}
+
+    def __call__(self, x) -> str:
+        s = self.seen.get(x)
+        if s is None:
+            s = self.seen[x] = str(x)
+        return s
+
+    def attr(self, op, key: str) -> str | None:
+        a = op.attributes.get(key)
+        return None if a is None else self(a)
+
+
+def _array(text: str | None, default: int, rank: int) -> list[int]:
+    """An ``array<i64: ...>`` attribute; ``default`` per spatial dimension
+    where it is absent."""
+    m = re.fullmatch(r"array<i64(?:: ([-\d, ]*))?>", text) if text is not None else None
+    return _ints(m[1]) if m else [default] * rank
+
+
+def _types(op, text: _Text) -> tuple | None:
+    if len(op.operands) != 2 or len(op.results) != 1:
         return None
-    (a, da), (b, db), (_, dr) = ta, tb, tr
-    lb, rb, lc, rc = _ints(m["lb"]), _ints(m["rb"]), _ints(m["lc"]), _ints(m["rc"])
+    ta, tb, tr = (_tensor(text(v.type)) for v in (op.operands[0], op.operands[1], op.results[0]))
+    return (ta, tb, tr) if ta and tb and tr else None
+
+
+def _attr_names(op) -> list[str]:
+    # Iterating an op's attributes gives names or NamedAttributes, by jaxlib.
+    return [getattr(a, "name", a) for a in op.attributes]
+
+
+def _dot_parts(op, text: _Text):
+    """(types, batch and contracting dimensions) of a ``stablehlo.dot_general``
+    op, or None where it is not in the form jax writes (an attribute but its
+    dimensions and precision, e.g. an ``algorithm``, keeps XLA's kernel)."""
+    types = _types(op, text)
+    dn = text.attr(op, "dot_dimension_numbers")
+    if types is None or dn is None or len(op.attributes) > 1 + ("precision_config" in op.attributes):
+        return None
+    return types, [_dims(dn, k) for k in ("lhs_batching_dimensions", "rhs_batching_dimensions",
+                                          "lhs_contracting_dimensions", "rhs_contracting_dimensions")]
+
+
+def _classify(parts) -> Contraction:
+    ((a, da), (b, db), (_, dr)), (lb, rb, lc, rc) = parts
     sig = signature(da, a, b, lb, rb, lc, rc)
     nb = len(lb)
     ok = da == db == dr and da in _DTYPES and len(lc) == 1 and len(rc) == 1
@@ -120,35 +159,92 @@ def _classify(m: re.Match) -> Contraction | None:
     return Contraction(sig, ok, transpose_b)
 
 
-def contractions(text: str) -> list[Contraction]:
-    """The dots and convolutions of a StableHLO module (MLIR text): dots
-    first, then convolutions, each in order."""
-    found = [_classify(m) for m in _DOT.finditer(text)] + [_classify_conv(m) for m in _CONV.finditer(text)]
-    return [d for d in found if d is not None]
+#: The attributes read from a dot and from a convolution.
+_DOT_KEYS = ("dot_dimension_numbers", "precision_config")
+_CONV_KEYS = ("dimension_numbers", "padding", "window_strides", "lhs_dilation", "rhs_dilation", "window_reversal",
+              "feature_group_count", "batch_group_count")
 
 
-def _conv_parts(m: re.Match):
-    """The dimension roles, window and groups of a convolution match, or
-    None where the text is not in the form jax writes."""
-    ta, tb, tr = _tensor(m["ta"]), _tensor(m["tb"]), _tensor(m["tr"])
-    if not (ta and tb and tr):
+def _module(x):
+    """The MLIR module of ``x``: a ``jax.stages.Lowered``, an ``ir.Module``,
+    or StableHLO text (parsed)."""
+    if isinstance(x, str):
+        from . import stablehlo
+
+        return stablehlo.parse(x)
+    return x.compiler_ir() if hasattr(x, "compiler_ir") else x
+
+
+def _found(module) -> list:
+    """``(op, parts, Contraction)`` of each ``stablehlo.dot_general`` and
+    ``stablehlo.convolution`` op of ``module`` in a form jax writes: dots
+    first, then convolutions, each in the module's order."""
+    from jax._src.lib.mlir import ir
+
+    dots, convs = [], []
+
+    def visit(op):
+        name = op.name
+        if name == "stablehlo.dot_general":
+            dots.append(op)
+        elif name == "stablehlo.convolution":
+            convs.append(op)
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    text, out, known = _Text(), [], {}
+    for ops, keys, read, classify in ((dots, _DOT_KEYS, _dot_parts, _classify),
+                                      (convs, _CONV_KEYS, _conv_parts, _classify_conv)):
+        for op in ops:
+            # Ops of the same types and attributes (most of a module's) are
+            # read once.
+            key = (op.name, len(op.operands), len(op.results), len(op.attributes),
+                   *(text(v.type) for v in (*op.operands, *op.results)), *(text.attr(op, k) for k in keys))
+            if key not in known:
+                parts = read(op, text)
+                known[key] = None if parts is None else (parts, classify(parts))
+            if known[key] is not None:
+                out.append((op, *known[key]))
+    return out
+
+
+def contractions(module) -> list[Contraction]:
+    """The dots and convolutions of a StableHLO module (a
+    ``jax.stages.Lowered``, an ``ir.Module`` or MLIR text): dots first,
+    then convolutions, each in order."""
+    return [c for _, _, c in _found(_module(module))]
+
+
+def _conv_parts(op, text: _Text):
+    """The dimension roles, window and groups of a ``stablehlo.convolution``
+    op, or None where it is not in the form jax writes."""
+    types = _types(op, text)
+    dn = text.attr(op, "dimension_numbers")
+    dn = re.fullmatch(r"#stablehlo\.conv<\[([\w, ]+)\]x\[([\w, ]+)\]->\[([\w, ]+)\]>", dn) if dn else None
+    if types is None or dn is None:
         return None
-    il, kl, ol = ([x.strip() for x in m[k].split(",")] for k in ("il", "kl", "ol"))
+    ta, tb, tr = types
+    il, kl, ol = ([x.strip() for x in dn[k].split(",")] for k in (1, 2, 3))
     rank = len(il) - 2
-    w = m["window"]
+    pad = [(0, 0)] * rank
+    if (padding := text.attr(op, "padding")) is not None:
+        body = re.match(r"dense<(.*)>\s*:", padding)
+        if body is None:
+            return None
+        if body[1].startswith("["):
+            pad = [tuple(int(v) for v in p.split(",")) for p in re.findall(r"\[([-\d, ]+)\]", body[1])]
+        else:  # a splat
+            pad = [(int(body[1]), int(body[1]))] * rank
 
-    def ints(key, default):
-        g = re.search(key + r" = \[([\d, ]*)\]", w)
-        return [int(v) for v in g[1].split(",")] if g and g[1].strip() else [default] * rank
+    def count(key):
+        v = text.attr(op, key)
+        return int(v.split(":")[0]) if v is not None else 1
 
-    pads = re.search(r"pad = \[((?:\[[-\d, ]*\],? ?)*)\]", w)
-    pad = [tuple(int(v) for v in p.split(",")) for p in re.findall(r"\[([-\d, ]*)\]", pads[1])] if pads \
-        else [(0, 0)] * rank
-    groups = re.search(r"feature_group_count = (\d+)", m["attrs"])
-    bgroups = re.search(r"batch_group_count = (\d+)", m["attrs"])
-    return dict(ta=ta, tb=tb, tr=tr, il=il, kl=kl, ol=ol, rank=rank, stride=ints("stride", 1), pad=pad,
-                ld=ints("lhs_dilate", 1), rd=ints("rhs_dilate", 1), reversed="true" in w,
-                groups=int(groups[1]) if groups else 1, bgroups=int(bgroups[1]) if bgroups else 1)
+    return dict(ta=ta, tb=tb, tr=tr, il=il, kl=kl, ol=ol, rank=rank,
+                stride=_array(text.attr(op, "window_strides"), 1, rank), pad=pad,
+                ld=_array(text.attr(op, "lhs_dilation"), 1, rank), rd=_array(text.attr(op, "rhs_dilation"), 1, rank),
+                reversed="true" in (text.attr(op, "window_reversal") or ""), groups=count("feature_group_count"),
+                bgroups=count("batch_group_count"))
 
 
 def conv_signature(c: dict) -> str:
@@ -169,10 +265,7 @@ def conv_signature(c: dict) -> str:
     return sig
 
 
-def _classify_conv(m: re.Match) -> Contraction | None:
-    c = _conv_parts(m)
-    if c is None:
-        return None
+def _classify_conv(c: dict) -> Contraction:
     (_, da), (_, db), (_, dr) = c["ta"], c["tb"], c["tr"]
     ok = (da == db == dr and da in _DTYPES and c["groups"] == 1 and c["bgroups"] == 1 and not c["reversed"]
           and all(v == 1 for v in c["ld"]) and all(lo >= 0 and hi >= 0 for lo, hi in c["pad"])
@@ -181,8 +274,7 @@ def _classify_conv(m: re.Match) -> Contraction | None:
 
 
 def _conv_config(c: dict) -> str:
-    """The backend config of a oneDNN convolution for ``c``, escaped for an
-    MLIR string attribute."""
+    """The backend config of a oneDNN convolution for ``c``."""
     il, kl, ol = c["il"], c["kl"], c["ol"]
 
     def spatial(labels):
@@ -198,53 +290,96 @@ def _conv_config(c: dict) -> str:
         "window": {"size": [b[d] for d in spatial(kl)], "pad_left": [lo for lo, _ in c["pad"]],
                    "pad_right": [hi for _, hi in c["pad"]], "strides": c["stride"], "window_dilations": c["rd"]},
     }}
-    return json.dumps(config, separators=(",", ":")).replace('"', "\\22")
+    return json.dumps(config, separators=(",", ":"))
 
 
-def rewrite(text: str, chosen: Iterable[str]) -> tuple[str, int]:
-    """``text`` with every eligible dot or convolution whose signature is in
-    ``chosen`` sent to oneDNN; returns the new text and how many ops were
-    rewritten."""
-    chosen = set(chosen)
-    count = 0
+def _custom_call(ir, target: str, config: str, operands, result_type, at):
+    """A ``stablehlo.custom_call @target`` with ``config`` before ``at``."""
+    return ir.Operation.create("stablehlo.custom_call", results=[result_type], operands=list(operands),
+                               attributes={"call_target_name": ir.StringAttr.get(target),
+                                           "backend_config": ir.StringAttr.get(config)},
+                               loc=at.location, ip=ir.InsertionPoint(at))
 
-    def sub(m: re.Match) -> str:
-        nonlocal count
-        d = _classify(m)
-        if d is None or not d.eligible or d.signature not in chosen:
-            return m[0]
-        count += 1
-        config = '{\\22onednn_matmul_config\\22:{\\22transpose_b\\22:true}}' if d.transpose_b \
-            else '{\\22onednn_matmul_config\\22:{}}'
-        a, dtype = _tensor(m["ta"])
-        out, _ = _tensor(m["tr"])
-        if _ints(m["lb"]) or len(a) == 2:
-            return (f'{m["res"]} = stablehlo.custom_call @{TARGET}({m["a"]}, {m["b"]}) '
-                    f'{{backend_config = "{config}"}} : ({m["ta"]}, {m["tb"]}) -> {m["tr"]}')
+
+def _send_dot(ir, op, parts, d: Contraction) -> None:
+    """Replaces the dot ``op`` by a oneDNN matmul."""
+    config = '{"onednn_matmul_config":{"transpose_b":true}}' if d.transpose_b else '{"onednn_matmul_config":{}}'
+    ((a, _), _, (out, _)), (lb, *_rest) = parts
+    lhs, rhs = op.operands[0], op.operands[1]
+    result = op.results[0]
+    if lb or len(a) == 2:
+        call = _custom_call(ir, TARGET, config, (lhs, rhs), result.type, op)
+        result.replace_all_uses_with(call.results[0])
+    else:
         # A left operand of rank > 2 without batch dimensions: oneDNN takes
         # it as the rows of a rank-2 matrix.
         rows = 1
         for v in a[:-1]:
             rows *= v
-        flat_a = f"tensor<{rows}x{a[-1]}x{dtype}>"
-        flat_r = f"tensor<{rows}x{out[-1]}x{dtype}>"
-        lhs, res = f"%onednn_lhs{count}", f"%onednn_res{count}"
-        return (f'{lhs} = stablehlo.reshape {m["a"]} : ({m["ta"]}) -> {flat_a}\n    '
-                f'{res} = stablehlo.custom_call @{TARGET}({lhs}, {m["b"]}) {{backend_config = "{config}"}} '
-                f': ({flat_a}, {m["tb"]}) -> {flat_r}\n    '
-                f'{m["res"]} = stablehlo.reshape {res} : ({flat_r}) -> {m["tr"]}')
+        elem = result.type.element_type
+        flat_a = ir.RankedTensorType.get([rows, a[-1]], elem)
+        flat_r = ir.RankedTensorType.get([rows, out[-1]], elem)
+        at = dict(loc=op.location, ip=ir.InsertionPoint(op))
+        flat = ir.Operation.create("stablehlo.reshape", results=[flat_a], operands=[lhs], **at)
+        call = _custom_call(ir, TARGET, config, (flat.results[0], rhs), flat_r, op)
+        back = ir.Operation.create("stablehlo.reshape", results=[result.type], operands=[call.results[0]], **at)
+        result.replace_all_uses_with(back.results[0])
+    op.erase()
 
-    def sub_conv(m: re.Match) -> str:
-        nonlocal count
-        d = _classify_conv(m)
-        if d is None or not d.eligible or d.signature not in chosen:
-            return m[0]
-        count += 1
-        return (f'{m["res"]} = stablehlo.custom_call @{CONV_TARGET}({m["a"]}, {m["b"]}) '
-                f'{{backend_config = "{_conv_config(_conv_parts(m))}"}} : ({m["ta"]}, {m["tb"]}) -> {m["tr"]}')
 
-    text = _DOT.sub(sub, text)
-    return _CONV.sub(sub_conv, text), count
+def _send_conv(ir, op, parts) -> None:
+    """Replaces the convolution ``op`` by a oneDNN convolution."""
+    call = _custom_call(ir, CONV_TARGET, _conv_config(parts), (op.operands[0], op.operands[1]),
+                        op.results[0].type, op)
+    op.results[0].replace_all_uses_with(call.results[0])
+    op.erase()
+
+
+def _copy(module):
+    """A new module holding a copy of ``module``'s ops and attributes (jax's
+    own module, which its caches hold, is never changed)."""
+    from jax._src.lib.mlir import ir
+
+    with module.context, ir.Location.unknown():
+        new = ir.Module.create()
+        for name in _attr_names(module.operation):
+            new.operation.attributes[name] = module.operation.attributes[name]
+        ip = ir.InsertionPoint(new.body)
+        for op in module.body.operations:
+            op.operation.clone(ip=ip)
+    return new
+
+
+def module_with(module, chosen: Iterable[str]):
+    """A copy of the StableHLO ``module`` (an ``ir.Module``) with every
+    eligible dot or convolution whose signature is in ``chosen`` sent to
+    oneDNN, and how many ops were: the ops are replaced in place in the
+    copy, through MLIR's own API (no text is printed or parsed)."""
+    from jax._src.lib.mlir import ir
+
+    chosen = set(chosen)
+    if not chosen:
+        return module, 0
+    new = _copy(module)
+    count = 0
+    with new.context, ir.Location.unknown():
+        for op, parts, d in _found(new):
+            if not d.eligible or d.signature not in chosen:
+                continue
+            if op.name == "stablehlo.dot_general":
+                _send_dot(ir, op, parts, d)
+            else:
+                _send_conv(ir, op, parts)
+            count += 1
+    return new, count
+
+
+def rewrite(text: str, chosen: Iterable[str]) -> tuple[str, int]:
+    """``text`` (a StableHLO module) with every eligible dot or convolution
+    whose signature is in ``chosen`` sent to oneDNN, as text; and how many
+    ops were rewritten."""
+    new, count = module_with(_module(text), chosen)
+    return str(new), count
 
 
 def supported(version: str | None = None) -> str | None:
@@ -271,7 +406,7 @@ def lowered_with(lowered, chosen: Iterable[str]):
         raise RuntimeError(why)
     from . import stablehlo
 
-    text, count = rewrite(lowered.as_text(), chosen)
+    module, count = module_with(lowered.compiler_ir(), chosen)
     if not count:
         return lowered, 0
-    return stablehlo.with_module(lowered, stablehlo.parse(text)), count
+    return stablehlo.with_module(lowered, module), count

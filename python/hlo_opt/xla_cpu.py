@@ -710,7 +710,7 @@ def _verify_space(decision, model_pick, lowered):
     cands = [model_pick] if model_pick[0] != "default" else []
     cands += [(n, options_of(n), ()) for n in decision.get("verify", [])]
     if not onednn.supported():
-        every = tuple(dict.fromkeys(d.signature for d in onednn.contractions(lowered.as_text()) if d.eligible))
+        every = tuple(dict.fromkeys(d.signature for d in onednn.contractions(lowered) if d.eligible))
         if every:
             cands.append((_with_ops("default", every) + " (every op)", {}, every))
     out, seen = [], set()
@@ -961,7 +961,7 @@ def _measured_space(decision, model_pick, measure, lowered):
     if model_pick[2]:
         cands.append(model_pick)
     if (measure is True or measure == "all") and not onednn.supported():
-        every = tuple(dict.fromkeys(d.signature for d in onednn.contractions(lowered.as_text()) if d.eligible))
+        every = tuple(dict.fromkeys(d.signature for d in onednn.contractions(lowered) if d.eligible))
         if every and every != model_pick[2]:
             cands.append((_with_ops("default", every) + " (every op)", {}, every))
     return cands

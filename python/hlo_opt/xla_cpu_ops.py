@@ -121,7 +121,7 @@ def measure_op(sig: str, *, budget_s: float = 0.6, min_rounds: int = 9, max_roun
     from .xla_cpu import _same
 
     lowered, args = lowered_op(sig)
-    found = onednn.contractions(lowered.as_text())
+    found = onednn.contractions(lowered)
     if len(found) != 1 or found[0].signature != sig:
         raise ValueError(f"{sig}: jax lowered another op ({[d.signature for d in found]})")
     if not found[0].eligible:

@@ -275,7 +275,10 @@ def test_onednn_rewrite_is_honoured_and_leaves_jax_caches_alone(dtype):
     dots = onednn.contractions(before)
     eligible = sorted({d.signature for d in dots if d.eligible})
     assert len(eligible) >= 4, dots
-    rewritten, n = onednn.lowered_with(lowered, eligible)
+    # The rewrite works on the module, never on its text.
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(type(lowered), "as_text", lambda *a, **k: pytest.fail("the module was printed"))
+        rewritten, n = onednn.lowered_with(lowered, eligible)
     assert n == sum(d.eligible for d in dots)
     assert lowered.as_text() == before and "__onednn" not in jax.jit(attention_mlp).lower(p, x).as_text()
     exe = rewritten.compile()
@@ -293,7 +296,9 @@ def conv_net(w, x, x1):
                                      dimension_numbers=("NWC", "WIO", "NWC"))
     g = jax.lax.conv_general_dilated(x, w["dw"], (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"),
                                      feature_group_count=16)
-    return h, d, g
+    # No padding at all: MLIR holds it as a splat (dense<0>).
+    v = jax.lax.conv_general_dilated(x, w["a"], (1, 1), "VALID", dimension_numbers=("NHWC", "HWIO", "NHWC"))
+    return h, d, g, v
 
 
 @pytest.mark.parametrize("dtype", [jnp.float32, jnp.bfloat16])
@@ -307,12 +312,14 @@ def test_onednn_convolutions_are_honoured(dtype):
     w = {"a": n(0, (3, 3, 16, 32), 0.1), "b": n(1, (3, 16, 16), 0.1), "dw": n(2, (3, 3, 1, 16), 0.3)}
     args = (w, n(3, (2, 8, 8, 16)), n(4, (2, 32, 16)))
     lowered = jax.jit(conv_net).lower(*args)
-    convs = [c for c in onednn.contractions(lowered.as_text()) if c.signature.startswith("conv ")]
-    assert [c.eligible for c in convs] == [True, True, False], "a grouped convolution keeps XLA's kernel"
+    convs = [c for c in onednn.contractions(lowered) if c.signature.startswith("conv ")]
+    assert [c.eligible for c in convs] == [True, True, False, True], "a grouped convolution keeps XLA's kernel"
+    assert convs[3].signature.endswith(" s[1,1] p[0_0,0_0] ld[1,1] rd[1,1] g1"), convs[3]
+    assert convs == onednn.contractions(lowered.as_text()), "read from the module or from its text alike"
     rewritten, n_ops = onednn.lowered_with(lowered, [c.signature for c in convs])
-    assert n_ops == 2
+    assert n_ops == 3
     exe = rewritten.compile()
-    assert exe.as_text().count('custom_call_target="__onednn$convolution"') == 2
+    assert exe.as_text().count('custom_call_target="__onednn$convolution"') == 3
     assert xla_cpu._same(exe(*args), jax.jit(conv_net)(*args))
 
 
@@ -327,7 +334,7 @@ def test_the_rust_pass_and_the_rewrite_agree_on_every_op():
         if record.get("op_model") is None:
             pytest.skip("no op model for this jaxlib")
         rust = {d["signature"] for d in record["onednn"]}
-        py = {d.signature for d in onednn.contractions(lowered.as_text()) if d.eligible}
+        py = {d.signature for d in onednn.contractions(lowered) if d.eligible}
         assert rust == py, prog.name
         checked += len(py)
     k = jax.random.PRNGKey(0)
@@ -337,7 +344,7 @@ def test_the_rust_pass_and_the_rewrite_agree_on_every_op():
         lowered = jax.jit(f).lower(*args)
         record, _ = xla_cpu.decide(lowered)
         assert {d["signature"] for d in record["onednn"]} == \
-            {d.signature for d in onednn.contractions(lowered.as_text()) if d.eligible}
+            {d.signature for d in onednn.contractions(lowered) if d.eligible}
     assert checked >= 10
 
 
