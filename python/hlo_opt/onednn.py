@@ -39,6 +39,7 @@ any other, with the reason.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from dataclasses import dataclass
@@ -59,11 +60,16 @@ def _ints(s: str | None) -> list[int]:
     return [int(v) for v in s.split(",")] if s and s.strip() else []
 
 
-def _tensor(t: str) -> tuple[list[int], str] | None:
+def _join(v) -> str:
+    return ",".join(str(x) for x in v)
+
+
+@functools.lru_cache(maxsize=4096)
+def _tensor(t: str) -> tuple[tuple[int, ...], str] | None:
     m = _TENSOR.fullmatch(t)
     if not m:
         return None  # dynamic or unusual types keep XLA's kernels
-    return [int(d) for d in m[1].split("x") if d], m[2]
+    return tuple(int(d) for d in m[1].split("x") if d), m[2]
 
 
 @dataclass(frozen=True)
@@ -82,11 +88,7 @@ def signature(dtype: str, lhs: Iterable[int], rhs: Iterable[int], lb: Iterable[i
               lc: Iterable[int], rc: Iterable[int]) -> str:
     """``bf16[8,256]x[256,512] b[]x[] c[1]x[0]``: the form both the Rust
     pass and this module give a dot."""
-
-    def j(v):
-        return ",".join(str(x) for x in v)
-
-    return f"{dtype}[{j(lhs)}]x[{j(rhs)}] b[{j(lb)}]x[{j(rb)}] c[{j(lc)}]x[{j(rc)}]"
+    return f"{dtype}[{_join(lhs)}]x[{_join(rhs)}] b[{_join(lb)}]x[{_join(rb)}] c[{_join(lc)}]x[{_join(rc)}]"
 
 
 def _dims(text: str, key: str) -> list[int]:
@@ -175,10 +177,18 @@ def _module(x):
     return x.compiler_ir() if hasattr(x, "compiler_ir") else x
 
 
-def _found(module) -> list:
+def _operands_key(sig: str) -> str:
+    """The part of a signature that its op's operand types give:
+    ``bf16[8,256]x[256,512]``, ``conv f32[8,56,56,64]x[3,3,64,64]``."""
+    return " ".join(sig.split(" ")[:2]) if sig.startswith("conv ") else sig.split(" ")[0]
+
+
+def _found(module, wanted: set[str] | None = None) -> list:
     """``(op, parts, Contraction)`` of each ``stablehlo.dot_general`` and
     ``stablehlo.convolution`` op of ``module`` in a form jax writes: dots
-    first, then convolutions, each in the module's order."""
+    first, then convolutions, each in the module's order. With ``wanted``
+    (:func:`_operands_key` of signatures), only the ops whose operand types
+    give one of them are read further."""
     from jax._src.lib.mlir import ir
 
     dots, convs = [], []
@@ -193,13 +203,18 @@ def _found(module) -> list:
 
     module.operation.walk(visit)
     text, out, known = _Text(), [], {}
-    for ops, keys, read, classify in ((dots, _DOT_KEYS, _dot_parts, _classify),
-                                      (convs, _CONV_KEYS, _conv_parts, _classify_conv)):
+    for ops, prefix, keys, read, classify in ((dots, "", _DOT_KEYS, _dot_parts, _classify),
+                                              (convs, "conv ", _CONV_KEYS, _conv_parts, _classify_conv)):
         for op in ops:
+            types = tuple(text(v.type) for v in (*op.operands, *op.results))
+            if wanted is not None:
+                a, b = (_tensor(t) for t in types[:2]) if len(types) == 3 else (None, None)
+                if not (a and b) or f"{prefix}{a[1]}[{_join(a[0])}]x[{_join(b[0])}]" not in wanted:
+                    continue
             # Ops of the same types and attributes (most of a module's) are
             # read once.
-            key = (op.name, len(op.operands), len(op.results), len(op.attributes),
-                   *(text(v.type) for v in (*op.operands, *op.results)), *(text.attr(op, k) for k in keys))
+            key = (op.name, len(op.operands), len(op.results), len(op.attributes), *types,
+                   *(text.attr(op, k) for k in keys))
             if key not in known:
                 parts = read(op, text)
                 known[key] = None if parts is None else (parts, classify(parts))
@@ -250,14 +265,10 @@ def _conv_parts(op, text: _Text):
 def conv_signature(c: dict) -> str:
     """``conv f32[8,56,56,64]x[3,3,64,64] b01f_01io->b01f s[1,1] p[1_1,1_1]
     ld[1,1] rd[1,1] g1``, as the Rust pass writes it."""
-
-    def j(v):
-        return ",".join(str(x) for x in v)
-
     (a, dt), (b, _) = c["ta"], c["tb"]
-    sig = (f"conv {dt}[{j(a)}]x[{j(b)}] {''.join(c['il'])}_{''.join(c['kl'])}->{''.join(c['ol'])} "
-           f"s[{j(c['stride'])}] p[{','.join(f'{lo}_{hi}' for lo, hi in c['pad'])}] ld[{j(c['ld'])}] "
-           f"rd[{j(c['rd'])}] g{c['groups']}")
+    sig = (f"conv {dt}[{_join(a)}]x[{_join(b)}] {''.join(c['il'])}_{''.join(c['kl'])}->{''.join(c['ol'])} "
+           f"s[{_join(c['stride'])}] p[{','.join(f'{lo}_{hi}' for lo, hi in c['pad'])}] ld[{_join(c['ld'])}] "
+           f"rd[{_join(c['rd'])}] g{c['groups']}")
     if c["bgroups"] != 1:
         sig += f" bg{c['bgroups']}"
     if c["reversed"]:
@@ -363,7 +374,7 @@ def module_with(module, chosen: Iterable[str]):
     new = _copy(module)
     count = 0
     with new.context, ir.Location.unknown():
-        for op, parts, d in _found(new):
+        for op, parts, d in _found(new, {_operands_key(sig) for sig in chosen}):
             if not d.eligible or d.signature not in chosen:
                 continue
             if op.name == "stablehlo.dot_general":
