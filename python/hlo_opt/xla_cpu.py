@@ -390,8 +390,67 @@ class Compiled:
             lines.append(f"xla-cpu: measured and kept {m['chosen']} ({m['why']})")
         return "\n".join(lines + self.notes)
 
+    #: The static arguments it was compiled for (``jit_options``'
+    #: ``static_argnums`` / ``static_argnames``), if any.
+    static: "_Static | None" = None
+
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self.static is not None:
+            args, kwargs = self.static.dynamic(args, kwargs)
         return self._exe(*args, **kwargs)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Static:
+    """The arguments ``jax.jit(f, static_argnums=..., static_argnames=...)``
+    compiles in: jax's executable takes the others only."""
+
+    nums: frozenset
+    names: frozenset
+    #: ``(position or name, value)`` of each, as compiled.
+    values: tuple
+
+    @classmethod
+    def of(cls, f, jit_options, args, kwargs) -> "_Static | None":
+        import inspect
+
+        opts = jit_options or {}
+        nums, names = opts.get("static_argnums"), opts.get("static_argnames")
+        if nums is None and names is None:
+            return None
+        nums = {nums} if isinstance(nums, int) else set(nums or ())
+        names = {names} if isinstance(names, str) else set(names or ())
+        nums = {i + len(args) if i < 0 else i for i in nums}
+        try:
+            params = inspect.signature(f).parameters.values()
+        except (TypeError, ValueError):  # no signature: the numbers and names as given
+            params = []
+        positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        for i, name in enumerate(positional):
+            if name in names:
+                nums.add(i)
+            if i in nums:
+                names.add(name)
+        static = cls(frozenset(nums), frozenset(names), ())
+        return dataclasses.replace(static, values=static._seen(args, kwargs))
+
+    def _seen(self, args, kwargs) -> tuple:
+        return (tuple((i, args[i]) for i in sorted(self.nums) if i < len(args))
+                + tuple((k, kwargs[k]) for k in sorted(self.names) if k in kwargs))
+
+    def dynamic(self, args, kwargs) -> tuple[tuple, dict]:
+        """``args`` and ``kwargs`` without the static ones, which must be
+        those compiled for."""
+        seen = self._seen(args, kwargs)
+        if seen != self.values:
+            raise ValueError(f"hlo_opt: compiled for the static arguments {_show(self.values)}, called with "
+                             f"{_show(seen)}: compile again for these (jax.jit would retrace)")
+        return (tuple(a for i, a in enumerate(args) if i not in self.nums),
+                {k: v for k, v in kwargs.items() if k not in self.names})
+
+
+def _show(values) -> str:
+    return ", ".join(f"{'argument ' if isinstance(k, int) else ''}{k}={v!r}" for k, v in values) or "none"
 
 
 def _copy_args(args):
@@ -468,10 +527,13 @@ def compile(f, *args, model: str | None = None, measure: int | str = 0, check: b
     deciding, compiling candidates or timing them (:class:`ChoiceCache`)."""
     import warnings
 
-    args_kwargs = (args, kwargs)
-    lowered, plain = _lowered(f, args_kwargs, jit_options)
+    lowered, plain = _lowered(f, (args, kwargs), jit_options)
+    # What the executables take: the arguments but the static ones.
+    static = _Static.of(f, jit_options, args, kwargs)
+    args_kwargs = static.dynamic(args, kwargs) if static else (args, kwargs)
     cache = ChoiceCache.of(cache_dir, plain, model)
     if cache is not None and (cached := cache.compiled(lowered)) is not None:
+        cached.static = static
         return cached
     st = _decide_while_compiling(lowered, plain, model, verify=bool(verify and not measure))
     for n in st.notes[:st.warned]:
@@ -483,6 +545,7 @@ def compile(f, *args, model: str | None = None, measure: int | str = 0, check: b
     else:
         pick, exe, decision, measured = st.model_pick, None, st.decision, None
     compiled = _finish(st, pick, exe, decision, measured, args_kwargs, check)
+    compiled.static = static
     if cache is not None:
         cache.store(compiled)
     return compiled

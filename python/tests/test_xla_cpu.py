@@ -10,6 +10,7 @@ Skipped without jax."""
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 import warnings
@@ -95,6 +96,34 @@ def test_scan_keyword_arguments_and_donated_buffers():
     np.testing.assert_allclose(np.asarray(out), 0.9, rtol=1e-6)
     assert mine.is_deleted(), "the donated argument was donated, as jax.jit(donate_argnums) does"
     assert c.measured is not None and c.measured["candidates"][0] == "default"
+
+
+def layers(x, n, *, act="tanh", scale=1.0):
+    for _ in range(n):
+        x = getattr(jnp, act)(x @ x.T) * scale
+    return x
+
+
+@pytest.mark.parametrize("how", [dict(static_argnums=(1,)), dict(static_argnames=("n", "act")),
+                                 dict(static_argnums=-1)])
+def test_static_arguments_are_compiled_in_as_jax_jit_does(how, tmp_path):
+    """``jit_options`` with ``static_argnums`` / ``static_argnames``: the
+    executables take the other arguments only, as jax's do; the compiled
+    function is called as ``f`` (static values included), and another
+    static value is a clear error, not a wrong program."""
+    x = jnp.ones((32, 32)) / 32
+    f, call, kw = layers, (x, 3), dict(scale=0.5)
+    if "static_argnames" in how:
+        kw["act"] = "sin"
+    elif how["static_argnums"] == -1:
+        f = functools.partial(layers, act="sin")  # n is the last positional argument
+    want = jax.jit(f, **how)(*call, **kw)
+    for verify, cache in [(0.05, None), (0, None), (0.05, tmp_path), (0.05, tmp_path)]:
+        c = hj.compile(f, *call, jit_options=how, verify=verify, cache_dir=cache, **kw)
+        assert xla_cpu._same(c(*call, **kw), want), (how, verify)
+    assert "cached" in c.decision, "the last one was taken from the cache"
+    with pytest.raises(ValueError, match=r"compiled for the static arguments .*argument 1=3.*called with.*=2"):
+        c(x, 2, **kw)
 
 
 def test_measuring_keeps_the_default_unless_a_candidate_beats_the_noise(monkeypatch):
