@@ -3,10 +3,15 @@ NAME.hlo (jax's `as_text(dialect="hlo")`) for a few small jax programs,
 one construct each; passes/tests/stablehlo.rs checks that both give the
 same XLA:CPU features and contraction rows.
 
-    /work/main/.venv/bin/python scripts/make_stablehlo_testdata.py
+    /work/main/.venv/bin/python scripts/make_stablehlo_testdata.py [NAME...]
 """
 
+import os
+import sys
 from pathlib import Path
+
+# Four CPU devices, for the collectives of `shard_map` (before jax loads).
+os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=4")
 
 import jax
 import jax.numpy as jnp
@@ -74,17 +79,40 @@ CASES = {
     # (a reshape, not a broadcast).
     "transpose_undone_one_hot": (lambda x, w, i: (x.T).T @ w + jax.nn.one_hot(i, 16).reshape(8, 16), (f32(8, 32), f32(32, 16), jnp.arange(8).reshape(2, 4) % 16)),
     "closed_over_weights_elided": (lambda x: jnp.tanh(x @ W1) @ W2 + 1.0, (f32(4, 32),)),
+    # Collectives: `psum` / `pmax` in `shard_map` over all four devices and
+    # over one axis of a 2x2 mesh (replica groups of one row, of two).
+    "shard_map_all_reduce": (lambda x, b: _sharded(x, b), (f32(8, 8), f32(8,))),
+    # The same, written by jaxlib 0.12.0.1 (.venv-next): replica groups named
+    # by mesh axes (`#stablehlo.replica_group_mesh_axes`), meshes as `sdy.mesh`.
+    "shard_map_mesh_axes": (lambda x, b: _sharded(x, b), (f32(8, 8), f32(8,))),
 }
+
+
+def _sharded(x, b):
+    from jax.sharding import Mesh, PartitionSpec as PS
+
+    try:
+        from jax import shard_map
+    except ImportError:
+        from jax.experimental.shard_map import shard_map
+    flat = Mesh(np.array(jax.devices()[:4]), ("x",))
+    grid = Mesh(np.array(jax.devices()[:4]).reshape(2, 2), ("x", "y"))
+    s = shard_map(lambda a, c: (jax.lax.psum(a @ a.T, "x"), jax.lax.pmax(c, "x")), mesh=flat,
+                  in_specs=(PS("x"), PS("x")), out_specs=(PS(), PS()))(x, b)
+    t = shard_map(lambda a: jax.lax.psum(jnp.tanh(a), "y"), mesh=grid, in_specs=PS("x", "y"),
+                  out_specs=PS("x"))(x)
+    return s[0].sum() + t.sum(), s[1]
 
 
 def main() -> None:
     OUT.mkdir(parents=True, exist_ok=True)
-    for name, (fn, args) in CASES.items():
+    names = sys.argv[1:] or list(CASES)
+    for name, (fn, args) in ((n, CASES[n]) for n in names):
         lowered = jax.jit(fn).lower(*args)
         limit = dict(large_elements_limit=16) if name.endswith("_elided") else {}
         (OUT / f"{name}.mlir").write_text(lowered.compiler_ir().operation.get_asm(print_generic_op_form=True, **limit))
         (OUT / f"{name}.hlo").write_text(lowered.as_text(dialect="hlo"))
-    print(f"{len(CASES)} cases, jax {jax.__version__}")
+    print(f"{len(names)} cases, jax {jax.__version__}")
 
 
 if __name__ == "__main__":

@@ -49,15 +49,25 @@ pub fn stablehlo_to_hlo_text(text: &str) -> Result<String> {
         .attr("sym_name")
         .map(|s| s.trim_matches('"'))
         .unwrap_or("stablehlo");
-    let mut funcs = HashMap::default();
-    for block in top.regions.iter().flatten() {
-        for f in block.ops.iter().filter(|o| o.name == "func.func") {
-            if let Some(sym) = f.attr("sym_name") {
-                funcs.insert(sym.trim_matches('"'), f);
+    // Functions, and Shardy's meshes (which collectives name their
+    // replica groups by).
+    let (mut funcs, mut meshes) = (HashMap::default(), HashMap::default());
+    for o in top.regions.iter().flatten().flat_map(|b| &b.ops) {
+        let Some(sym) = o.attr("sym_name").map(|s| s.trim_matches('"')) else {
+            continue;
+        };
+        match (o.name, o.attr("mesh")) {
+            ("func.func", _) => {
+                funcs.insert(sym, o);
             }
+            ("sdy.mesh", Some(mesh)) => {
+                meshes.insert(sym, mesh);
+            }
+            _ => {}
         }
     }
     let mut em = lower::Emitter::new(text, funcs);
+    em.meshes = meshes;
     if !em.funcs.contains_key("main") {
         return Err(em.err(top.at, "the module has no `main` function"));
     }

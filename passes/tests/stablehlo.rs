@@ -74,3 +74,27 @@ fn an_undefined_value_is_named() {
         .render();
     assert!(err.contains(":4:5:") && err.contains("%nope"), "{err}");
 }
+
+/// The `replica_groups=` values of an HLO text, in order.
+fn replica_groups(hlo: &str) -> Vec<String> {
+    hlo.split("replica_groups=")
+        .skip(1)
+        .map(|r| r.split(", ").next().unwrap_or("").to_string())
+        .collect()
+}
+
+#[test]
+fn collectives_have_the_replica_groups_jax_writes() {
+    // jaxlib 0.10.2 writes the groups (dense<...>), and its HLO lists them;
+    // jaxlib 0.12.0.1 names mesh axes of an `sdy.mesh` (its HLO too, in
+    // XLA's mesh syntax): both read as the lists jaxlib 0.10.2 wrote.
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/stablehlo");
+    let read = |f: &str| std::fs::read_to_string(dir.join(f)).expect(f);
+    let want = replica_groups(&read("shard_map_all_reduce.hlo"));
+    assert_eq!(want, ["{{0,1,2,3}}", "{{0,1,2,3}}", "{{0,1},{2,3}}"]);
+    for case in ["shard_map_all_reduce.mlir", "shard_map_mesh_axes.mlir"] {
+        let ours =
+            hlo::stablehlo_to_hlo_text(&read(case)).unwrap_or_else(|e| panic!("{}", e.render()));
+        assert_eq!(replica_groups(&ours), want, "{case}");
+    }
+}

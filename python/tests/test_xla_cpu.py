@@ -581,11 +581,26 @@ def _unusual(name):
         "random_normal": (lambda k, x: x @ jax.random.normal(k, (16, 8)), (jax.random.PRNGKey(1), f32(4, 16))),
         "erf_inv_bf16": (lambda x: jax.lax.erf_inv(jnp.tanh(x) * 0.5).astype(jnp.float32),
                          (f32(8, 16).astype(jnp.bfloat16),)),
+        "shard_map": (_psum_pmax, (f32(8, 8), f32(8))),
     }[name]
 
 
+def _psum_pmax(a, b):
+    """``shard_map`` with ``psum`` and ``pmax`` (collectives) over the test's
+    one CPU device."""
+    from jax.sharding import Mesh, PartitionSpec as PS
+
+    try:
+        from jax import shard_map
+    except ImportError:
+        from jax.experimental.shard_map import shard_map
+    mesh = Mesh(np.array(jax.devices()[:1]), ("x",))
+    return shard_map(lambda a, b: (jax.lax.psum(a @ a.T, "x"), jax.lax.pmax(jnp.tanh(b), "x")), mesh=mesh,
+                     in_specs=(PS("x"), PS("x")), out_specs=(PS(), PS()))(a, b)
+
+
 @pytest.mark.parametrize("name", ["cond", "switch", "checkpoint", "top_k_erf", "bits", "fft", "reduce_precision",
-                                  "scatter_scalar_index", "random_normal", "erf_inv_bf16"])
+                                  "scatter_scalar_index", "random_normal", "erf_inv_bf16", "shard_map"])
 def test_the_stablehlo_reader_reads_control_flow_barriers_and_complex_as_xla_converts_them(name):
     """Under the jaxlib that runs the test: read from its StableHLO (no
     fallback to jax's HLO text), the module gives the decision jax's own

@@ -59,6 +59,8 @@ impl<'a> Comp<'a> {
 pub struct Emitter<'a> {
     pub src: &'a str,
     pub funcs: HashMap<&'a str, &'a Op<'a>>,
+    /// Shardy mesh symbol -> its `#sdy.mesh<...>` text.
+    pub meshes: HashMap<&'a str, &'a str>,
     /// func symbol -> computation name, once written.
     done: HashMap<String, String>,
     /// Finished computations, callees first.
@@ -71,6 +73,7 @@ impl<'a> Emitter<'a> {
         Emitter {
             src,
             funcs,
+            meshes: HashMap::default(),
             done: HashMap::default(),
             out: Vec::new(),
             next: 0,

@@ -110,8 +110,70 @@ impl<'a> Emitter<'a> {
                 "custom_call_target=\"Sharding\"".to_string(),
                 false,
             ),
+            "sdy.manual_computation" => self.manual_computation(c, op, &args),
             _ => self.with_attrs(c, op, &args, short),
         }
+    }
+
+    /// Shardy's `manual_computation` (`shard_map`) as XLA's exporter writes
+    /// it: the operands to their local shapes (the
+    /// `xla.sdy.GlobalToLocalShape` custom call), a `call` of the body, and
+    /// back (`xla.sdy.LocalToGlobalShape`); several values travel as a tuple
+    /// read back through `get-tuple-element`s.
+    fn manual_computation(
+        &mut self,
+        c: &mut Comp<'a>,
+        op: &Op<'a>,
+        args: &[Val<'a>],
+    ) -> Result<()> {
+        let block = op
+            .regions
+            .first()
+            .and_then(|r| r.first())
+            .ok_or_else(|| self.err(op.at, "manual_computation needs a body"))?;
+        let ret = block
+            .ops
+            .last()
+            .ok_or_else(|| self.err(op.at, "empty manual_computation body"))?;
+        let one_or_tuple = |tys: Vec<Ty<'a>>| match <[Ty<'a>; 1]>::try_from(tys) {
+            Ok([t]) => t,
+            Err(tys) => Ty::Tuple(tys),
+        };
+        let local_in = one_or_tuple(block.args.iter().map(|(_, t)| t.clone()).collect());
+        let local_out = one_or_tuple(ret.inputs.clone());
+        let body = self.computation("xla.sdy.manual_computation_body", block, false, false)?;
+        let side = "custom_call_has_side_effect=true";
+        let refs: Vec<&Val<'a>> = args.iter().collect();
+        let to_local = self.push(
+            c,
+            &local_in,
+            "custom-call",
+            &refs,
+            &format!("custom_call_target=\"xla.sdy.GlobalToLocalShape\", {side}"),
+            false,
+        )?;
+        let locals = self.unpack(c, &to_local)?;
+        let refs: Vec<&Val<'a>> = locals.iter().collect();
+        let called = self.push(
+            c,
+            &local_out,
+            "call",
+            &refs,
+            &format!("to_apply={body}"),
+            false,
+        )?;
+        let outs = self.unpack(c, &called)?;
+        let refs: Vec<&Val<'a>> = outs.iter().collect();
+        let global = self.out_ty(op)?;
+        let v = self.push(
+            c,
+            &global,
+            "custom-call",
+            &refs,
+            &format!("custom_call_target=\"xla.sdy.LocalToGlobalShape\", {side}"),
+            false,
+        )?;
+        self.bind_results(c, op, v, op.outputs.len() > 1)
     }
 
     fn out_ty(&self, op: &Op<'a>) -> Result<Ty<'a>> {

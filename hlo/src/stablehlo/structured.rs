@@ -40,9 +40,8 @@ impl<'a> Emitter<'a> {
             "convolution" => self.conv(op, args)?,
             "compare" => self.compare(op)?,
             "gather" => self.gather(op)?,
-            "reduce" | "reduce_window" | "select_and_scatter" | "scatter" | "sort" => {
-                return self.with_regions(c, op, args, short)
-            }
+            "reduce" | "reduce_window" | "select_and_scatter" | "scatter" | "sort"
+            | "all_reduce" => return self.with_regions(c, op, args, short),
             "custom_call" => {
                 let target = op.attr("call_target_name").unwrap_or("\"\"");
                 return self.multi(
@@ -383,8 +382,109 @@ impl<'a> Emitter<'a> {
         Ok(parts.join(", "))
     }
 
-    /// reduce, reduce_window, select_and_scatter, scatter and sort: their
-    /// regions become computations with scalar parameters.
+    /// `channel_id`, `replica_groups` and `use_global_device_ids` of a
+    /// collective as XLA's exporter writes them (the channel only when its
+    /// handle is positive).
+    fn collective(&self, op: &Op<'a>) -> Result<String> {
+        let mut parts = Vec::new();
+        if let Some(h) = op
+            .attr("channel_handle")
+            .and_then(|s| attr::int_field(s, "handle"))
+            .filter(|&h| h > 0)
+        {
+            parts.push(format!("channel_id={h}"));
+        }
+        let text = op
+            .attr("replica_groups")
+            .unwrap_or("dense<> : tensor<0x0xi64>");
+        let groups = if text.starts_with("#stablehlo.replica_group_mesh_axes<") {
+            self.mesh_groups(text)
+        } else {
+            dense_groups(text)
+        }
+        .ok_or_else(|| self.err(op.at, format!("cannot read replica groups {text}")))?;
+        parts.push(format!("replica_groups={{{}}}", groups.join(",")));
+        if op.attr("use_global_device_ids").is_some() {
+            parts.push("use_global_device_ids=true".into());
+        }
+        Ok(parts.join(", "))
+    }
+
+    /// The replica groups that `#stablehlo.replica_group_mesh_axes<mesh =
+    /// @m, axes = [...]>` names, written out: one group per position of the
+    /// mesh's other axes (row-major), each holding the devices along the
+    /// named axes. None for what is not read (sub-axes, an unknown mesh or
+    /// axis).
+    fn mesh_groups(&self, text: &str) -> Option<Vec<String>> {
+        if text.contains("sub_axis") {
+            return None;
+        }
+        let sym = text
+            .split("mesh = @")
+            .nth(1)?
+            .split([',', '>'])
+            .next()?
+            .trim();
+        let mesh = *self.meshes.get(sym)?;
+        // #sdy.mesh<["x"=2, "y"=2]> or #sdy.mesh<["x"=4], device_ids=[3, 2, 1, 0]>
+        let axes_text = mesh.split_once('[')?.1.split_once(']')?.0;
+        let (mut names, mut sizes) = (Vec::new(), Vec::new());
+        for a in axes_text.split(',').filter(|a| !a.trim().is_empty()) {
+            let (n, size) = a.split_once('=')?;
+            names.push(n.trim().trim_matches('"'));
+            sizes.push(size.trim().parse::<usize>().ok()?);
+        }
+        let total: usize = sizes.iter().product();
+        let ids = match mesh.split_once("device_ids=") {
+            Some((_, rest)) => attr::ints(rest.split_once(']')?.0.trim_start_matches('['))?,
+            None => (0..total as i64).collect(),
+        };
+        if ids.len() != total {
+            return None;
+        }
+        let group: Vec<usize> = text
+            .split("name = \"")
+            .skip(1)
+            .map(|r| {
+                r.split('"')
+                    .next()
+                    .and_then(|n| names.iter().position(|m| *m == n))
+            })
+            .collect::<Option<_>>()?;
+        let others: Vec<usize> = (0..names.len()).filter(|i| !group.contains(i)).collect();
+        // Each position of `axes`, row-major, as one index per axis.
+        let each = |axes: &[usize]| -> Vec<Vec<usize>> {
+            let n: usize = axes.iter().map(|&a| sizes[a]).product();
+            (0..n)
+                .map(|mut k| {
+                    let mut at = vec![0; axes.len()];
+                    for (j, &a) in axes.iter().enumerate().rev() {
+                        at[j] = k % sizes[a];
+                        k /= sizes[a];
+                    }
+                    at
+                })
+                .collect()
+        };
+        let mut out = Vec::new();
+        for o in each(&others) {
+            let mut members = Vec::new();
+            for g in each(&group) {
+                let mut pos = vec![0; names.len()];
+                for (&a, &i) in others.iter().zip(&o).chain(group.iter().zip(&g)) {
+                    pos[a] = i;
+                }
+                let linear = pos.iter().zip(&sizes).fold(0, |acc, (p, s)| acc * s + p);
+                members.push(ids[linear]);
+            }
+            out.push(format!("{{{}}}", attr::join(&members)));
+        }
+        Some(out)
+    }
+
+    /// reduce, reduce_window, select_and_scatter, scatter, sort and
+    /// all_reduce: their regions become computations with scalar
+    /// parameters.
     fn with_regions(
         &mut self,
         c: &mut Comp<'a>,
@@ -422,6 +522,10 @@ impl<'a> Emitter<'a> {
             "scatter" => (
                 "scatter",
                 format!("{}, to_apply={first}", self.scatter_dims(op)?),
+            ),
+            "all_reduce" => (
+                "all-reduce",
+                format!("{}, to_apply={first}", self.collective(op)?),
             ),
             _ => (
                 "sort",
@@ -602,4 +706,32 @@ fn reorder_while<'a>(op: &Op<'a>, order: &[usize]) -> Op<'a> {
         }
     }
     out
+}
+
+/// Replica groups given as the rows of `dense<...> : tensor<GxN>` (a splat
+/// repeated), written out.
+fn dense_groups(text: &str) -> Option<Vec<String>> {
+    let dims: Vec<usize> = text
+        .rsplit_once("tensor<")?
+        .1
+        .strip_suffix('>')?
+        .split('x')
+        .filter_map(|d| d.parse().ok())
+        .collect();
+    let [rows, cols] = dims[..] else {
+        return None;
+    };
+    let mut ids = attr::ints(text)?;
+    if ids.len() == 1 && rows * cols != 1 {
+        ids = vec![ids[0]; rows * cols];
+    }
+    if ids.len() != rows * cols {
+        return None;
+    }
+    Some(
+        ids.chunks(cols.max(1))
+            .take(rows)
+            .map(|g| format!("{{{}}}", attr::join(g)))
+            .collect(),
+    )
 }
