@@ -85,7 +85,29 @@ CASES = {
     # The same, written by jaxlib 0.12.0.1 (.venv-next): replica groups named
     # by mesh axes (`#stablehlo.replica_group_mesh_axes`), meshes as `sdy.mesh`.
     "shard_map_mesh_axes": (lambda x, b: _sharded(x, b), (f32(8, 8), f32(8,))),
+    # all_gather, reduce_scatter (psum_scatter) and collective_permute
+    # (ppermute); `_mesh_axes` written by jaxlib 0.12.0.1.
+    "shard_map_collectives": (lambda x: _collectives(x), (f32(8, 8),)),
+    "shard_map_collectives_mesh_axes": (lambda x: _collectives(x), (f32(8, 8),)),
 }
+
+
+def _collectives(x):
+    from jax.sharding import Mesh, PartitionSpec as PS
+
+    try:
+        from jax import shard_map
+    except ImportError:
+        from jax.experimental.shard_map import shard_map
+
+    def body(a):
+        g = jax.lax.all_gather(a, "x", axis=0, tiled=True)
+        s = jax.lax.psum_scatter(a.T @ a, "x", scatter_dimension=0, tiled=True)
+        p = jax.lax.ppermute(a, "x", perm=[(0, 1), (1, 2), (2, 3), (3, 0)])
+        return (g.sum() + s.sum() + p.sum())[None]
+
+    mesh = Mesh(np.array(jax.devices()[:4]), ("x",))
+    return shard_map(body, mesh=mesh, in_specs=PS("x"), out_specs=PS("x"))(x)
 
 
 def _sharded(x, b):

@@ -40,8 +40,14 @@ impl<'a> Emitter<'a> {
             "convolution" => self.conv(op, args)?,
             "compare" => self.compare(op)?,
             "gather" => self.gather(op)?,
+            "all_gather" => format!(
+                "{}, dimensions={{{}}}",
+                self.collective(op)?,
+                self.int(op, "all_gather_dim")?
+            ),
+            "collective_permute" => self.permute(op)?,
             "reduce" | "reduce_window" | "select_and_scatter" | "scatter" | "sort"
-            | "all_reduce" => return self.with_regions(c, op, args, short),
+            | "all_reduce" | "reduce_scatter" => return self.with_regions(c, op, args, short),
             "custom_call" => {
                 let target = op.attr("call_target_name").unwrap_or("\"\"");
                 return self.multi(
@@ -74,6 +80,8 @@ impl<'a> Emitter<'a> {
             "dynamic_slice" => "dynamic-slice",
             "get_tuple_element" => "get-tuple-element",
             "reduce_precision" => "reduce-precision",
+            "all_gather" => "all-gather",
+            "collective_permute" => "collective-permute",
             o => o,
         };
         self.one(c, op, args, opcode, attrs)
@@ -410,6 +418,23 @@ impl<'a> Emitter<'a> {
         Ok(parts.join(", "))
     }
 
+    /// `collective_permute`: its channel and source-target pairs.
+    fn permute(&self, op: &Op<'a>) -> Result<String> {
+        let text = op.attr("source_target_pairs").unwrap_or("");
+        let pairs = dense_groups(text)
+            .ok_or_else(|| self.err(op.at, format!("cannot read source-target pairs {text}")))?;
+        let mut out = String::new();
+        if let Some(h) = op
+            .attr("channel_handle")
+            .and_then(|s| attr::int_field(s, "handle"))
+            .filter(|&h| h > 0)
+        {
+            out.push_str(&format!("channel_id={h}, "));
+        }
+        out.push_str(&format!("source_target_pairs={{{}}}", pairs.join(",")));
+        Ok(out)
+    }
+
     /// The replica groups that `#stablehlo.replica_group_mesh_axes<mesh =
     /// @m, axes = [...]>` names, written out: one group per position of the
     /// mesh's other axes (row-major), each holding the devices along the
@@ -482,9 +507,9 @@ impl<'a> Emitter<'a> {
         Some(out)
     }
 
-    /// reduce, reduce_window, select_and_scatter, scatter, sort and
-    /// all_reduce: their regions become computations with scalar
-    /// parameters.
+    /// reduce, reduce_window, select_and_scatter, scatter, sort,
+    /// all_reduce and reduce_scatter: their regions become computations
+    /// with scalar parameters.
     fn with_regions(
         &mut self,
         c: &mut Comp<'a>,
@@ -526,6 +551,14 @@ impl<'a> Emitter<'a> {
             "all_reduce" => (
                 "all-reduce",
                 format!("{}, to_apply={first}", self.collective(op)?),
+            ),
+            "reduce_scatter" => (
+                "reduce-scatter",
+                format!(
+                    "{}, dimensions={{{}}}, to_apply={first}",
+                    self.collective(op)?,
+                    self.int(op, "scatter_dimension")?
+                ),
             ),
             _ => (
                 "sort",
