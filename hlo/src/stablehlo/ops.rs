@@ -142,36 +142,46 @@ impl<'a> Emitter<'a> {
         let local_in = one_or_tuple(block.args.iter().map(|(_, t)| t.clone()).collect());
         let local_out = one_or_tuple(ret.inputs.clone());
         let body = self.computation("xla.sdy.manual_computation_body", block, false, false)?;
-        let side = "custom_call_has_side_effect=true";
-        let refs: Vec<&Val<'a>> = args.iter().collect();
-        let to_local = self.push(
+        // One instruction over `vals` (never merged with another: the
+        // custom calls have side effects).
+        let step = |em: &mut Self,
+                    c: &mut Comp<'a>,
+                    ty: &Ty<'a>,
+                    opcode: &str,
+                    vals: &[Val<'a>],
+                    attrs: &str| {
+            let refs: Vec<&Val<'a>> = vals.iter().collect();
+            em.push(c, ty, opcode, &refs, attrs, false)
+        };
+        let shape = |target: &str| {
+            format!("custom_call_target=\"xla.sdy.{target}\", custom_call_has_side_effect=true")
+        };
+        let to_local = step(
+            self,
             c,
             &local_in,
             "custom-call",
-            &refs,
-            &format!("custom_call_target=\"xla.sdy.GlobalToLocalShape\", {side}"),
-            false,
+            args,
+            &shape("GlobalToLocalShape"),
         )?;
         let locals = self.unpack(c, &to_local)?;
-        let refs: Vec<&Val<'a>> = locals.iter().collect();
-        let called = self.push(
+        let called = step(
+            self,
             c,
             &local_out,
             "call",
-            &refs,
+            &locals,
             &format!("to_apply={body}"),
-            false,
         )?;
         let outs = self.unpack(c, &called)?;
-        let refs: Vec<&Val<'a>> = outs.iter().collect();
         let global = self.out_ty(op)?;
-        let v = self.push(
+        let v = step(
+            self,
             c,
             &global,
             "custom-call",
-            &refs,
-            &format!("custom_call_target=\"xla.sdy.LocalToGlobalShape\", {side}"),
-            false,
+            &outs,
+            &shape("LocalToGlobalShape"),
         )?;
         self.bind_results(c, op, v, op.outputs.len() > 1)
     }
