@@ -31,12 +31,12 @@ for p in H.programs():
     d_new = best(lambda: xla_cpu.decide(lo))
     d_old = best(lambda: xla_cpu._native.xla_cpu_decide(parse(lo.as_text(dialect="hlo"), name="<jax>"), jaxlib=__import__("jaxlib").__version__, model=None))
     new.append(d_new / c); old.append(d_old / c)
-    sigs = xla_cpu._model_pick(*xla_cpu.decide(lo))[2]
+    ours, notes = xla_cpu.decide(lo)
+    sigs = xla_cpu._model_pick(ours, notes)[2]
     w = best(lambda: onednn.lowered_with(lo, sigs)) if sigs else 0.0
     way.append((d_new + w) / c)
     # The same decision both ways (the StableHLO read with large constants
     # elided, jax's HLO text with every element).
-    ours = xla_cpu.decide(lo)[0]
     theirs = json.loads(xla_cpu._native.xla_cpu_decide(parse(lo.as_text(dialect="hlo"), name="<jax>"), jaxlib=__import__("jaxlib").__version__, model=None)[0])
     same += ours == theirs
     print(f"{p.name:28} compile {c*1e3:7.1f} ms  decide via StableHLO {d_new*1e3:6.2f} ms ({100*d_new/c:.2f}%)  via jax's HLO {d_old*1e3:6.2f} ms ({100*d_old/c:.2f}%)  {'same' if ours == theirs else 'DIFFERENT'} decision  way in ({len(sigs)} ops) {w*1e3:5.2f} ms, with the decision {100*(d_new+w)/c:.2f}%", flush=True)

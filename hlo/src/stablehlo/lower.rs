@@ -342,12 +342,26 @@ impl<'a> Emitter<'a> {
     }
 
     pub fn region(&mut self, op: &Op<'a>, i: usize, tuple_param: bool) -> Result<String> {
+        let (block, _) = self.region_block(op, i)?;
+        self.computation("region", block, tuple_param, false)
+    }
+
+    /// The block of `op`'s region `i`, and its terminator.
+    pub fn region_block<'o>(
+        &self,
+        op: &'o Op<'a>,
+        i: usize,
+    ) -> Result<(&'o Block<'a>, &'o Op<'a>)> {
         let block = op
             .regions
             .get(i)
             .and_then(|r| r.first())
             .ok_or_else(|| self.err(op.at, format!("{} needs region {i}", op.name)))?;
-        self.computation("region", block, tuple_param, false)
+        let ret = block
+            .ops
+            .last()
+            .ok_or_else(|| self.err(op.at, format!("{}: region {i} is empty", op.name)))?;
+        Ok((block, ret))
     }
 
     pub fn attr_ints(&self, op: &Op<'a>, key: &str) -> Result<Vec<i64>> {

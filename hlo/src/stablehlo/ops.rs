@@ -126,15 +126,7 @@ impl<'a> Emitter<'a> {
         op: &Op<'a>,
         args: &[Val<'a>],
     ) -> Result<()> {
-        let block = op
-            .regions
-            .first()
-            .and_then(|r| r.first())
-            .ok_or_else(|| self.err(op.at, "manual_computation needs a body"))?;
-        let ret = block
-            .ops
-            .last()
-            .ok_or_else(|| self.err(op.at, "empty manual_computation body"))?;
+        let (block, ret) = self.region_block(op, 0)?;
         let one_or_tuple = |tys: Vec<Ty<'a>>| match <[Ty<'a>; 1]>::try_from(tys) {
             Ok([t]) => t,
             Err(tys) => Ty::Tuple(tys),

@@ -391,17 +391,10 @@ impl<'a> Emitter<'a> {
     }
 
     /// `channel_id`, `replica_groups` and `use_global_device_ids` of a
-    /// collective as XLA's exporter writes them (the channel only when its
-    /// handle is positive).
+    /// collective as XLA's exporter writes them.
     fn collective(&self, op: &Op<'a>) -> Result<String> {
         let mut parts = Vec::new();
-        if let Some(h) = op
-            .attr("channel_handle")
-            .and_then(|s| attr::int_field(s, "handle"))
-            .filter(|&h| h > 0)
-        {
-            parts.push(format!("channel_id={h}"));
-        }
+        parts.extend(channel(op));
         let text = op
             .attr("replica_groups")
             .unwrap_or("dense<> : tensor<0x0xi64>");
@@ -423,16 +416,9 @@ impl<'a> Emitter<'a> {
         let text = op.attr("source_target_pairs").unwrap_or("");
         let pairs = dense_groups(text)
             .ok_or_else(|| self.err(op.at, format!("cannot read source-target pairs {text}")))?;
-        let mut out = String::new();
-        if let Some(h) = op
-            .attr("channel_handle")
-            .and_then(|s| attr::int_field(s, "handle"))
-            .filter(|&h| h > 0)
-        {
-            out.push_str(&format!("channel_id={h}, "));
-        }
-        out.push_str(&format!("source_target_pairs={{{}}}", pairs.join(",")));
-        Ok(out)
+        let mut parts: Vec<String> = channel(op).into_iter().collect();
+        parts.push(format!("source_target_pairs={{{}}}", pairs.join(",")));
+        Ok(parts.join(", "))
     }
 
     /// The replica groups that `#stablehlo.replica_group_mesh_axes<mesh =
@@ -577,15 +563,7 @@ impl<'a> Emitter<'a> {
     /// region reads every element through a `get-tuple-element`; only the
     /// loop-carried results are read back.
     pub fn while_loop(&mut self, c: &mut Comp<'a>, op: &Op<'a>, args: &[Val<'a>]) -> Result<()> {
-        let body = op
-            .regions
-            .get(1)
-            .and_then(|r| r.first())
-            .ok_or_else(|| self.err(op.at, "while needs a body"))?;
-        let ret = body
-            .ops
-            .last()
-            .ok_or_else(|| self.err(op.at, "empty while body"))?;
+        let (body, ret) = self.region_block(op, 1)?;
         let invariant: Vec<bool> = (0..args.len())
             .map(|i| {
                 matches!((ret.operands.get(i), body.args.get(i)), (Some(r), Some((a, _))) if &r.name == a && r.index == 0)
@@ -739,6 +717,15 @@ fn reorder_while<'a>(op: &Op<'a>, order: &[usize]) -> Op<'a> {
         }
     }
     out
+}
+
+/// `channel_id=H` of a collective whose channel handle is positive, as
+/// XLA's exporter writes it.
+fn channel(op: &Op<'_>) -> Option<String> {
+    op.attr("channel_handle")
+        .and_then(|s| attr::int_field(s, "handle"))
+        .filter(|&h| h > 0)
+        .map(|h| format!("channel_id={h}"))
 }
 
 /// Replica groups given as the rows of `dense<...> : tensor<GxN>` (a splat
