@@ -33,9 +33,10 @@ def earlier(ref: str):
                          text=True).stdout
     path = Path(tempfile.mkdtemp()) / "onednn_earlier.py"
     path.write_text(src)
-    spec = importlib.util.spec_from_file_location("onednn_earlier", path)
+    # A module of the package, so that its relative imports resolve.
+    spec = importlib.util.spec_from_file_location("hlo_opt.onednn_earlier", path)
     mod = importlib.util.module_from_spec(spec)
-    sys.modules["onednn_earlier"] = mod
+    sys.modules["hlo_opt.onednn_earlier"] = mod
     spec.loader.exec_module(mod)
     return mod
 

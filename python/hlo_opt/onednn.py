@@ -115,6 +115,29 @@ class _Text:
         return None if a is None else self(a)
 
 
+@dataclass(frozen=True)
+class _Read:
+    """What is read of one dot or convolution through the bindings (about
+    1-2 us a call): its operand and result types, and the attributes its
+    kind names (None where absent), as text; and how many attributes it
+    has. Ops with equal reads (most of a module's) are decoded once."""
+
+    operands: int
+    types: tuple[str, ...]
+    attrs: tuple[str | None, ...]
+    count: int
+
+    @staticmethod
+    def of(op, text: _Text, keys: tuple[str, ...], operand_types: tuple[str, ...] | None = None) -> "_Read":
+        if operand_types is None:
+            operand_types = tuple(text(v.type) for v in op.operands)
+        types = operand_types + tuple(text(v.type) for v in op.results)
+        return _Read(len(operand_types), types, tuple(text.attr(op, k) for k in keys), len(op.attributes))
+
+    def attr(self, keys: tuple[str, ...], key: str) -> str | None:
+        return self.attrs[keys.index(key)]
+
+
 def _array(text: str | None, default: int, rank: int) -> list[int]:
     """An ``array<i64: ...>`` attribute; ``default`` per spatial dimension
     where it is absent."""
@@ -122,10 +145,10 @@ def _array(text: str | None, default: int, rank: int) -> list[int]:
     return _ints(m[1]) if m else [default] * rank
 
 
-def _types(op, text: _Text) -> tuple | None:
-    if len(op.operands) != 2 or len(op.results) != 1:
+def _types(r: _Read) -> tuple | None:
+    if r.operands != 2 or len(r.types) != 3:
         return None
-    ta, tb, tr = (_tensor(text(v.type)) for v in (op.operands[0], op.operands[1], op.results[0]))
+    ta, tb, tr = (_tensor(t) for t in r.types)
     return (ta, tb, tr) if ta and tb and tr else None
 
 
@@ -134,13 +157,13 @@ def _attr_names(op) -> list[str]:
     return [getattr(a, "name", a) for a in op.attributes]
 
 
-def _dot_parts(op, text: _Text):
+def _dot_parts(r: _Read):
     """(types, batch and contracting dimensions) of a ``stablehlo.dot_general``
     op, or None where it is not in the form jax writes (an attribute but its
     dimensions and precision, e.g. an ``algorithm``, keeps XLA's kernel)."""
-    types = _types(op, text)
-    dn = text.attr(op, "dot_dimension_numbers")
-    if types is None or dn is None or len(op.attributes) > 1 + ("precision_config" in op.attributes):
+    types = _types(r)
+    dn = r.attr(_DOT_KEYS, "dot_dimension_numbers")
+    if types is None or dn is None or r.count > 1 + (r.attr(_DOT_KEYS, "precision_config") is not None):
         return None
     return types, [_dims(dn, k) for k in ("lhs_batching_dimensions", "rhs_batching_dimensions",
                                           "lhs_contracting_dimensions", "rhs_contracting_dimensions")]
@@ -206,20 +229,20 @@ def _found(module, wanted: set[str] | None = None) -> list:
     for ops, prefix, keys, read, classify in ((dots, "", _DOT_KEYS, _dot_parts, _classify),
                                               (convs, "conv ", _CONV_KEYS, _conv_parts, _classify_conv)):
         for op in ops:
-            types = tuple(text(v.type) for v in (*op.operands, *op.results))
+            types = None
             if wanted is not None:
-                a, b = (_tensor(t) for t in types[:2]) if len(types) == 3 else (None, None)
+                types = tuple(text(v.type) for v in op.operands)
+                a, b = (_tensor(t) for t in types) if len(types) == 2 else (None, None)
                 if not (a and b) or f"{prefix}{a[1]}[{_join(a[0])}]x[{_join(b[0])}]" not in wanted:
                     continue
             # Ops of the same types and attributes (most of a module's) are
-            # read once.
-            key = (op.name, len(op.operands), len(op.results), len(op.attributes), *types,
-                   *(text.attr(op, k) for k in keys))
-            if key not in known:
-                parts = read(op, text)
-                known[key] = None if parts is None else (parts, classify(parts))
-            if known[key] is not None:
-                out.append((op, *known[key]))
+            # decoded once.
+            r = _Read.of(op, text, keys, types)
+            if r not in known:
+                parts = read(r)
+                known[r] = None if parts is None else (parts, classify(parts))
+            if known[r] is not None:
+                out.append((op, *known[r]))
     return out
 
 
@@ -230,11 +253,15 @@ def contractions(module) -> list[Contraction]:
     return [c for _, _, c in _found(_module(module))]
 
 
-def _conv_parts(op, text: _Text):
+def _conv_parts(r: _Read):
     """The dimension roles, window and groups of a ``stablehlo.convolution``
     op, or None where it is not in the form jax writes."""
-    types = _types(op, text)
-    dn = text.attr(op, "dimension_numbers")
+
+    def attr(key):
+        return r.attr(_CONV_KEYS, key)
+
+    types = _types(r)
+    dn = attr("dimension_numbers")
     dn = re.fullmatch(r"#stablehlo\.conv<\[([\w, ]+)\]x\[([\w, ]+)\]->\[([\w, ]+)\]>", dn) if dn else None
     if types is None or dn is None:
         return None
@@ -242,7 +269,7 @@ def _conv_parts(op, text: _Text):
     il, kl, ol = ([x.strip() for x in dn[k].split(",")] for k in (1, 2, 3))
     rank = len(il) - 2
     pad = [(0, 0)] * rank
-    if (padding := text.attr(op, "padding")) is not None:
+    if (padding := attr("padding")) is not None:
         body = re.match(r"dense<(.*)>\s*:", padding)
         if body is None:
             return None
@@ -252,13 +279,13 @@ def _conv_parts(op, text: _Text):
             pad = [(int(body[1]), int(body[1]))] * rank
 
     def count(key):
-        v = text.attr(op, key)
+        v = attr(key)
         return int(v.split(":")[0]) if v is not None else 1
 
     return dict(ta=ta, tb=tb, tr=tr, il=il, kl=kl, ol=ol, rank=rank,
-                stride=_array(text.attr(op, "window_strides"), 1, rank), pad=pad,
-                ld=_array(text.attr(op, "lhs_dilation"), 1, rank), rd=_array(text.attr(op, "rhs_dilation"), 1, rank),
-                reversed="true" in (text.attr(op, "window_reversal") or ""), groups=count("feature_group_count"),
+                stride=_array(attr("window_strides"), 1, rank), pad=pad,
+                ld=_array(attr("lhs_dilation"), 1, rank), rd=_array(attr("rhs_dilation"), 1, rank),
+                reversed="true" in (attr("window_reversal") or ""), groups=count("feature_group_count"),
                 bgroups=count("batch_group_count"))
 
 
@@ -338,9 +365,10 @@ def _send_dot(ir, op, parts, d: Contraction) -> None:
     op.erase()
 
 
-def _send_conv(ir, op, parts) -> None:
-    """Replaces the convolution ``op`` by a oneDNN convolution."""
-    call = _custom_call(ir, CONV_TARGET, _conv_config(parts), (op.operands[0], op.operands[1]),
+def _send_conv(ir, op, config: str) -> None:
+    """Replaces the convolution ``op`` by a oneDNN convolution of backend
+    config ``config`` (:func:`_conv_config`)."""
+    call = _custom_call(ir, CONV_TARGET, config, (op.operands[0], op.operands[1]),
                         op.results[0].type, op)
     op.results[0].replace_all_uses_with(call.results[0])
     op.erase()
@@ -372,7 +400,7 @@ def module_with(module, chosen: Iterable[str]):
     if not chosen:
         return module, 0
     new = _copy(module)
-    count = 0
+    count, configs = 0, {}
     with new.context, ir.Location.unknown():
         for op, parts, d in _found(new, {_operands_key(sig) for sig in chosen}):
             if not d.eligible or d.signature not in chosen:
@@ -380,7 +408,10 @@ def module_with(module, chosen: Iterable[str]):
             if op.name == "stablehlo.dot_general":
                 _send_dot(ir, op, parts, d)
             else:
-                _send_conv(ir, op, parts)
+                # Equal convolutions share their parts, and so their config.
+                if id(parts) not in configs:
+                    configs[id(parts)] = _conv_config(parts)
+                _send_conv(ir, op, configs[id(parts)])
             count += 1
     return new, count
 
