@@ -2,8 +2,7 @@
 //! program to (`jax.jit(f).lower(*args)`, printed in the generic op form)
 //! into the same [`Module`] XLA's own MLIR-to-HLO conversion would give.
 //!
-//! Stages: the pest grammar `stablehlo/mlir.pest` reads the text into a
-//! syntax tree (`syntax`); `lower` and its op rules (`ops`, `structured`,
+//! Stages: `syntax` reads the text into a syntax tree; `lower` and its op rules (`ops`, `structured`,
 //! `chlo` for the CHLO ops XLA expands)
 //! write the HLO XLA's conversion writes, as HLO text; [`parse_module`]
 //! reads that into the IR. Going through HLO text keeps one decoder of
@@ -18,15 +17,9 @@ mod syntax;
 
 use crate::ir::hash::FxMap as HashMap;
 
-use pest::Parser;
+use crate::{parse_module_named, Module, Result};
 
-use crate::{parse_module_named, Error, Module, Result};
-
-#[derive(pest_derive::Parser)]
-#[grammar = "stablehlo/mlir.pest"]
-struct MlirParser;
-
-/// Deepest bracket nesting read (pest recurses once per level).
+/// Deepest bracket nesting read (the reader recurses once per level).
 const MAX_DEPTH: usize = 256;
 
 /// Reads StableHLO MLIR text (generic op form) into a module.
@@ -39,12 +32,20 @@ pub fn parse_stablehlo(text: &str) -> Result<Module> {
 /// print for `text`, up to names and layouts.
 pub fn stablehlo_to_hlo_text(text: &str) -> Result<String> {
     check_depth(text)?;
-    let mut pairs = MlirParser::parse(Rule::file, text).map_err(|e| pest_error(text, e))?;
-    let top = pairs
-        .next()
-        .and_then(|f| f.into_inner().find(|p| p.as_rule() == Rule::op))
-        .map(syntax::op)
-        .ok_or_else(|| lower::Emitter::new(text, HashMap::default()).err(0, "no module op"))?;
+    let top = syntax::file(text).map_err(|e| {
+        // The reader stops at ASCII bytes; a char boundary all the same.
+        let at = (0..=e.at.min(text.len()))
+            .rev()
+            .find(|&i| text.is_char_boundary(i))
+            .unwrap_or(0);
+        lower::Emitter::new(text, HashMap::default()).err(
+            at,
+            format!(
+                "not StableHLO in the generic op form: expected {}",
+                e.expected
+            ),
+        )
+    })?;
     let module_name = top
         .attr("sym_name")
         .map(|s| s.trim_matches('"'))
@@ -78,20 +79,6 @@ pub fn stablehlo_to_hlo_text(text: &str) -> Result<String> {
         out.push('\n');
     }
     Ok(out)
-}
-
-fn pest_error(text: &str, e: pest::error::Error<Rule>) -> Error {
-    let at = match e.location {
-        pest::error::InputLocation::Pos(p) => p,
-        pest::error::InputLocation::Span((p, _)) => p,
-    };
-    lower::Emitter::new(text, HashMap::default()).err(
-        at,
-        format!(
-            "not StableHLO in the generic op form: {}",
-            e.variant.message()
-        ),
-    )
 }
 
 fn check_depth(text: &str) -> Result<()> {
