@@ -43,72 +43,49 @@ fn differs(text: &str) -> Option<String> {
     ))
 }
 
-/// One to four edits at random places: a deletion, a character replaced by
-/// one of the grammar's delimiters, or a piece of HLO spliced in.
-fn mutate(rng: &mut Rng, text: &str) -> String {
-    const SPLICES: &[&str] = &[
-        " ",
-        "\n",
-        "\t",
-        ",",
-        "=",
-        "%",
-        "(",
-        ")",
-        "{",
-        "}",
-        "[",
-        "]",
-        "\"",
-        "/*x*/",
-        "//c\n",
-        "ROOT ",
-        "ROOT",
-        "f32[2]{0} ",
-        "(f32[], s32[]) ",
-        "{1,0}",
-        " {0}",
-        "#1",
-        "\\",
-        "é",
-        ", a=b",
-        ",x={1}",
-        "={",
-        "add(",
-        "%p, ",
-        "constant(1)",
-        "parameter(0)",
-        "b(f32[2])",
-        "ENTRY ",
-        "ENTRY",
-        " -> ",
-        "->",
-        ": ",
-        ":",
-        "(s32[], (f32[2]{0}, u8[]))",
-        "{}",
-    ];
-    let mut b = text.as_bytes().to_vec();
-    for _ in 0..1 + rng.below(4) {
-        let at = rng.below(b.len() + 1);
-        match rng.below(3) {
-            0 => {
-                let end = (at + 1 + rng.below(8)).min(b.len());
-                b.drain(at.min(end)..end);
-            }
-            1 if !b.is_empty() => {
-                let alphabet = b" \n,=%(){}[]\"/*#:0aZ-.";
-                let i = at.min(b.len() - 1);
-                b[i] = alphabet[rng.below(alphabet.len())];
-            }
-            _ => {
-                let s = SPLICES[rng.below(SPLICES.len())].as_bytes();
-                b.splice(at..at, s.iter().copied());
-            }
-        }
-    }
-    String::from_utf8_lossy(&b).into_owned()
-}
+/// Pieces of HLO spliced into the mutants (`common::mutate`).
+const SPLICES: &[&str] = &[
+    " ",
+    "\n",
+    "\t",
+    ",",
+    "=",
+    "%",
+    "(",
+    ")",
+    "{",
+    "}",
+    "[",
+    "]",
+    "\"",
+    "/*x*/",
+    "//c\n",
+    "ROOT ",
+    "ROOT",
+    "f32[2]{0} ",
+    "(f32[], s32[]) ",
+    "{1,0}",
+    " {0}",
+    "#1",
+    "\\",
+    "é",
+    ", a=b",
+    ",x={1}",
+    "={",
+    "add(",
+    "%p, ",
+    "constant(1)",
+    "parameter(0)",
+    "b(f32[2])",
+    "ENTRY ",
+    "ENTRY",
+    " -> ",
+    "->",
+    ": ",
+    ":",
+    "(s32[], (f32[2]{0}, u8[]))",
+    "{}",
+];
 
 fn check_files(files: &[std::path::PathBuf], mutants: usize, max_mutated_len: usize) {
     let mut rng = Rng(0x2545_f491_4f6c_dd1d);
@@ -126,7 +103,7 @@ fn check_files(files: &[std::path::PathBuf], mutants: usize, max_mutated_len: us
             continue;
         }
         for _ in 0..mutants {
-            let mutant = mutate(&mut rng, &text);
+            let mutant = mutate(&mut rng, &text, SPLICES, b" \n,=%(){}[]\"/*#:0aZ-.");
             tried += 1;
             if let Some(d) = differs(&mutant) {
                 failures.push(format!(

@@ -68,35 +68,6 @@ const SPLICES: &[&str] = &[
     "may-alias",
 ];
 
-fn mutate(rng: &mut Rng, text: &str) -> String {
-    let mut bytes = text.as_bytes().to_vec();
-    for _ in 0..1 + rng.below(4) {
-        let at = rng.below(bytes.len() + 1);
-        match rng.below(4) {
-            0 => {
-                let end = (at + 1 + rng.below(16)).min(bytes.len());
-                bytes.drain(at.min(end)..end);
-            }
-            1 => {
-                let s = SPLICES[rng.below(SPLICES.len())].as_bytes();
-                bytes.splice(at..at, s.iter().copied());
-            }
-            2 if !bytes.is_empty() => {
-                let i = at.min(bytes.len() - 1);
-                let alphabet = b"{}()[],=%\" \n0aZ:";
-                bytes[i] = alphabet[rng.below(alphabet.len())];
-            }
-            _ => {
-                // Duplicate a slice (repeats instructions, brackets, ...).
-                let end = (at + rng.below(64)).min(bytes.len());
-                let piece: Vec<u8> = bytes[at.min(end)..end].to_vec();
-                bytes.splice(at..at, piece);
-            }
-        }
-    }
-    String::from_utf8_lossy(&bytes).into_owned()
-}
-
 #[test]
 fn mutated_modules_never_panic_and_round_trip_when_accepted() {
     let files = hlo_files(&testdata().join("hlo"));
@@ -109,7 +80,7 @@ fn mutated_modules_never_panic_and_round_trip_when_accepted() {
             continue; // keep the test fast; large modules are covered by the round-trip tests
         }
         for _ in 0..400 {
-            let mutant = mutate(&mut rng, &text);
+            let mutant = mutate(&mut rng, &text, SPLICES, b"{}()[],=%\" \n0aZ:");
             total += 1;
             let res = std::panic::catch_unwind(|| round_trip(&mutant, "mutant"));
             match res {

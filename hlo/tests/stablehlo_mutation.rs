@@ -55,39 +55,9 @@ const SPLICES: &[&str] = &[
     "\"stablehlo.add\"(%0, %0) : (tensor<f32>, tensor<f32>) -> tensor<f32>\n",
 ];
 
-fn mutate(rng: &mut Rng, text: &str) -> String {
-    let mut bytes = text.as_bytes().to_vec();
-    for _ in 0..1 + rng.below(4) {
-        let at = rng.below(bytes.len() + 1);
-        match rng.below(4) {
-            0 => {
-                let end = (at + 1 + rng.below(24)).min(bytes.len());
-                bytes.drain(at.min(end)..end);
-            }
-            1 => {
-                let s = SPLICES[rng.below(SPLICES.len())].as_bytes();
-                bytes.splice(at..at, s.iter().copied());
-            }
-            2 if !bytes.is_empty() => {
-                let i = at.min(bytes.len() - 1);
-                let alphabet = b"{}()[]<>,=%\"\\ \n0x:^#-";
-                bytes[i] = alphabet[rng.below(alphabet.len())];
-            }
-            _ => bytes.truncate(at),
-        }
-    }
-    String::from_utf8_lossy(&bytes).into_owned()
-}
-
 #[test]
 fn mutated_stablehlo_never_panics_and_errors_have_a_position() {
-    let dir = testdata().join("stablehlo");
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .expect("testdata/stablehlo")
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "mlir"))
-        .collect();
-    files.sort();
+    let files = files_with_extension(&testdata().join("stablehlo"), "mlir");
     assert!(files.len() >= 6, "expected the testdata/stablehlo cases");
     let mut rng = Rng(0x005e_ed0f_5ab1_e41c);
     let (mut accepted, mut total) = (0, 0);
@@ -95,7 +65,7 @@ fn mutated_stablehlo_never_panics_and_errors_have_a_position() {
         let text = std::fs::read_to_string(f).expect("readable test file");
         hlo::parse_stablehlo(&text).unwrap_or_else(|e| panic!("{}: {}", f.display(), e.render()));
         for _ in 0..300 {
-            let mutant = mutate(&mut rng, &text);
+            let mutant = mutate(&mut rng, &text, SPLICES, b"{}()[]<>,=%\"\\ \n0x:^#-");
             total += 1;
             match std::panic::catch_unwind(|| hlo::parse_stablehlo(&mutant)) {
                 Err(_) => panic!(

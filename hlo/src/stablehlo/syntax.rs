@@ -154,6 +154,29 @@ impl<'a> Cursor<'a> {
         }
     }
 
+    /// `item (, item)*`.
+    fn list<T>(&mut self, mut item: impl FnMut(&mut Self) -> Parsed<T>) -> Parsed<Vec<T>> {
+        let mut out = vec![item(self)?];
+        while self.eat(",") {
+            out.push(item(self)?);
+        }
+        Ok(out)
+    }
+
+    /// `item (, item)*` or nothing, then `close` (its opener read).
+    fn enclosed<T>(
+        &mut self,
+        close: &'static str,
+        item: impl FnMut(&mut Self) -> Parsed<T>,
+    ) -> Parsed<Vec<T>> {
+        if self.eat(close) {
+            return Ok(Vec::new());
+        }
+        let out = self.list(item)?;
+        self.expect(close)?;
+        Ok(out)
+    }
+
     /// The run of bytes from here for which `f` holds (maybe empty).
     fn run(&mut self, f: impl Fn(u8) -> bool) -> &'a str {
         let start = self.i;
@@ -217,40 +240,23 @@ impl<'a> Cursor<'a> {
             outputs: Vec::new(),
         };
         if self.peek() == Some(b'%') {
-            loop {
-                op.results.push(self.percent(b':', 1)?);
-                if !self.eat(",") {
-                    break;
-                }
-            }
+            op.results = self.list(|c| c.percent(b':', 1))?;
             self.expect("=")?;
             self.space();
         }
         op.name = self.quoted("an op name `\"dialect.op\"`")?;
         self.expect("(")?;
-        if !self.eat(")") {
-            loop {
-                op.operands.push(self.value()?);
-                if !self.eat(",") {
-                    break;
-                }
-            }
-            self.expect(")")?;
-        }
+        op.operands = self.enclosed(")", Self::value)?;
         if self.eat("<{") {
-            self.entries(&mut op.attrs, "}>")?;
+            op.attrs = self.enclosed("}>", Self::entry)?;
         }
         if self.eat("(") {
-            loop {
-                op.regions.push(self.region()?);
-                if !self.eat(",") {
-                    break;
-                }
-            }
+            op.regions = self.list(Self::region)?;
             self.expect(")")?;
         }
         if self.eat("{") {
-            self.entries(&mut op.attrs, "}")?;
+            let attrs = self.enclosed("}", Self::entry)?;
+            op.attrs.extend(attrs);
         }
         self.expect(":")?;
         op.inputs = self.type_list()?;
@@ -278,33 +284,22 @@ impl<'a> Cursor<'a> {
         Ok(())
     }
 
-    /// `key = value, ...` up to `close` (`}>` or `}`), which may come at once.
-    fn entries(&mut self, out: &mut Vec<(&'a str, &'a str)>, close: &'static str) -> Parsed<()> {
-        if self.eat(close) {
-            return Ok(());
+    /// `key = value` or `key` (a unit attribute).
+    fn entry(&mut self) -> Parsed<(&'a str, &'a str)> {
+        self.space();
+        let key = if self.peek() == Some(b'"') {
+            self.quoted("an attribute name")?
+        } else {
+            self.run(is_ident)
+        };
+        if key.is_empty() {
+            return self.fail("an attribute name");
         }
-        loop {
-            self.space();
-            let key = if self.peek() == Some(b'"') {
-                self.quoted("an attribute name")?
-            } else {
-                self.run(is_ident)
-            };
-            if key.is_empty() {
-                return self.fail("an attribute name");
-            }
-            let value = if self.eat("=") {
-                self.space();
-                self.attr_value()?
-            } else {
-                ""
-            };
-            out.push((key, value));
-            if !self.eat(",") {
-                break;
-            }
+        if !self.eat("=") {
+            return Ok((key, ""));
         }
-        self.expect(close)
+        self.space();
+        Ok((key, self.attr_value()?))
     }
 
     /// Balanced text up to the next `,` `}` `)` `]` or `>` outside
@@ -392,17 +387,8 @@ impl<'a> Cursor<'a> {
                 if self.run(is_ident).is_empty() {
                     return self.fail("a block name after `^`");
                 }
-                if self.eat("(") && !self.eat(")") {
-                    loop {
-                        let arg = self.value()?;
-                        self.expect(":")?;
-                        block.args.push((arg.name, self.ty()?));
-                        self.loc()?;
-                        if !self.eat(",") {
-                            break;
-                        }
-                    }
-                    self.expect(")")?;
+                if self.eat("(") {
+                    block.args = self.enclosed(")", Self::block_arg)?;
                 }
                 self.expect(":")?;
             }
@@ -417,21 +403,19 @@ impl<'a> Cursor<'a> {
         }
     }
 
+    /// `%x: type loc(...)`.
+    fn block_arg(&mut self) -> Parsed<(&'a str, Ty<'a>)> {
+        let arg = self.value()?;
+        self.expect(":")?;
+        let ty = self.ty()?;
+        self.loc()?;
+        Ok((arg.name, ty))
+    }
+
     /// `( type, ... )`.
     fn type_list(&mut self) -> Parsed<Vec<Ty<'a>>> {
         self.expect("(")?;
-        let mut tys = Vec::new();
-        if self.eat(")") {
-            return Ok(tys);
-        }
-        loop {
-            tys.push(self.ty()?);
-            if !self.eat(",") {
-                break;
-            }
-        }
-        self.expect(")")?;
-        Ok(tys)
+        self.enclosed(")", Self::ty)
     }
 
     fn ty(&mut self) -> Parsed<Ty<'a>> {
@@ -442,17 +426,7 @@ impl<'a> Cursor<'a> {
         }
         if self.at("tuple<") {
             self.i += "tuple<".len();
-            let mut tys = Vec::new();
-            if !self.eat(">") {
-                loop {
-                    tys.push(self.ty()?);
-                    if !self.eat(",") {
-                        break;
-                    }
-                }
-                self.expect(">")?;
-            }
-            return Ok(Ty::Tuple(tys));
+            return Ok(Ty::Tuple(self.enclosed(">", Self::ty)?));
         }
         if self.peek() == Some(b'!') {
             self.i += 1;

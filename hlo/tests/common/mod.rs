@@ -23,10 +23,15 @@ pub fn shared() -> Option<PathBuf> {
 
 /// `.hlo` files of a folder, sorted.
 pub fn hlo_files(dir: &Path) -> Vec<PathBuf> {
+    files_with_extension(dir, "hlo")
+}
+
+/// Files of a folder with extension `ext`, sorted.
+pub fn files_with_extension(dir: &Path, ext: &str) -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
         .map(|rd| {
             rd.filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|p| p.extension().is_some_and(|x| x == "hlo"))
+                .filter(|p| p.extension().is_some_and(|x| x == ext))
                 .collect()
         })
         .unwrap_or_default();
@@ -113,4 +118,36 @@ pub fn run_conformance(python: &str, script: &str, args: &[std::ffi::OsString]) 
         String::from_utf8_lossy(&res.stderr)
     );
     stdout
+}
+
+/// One to four random edits of `text`: a cut, a splice of one of
+/// `splices`, a byte replaced by one of `alphabet`, a repeated slice, or
+/// the rest dropped. Invalid UTF-8 made by an edit is replaced.
+pub fn mutate(rng: &mut Rng, text: &str, splices: &[&str], alphabet: &[u8]) -> String {
+    let mut bytes = text.as_bytes().to_vec();
+    for _ in 0..1 + rng.below(4) {
+        let at = rng.below(bytes.len() + 1);
+        match rng.below(5) {
+            0 => {
+                let end = (at + 1 + rng.below(16)).min(bytes.len());
+                bytes.drain(at.min(end)..end);
+            }
+            1 => {
+                let s = splices[rng.below(splices.len())].as_bytes();
+                bytes.splice(at..at, s.iter().copied());
+            }
+            2 if !bytes.is_empty() => {
+                let i = at.min(bytes.len() - 1);
+                bytes[i] = alphabet[rng.below(alphabet.len())];
+            }
+            4 => bytes.truncate(at),
+            _ => {
+                // Duplicate a slice (repeats instructions, brackets, ...).
+                let end = (at + rng.below(64)).min(bytes.len());
+                let piece: Vec<u8> = bytes[at.min(end)..end].to_vec();
+                bytes.splice(at..at, piece);
+            }
+        }
+    }
+    String::from_utf8_lossy(&bytes).into_owned()
 }
