@@ -38,13 +38,8 @@ pub fn stablehlo_to_hlo_text(text: &str) -> Result<String> {
             .rev()
             .find(|&i| text.is_char_boundary(i))
             .unwrap_or(0);
-        lower::Emitter::new(text, HashMap::default()).err(
-            at,
-            format!(
-                "not StableHLO in the generic op form: expected {}",
-                e.expected
-            ),
-        )
+        lower::Emitter::new(text, HashMap::default())
+            .err(at, format!("not StableHLO in the generic op form: {e}"))
     })?;
     let module_name = top
         .attr("sym_name")

@@ -69,11 +69,23 @@ impl<'a> Op<'a> {
     }
 }
 
-/// Where the text stops being the generic form, and what was expected there.
+/// Where the text stops being the generic form, and what was expected
+/// there: a token (`token`) or a description.
 #[derive(Debug)]
 pub struct SyntaxError {
     pub at: usize,
     pub expected: &'static str,
+    pub token: bool,
+}
+
+impl std::fmt::Display for SyntaxError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.token {
+            write!(f, "expected `{}`", self.expected)
+        } else {
+            write!(f, "expected {}", self.expected)
+        }
+    }
 }
 
 type Parsed<T> = Result<T, SyntaxError>;
@@ -111,6 +123,7 @@ impl<'a> Cursor<'a> {
         Err(SyntaxError {
             at: self.i,
             expected,
+            token: false,
         })
     }
 
@@ -150,7 +163,11 @@ impl<'a> Cursor<'a> {
         if self.eat(s) {
             Ok(())
         } else {
-            self.fail(s)
+            Err(SyntaxError {
+                at: self.i,
+                expected: s,
+                token: true,
+            })
         }
     }
 
