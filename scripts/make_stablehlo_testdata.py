@@ -89,6 +89,10 @@ CASES = {
     # (ppermute); `_mesh_axes` written by jaxlib 0.12.0.1.
     "shard_map_collectives": (lambda x: _collectives(x), (f32(8, 8),)),
     "shard_map_collectives_mesh_axes": (lambda x: _collectives(x), (f32(8, 8),)),
+    # all_to_all, concatenating along the split dimension and along another
+    # (XlaBuilder's reshape, transpose, reshape); `_mesh_axes` by 0.12.0.1.
+    "shard_map_all_to_all": (lambda x: _all_to_all(x), (f32(16, 8),)),
+    "shard_map_all_to_all_mesh_axes": (lambda x: _all_to_all(x), (f32(16, 8),)),
 }
 
 
@@ -105,6 +109,24 @@ def _collectives(x):
         s = jax.lax.psum_scatter(a.T @ a, "x", scatter_dimension=0, tiled=True)
         p = jax.lax.ppermute(a, "x", perm=[(0, 1), (1, 2), (2, 3), (3, 0)])
         return (g.sum() + s.sum() + p.sum())[None]
+
+    mesh = Mesh(np.array(jax.devices()[:4]), ("x",))
+    return shard_map(body, mesh=mesh, in_specs=PS("x"), out_specs=PS("x"))(x)
+
+
+def _all_to_all(x):
+    from jax.sharding import Mesh, PartitionSpec as PS
+
+    try:
+        from jax import shard_map
+    except ImportError:
+        from jax.experimental.shard_map import shard_map
+
+    def body(a):
+        u = jax.lax.all_to_all(a, "x", split_axis=1, concat_axis=0, tiled=True)
+        v = jax.lax.all_to_all(a, "x", split_axis=0, concat_axis=1, tiled=True)
+        w = jax.lax.all_to_all(a, "x", split_axis=0, concat_axis=0, tiled=True)
+        return (u.sum() + v.sum() + w.sum())[None]
 
     mesh = Mesh(np.array(jax.devices()[:4]), ("x",))
     return shard_map(body, mesh=mesh, in_specs=PS("x"), out_specs=PS("x"))(x)

@@ -320,7 +320,12 @@ impl<'a> Emitter<'a> {
     }
 
     /// A new `constant(literal)` of type `ty`, shared with no other.
-    fn fresh_constant(&mut self, c: &mut Comp<'a>, ty: &Ty<'a>, literal: &str) -> Result<Val<'a>> {
+    pub(super) fn fresh_constant(
+        &mut self,
+        c: &mut Comp<'a>,
+        ty: &Ty<'a>,
+        literal: &str,
+    ) -> Result<Val<'a>> {
         let v = self.push(c, ty, "constant", &[], "", false)?;
         if let Some(l) = c.lines.last_mut() {
             l.body = l

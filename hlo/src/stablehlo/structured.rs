@@ -26,6 +26,9 @@ impl<'a> Emitter<'a> {
         if short == "iota" {
             return self.iota(c, op);
         }
+        if short == "all_to_all" {
+            return self.all_to_all(c, op, args);
+        }
         if short == "transpose" {
             return self.transpose(c, op, args);
         }
@@ -137,6 +140,74 @@ impl<'a> Emitter<'a> {
             let out = self.get(c, &Use { name, index: 0 }, op.at)?;
             c.transposes.insert(out.name, (x.clone(), perm));
         }
+        Ok(())
+    }
+
+    /// `all_to_all` of one operand as XLA's exporter writes it: an
+    /// `all-to-all` that splits `split_dimension`. When the pieces are
+    /// concatenated along another dimension, XlaBuilder then reshapes the
+    /// split dimension into (pieces, piece), moves the pieces' dimension
+    /// before the concatenated one, and reshapes to the result; it also
+    /// leaves a constant of the split count, unused, which XLA keeps.
+    fn all_to_all(&mut self, c: &mut Comp<'a>, op: &Op<'a>, args: &[Val<'a>]) -> Result<()> {
+        let [x] = args else {
+            return Err(self.err(op.at, "all_to_all of several operands is not read"));
+        };
+        let (split, concat) = (
+            self.int(op, "split_dimension")?,
+            self.int(op, "concat_dimension")?,
+        );
+        let count = self.int(op, "split_count")?;
+        let attrs = format!("{}, dimensions={{{split}}}", self.collective(op)?);
+        if split == concat {
+            return self.one(c, op, args, "all-to-all", attrs);
+        }
+        let (Ty::Tensor(dims, elem), Some(out)) = (&x.ty, op.outputs.first()) else {
+            return Err(self.err(op.at, "all_to_all of a non-tensor"));
+        };
+        let rank = dims.len();
+        let (Ok(split), Ok(concat)) = (usize::try_from(split), usize::try_from(concat)) else {
+            return Err(self.err(op.at, "all_to_all dimensions out of range"));
+        };
+        if split >= rank || concat >= rank || count <= 0 || dims[split] % count != 0 {
+            return Err(self.err(op.at, "all_to_all dimensions out of range"));
+        }
+        let count_ty = Ty::Tensor(Dims::from_slice(&[1]), "i32");
+        self.fresh_constant(c, &count_ty, &format!("{{{count}}}"))?;
+        if let Some(line) = c.lines.last_mut() {
+            line.removable = false;
+        }
+        let a = self.push(c, &x.ty, "all-to-all", &[x], &attrs, false)?;
+        let mut pieces = Dims::new();
+        for (i, &d) in dims.iter().enumerate() {
+            if i == split {
+                pieces.extend([count, d / count]);
+            } else {
+                pieces.push(d);
+            }
+        }
+        // Dimension i of the operand is dimension i (i + 1 after the
+        // split) of `pieces`; the pieces' own dimension is `split`.
+        let mut perm = Vec::with_capacity(rank + 1);
+        for i in 0..rank {
+            if i == concat {
+                perm.push(split);
+            }
+            perm.push(if i >= split { i + 1 } else { i });
+        }
+        let moved: Dims = perm.iter().map(|&p| pieces[p]).collect();
+        let r = self.push(c, &Ty::Tensor(pieces, elem), "reshape", &[&a], "", false)?;
+        let perm: Vec<i64> = perm.iter().map(|&p| p as i64).collect();
+        let t = self.push(
+            c,
+            &Ty::Tensor(moved, elem),
+            "transpose",
+            &[&r],
+            &format!("dimensions={{{}}}", attr::join(&perm)),
+            false,
+        )?;
+        let v = self.push(c, out, "reshape", &[&t], "", false)?;
+        bind_groups(c, op, vec![v]);
         Ok(())
     }
 
