@@ -178,26 +178,9 @@ impl<'a> Emitter<'a> {
             line.removable = false;
         }
         let a = self.push(c, &x.ty, "all-to-all", &[x], &attrs, false)?;
-        let mut pieces = Dims::new();
-        for (i, &d) in dims.iter().enumerate() {
-            if i == split {
-                pieces.extend([count, d / count]);
-            } else {
-                pieces.push(d);
-            }
-        }
-        // Dimension i of the operand is dimension i (i + 1 after the
-        // split) of `pieces`; the pieces' own dimension is `split`.
-        let mut perm = Vec::with_capacity(rank + 1);
-        for i in 0..rank {
-            if i == concat {
-                perm.push(split);
-            }
-            perm.push(if i >= split { i + 1 } else { i });
-        }
-        let moved: Dims = perm.iter().map(|&p| pieces[p]).collect();
+        let (pieces, perm) = split_pieces(dims, split, concat, count);
+        let moved: Dims = perm.iter().map(|&p| pieces[p as usize]).collect();
         let r = self.push(c, &Ty::Tensor(pieces, elem), "reshape", &[&a], "", false)?;
-        let perm: Vec<i64> = perm.iter().map(|&p| p as i64).collect();
         let t = self.push(
             c,
             &Ty::Tensor(moved, elem),
@@ -788,6 +771,30 @@ fn reorder_while<'a>(op: &Op<'a>, order: &[usize]) -> Op<'a> {
         }
     }
     out
+}
+
+/// XlaBuilder's shapes for an `all_to_all` that splits `split` into
+/// `count` pieces and concatenates them along `concat`: the operand's
+/// dimensions with `split` as (pieces, piece), and the permutation that
+/// puts the pieces' dimension before `concat` (dimension i of the operand
+/// is dimension i, or i + 1 from the split on, of the reshaped array).
+fn split_pieces(dims: &[i64], split: usize, concat: usize, count: i64) -> (Dims, Vec<i64>) {
+    let mut pieces = Dims::new();
+    for (i, &d) in dims.iter().enumerate() {
+        if i == split {
+            pieces.extend([count, d / count]);
+        } else {
+            pieces.push(d);
+        }
+    }
+    let mut perm = Vec::with_capacity(dims.len() + 1);
+    for i in 0..dims.len() {
+        if i == concat {
+            perm.push(split as i64);
+        }
+        perm.push(if i >= split { i as i64 + 1 } else { i as i64 });
+    }
+    (pieces, perm)
 }
 
 /// `channel_id=H` of a collective whose channel handle is positive, as
