@@ -51,6 +51,11 @@ use clap::{CommandFactory, Parser};
 
 use hlo_opt_tools::outfile;
 
+/// mimalloc: the readers allocate many small strings and vectors (a
+/// quarter of the StableHLO read was the system malloc and free).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// What `--help` says after the flags: the passes, ONNX Runtime, exit codes.
 const AFTER_HELP: &str = "\
 Passes (--pass=a,b runs them in this order; --list-passes lists them):

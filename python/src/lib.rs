@@ -23,6 +23,11 @@ mod runner;
 mod xla_cpu;
 mod xla_gpu;
 
+/// mimalloc: the readers allocate many small strings and vectors (a
+/// quarter of the StableHLO read was the system malloc and free).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 create_exception!(
     hlo_opt,
     HloError,
