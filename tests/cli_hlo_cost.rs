@@ -915,4 +915,26 @@ fn collect_kernels_times_every_candidate_with_jaxlib_and_resumes() {
     // Run again: what is measured is kept, nothing is timed again.
     let again = succeeded(hlo_cost(&args));
     assert!(String::from_utf8_lossy(&again.stdout).contains("measured 0 programs now"));
+    // --collections 2: one more measurement, pooled with the first.
+    let twice = succeeded(hlo_cost(&[&args[..], &["--collections", "2"]].concat()));
+    assert!(
+        String::from_utf8_lossy(&twice.stdout).contains("measured 1 programs now"),
+        "{}",
+        String::from_utf8_lossy(&twice.stdout)
+    );
+    let pooled = Command::new(&py)
+        .args([
+            "-c",
+            "import sys, json, numpy as np; z = np.load(sys.argv[1]); \
+             assert z['runs_ratio'].shape[0] == 2, z['runs_ratio'].shape; \
+             assert json.loads(str(z['meta']))['collections'] == 2",
+        ])
+        .arg(dir.join("dot.npz"))
+        .output()
+        .expect("python");
+    assert!(
+        pooled.status.success(),
+        "{}",
+        String::from_utf8_lossy(&pooled.stderr)
+    );
 }

@@ -210,6 +210,41 @@ def test_collect_resumes_and_refuses_another_device(tmp_path):
         xla_cpu.collect([prog], tmp_path, budget_s=0.05)
 
 
+def test_collect_pools_measurements_taken_in_separate_passes(tmp_path):
+    """collections=N: each program measured N times, a pass over the
+    programs apart; its npz keeps every run and labels each candidate with
+    the geometric mean of its ratios, valid only where valid in every run;
+    a rerun measures nothing more, a larger N adds to what is there."""
+    from hlo_opt.cpu_corpus import Program
+
+    progs = [Program(n, "test", "float32", 2, lambda a: jnp.tanh(a @ a), (jnp.ones((16, 16)),)) for n in "pq"]
+    assert xla_cpu.collect(progs, tmp_path, budget_s=0.05, collections=2) == ["p", "q", "p", "q"]
+    with np.load(tmp_path / "p.npz") as z:
+        runs, runs_ok, ratio, ok, controls = z["runs_ratio"], z["runs_ok"], z["ratio"], z["ok"], z["runs_control"]
+        meta = json.loads(str(z["meta"]))
+    assert runs.shape == (2, len(xla_cpu.CANDIDATE_NAMES)) and meta["collections"] == 2
+    assert np.array_equal(ok, runs_ok.all(axis=0)) and ok[0] and ratio[0] == pytest.approx(1.0)
+    assert np.allclose(ratio[ok], np.sqrt(runs[0] * runs[1])[ok]) and np.isnan(ratio[~ok]).all()
+    assert meta["control_ratio"] == pytest.approx(float(np.sqrt(controls[0] * controls[1])))
+    assert xla_cpu.collect(progs, tmp_path, budget_s=0.05, collections=2) == [], "nothing more is needed"
+    assert xla_cpu.collect(progs[:1], tmp_path, budget_s=0.05, collections=3) == ["p"]
+    with np.load(tmp_path / "p.npz") as z:
+        assert z["runs_ratio"].shape[0] == 3 and json.loads(str(z["meta"]))["collections"] == 3
+    with pytest.raises(ValueError, match="at least 1"):
+        xla_cpu.collect(progs, tmp_path, collections=0)
+
+    # A candidate invalid in one run is invalid pooled; the default's time is the runs' median.
+    earlier = dict(runs_ratio=np.array([[1.0, 0.5, 2.0]]), runs_ok=np.array([[True, True, True]]),
+                   runs_control=np.array([1.02]), runs_default_ns=np.array([100.0]))
+    res = dict(candidates=["default", "a", "b"], ratio=np.array([1.0, 0.8, np.nan]),
+               ok=np.array([True, True, False]), control_ratio=0.98, default_ns=120.0)
+    pooled = xla_cpu.pool(earlier, res)
+    assert pooled["ok"].tolist() == [True, True, False]
+    assert pooled["ratio"][1] == pytest.approx(0.4 ** 0.5) and np.isnan(pooled["ratio"][2])
+    assert pooled["default_ns"] == 110.0 and pooled["runtime_ns"].tolist() == [110, round(110 * 0.4 ** 0.5), -1]
+    assert pooled["control_ratio"] == pytest.approx((1.02 * 0.98) ** 0.5) and pooled["runs_ratio"].shape == (2, 3)
+
+
 def test_collect_modules_times_a_dumped_module_on_random_arguments(tmp_path):
     """A StableHLO file as a user dumps it (pretty form, a donated argument,
     an integer one) is measured like a program: every candidate, the same

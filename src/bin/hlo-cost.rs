@@ -284,6 +284,11 @@ struct CollectArgs {
     /// $HLO_OPT_PYTHON, else the checkout's .venv); resumable.
     #[arg(long, conflicts_with_all = ["configs", "random_fraction", "chunk", "estimator", "ray"])]
     kernels: bool,
+    /// With --kernels: measure each module until it holds N measurements,
+    /// taken in separate passes over the modules; its labels are their
+    /// geometric mean (a rerun with a larger N adds to what is there).
+    #[arg(long, default_value_t = 1, requires = "kernels", value_parser = clap::value_parser!(u64).range(1..=1000))]
+    collections: u64,
     /// Output folder: per module STEM.npz and STEM.collect.jsonl (the state a
     /// later run continues from), and manifest.json.
     #[arg(short = 'o', long = "output")]
@@ -621,6 +626,9 @@ fn collect_kernels(args: &CollectArgs) -> Result<ExitCode, CliError> {
     }
     if args.allow_mixed_devices {
         argv.push("--allow-mixed-devices".into());
+    }
+    if args.collections > 1 {
+        argv.extend(["--collections".into(), args.collections.to_string()]);
     }
     argv.push("--modules".into());
     argv.extend(args.modules.iter().map(|m| m.display().to_string()));
