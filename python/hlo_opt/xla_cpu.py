@@ -223,14 +223,24 @@ def save(path: Path, result: dict[str, Any], meta: dict[str, Any]) -> None:
 
 def _runs_of(path: Path) -> dict[str, np.ndarray]:
     """The measurements an npz holds, one row each: ``runs_*`` when it
-    pools several, else its one measurement."""
-    with np.load(path) as z:
-        if "runs_ratio" in z.files:
-            return {k: z[k] for k in ("runs_ratio", "runs_ok", "runs_control", "runs_default_ns")}
-        meta = json.loads(str(z["meta"]))
-        return dict(runs_ratio=z["ratio"][None, :].astype(float), runs_ok=z["ok"][None, :].astype(bool),
-                    runs_control=np.asarray([meta["control_ratio"]], dtype=float),
-                    runs_default_ns=np.asarray([meta["default_ns"]], dtype=float))
+    pools several, else its one measurement. One that does not read as
+    such is an error naming it (remove it, and the program is measured afresh)."""
+    try:
+        with np.load(path) as z:
+            if "runs_ratio" in z.files:
+                runs = {k: z[k] for k in ("runs_ratio", "runs_ok", "runs_control", "runs_default_ns")}
+            else:
+                meta = json.loads(str(z["meta"]))
+                runs = dict(runs_ratio=z["ratio"][None, :].astype(float), runs_ok=z["ok"][None, :].astype(bool),
+                            runs_control=np.asarray([meta["control_ratio"]], dtype=float),
+                            runs_default_ns=np.asarray([meta["default_ns"]], dtype=float))
+    except Exception as e:  # a damaged or foreign file: say which
+        raise RuntimeError(f"{path}: cannot read its earlier measurements ({e}): remove it to measure afresh") from None
+    k = runs["runs_ratio"].shape[0] if runs["runs_ratio"].ndim == 2 else -1
+    if k < 1 or runs["runs_ok"].shape != runs["runs_ratio"].shape or \
+            runs["runs_control"].shape != (k,) or runs["runs_default_ns"].shape != (k,):
+        raise RuntimeError(f"{path}: its earlier measurements have inconsistent shapes: remove it to measure afresh")
+    return runs
 
 
 def pool(earlier: dict[str, np.ndarray], res: dict[str, Any]) -> dict[str, Any]:
@@ -240,6 +250,8 @@ def pool(earlier: dict[str, np.ndarray], res: dict[str, Any]) -> dict[str, Any]:
     its ratios (NaN where not valid); the control's ratio and the default's
     time are the geometric mean and the median of theirs. The runs are kept
     as ``runs_*`` rows."""
+    if earlier["runs_ratio"].shape[1] != len(res["ratio"]):
+        raise ValueError(f"{earlier['runs_ratio'].shape[1]} candidates measured before, {len(res['ratio'])} now")
     runs_ratio = np.vstack([earlier["runs_ratio"], np.asarray(res["ratio"], dtype=float)[None, :]])
     runs_ok = np.vstack([earlier["runs_ok"], np.asarray(res["ok"], dtype=bool)[None, :]])
     runs_control = np.append(earlier["runs_control"], res["control_ratio"])
@@ -278,9 +290,10 @@ def _collect_one(out: Path, name: str, lowered, args, about: dict[str, Any], fp:
     hlo = lowered.as_text(dialect="hlo")
     _atomic_write(out / f"{name}.hlo", lambda tmp: Path(tmp).write_text(hlo))
     t = time.perf_counter()
+    earlier = _runs_of(out / f"{name}.npz") if held else None  # read first: a damaged file costs no run
     res = measure(lowered, args, budget_s=budget_s, seed=seed + held)
-    if held:
-        res = pool(_runs_of(out / f"{name}.npz"), res)
+    if earlier is not None:
+        res = pool(earlier, res)
     meta = dict(about, program=name, device=fp, protocol=PROTOCOL, control_ratio=res["control_ratio"],
                 rounds=res["rounds"], repeat=res["repeat"], default_ns=res["default_ns"], collections=held + 1)
     save(out / f"{name}.npz", res, meta)

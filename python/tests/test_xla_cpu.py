@@ -232,6 +232,13 @@ def test_collect_pools_measurements_taken_in_separate_passes(tmp_path):
         assert z["runs_ratio"].shape[0] == 3 and json.loads(str(z["meta"]))["collections"] == 3
     with pytest.raises(ValueError, match="at least 1"):
         xla_cpu.collect(progs, tmp_path, collections=0)
+    # Earlier runs that do not read are named before anything is timed.
+    with np.load(tmp_path / "q.npz") as z:
+        arrays = {k: z[k] for k in z.files}
+    arrays["runs_control"] = arrays["runs_control"][:1]
+    np.savez(tmp_path / "q.npz", **arrays)
+    with pytest.raises(RuntimeError, match="q.npz: its earlier measurements have inconsistent shapes"):
+        xla_cpu.collect(progs, tmp_path, budget_s=0.05, collections=3)
 
     # A candidate invalid in one run is invalid pooled; the default's time is the runs' median.
     earlier = dict(runs_ratio=np.array([[1.0, 0.5, 2.0]]), runs_ok=np.array([[True, True, True]]),
