@@ -96,49 +96,47 @@ CASES = {
 }
 
 
-def _collectives(x):
-    from jax.sharding import Mesh, PartitionSpec as PS
-
+def _shard_map():
+    """jax's ``shard_map`` (out of ``jax.experimental`` in newer jax)."""
     try:
         from jax import shard_map
     except ImportError:
         from jax.experimental.shard_map import shard_map
+    return shard_map
 
+
+def _over_x(body, x):
+    """``body`` on the rows of ``x`` split over a 4-device mesh axis "x"."""
+    from jax.sharding import Mesh, PartitionSpec as PS
+
+    mesh = Mesh(np.array(jax.devices()[:4]), ("x",))
+    return _shard_map()(body, mesh=mesh, in_specs=PS("x"), out_specs=PS("x"))(x)
+
+
+def _collectives(x):
     def body(a):
         g = jax.lax.all_gather(a, "x", axis=0, tiled=True)
         s = jax.lax.psum_scatter(a.T @ a, "x", scatter_dimension=0, tiled=True)
         p = jax.lax.ppermute(a, "x", perm=[(0, 1), (1, 2), (2, 3), (3, 0)])
         return (g.sum() + s.sum() + p.sum())[None]
 
-    mesh = Mesh(np.array(jax.devices()[:4]), ("x",))
-    return shard_map(body, mesh=mesh, in_specs=PS("x"), out_specs=PS("x"))(x)
+    return _over_x(body, x)
 
 
 def _all_to_all(x):
-    from jax.sharding import Mesh, PartitionSpec as PS
-
-    try:
-        from jax import shard_map
-    except ImportError:
-        from jax.experimental.shard_map import shard_map
-
     def body(a):
         u = jax.lax.all_to_all(a, "x", split_axis=1, concat_axis=0, tiled=True)
         v = jax.lax.all_to_all(a, "x", split_axis=0, concat_axis=1, tiled=True)
         w = jax.lax.all_to_all(a, "x", split_axis=0, concat_axis=0, tiled=True)
         return (u.sum() + v.sum() + w.sum())[None]
 
-    mesh = Mesh(np.array(jax.devices()[:4]), ("x",))
-    return shard_map(body, mesh=mesh, in_specs=PS("x"), out_specs=PS("x"))(x)
+    return _over_x(body, x)
 
 
 def _sharded(x, b):
     from jax.sharding import Mesh, PartitionSpec as PS
 
-    try:
-        from jax import shard_map
-    except ImportError:
-        from jax.experimental.shard_map import shard_map
+    shard_map = _shard_map()
     flat = Mesh(np.array(jax.devices()[:4]), ("x",))
     grid = Mesh(np.array(jax.devices()[:4]).reshape(2, 2), ("x", "y"))
     s = shard_map(lambda a, c: (jax.lax.psum(a @ a.T, "x"), jax.lax.pmax(c, "x")), mesh=flat,

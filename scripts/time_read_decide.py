@@ -1,9 +1,10 @@
 """Times the native half of the XLA:CPU decision on the 26 held-out
 programs (scripts/xla_cpu_heldout.py): `hlo_opt.parse_stablehlo` of the
-module as `xla_cpu.decide` prints it, and `_native.xla_cpu_decide` on the
-result. Medians of 41 calls per module, summed over the modules. Run it
-with two builds of the package alternated (PYTHONPATH=an unpacked wheel)
-to compare them in one sitting.
+module as `xla_cpu.decide` prints it (`xla_cpu.printed`), and
+`_native.xla_cpu_decide` on the result. Medians of 41 calls per module,
+summed over the modules. Run it with two builds of the package alternated
+(PYTHONPATH=an unpacked wheel) to compare them in one sitting, and the
+same build twice as the control.
 
     .venv-next/bin/python scripts/time_read_decide.py LABEL
 """
@@ -18,16 +19,14 @@ import jax  # noqa: E402
 import jaxlib  # noqa: E402
 
 import xla_cpu_heldout  # noqa: E402
-from hlo_opt import _native, parse_stablehlo  # noqa: E402
+from hlo_opt import _native, parse_stablehlo, xla_cpu  # noqa: E402
 
 
 def main() -> int:
     label = sys.argv[1] if len(sys.argv) > 1 else "this build"
     read = decide = 0.0
     for p in xla_cpu_heldout.programs():
-        op = jax.jit(p.fn).lower(*p.args).compiler_ir().operation
-        text = op.get_asm(print_generic_op_form=True, assume_verified=True, binary=True, use_local_scope=True,
-                          large_elements_limit=16)
+        text = xla_cpu.printed(jax.jit(p.fn).lower(*p.args))
         a, b = [], []
         for _ in range(41):
             t0 = time.perf_counter()
