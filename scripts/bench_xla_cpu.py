@@ -54,7 +54,7 @@ def bench(p, rounds: int, oracle_budget: float, seed: int = 0) -> dict:
     tuned, tuned_total = timed(lambda: hj.compile(p.fn, *p.args, measure="all"))
     # The oracle: every module-wide candidate, the model's per-op choice
     # and every eligible dot as a oneDNN matmul, measured.
-    space = xla_cpu._measured_space(decision, xla_cpu._model_pick(decision, []), "all", lowered)
+    space = xla_cpu.measuring._measured_space(decision, xla_cpu.decision._model_pick(decision, []), "all", lowered)
     oracle = xla_cpu.measure(lowered, p.args, candidates=space, budget_s=oracle_budget, seed=seed)
     ratio = np.where(oracle["ok"], oracle["ratio"], np.inf)
     best = int(np.argmin(ratio))
@@ -62,22 +62,22 @@ def bench(p, rounds: int, oracle_budget: float, seed: int = 0) -> dict:
     chosen = compiled.choice
     jitted = jax.jit(p.fn)
     runners = {"jax.jit": jitted, "hlo-opt": compiled, "measured": tuned,
-               "oracle": xla_cpu._compile(lowered, space[best][1], space[best][2]),
+               "oracle": xla_cpu.measuring._compile(lowered, space[best][1], space[best][2]),
                "control": lowered.compile()}
     args = jax.device_put(p.args)
     want = jitted(*args)
-    same = xla_cpu._same(compiled(*args), want)
+    same = xla_cpu.measuring._same(compiled(*args), want)
     keys = list(runners)
     samples, run = interleaved([functools.partial(runners[k], *args) for k in keys], min_rounds=rounds,
                                max_rounds=rounds, seed=seed)
     times = dict(zip(keys, samples))
     med = {k: float(np.median(v)) * 1e3 for k, v in times.items()}
     paired = {k: paired_ratio(times[k], times["jax.jit"]) for k in runners}
-    mine = xla_cpu._hlo_hash(compiled._exe.as_text())
-    same_as_oracle = mine == xla_cpu._hlo_hash(runners["oracle"].as_text())
+    mine = xla_cpu.measuring._hlo_hash(compiled._exe.as_text())
+    same_as_oracle = mine == xla_cpu.measuring._hlo_hash(runners["oracle"].as_text())
     # jax caches the executable of a lowering: the control, and hlo-opt's
     # default, are jax.jit's own executable, whose true ratio is 1.
-    same_as_default = mine == xla_cpu._hlo_hash(runners["control"].as_text())
+    same_as_default = mine == xla_cpu.measuring._hlo_hash(runners["control"].as_text())
     return dict(program=p.name, family=p.family, dtype=p.dtype, batch=p.batch, jaxlib=jaxlib.__version__,
                 chosen=chosen, onednn_ops=len(compiled.onednn), measured_choice=tuned.choice, measured_compile_s=tuned_total, oracle=names[best], oracle_ratio=float(ratio[best]),
                 model_pred=[(q["candidate"], round(q["change_pct"], 1)) for q in decision["predictions"]],

@@ -13,7 +13,7 @@ import json, sys, time
 sys.path.insert(0, "scripts")
 import jax, numpy as np
 import xla_cpu_heldout as H
-from hlo_opt import xla_cpu, parse, onednn
+from hlo_opt import _native, xla_cpu, parse, onednn
 def best(f, n=5):
     b = 1e9
     for _ in range(n):
@@ -29,15 +29,15 @@ for p in H.programs():
         t = time.perf_counter(); lo.compile(); comp.append(time.perf_counter() - t)
     c = min(comp)
     d_new = best(lambda: xla_cpu.decide(lo))
-    d_old = best(lambda: xla_cpu._native.xla_cpu_decide(parse(lo.as_text(dialect="hlo"), name="<jax>"), jaxlib=__import__("jaxlib").__version__, model=None))
+    d_old = best(lambda: _native.xla_cpu_decide(parse(lo.as_text(dialect="hlo"), name="<jax>"), jaxlib=__import__("jaxlib").__version__, model=None))
     new.append(d_new / c); old.append(d_old / c)
     ours, notes = xla_cpu.decide(lo)
-    sigs = xla_cpu._model_pick(ours, notes)[2]
+    sigs = xla_cpu.decision._model_pick(ours, notes)[2]
     w = best(lambda: onednn.lowered_with(lo, sigs)) if sigs else 0.0
     way.append((d_new + w) / c)
     # The same decision both ways (the StableHLO read with large constants
     # elided, jax's HLO text with every element).
-    theirs = json.loads(xla_cpu._native.xla_cpu_decide(parse(lo.as_text(dialect="hlo"), name="<jax>"), jaxlib=__import__("jaxlib").__version__, model=None)[0])
+    theirs = json.loads(_native.xla_cpu_decide(parse(lo.as_text(dialect="hlo"), name="<jax>"), jaxlib=__import__("jaxlib").__version__, model=None)[0])
     same += ours == theirs
     print(f"{p.name:28} compile {c*1e3:7.1f} ms  decide via StableHLO {d_new*1e3:6.2f} ms ({100*d_new/c:.2f}%)  via jax's HLO {d_old*1e3:6.2f} ms ({100*d_old/c:.2f}%)  {'same' if ours == theirs else 'DIFFERENT'} decision  way in ({len(sigs)} ops) {w*1e3:5.2f} ms, with the decision {100*(d_new+w)/c:.2f}%", flush=True)
 print(f"median {100*np.median(new):.2f}% (max {100*max(new):.2f}%) vs {100*np.median(old):.2f}% (max {100*max(old):.2f}%); the same decision on {same}/{len(new)}; "

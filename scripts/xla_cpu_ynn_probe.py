@@ -34,15 +34,16 @@ import xla_cpu_model as M  # noqa: E402
 
 def measure(sigs: list[str], out: Path) -> dict[str, dict]:
     """Each dot of ``sigs`` timed alone (rows appended to ``out``)."""
-    from hlo_opt import xla_cpu, xla_cpu_ops
+    from hlo_opt import xla_cpu
     from hlo_opt.timing import interleaved, paired_ratio
+    from hlo_opt.xla_cpu import ops
 
     rows = {}
     if out.exists():
         rows = {r["signature"]: r for r in map(json.loads, out.read_text().splitlines())}
     with out.open("a") as f:
         for i, sig in enumerate(s for s in sigs if s not in rows):
-            lowered, args = xla_cpu_ops.lowered_dot(sig)
+            lowered, args = ops.lowered_dot(sig)
             exes = [lowered.compile(), lowered.compile(compiler_options=xla_cpu.options_of("ynn:dot")),
                     lowered.compile(compiler_options=xla_cpu.options_of("ynn:none")), lowered.compile()]
             times, run = interleaved([functools.partial(e, *args) for e in exes], budget_s=0.3, min_rounds=9,

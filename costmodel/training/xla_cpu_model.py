@@ -236,7 +236,7 @@ def portfolio_cv(programs, k=PORTFOLIO_SIZE, group="family"):
     return dict(portfolio_mean=float(slow.mean() - 1), portfolio_max=float(slow.max() - 1))
 
 
-#: ``verify``'s local search (python/hlo_opt/xla_cpu.py, LOCAL_SEARCH_WITHIN).
+#: ``verify``'s local search (python/hlo_opt/xla_cpu/verify.py, LOCAL_SEARCH_WITHIN).
 LOCAL_SEARCH_WITHIN = 1.02
 
 

@@ -1,5 +1,5 @@
 """The XLA:CPU op model: learns, from dots and convolutions timed alone on
-this CPU (`python -m hlo_opt.xla_cpu_ops collect`: one .npz per jaxlib), the
+this CPU (`python -m hlo_opt.xla_cpu.ops collect`: one .npz per jaxlib), the
 log runtime ratio of a oneDNN matmul or convolution over XLA's default
 kernel for the op, and the margin the per-op decision needs; reports K-fold
 cross-validation over the ops; exports the model as ONNX with its card
@@ -131,7 +131,7 @@ def export(data, variant, margin, error, cv, path: Path):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("data", type=Path, help="the .npz of `python -m hlo_opt.xla_cpu_ops collect`")
+    ap.add_argument("data", type=Path, help="the .npz of `python -m hlo_opt.xla_cpu.ops collect`")
     ap.add_argument("--hlo-cost", type=Path, default=Path("target/release/hlo-cost"))
     ap.add_argument("--variant", choices=sorted(VARIANTS), help="skip the variant search")
     ap.add_argument("--export", type=Path, help="write the model (.onnx), its card (.json) and checks")

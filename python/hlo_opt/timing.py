@@ -1,6 +1,6 @@
 """Interleaved timing on this CPU: the one loop that every measurement of
 the package runs (``xla_cpu.measure``, ``xla_cpu.compile``'s ``verify``,
-``xla_cpu_ops.measure_op``, and the benchmarks in scripts/).
+``xla_cpu.ops.measure_op``, and the benchmarks in scripts/).
 
 Each round runs every callable once, in a seeded shuffled order, so that
 load which comes and goes falls on all of them alike; a ratio is the

@@ -68,7 +68,7 @@ def test_compile_takes_what_jax_jit_takes_and_gives_its_results(dtype):
     if c.choice == "default":
         leaves_equal(got, want)  # the same executable as jax.jit's
     else:
-        assert xla_cpu._same(got, want)
+        assert xla_cpu.measuring._same(got, want)
     assert "xla-cpu: model" in c.explain()
 
 
@@ -84,7 +84,7 @@ def test_scan_keyword_arguments_and_donated_buffers():
     xs = jnp.ones((10, 4, 16))
     c = hj.compile(rnn, w, xs, h0=jnp.zeros((4, 16)))
     got, want = c(w, xs, h0=jnp.zeros((4, 16))), jax.jit(rnn)(w, xs, h0=jnp.zeros((4, 16)))
-    leaves_equal(got, want) if c.choice == "default" else xla_cpu._same(got, want)
+    leaves_equal(got, want) if c.choice == "default" else xla_cpu.measuring._same(got, want)
 
     def step(p, g):
         return p - 0.1 * g
@@ -120,7 +120,7 @@ def test_static_arguments_are_compiled_in_as_jax_jit_does(how, tmp_path):
     want = jax.jit(f, **how)(*call, **kw)
     for verify, cache in [(0.05, None), (0, None), (0.05, tmp_path), (0.05, tmp_path)]:
         c = hj.compile(f, *call, jit_options=how, verify=verify, cache_dir=cache, **kw)
-        assert xla_cpu._same(c(*call, **kw), want), (how, verify)
+        assert xla_cpu.measuring._same(c(*call, **kw), want), (how, verify)
     assert "cached" in c.decision, "the last one was taken from the cache"
     with pytest.raises(ValueError, match=r"compiled for the static arguments .*argument 1=3.*called with.*=2"):
         c(x, 2, **kw)
@@ -133,7 +133,7 @@ def test_measuring_keeps_the_default_unless_a_candidate_beats_the_noise(monkeypa
     def fake(lowered, args, candidates, budget_s):
         return dict(res, candidates=[c[0] for c in candidates])
 
-    monkeypatch.setattr(xla_cpu, "measure", fake)
+    monkeypatch.setattr(xla_cpu.measuring, "measure", fake)
     c = hj.compile(block, params, x, 0.5, measure=2)
     assert c.choice == "default", "1% faster is within the 2% floor of the noise"
     res["ratio"] = np.array([1.0, 0.80, 1.3])
@@ -149,10 +149,10 @@ def test_measuring_keeps_the_default_unless_a_candidate_beats_the_noise(monkeypa
 
 def test_a_candidate_with_other_results_is_never_kept(monkeypatch):
     params, x = inputs()
-    monkeypatch.setattr(xla_cpu, "measure", lambda lowered, args, candidates, budget_s: {
+    monkeypatch.setattr(xla_cpu.measuring, "measure", lambda lowered, args, candidates, budget_s: {
         "ok": np.array([True, True]), "ratio": np.array([1.0, 0.5]), "control_ratio": 1.0,
         "candidates": [c[0] for c in candidates]})
-    monkeypatch.setattr(xla_cpu, "_same", lambda a, b: False)
+    monkeypatch.setattr(xla_cpu.compiling, "_same", lambda a, b: False)
     with pytest.warns(UserWarning, match="other results than XLA's default"):
         c = hj.compile(block, params, x, 0.5, measure=1)
     assert c.choice == "default"
@@ -171,12 +171,12 @@ def test_a_model_for_another_jaxlib_keeps_the_default_and_says_why(monkeypatch):
 
 def test_results_are_compared_in_their_dtype():
     a = jnp.asarray([1.0, 2.0, 3.0], jnp.bfloat16)
-    assert xla_cpu._same(a, a + jnp.asarray(2**-8, jnp.bfloat16))
-    assert not xla_cpu._same(a, a * 1.5)
+    assert xla_cpu.measuring._same(a, a + jnp.asarray(2**-8, jnp.bfloat16))
+    assert not xla_cpu.measuring._same(a, a * 1.5)
     f = jnp.asarray([1.0, 2.0, 3.0], jnp.float32)
-    assert xla_cpu._same(f, f * (1 + 1e-6))
-    assert not xla_cpu._same(f, f * (1 + 1e-2))
-    assert not xla_cpu._same(f, a)
+    assert xla_cpu.measuring._same(f, f * (1 + 1e-6))
+    assert not xla_cpu.measuring._same(f, f * (1 + 1e-2))
+    assert not xla_cpu.measuring._same(f, a)
 
 
 def test_the_decision_is_the_cli_and_c_abi_decision():
@@ -354,7 +354,7 @@ def test_onednn_rewrite_is_honoured_and_leaves_jax_caches_alone(dtype):
     assert lowered.as_text() == before and "__onednn" not in jax.jit(attention_mlp).lower(p, x).as_text()
     exe = rewritten.compile()
     assert exe.as_text().count('custom_call_target="__onednn$matmul"') == n, "XLA kept every call"
-    assert xla_cpu._same(exe(p, x), jax.jit(attention_mlp)(p, x))
+    assert xla_cpu.measuring._same(exe(p, x), jax.jit(attention_mlp)(p, x))
     # Only the chosen signatures are rewritten.
     one, n1 = onednn.lowered_with(lowered, eligible[:1])
     assert 1 <= n1 < n and one.compile().as_text().count("__onednn$matmul\"") == n1
@@ -391,7 +391,7 @@ def test_onednn_convolutions_are_honoured(dtype):
     assert n_ops == 3
     exe = rewritten.compile()
     assert exe.as_text().count('custom_call_target="__onednn$convolution"') == 3
-    assert xla_cpu._same(exe(*args), jax.jit(conv_net)(*args))
+    assert xla_cpu.measuring._same(exe(*args), jax.jit(conv_net)(*args))
 
 
 def test_the_rust_pass_and_the_rewrite_agree_on_every_op():
@@ -441,7 +441,7 @@ def test_measuring_all_includes_the_onednn_choices():
     c = hj.compile(attention_mlp, p, x, measure="all")
     names = c.measured["candidates"]
     assert any(n.endswith("(every op)") or "+onednn:" in n for n in names), names
-    assert xla_cpu._same(c(p, x), jax.jit(attention_mlp)(p, x))
+    assert xla_cpu.measuring._same(c(p, x), jax.jit(attention_mlp)(p, x))
     if "+onednn:" in c.choice:
         assert c.onednn and "__onednn$matmul" in c._exe.as_text()
 
@@ -455,7 +455,7 @@ def test_verify_keeps_the_fastest_only_when_timed_again_faster(monkeypatch, scre
     p, x = attention_inputs(jnp.bfloat16)
     sigs = tuple(sorted({d.signature for d in onednn.contractions(jax.jit(attention_mlp).lower(p, x).as_text())
                          if d.eligible}))
-    monkeypatch.setattr(xla_cpu, "_model_pick", lambda decision, notes: ("default+onednn:9", {}, sigs))
+    monkeypatch.setattr(xla_cpu.compiling, "_model_pick", lambda decision, notes: ("default+onednn:9", {}, sigs))
     screens, confirms = [], []
 
     # The model's choice (first in the space) screens fastest, the rest far
@@ -467,7 +467,7 @@ def test_verify_keeps_the_fastest_only_when_timed_again_faster(monkeypatch, scre
         confirms.append((len(exes), budget))
         return [confirmed] * len(exes)
 
-    monkeypatch.setattr(xla_cpu, "_paired_ratios", timing)
+    monkeypatch.setattr(xla_cpu.verify, "_paired_ratios", timing)
     c = hj.compile(attention_mlp, p, x)
     v = c.decision["verified"]
     assert screens and screens[0] >= 1 and v["candidates"][0] == "default+onednn:9", v
@@ -494,7 +494,7 @@ def test_verify_times_the_models_choice_the_cards_portfolio_and_every_op_once():
     decision, notes = xla_cpu.decide(lowered)
     assert decision["verify"], "the card's portfolio reaches the decision"
     pick = ("ynn:none+onednn:1", xla_cpu.options_of("ynn:none"), ("sig",))
-    space = xla_cpu._verify_space(dict(decision, verify=["ynn:none", "ynn:none", "default"]), pick, lowered)
+    space = xla_cpu.verify._verify_space(dict(decision, verify=["ynn:none", "ynn:none", "default"]), pick, lowered)
     names = [c[0] for c in space]
     assert names[:2] == ["ynn:none+onednn:1", "ynn:none"], names
     assert "default" not in names and len(set(names)) == len(names)
@@ -505,30 +505,31 @@ def test_verify_times_the_models_choice_the_cards_portfolio_and_every_op_once():
 def test_paired_ratios_time_each_against_the_base_on_copies():
     f = jax.jit(lambda a: a * 2.0)
     g = jax.jit(lambda a: jnp.sort(a) * 2.0)
-    r = xla_cpu._paired_ratios([g, f], f, ((jnp.ones((1 << 16,)),), {}), 0.05)
+    r = xla_cpu.verify._paired_ratios([g, f], f, ((jnp.ones((1 << 16,)),), {}), 0.05)
     assert r[0] > 1.0, "a sort costs more than a multiply"
 
 
 def test_op_labels_are_collected_resumably_on_one_device(tmp_path, monkeypatch):
-    from hlo_opt import onednn, xla_cpu_ops
+    from hlo_opt import onednn
+    from hlo_opt.xla_cpu import ops
 
     if onednn.supported():
         pytest.skip(onednn.supported())
     sigs = ["f32[8,16]x[16,32] b[]x[] c[1]x[0]", "bf16[2,4,8]x[2,8,4] b[0]x[0] c[2]x[1]"]
-    out = xla_cpu_ops.collect(sigs, tmp_path / "ops.npz", budget_s=0.01)
+    out = ops.collect(sigs, tmp_path / "ops.npz", budget_s=0.01)
     with np.load(out) as z:
         assert list(z["signatures"]) == sigs and z["ok"].all() and (z["ratio"] > 0).all()
         assert all("dot(" in str(h) for h in z["hlo"])
-    measured, real = [], xla_cpu_ops.measure_op
-    monkeypatch.setattr(xla_cpu_ops, "measure_op", lambda s, budget_s: measured.append(s) or {
+    measured, real = [], ops.measure_op
+    monkeypatch.setattr(ops, "measure_op", lambda s, budget_s: measured.append(s) or {
         "signature": s, "ratio": 1.0, "control": 1.0, "default_ns": 1.0, "rounds": 9, "ok": True, "hlo": ""})
-    xla_cpu_ops.collect(sigs + ["f32[4,4]x[4,4] b[]x[] c[1]x[0]"], out, budget_s=0.01)
+    ops.collect(sigs + ["f32[4,4]x[4,4] b[]x[] c[1]x[0]"], out, budget_s=0.01)
     assert measured == ["f32[4,4]x[4,4] b[]x[] c[1]x[0]"], "what was measured is not measured again"
-    monkeypatch.setattr(xla_cpu, "fingerprint", lambda: {"cpu": "another"})
+    monkeypatch.setattr(ops, "fingerprint", lambda: {"cpu": "another"})
     with pytest.raises(RuntimeError, match="was measured on"):
-        xla_cpu_ops.collect(sigs, out)
+        ops.collect(sigs, out)
     with pytest.raises(ValueError, match="not a dot signature"):
-        xla_cpu_ops.parse_signature("f32[8]x")
+        ops.parse_signature("f32[8]x")
     with pytest.raises(ValueError, match="oneDNN does not take this form"):
         real("f32[16,8]x[16,32] b[]x[] c[0]x[0]")
 
@@ -556,22 +557,22 @@ def test_verify_times_only_other_valid_executables_that_are_not_far_slower():
     exes = [Exe("A"), Exe("B", sleep=0.06), Exe("C", value=2.0), RuntimeError("refused"), Exe("B"), Exe("D"),
             Exe("E", first_sleep=0.06)]
     args = ((np.ones((4,), np.float32),), {})  # numpy: no first-call compile in the timing
-    st = xla_cpu._verify_check(base, cands, exes, args, check=True)
+    st = xla_cpu.verify._verify_check(base, cands, exes, args, check=True)
     assert st["status"] == ["the default's executable", "slow in two runs", "other results",
                             "did not compile: refused", "slow's executable", "timed", "timed"], st["status"]
-    assert st["same_as"] == {0: -1, 4: 1} and st["first"][1] > xla_cpu.FIRST_RUN_CUT
+    assert st["same_as"] == {0: -1, 4: 1} and st["first"][1] > xla_cpu.verify.FIRST_RUN_CUT
     # A slow first run alone cuts nothing: its faster (second) run is what
     # is kept (about 2 ms, not the first run's 62 ms; seconds, not a ratio
     # of two short runs, which a loaded machine moves by 2x).
     assert st["first"][6] * st["took"] < 0.03, "the faster run is kept"
     # Given the state of a prefix, only the rest runs: a twin of an earlier
     # one is found without running it again.
-    more = xla_cpu._verify_check(base, cands + [("later", {}, ())], exes + [Exe("D")], args, True,
-                                 dict(st, status=list(st["status"]), first=list(st["first"]),
-                                      same_as=dict(st["same_as"]), seen=dict(st["seen"])))
+    more = xla_cpu.verify._verify_check(base, cands + [("later", {}, ())], exes + [Exe("D")], args, True,
+                                        dict(st, status=list(st["status"]), first=list(st["first"]),
+                                             same_as=dict(st["same_as"]), seen=dict(st["seen"])))
     assert more["status"][7:] == ["fine's executable"] and more["same_as"][7] == 5
     # Only "fine" is timed; the shared ones take their twin's ratio.
-    pick, record, exe = xla_cpu._verify(base, cands, exes, args, 0.01, check=True)
+    pick, record, exe = xla_cpu.verify._verify(base, cands, exes, args, 0.01, check=True)
     assert record["ratio"][0] == 1.0 and record["ratio"][4] == record["ratio"][1]
     assert pick[0] in ("fine", "slow once", "default")
     assert exe is {"fine": exes[5], "slow once": exes[6], "default": None}[pick[0]]
@@ -592,7 +593,7 @@ def test_the_decision_reads_the_stablehlo_as_xla_would_convert_it():
         return json.loads(_native.xla_cpu_decide(m, jaxlib=jaxlib.__version__, model=None)[0])
 
     assert decision(from_mlir) == decision(from_hlo)
-    assert decision(xla_cpu._module_of(lowered)) == decision(from_hlo)
+    assert decision(xla_cpu.decision._module_of(lowered)) == decision(from_hlo)
     with pytest.raises(hlo_opt.HloError, match=r":1:"):
         hlo_opt.parse_stablehlo('"builtin.module"() ({ %0 = "stablehlo.nope"(')
     # jax prints it as bytes for the decision (no decode in Python): the
@@ -675,7 +676,7 @@ def test_the_decision_does_not_read_the_elements_of_closed_over_weights():
     w1 = np.random.default_rng(0).standard_normal((256, 512)).astype(np.float32)
     w2 = np.random.default_rng(1).standard_normal((512, 64)).astype(np.float32)
     lowered = jax.jit(lambda x: jnp.tanh(x @ w1) @ w2 + 1.0).lower(jnp.ones((8, 256), jnp.float32))
-    module = xla_cpu._module_of(lowered)
+    module = xla_cpu.decision._module_of(lowered)
     text = str(module)
     assert text.count("constant({...})") == 2 and len(text) < 4000, "the weights' elements were read"
     decide = lambda m: json.loads(_native.xla_cpu_decide(m, jaxlib=jaxlib.__version__, model=None)[0])
@@ -707,7 +708,7 @@ def test_verify_searches_one_kind_away_from_the_fastest_module_wide_candidate(mo
     # centre and its neighbours ynn:none, ynn:dot+eltwise, ynn:eltwise+reduce.
     # The last stage times the one contender again: 0.91.
     timings = iter([[0.95, eltwise, 1.10]] + ([[0.97, 1.30, 0.90, 1.00]] if searched else []) + [[0.91]])
-    monkeypatch.setattr(xla_cpu, "_paired_ratios",
+    monkeypatch.setattr(xla_cpu.verify, "_paired_ratios",
                         lambda ex, base, a, budget: screens.append([e.text for e in ex]) or next(timings))
 
     def expand(new):
@@ -715,7 +716,7 @@ def test_verify_searches_one_kind_away_from_the_fastest_module_wide_candidate(mo
         return [_Fake(c[0]) for c in new]
 
     args = ((np.ones((4,), np.float32),), {})
-    pick, record, exe = xla_cpu._verify(_Fake("default"), cands, exes, args, 0.01, True, expand=expand)
+    pick, record, exe = xla_cpu.verify._verify(_Fake("default"), cands, exes, args, 0.01, True, expand=expand)
     if searched:
         assert built == [["ynn:none", "ynn:dot+eltwise", "ynn:eltwise+reduce"]], built
         assert screens[1] == ["ynn:eltwise", "ynn:none", "ynn:dot+eltwise", "ynn:eltwise+reduce"], screens
@@ -736,9 +737,10 @@ def test_verify_times_the_close_candidates_again_and_keeps_the_fastest_of_that_s
     exes = [_Fake(n) for n in ["a", "b", "far"]]
     stages = []
     timings = iter([[0.90, 0.93, 0.96], final])
-    monkeypatch.setattr(xla_cpu, "_paired_ratios",
+    monkeypatch.setattr(xla_cpu.verify, "_paired_ratios",
                         lambda ex, base, a, budget: stages.append(([e.text for e in ex], budget)) or next(timings))
-    pick, record, exe = xla_cpu._verify(_Fake("default"), cands, exes, ((np.ones((4,), np.float32),), {}), 0.5, True)
+    pick, record, exe = xla_cpu.verify._verify(_Fake("default"), cands, exes, ((np.ones((4,), np.float32),), {}),
+                                               0.5, True)
     assert stages[1] == (["a", "b"], 0.75), "the two close ones, with the rounds one alone would get"
     assert record["contenders"] == ["a", "b"] and record["final"] == final
     assert pick[0] == chosen and (exe is None) == (chosen == "default"), record
@@ -762,13 +764,13 @@ def test_a_kept_choice_is_taken_again_without_deciding_or_timing(tmp_path, monke
         raise AssertionError("decided again")
 
     with monkeypatch.context() as m:
-        m.setattr(xla_cpu, "decide", refuse)
-        m.setattr(xla_cpu, "_verify", refuse)
+        m.setattr(xla_cpu.compiling, "decide", refuse)
+        m.setattr(xla_cpu.compiling, "_verify", refuse)
         again = hj.compile(block, params, x, 0.5, verify=0.05, cache_dir=tmp_path)
         assert again.choice == first.choice and again.onednn == first.onednn
         assert again.decision["cached"] == str(files[0])
         assert "not made again" in again.explain()
-        assert xla_cpu._same(again(params, x, 0.5), jax.jit(block)(params, x, 0.5))
+        assert xla_cpu.measuring._same(again(params, x, 0.5), jax.jit(block)(params, x, 0.5))
         m.setenv("HLO_OPT_CACHE_DIR", str(tmp_path))
         assert hj.compile(block, params, x, 0.5).decision["cached"] == str(files[0])
         # Another shape, another CPU, another model: another key.
@@ -777,7 +779,7 @@ def test_a_kept_choice_is_taken_again_without_deciding_or_timing(tmp_path, monke
         with pytest.raises(AssertionError, match="decided again"):
             hj.compile(block, params, x, 0.5, cache_dir=tmp_path, model=str(files[0]))
         cpu = xla_cpu.fingerprint()
-        m.setattr(xla_cpu, "fingerprint", lambda: dict(cpu, cpu="another CPU"))
+        m.setattr(xla_cpu.cache, "fingerprint", lambda: dict(cpu, cpu="another CPU"))
         with pytest.raises(AssertionError, match="decided again"):
             hj.compile(block, params, x, 0.5, cache_dir=tmp_path)
     files[0].write_text('{"format": 1, "key": "')
@@ -788,7 +790,7 @@ def test_a_kept_choice_is_taken_again_without_deciding_or_timing(tmp_path, monke
     # A kept choice that XLA no longer compiles is a warning and a miss.
     entry = json.loads(files[0].read_text())
     files[0].write_text(json.dumps(dict(entry, choice="ynn:none", onednn=[])))
-    real, calls = xla_cpu._compile, []
+    real, calls = xla_cpu.cache._compile, []
 
     def fails_once(*a, **k):
         calls.append(a[1:])
@@ -796,11 +798,11 @@ def test_a_kept_choice_is_taken_again_without_deciding_or_timing(tmp_path, monke
             raise RuntimeError("INVALID_ARGUMENT: an option this XLA does not take")
         return real(*a, **k)
 
-    monkeypatch.setattr(xla_cpu, "_compile", fails_once)
+    monkeypatch.setattr(xla_cpu.cache, "_compile", fails_once)
     with pytest.warns(UserWarning, match="cached choice ynn:none .* no longer compiles"):
         remade = hj.compile(block, params, x, 0.5, verify=0.05, cache_dir=tmp_path)
     assert "cached" not in remade.decision and calls[0] == (xla_cpu.options_of("ynn:none"), ())
-    assert xla_cpu._same(remade(params, x, 0.5), jax.jit(block)(params, x, 0.5))
+    assert xla_cpu.measuring._same(remade(params, x, 0.5), jax.jit(block)(params, x, 0.5))
     # Without verify or measure nothing is kept.
     hj.compile(block, params, x * 2, 0.5, verify=0, cache_dir=tmp_path / "none")
     assert not (tmp_path / "none").exists()

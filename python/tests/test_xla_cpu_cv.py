@@ -81,13 +81,13 @@ def test_the_search_cross_validated_here_is_the_one_verify_runs():
     """The training script keeps its own copy of verify's local search (it
     runs without the native package's models): the same candidates in the
     same order, the same threshold, and the same neighbours of every
-    module-wide candidate as ``hlo_opt.xla_cpu._neighbours``."""
+    module-wide candidate as ``hlo_opt.xla_cpu.verify._neighbours``."""
     from hlo_opt import xla_cpu
 
     assert M.CANDIDATES == list(xla_cpu.CANDIDATE_NAMES)
-    assert M.LOCAL_SEARCH_WITHIN == xla_cpu.LOCAL_SEARCH_WITHIN
+    assert M.LOCAL_SEARCH_WITHIN == xla_cpu.verify.LOCAL_SEARCH_WITHIN
     for i, name in enumerate(M.CANDIDATES[1:], start=1):
         cands = [(name, xla_cpu.options_of(name), ())]
-        centre, near = xla_cpu._neighbours(cands, [1.0], ["timed"])
+        centre, near = xla_cpu.verify._neighbours(cands, [1.0], ["timed"])
         assert centre == 0, name
         assert sorted(n for n, _, _ in near) == sorted(M.CANDIDATES[j] for j in M.neighbours(i)), name

@@ -17,7 +17,7 @@ signatures, ratio, control ratio, default time, rounds, each op's HLO
 module (``hlo-cost cpu-features`` reads its op-model row from it), and the
 device.
 
-``python -m hlo_opt.xla_cpu_ops collect FEATURES.jsonl OUT.npz [--grid N]``
+``python -m hlo_opt.xla_cpu.ops collect FEATURES.jsonl OUT.npz [--grid N]``
 takes the signatures from ``hlo-cost cpu-features`` output (the dots and
 convolutions of the training programs) and adds N generated dots
 (log-uniform sizes, f32 and bf16, plain, flattened, batched and transposed
@@ -37,8 +37,11 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from . import onednn
-from .timing import interleaved, paired_ratio
+from .. import onednn
+from ..timing import interleaved, paired_ratio
+from .measuring import _same
+from .space import fingerprint
+from .store import _atomic_write
 
 _SIG = re.compile(r"(\w+)\[([\d,]*)\]x\[([\d,]*)\] b\[([\d,]*)\]x\[([\d,]*)\] c\[([\d,]*)\]x\[([\d,]*)\]")
 
@@ -118,8 +121,6 @@ def measure_op(sig: str, *, budget_s: float = 0.6, min_rounds: int = 9, max_roun
     """Times the op ``sig`` as XLA's default and as a oneDNN matmul or
     convolution, interleaved with a control; raises ValueError for a form
     oneDNN does not take."""
-    from .xla_cpu import _same
-
     lowered, args = lowered_op(sig)
     found = onednn.contractions(lowered)
     if len(found) != 1 or found[0].signature != sig:
@@ -212,8 +213,6 @@ def conv_grid(n: int, seed: int = 0) -> list[str]:
 def collect(signatures: Iterable[str], out: str | os.PathLike, *, budget_s: float = 0.6) -> Path:
     """Measures every signature not yet in ``out``'s partial file, then
     writes ``out`` (npz) atomically. Returns its path."""
-    from .xla_cpu import _atomic_write, fingerprint
-
     out = Path(out)
     partial = out.with_name(out.name + ".partial.jsonl")
     device = fingerprint()
@@ -261,7 +260,7 @@ def collect(signatures: Iterable[str], out: str | os.PathLike, *, budget_s: floa
 def main(argv: Sequence[str] | None = None) -> int:
     import argparse
 
-    ap = argparse.ArgumentParser(prog="python -m hlo_opt.xla_cpu_ops", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m hlo_opt.xla_cpu.ops", description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     c = sub.add_parser("collect", help="time each dot and convolution alone, XLA's default vs oneDNN")
     c.add_argument("features", help="hlo-cost cpu-features output (JSON lines with the programs' ops)")
