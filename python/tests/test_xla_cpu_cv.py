@@ -91,3 +91,29 @@ def test_the_search_cross_validated_here_is_the_one_verify_runs():
         centre, near = xla_cpu.verify._neighbours(cands, [1.0], ["timed"])
         assert centre == 0, name
         assert sorted(n for n, _, _ in near) == sorted(M.CANDIDATES[j] for j in M.neighbours(i)), name
+
+
+def test_the_variant_is_chosen_by_program_and_the_margin_is_never_below_trusted(monkeypatch, capsys):
+    """The variant is the best ranker by leave-one-program-out; the margin is
+    chosen by leave-one-family-out among margins of at least ``TRUSTED``,
+    even where a smaller one scores best (the issue's trust rule: a choice
+    leaves the default only when its predicted gain beats the error)."""
+    import argparse
+
+    progs = [dict(p, family=f"f{i % 3}", meta={"device": {"cpu": "test"}}) for i, p in enumerate(programs(18))]
+    monkeypatch.setattr(M, "lopo_top1", lambda ps, v: {"gbm-small": 0.01}.get(v, 0.20))
+    real = M.evaluate
+
+    def evaluate(ps, preds, errs, margin):
+        r = dict(real(ps, preds, errs, margin))
+        r["mean"] = 0.0 if margin < M.TRUSTED else 0.5 + (0.001 if margin == 1.0 else 0.0)
+        return r
+
+    monkeypatch.setattr(M, "evaluate", evaluate)
+    M.run(argparse.Namespace(variant=None, nested=False, lopo=False, export=None), progs)
+    out = capsys.readouterr().out
+    assert "gbm-small    leave-one-program-out, margin 0: mean top-1 slowdown 1.00%" in out
+    chosen = next(line for line in out.splitlines() if line.startswith("chosen: "))
+    # Margins 1.5 and up tie (within SAFETY) at the trusted floor: the largest.
+    assert chosen.startswith(f"chosen: gbm-small, margin {max(M.MARGINS)}:"), chosen
+    assert "'lopo_top1': 0.01" in chosen, chosen
