@@ -33,7 +33,7 @@ def lopo_top1(programs, variant: str, fraction: float, seed: int) -> float:
     rng = np.random.default_rng(seed)
     preds = {}
     for p in programs:
-        others = [q for q in programs if q["name"] != p["name"]]
+        others = [q for q in programs if q.get("module") != p.get("module")]
         keep = rng.permutation(len(others))[: max(1, int(round(fraction * len(others))))]
         preds[p["name"]] = M.fit([others[i] for i in sorted(keep)], variant).predict(M.predict_rows(p))
     return M.evaluate(programs, preds, M.candidate_errors(programs, preds), 0.0)["mean"]

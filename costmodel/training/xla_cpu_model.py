@@ -3,10 +3,16 @@
 log runtime ratio over XLA's default of each candidate compile option, and
 the margin the decision needs; chooses the variant by leave-one-program-out
 cross-validation (the best ranker of a program's candidates, issue 37's
-bar) and the margin by leave-one-family-out (every program of the held-out
-architecture family predicted by a model that saw none of them, as an
-unseen program is; at least TRUSTED); exports the model as ONNX with its
-card (JSON) for `hlo-opt --pass=xla-cpu`.
+bar; every copy of the program left out) and the margin by
+leave-one-family-out (every program of the held-out architecture family
+predicted by a model that saw none of them, as an unseen program is; at
+least TRUSTED); exports the model as ONNX with its card (JSON) for
+`hlo-opt --pass=xla-cpu`.
+
+The variants are LightGBM regressors of the log ratio (`gbm-*`) and the
+nearest training programs (`knn-K`, :class:`NearestPrograms`: the mean log
+ratios of the K programs nearest in standardized features; knn_onnx.py
+writes it as an ONNX graph).
 
     python costmodel/training/xla_cpu_model.py DATA [--export passes/models/xla_cpu_X.onnx]
 
@@ -14,7 +20,8 @@ DATA: folders, or .tar.gz archives of one (testdata/xla_cpu/jaxlib-*.tar.gz).
 The rows come from `hlo-cost cpu-features` (--hlo-cost, default
 target/release/hlo-cost; or --features FILE it wrote): the Rust featurizer
 the pass uses, so training and the pass read the same rows.
-Needs numpy and lightgbm (--export: onnxmltools), pinned in
+Needs numpy and lightgbm (--export: onnxmltools, onnx and onnxruntime, which
+checks the exported graph against the model), pinned in
 costmodel/training/requirements.txt.
 """
 
@@ -51,13 +58,16 @@ def encoding(name: str) -> list[float]:
     return [0.0] + [1.0 if k in ks else 0.0 for k in KINDS]
 
 
-#: Model variants tried by cross-validation (LightGBM regressor parameters).
+#: Model variants tried by cross-validation: LightGBM regressors (their
+#: parameters) and nearest programs (``knn-K``, :class:`NearestPrograms`).
 VARIANTS = {
     "gbm-small": dict(n_estimators=150, learning_rate=0.05, num_leaves=7, min_child_samples=5,
                       subsample=0.8, subsample_freq=1, colsample_bytree=0.8),
     "gbm-medium": dict(n_estimators=300, learning_rate=0.03, num_leaves=15, min_child_samples=5,
                        subsample=0.8, subsample_freq=1, colsample_bytree=0.8),
     "gbm-stumps": dict(n_estimators=400, learning_rate=0.05, num_leaves=3, min_child_samples=3),
+    "knn-3": dict(k=3),
+    "knn-5": dict(k=5),
 }
 MARGINS = (0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0)
 #: The least margin a model is exported with: a choice leaves XLA's default
@@ -71,6 +81,11 @@ SAFETY = 0.005
 
 
 def load(data_dirs: list[Path], features_file: Path) -> list[dict]:
+    """The programs of ``data_dirs``: name, family, features, measured
+    ratios and ``module`` (a hash of the HLO text: the corpus draws some
+    programs twice, and leave-one-program-out leaves out every copy)."""
+    import hashlib
+
     feats = {}
     with open(features_file) as f:
         for line in f:
@@ -89,7 +104,8 @@ def load(data_dirs: list[Path], features_file: Path) -> list[dict]:
             if hlo not in feats:
                 raise SystemExit(f"{npz}: no features for {hlo} in {features_file}")
             programs.append(dict(name=meta["program"], family=meta.get("family") or meta["program"],
-                                 features=feats[hlo], ratio=ratio, ok=ok, meta=meta))
+                                 features=feats[hlo], ratio=ratio, ok=ok, meta=meta,
+                                 module=hashlib.sha256(hlo.read_bytes()).hexdigest()))
     if not programs:
         raise SystemExit(f"no NAME.npz files in {', '.join(map(str, data_dirs))}")
     return programs
@@ -110,12 +126,60 @@ def predict_rows(p):
     return np.asarray([p["features"] + encoding(c) for c in CANDIDATES], dtype=np.float64)
 
 
+#: The log ratio a candidate that failed on a program counts as in a
+#: neighbour's labels (20x slower: never worth choosing).
+FAILED = math.log(20.0)
+
+
+def labels(p):
+    """A program's log ratio of every candidate (the default's 0)."""
+    return [0.0] + [math.log(p["ratio"][i]) if p["ok"][i] else FAILED for i in range(1, len(CANDIDATES))]
+
+
+def candidate_index(encoding_rows):
+    """The candidate index of each row's encoding (:func:`encoding`): 0 for
+    the default, else 1 + the YNNPACK kinds' bit mask."""
+    e = np.asarray(encoding_rows)
+    return np.rint((1.0 - e[:, 0]) * (1.0 + e[:, 1:] @ np.asarray([1.0, 2.0, 4.0]))).astype(int)
+
+
+class NearestPrograms:
+    """The ``k`` training programs nearest to a program in its standardized
+    features, and the mean of their measured log ratios for each
+    candidate. Parameters are kept in float32, as the ONNX graph
+    (knn_onnx.py) holds them; distances ties go to the earlier program."""
+
+    def __init__(self, k: int):
+        self.k = k
+
+    def fit(self, programs):
+        x = np.asarray([p["features"] for p in programs], dtype=np.float32).astype(np.float64)
+        sd = x.std(0)
+        self.mean = x.mean(0).astype(np.float32)
+        self.scale = np.where(sd > 0, sd, 1.0).astype(np.float32)
+        self.points = ((x - self.mean) / self.scale).astype(np.float32)
+        self.labels = np.asarray([labels(p) for p in programs], dtype=np.float32)
+        return self
+
+    def predict(self, rows_):
+        r = np.asarray(rows_, dtype=np.float32).astype(np.float64)
+        f = self.points.shape[1]
+        z = (r[:, :f] - self.mean) / self.scale
+        dist = ((z[:, None, :] - self.points[None].astype(np.float64)) ** 2).sum(2)
+        near = np.argsort(dist, axis=1, kind="stable")[:, : self.k]
+        mean = self.labels[near].astype(np.float64).mean(1)
+        return mean[np.arange(len(r)), candidate_index(r[:, f:])]
+
+
 def fit(programs, variant, seed=0):
+    params = VARIANTS[variant]
+    if variant.startswith("knn-"):
+        return NearestPrograms(params["k"]).fit(programs)
     import lightgbm as lgb
 
     x, y = rows(programs)
     return lgb.LGBMRegressor(verbose=-1, random_state=seed, n_jobs=1, deterministic=True,
-                             **VARIANTS[variant]).fit(x, y)
+                             **params).fit(x, y)
 
 
 def choose(pred, errors, margin):
@@ -140,14 +204,15 @@ def outcome(p, i):
 
 def lofo_predictions(programs, variant, group="family"):
     """Per program its candidates' predictions by a model that saw no
-    program of its family (``group="name"``: no other copy of itself, i.e.
-    leave-one-program-out)."""
+    program of its family (``group="module"``: no copy of the program, i.e.
+    leave-one-program-out; ``"name"``: not the program itself)."""
     preds = {}
-    for fam in sorted({p[group] for p in programs}):
-        train = [p for p in programs if p[group] != fam]
+    key = (lambda p: p.get("module", p["name"])) if group == "module" else (lambda p: p[group])
+    for fam in sorted({key(p) for p in programs}):
+        train = [p for p in programs if key(p) != fam]
         model = fit(train, variant)
         for p in programs:
-            if p[group] == fam:
+            if key(p) == fam:
                 preds[p["name"]] = model.predict(predict_rows(p))
     return preds
 
@@ -276,7 +341,7 @@ def lopo(programs, variant, margin):
     margin, errors from the same predictions) and the best measured of the
     default, the model's choice at ``margin`` and the portfolio (what
     ``verify`` keeps, up to timing noise)."""
-    preds = lofo_predictions(programs, variant, group="name")
+    preds = lofo_predictions(programs, variant, group="module")
     errs = candidate_errors(programs, preds)
     for m in MARGINS:
         r = evaluate(programs, preds, errs, m)
@@ -284,7 +349,7 @@ def lopo(programs, variant, margin):
               f"(max {100 * r['max']:.1f}%), changed {r['changed']}/{r['programs']}")
     slow = []
     for p in programs:
-        train = [q for q in programs if q["name"] != p["name"]]
+        train = [q for q in programs if q.get("module", q["name"]) != p.get("module", p["name"])]
         picks = portfolio(train) + [choose(preds[p["name"]], errs, margin)]
         slow.extend(best_of([p], [i for i in picks if i]))
     slow = np.asarray(slow)
@@ -292,14 +357,39 @@ def lopo(programs, variant, margin):
           f"portfolio of {PORTFOLIO_SIZE}: mean slowdown {100 * (slow.mean() - 1):.2f}% (max {100 * (slow.max() - 1):.1f}%)")
 
 
-def export(programs, variant, margin, errors, cv, path: Path):
+def onnx_bytes(model, variant, dim, doc):
+    """The fitted ``model`` as ONNX over rows of ``dim`` floats."""
+    if isinstance(model, NearestPrograms):
+        from knn_onnx import knn_onnx
+
+        return knn_onnx(model.mean, model.scale, model.points, model.labels, model.k, dim, doc,
+                        "xla_cpu_kernel_model")
     from lgbm_onnx import lightgbm_onnx
 
+    return lightgbm_onnx(model.booster_, dim, doc, "xla_cpu_kernel_model")
+
+
+def check_onnx(onnx: bytes, programs, model, tolerance=1e-4):
+    """The exported graph, run by ONNX Runtime, predicts what ``model`` does
+    on every training program (what the pass's test then holds it to)."""
+    import onnxruntime as ort
+
+    sess = ort.InferenceSession(onnx, providers=["CPUExecutionProvider"])
+    for p in programs:
+        x = predict_rows(p)
+        got = sess.run(None, {"features": x.astype(np.float32)})[0].reshape(-1)
+        want = model.predict(x)
+        if not np.allclose(got, want, atol=tolerance, rtol=0):
+            raise SystemExit(f"{p['name']}: ONNX predicts {got}, the model {want}")
+
+
+def export(programs, variant, margin, errors, cv, path: Path):
     model = fit(programs, variant)
     dim = len(predict_rows(programs[0])[0])
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(lightgbm_onnx(model.booster_, dim, f"xla-cpu-kernel-model {variant}, {len(programs)} programs",
-                                   "xla_cpu_kernel_model"))
+    onnx = onnx_bytes(model, variant, dim, f"xla-cpu-kernel-model {variant}, {len(programs)} programs")
+    check_onnx(onnx, programs, model)
+    path.write_bytes(onnx)
     dev = programs[0]["meta"]["device"]
     card = dict(
         xla=f"jaxlib {dev['jaxlib']}", cpu=dev["cpu"], isa=dev.get("isa", []), cores=dev.get("cores", 0),
@@ -365,8 +455,9 @@ def main(argv=None):
 def lopo_top1(programs, variant):
     """Leave-one-program-out mean top-1 slowdown of ``variant`` alone at
     margin 0 (issue 37's bar): how well it ranks a program's candidates
-    when it has seen the program's family but not the program."""
-    preds = lofo_predictions(programs, variant, group="name")
+    when it has seen the program's family but not the program (nor a copy
+    of it)."""
+    preds = lofo_predictions(programs, variant, group="module")
     return evaluate(programs, preds, candidate_errors(programs, preds), 0.0)["mean"]
 
 

@@ -117,3 +117,65 @@ def test_the_variant_is_chosen_by_program_and_the_margin_is_never_below_trusted(
     # Margins 1.5 and up tie (within SAFETY) at the trusted floor: the largest.
     assert chosen.startswith(f"chosen: gbm-small, margin {max(M.MARGINS)}:"), chosen
     assert "'lopo_top1': 0.01" in chosen, chosen
+
+
+def test_leave_one_program_out_leaves_out_every_copy_of_the_program(monkeypatch):
+    """The corpus draws some programs twice (the same HLO): a copy in the
+    training set would be the program itself. ``group="module"`` leaves out
+    every program with the same module hash."""
+    progs = programs(6)
+    for p in progs:
+        p["module"] = p["name"]
+    progs[3]["module"] = progs[1]["module"]  # p3 is a copy of p1
+    seen = {}
+    fit = M.fit
+
+    def spy(train, variant):
+        model = fit(train, variant)
+        seen[len(seen)] = {p["name"] for p in train}
+        return model
+
+    monkeypatch.setattr(M, "fit", spy)
+    preds = M.lofo_predictions(progs, "knn-3", group="module")
+    assert set(preds) == {p["name"] for p in progs}
+    assert sorted(map(sorted, seen.values())) == sorted(
+        sorted({p["name"] for p in progs} - drop) for drop in ({"p0"}, {"p1", "p3"}, {"p2"}, {"p4"}, {"p5"}))
+
+
+def test_nearest_programs_average_their_neighbours_and_onnx_runs_the_same():
+    """``knn-K`` predicts each candidate's log ratio as the mean over the K
+    training programs nearest in standardized features; its ONNX graph
+    (what the pass runs) gives the same value for every candidate's row,
+    the candidate read from the row's encoding."""
+    onnxruntime = pytest.importorskip("onnxruntime")
+    pytest.importorskip("onnx")
+    from knn_onnx import knn_onnx
+
+    rng = np.random.default_rng(1)
+    progs = []
+    for i in range(12):
+        ratio = np.exp(rng.normal(0, 0.3, len(M.CANDIDATES)))
+        ratio[0] = 1.0
+        ok = np.ones(len(M.CANDIDATES), bool)
+        ok[5] = i != 4  # one candidate failed on one program
+        progs.append(dict(name=f"p{i}", family="one", ratio=ratio, ok=ok, meta={},
+                          features=list(rng.normal(0, 1, 32) * np.linspace(1, 50, 32))))
+    model = M.fit(progs, "knn-3")
+    query = dict(progs[0], features=list(np.asarray(progs[4]["features"]) * 1.001 + 0.01))
+    x = M.predict_rows(query)
+    pred = model.predict(x)
+    # By hand: the three nearest in standardized distance, their mean labels.
+    feats = np.asarray([p["features"] for p in progs])
+    z = (feats - feats.mean(0)) / feats.std(0)
+    q = (np.asarray(query["features"]) - feats.mean(0)) / feats.std(0)
+    near = np.argsort(((z - q) ** 2).sum(1))[:3]
+    assert 4 in near
+    want = np.mean([M.labels(progs[j]) for j in near], axis=0)
+    assert M.labels(progs[4])[5] == pytest.approx(np.log(20.0)), "the failed candidate counts as 20x slower"
+    np.testing.assert_allclose(pred, want, atol=1e-5)
+    assert pred[0] == 0.0
+    onnx = knn_onnx(model.mean, model.scale, model.points, model.labels, model.k, x.shape[1], "test", "test")
+    sess = onnxruntime.InferenceSession(onnx, providers=["CPUExecutionProvider"])
+    got = sess.run(None, {"features": x[::-1].astype(np.float32)})[0]
+    np.testing.assert_allclose(got, pred[::-1], atol=1e-5)
+    M.check_onnx(onnx, progs, model)

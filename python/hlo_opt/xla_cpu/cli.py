@@ -29,8 +29,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     c.add_argument("out")
     c.add_argument("--modules", nargs="+", metavar="FILE",
                    help="StableHLO module files (jax.jit(f).lower(...).as_text()) instead of the generated corpus")
-    c.add_argument("--count", type=int, default=336,
-                   help="generated programs (default 336: 24 per family, the built-in models' corpus; the first N "
+    c.add_argument("--count", type=int, default=504,
+                   help="generated programs (default 504: 36 per family, the built-in models' corpus; the first N "
                         "of a larger count are the N of a smaller one)")
     c.add_argument("--seed", type=int, default=0, help="the corpus's programs, or the modules' arguments")
     c.add_argument("--budget-s", type=float, default=2.0, help="seconds of timing per program")
