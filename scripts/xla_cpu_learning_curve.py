@@ -5,13 +5,14 @@ falls from a half to all of them, more programs will help (docs/benchmarks.md,
 session 9).
 
     .venv/bin/python scripts/xla_cpu_learning_curve.py testdata/xla_cpu/jaxlib-0.10.2.tar.gz \\
-        [--fractions 0.5 0.75 1] [--draws 2] [--variant gbm-medium] [--first N]
+        [--fractions 0.5 0.75 1] [--draws 2] [--variant knn-3] [--first N]
 
 DATA as costmodel/training/xla_cpu_model.py takes it (folders, or .tar.gz
 archives of one; features from target/release/hlo-cost, or --features).
 ``--first N`` keeps programs 000 to N-1 (the corpus of a smaller
 ``collect --count``). Each fraction and draw fits one model per program:
-about a minute and a half per 336 programs on a 2-core machine.
+about a minute and a half per 336 programs on a 2-core machine with
+LightGBM (gbm-*), seconds with nearest programs (knn-*).
 """
 from __future__ import annotations
 
@@ -44,7 +45,7 @@ def main(argv=None) -> int:
     ap.add_argument("data", nargs="+", type=Path)
     ap.add_argument("--features", type=Path, help="hlo-cost cpu-features output (else it is run)")
     ap.add_argument("--hlo-cost", type=Path, default=Path("target/release/hlo-cost"))
-    ap.add_argument("--variant", choices=sorted(M.VARIANTS), default="gbm-medium")
+    ap.add_argument("--variant", choices=sorted(M.VARIANTS), default="knn-3")
     ap.add_argument("--fractions", type=float, nargs="+", default=[0.5, 0.75, 1.0])
     ap.add_argument("--draws", type=int, default=2, help="random draws per fraction below 1")
     ap.add_argument("--first", type=int, help="only programs whose number is below this")
