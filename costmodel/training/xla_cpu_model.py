@@ -469,7 +469,12 @@ def run(a, programs):
     print(f"{len(programs)} programs, {len(fams)} families; {baseline(programs)}")
     # The variant: the best ranker by leave-one-program-out at margin 0
     # (ties within SAFETY to the earlier name).
-    variants = [a.variant] if a.variant else sorted(VARIANTS)
+    # A nearest-programs variant needs more than k programs to leave one out.
+    fits = [v for v in sorted(VARIANTS) if VARIANTS[v].get("k", 0) < len(programs)]
+    if a.variant and a.variant not in fits:
+        raise SystemExit(f"{a.variant} needs more than {VARIANTS[a.variant]['k']} programs; "
+                         f"the data has {len(programs)}: collect more (--count) or choose one of {', '.join(fits)}")
+    variants = [a.variant] if a.variant else fits
     ranking = {v: lopo_top1(programs, v) for v in variants}
     for v in variants:
         print(f"{v:12} leave-one-program-out, margin 0: mean top-1 slowdown {100 * ranking[v]:.2f}%")

@@ -179,3 +179,18 @@ def test_nearest_programs_average_their_neighbours_and_onnx_runs_the_same():
     got = sess.run(None, {"features": x[::-1].astype(np.float32)})[0]
     np.testing.assert_allclose(got, pred[::-1], atol=1e-5)
     M.check_onnx(onnx, progs, model)
+
+
+def test_a_nearest_programs_variant_needs_more_programs_than_its_k(monkeypatch, capsys):
+    """Too few programs for ``knn-K`` (leave-one-out keeps K of them): the
+    search skips it, and asking for it is a clear error, not an ONNX graph
+    that fails at run time."""
+    import argparse
+
+    progs = [dict(p, family=f"f{i}", meta={"device": {"cpu": "test"}}) for i, p in enumerate(programs(4))]
+    with pytest.raises(SystemExit, match="knn-5 needs more than 5 programs; the data has 4"):
+        M.run(argparse.Namespace(variant="knn-5", nested=False, lopo=False, export=None), progs)
+    tried = []
+    monkeypatch.setattr(M, "lopo_top1", lambda ps, v: tried.append(v) or (0.0 if v == "knn-3" else 0.1))
+    M.run(argparse.Namespace(variant=None, nested=False, lopo=False, export=None), progs)
+    assert "knn-3" in tried and "knn-5" not in tried, tried
