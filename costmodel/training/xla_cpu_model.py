@@ -357,7 +357,7 @@ def lopo(programs, variant, margin):
           f"portfolio of {PORTFOLIO_SIZE}: mean slowdown {100 * (slow.mean() - 1):.2f}% (max {100 * (slow.max() - 1):.1f}%)")
 
 
-def onnx_bytes(model, variant, dim, doc):
+def onnx_bytes(model, dim, doc):
     """The fitted ``model`` as ONNX over rows of ``dim`` floats."""
     if isinstance(model, NearestPrograms):
         from knn_onnx import knn_onnx
@@ -387,7 +387,7 @@ def export(programs, variant, margin, errors, cv, path: Path):
     model = fit(programs, variant)
     dim = len(predict_rows(programs[0])[0])
     path.parent.mkdir(parents=True, exist_ok=True)
-    onnx = onnx_bytes(model, variant, dim, f"xla-cpu-kernel-model {variant}, {len(programs)} programs")
+    onnx = onnx_bytes(model, dim, f"xla-cpu-kernel-model {variant}, {len(programs)} programs")
     check_onnx(onnx, programs, model)
     path.write_bytes(onnx)
     dev = programs[0]["meta"]["device"]
