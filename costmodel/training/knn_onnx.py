@@ -18,15 +18,18 @@ from __future__ import annotations
 import numpy as np
 
 
-def knn_onnx(mean, scale, points, labels, k: int, width: int, doc: str, name: str) -> bytes:
+def knn_onnx(mean, scale, points, labels, k: int, kind_bits, width: int, doc: str, name: str) -> bytes:
     """The model as serialized ONNX: ``mean`` and ``scale`` ([f]), the
     standardized training ``points`` ([p, f]) and their ``labels`` ([p, c]
-    log ratios, the default's 0), over rows of ``width`` = f + 4 floats."""
+    log ratios, the default's 0), over rows of ``width`` = f + 1 +
+    len(kind_bits) floats (the encoding: is-default, then each YNNPACK kind,
+    whose bit in the candidate's index ``kind_bits`` gives)."""
     import onnx
     from onnx import TensorProto, helper, numpy_helper
 
     f = len(mean)
-    if width != f + 4 or points.shape[1] != f or not 1 <= k <= len(points):
+    enc = 1 + len(kind_bits)
+    if width != f + enc or points.shape[1] != f or not 1 <= k <= len(points):
         raise ValueError(f"knn_onnx: width {width}, {f} features, {len(points)} points, k {k}")
 
     def const(nm, v, dtype=np.float32):
@@ -35,9 +38,9 @@ def knn_onnx(mean, scale, points, labels, k: int, width: int, doc: str, name: st
     inits = [
         const("mean", mean), const("scale", scale), const("points", points), const("labels", labels),
         const("feat_start", [0], np.int64), const("feat_end", [f], np.int64),
-        const("enc_start", [f], np.int64), const("enc_end", [f + 4], np.int64),
+        const("enc_start", [f], np.int64), const("enc_end", [f + enc], np.int64),
         const("def_end", [f + 1], np.int64), const("axis1", [1], np.int64), const("axis2", [2], np.int64),
-        const("k", [k], np.int64), const("one", [1.0]), const("bits", [[0.0], [1.0], [2.0], [4.0]]),
+        const("k", [k], np.int64), const("one", [1.0]), const("bits", [[0.0]] + [[b] for b in kind_bits]),
         const("flat", [-1], np.int64),
     ]
     N = helper.make_node

@@ -136,11 +136,21 @@ def labels(p):
     return [0.0] + [math.log(p["ratio"][i]) if p["ok"][i] else FAILED for i in range(1, len(CANDIDATES))]
 
 
+#: Each YNNPACK kind's bit in a candidate's index (:func:`candidate_names`).
+KIND_BITS = [float(1 << i) for i in range(len(KINDS))]
+
+
 def candidate_index(encoding_rows):
     """The candidate index of each row's encoding (:func:`encoding`): 0 for
     the default, else 1 + the YNNPACK kinds' bit mask."""
     e = np.asarray(encoding_rows)
-    return np.rint((1.0 - e[:, 0]) * (1.0 + e[:, 1:] @ np.asarray([1.0, 2.0, 4.0]))).astype(int)
+    return np.rint((1.0 - e[:, 0]) * (1.0 + e[:, 1:] @ np.asarray(KIND_BITS))).astype(int)
+
+
+def program_key(p):
+    """What leave-one-program-out leaves out together: every copy of the
+    program's module (its name where the module is not known)."""
+    return p.get("module", p["name"])
 
 
 class NearestPrograms:
@@ -159,13 +169,14 @@ class NearestPrograms:
         self.scale = np.where(sd > 0, sd, 1.0).astype(np.float32)
         self.points = ((x - self.mean) / self.scale).astype(np.float32)
         self.labels = np.asarray([labels(p) for p in programs], dtype=np.float32)
+        self._points64 = self.points.astype(np.float64)
         return self
 
     def predict(self, rows_):
         r = np.asarray(rows_, dtype=np.float32).astype(np.float64)
         f = self.points.shape[1]
         z = (r[:, :f] - self.mean) / self.scale
-        dist = ((z[:, None, :] - self.points[None].astype(np.float64)) ** 2).sum(2)
+        dist = ((z[:, None, :] - self._points64[None]) ** 2).sum(2)
         near = np.argsort(dist, axis=1, kind="stable")[:, : self.k]
         mean = self.labels[near].astype(np.float64).mean(1)
         return mean[np.arange(len(r)), candidate_index(r[:, f:])]
@@ -207,7 +218,7 @@ def lofo_predictions(programs, variant, group="family"):
     program of its family (``group="module"``: no copy of the program, i.e.
     leave-one-program-out; ``"name"``: not the program itself)."""
     preds = {}
-    key = (lambda p: p.get("module", p["name"])) if group == "module" else (lambda p: p[group])
+    key = program_key if group == "module" else (lambda p: p[group])
     for fam in sorted({key(p) for p in programs}):
         train = [p for p in programs if key(p) != fam]
         model = fit(train, variant)
@@ -349,7 +360,7 @@ def lopo(programs, variant, margin):
               f"(max {100 * r['max']:.1f}%), changed {r['changed']}/{r['programs']}")
     slow = []
     for p in programs:
-        train = [q for q in programs if q.get("module", q["name"]) != p.get("module", p["name"])]
+        train = [q for q in programs if program_key(q) != program_key(p)]
         picks = portfolio(train) + [choose(preds[p["name"]], errs, margin)]
         slow.extend(best_of([p], [i for i in picks if i]))
     slow = np.asarray(slow)
@@ -362,7 +373,7 @@ def onnx_bytes(model, dim, doc):
     if isinstance(model, NearestPrograms):
         from knn_onnx import knn_onnx
 
-        return knn_onnx(model.mean, model.scale, model.points, model.labels, model.k, dim, doc,
+        return knn_onnx(model.mean, model.scale, model.points, model.labels, model.k, KIND_BITS, dim, doc,
                         "xla_cpu_kernel_model")
     from lgbm_onnx import lightgbm_onnx
 

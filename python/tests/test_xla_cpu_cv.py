@@ -174,7 +174,8 @@ def test_nearest_programs_average_their_neighbours_and_onnx_runs_the_same():
     assert M.labels(progs[4])[5] == pytest.approx(np.log(20.0)), "the failed candidate counts as 20x slower"
     np.testing.assert_allclose(pred, want, atol=1e-5)
     assert pred[0] == 0.0
-    onnx = knn_onnx(model.mean, model.scale, model.points, model.labels, model.k, x.shape[1], "test", "test")
+    onnx = knn_onnx(model.mean, model.scale, model.points, model.labels, model.k, M.KIND_BITS, x.shape[1],
+                    "test", "test")
     sess = onnxruntime.InferenceSession(onnx, providers=["CPUExecutionProvider"])
     got = sess.run(None, {"features": x[::-1].astype(np.float32)})[0]
     np.testing.assert_allclose(got, pred[::-1], atol=1e-5)
